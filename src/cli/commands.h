@@ -1,0 +1,10 @@
+/* The subcommands of amdnn-onnx; each takes the arguments after its name
+ * (argv[0] is the subcommand) and returns the process exit code. */
+#ifndef AMD_COMMANDS_H
+#define AMD_COMMANDS_H
+
+int amd_cmd_info(int argc, char **argv);
+int amd_cmd_run(int argc, char **argv);
+int amd_cmd_lut(int argc, char **argv);
+
+#endif

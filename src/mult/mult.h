@@ -1,0 +1,44 @@
+/* Multiplier modes (../shared/spec/multipliers.md is the contract).
+ *
+ * An amd_mult names the scalar product that every Conv / Gemm / MatMul uses,
+ * in the forward pass and in both backward GEMMs. NULL or AMD_MODE_ACC32 means
+ * IEEE fp32. The bit-level products themselves are the static inline functions
+ * of products.h, shared by the C and the CUDA code. */
+#ifndef AMD_MULT_H
+#define AMD_MULT_H
+
+#include <stdint.h>
+
+#include "../core/status.h"
+
+typedef enum amd_mode {
+  AMD_MODE_ACC32 = 0,
+  AMD_MODE_ACC16,
+  AMD_MODE_AM16,
+  AMD_MODE_AM32,
+  AMD_MODE_FP16,
+  AMD_MODE_MIT16,
+  AMD_MODE_MIT32,
+  AMD_MODE_MBM14,
+  AMD_MODE_MBM12,
+  AMD_MODE_LUT,
+  AMD_MODE_COUNT
+} amd_mode;
+
+typedef struct amd_mult {
+  amd_mode mode;
+  int lut_bits;            /* m for AMD_MODE_LUT (table of 4^m bytes) */
+  uint8_t *lut;            /* the table for AMD_MODE_LUT, else NULL */
+  char name[64];           /* "am16", "lut:FILE" (as given) */
+} amd_mult;
+
+/* Parses a mode name ("acc32", ..., "lut:FILE"; a table is read from FILE).
+ * An unknown name is an error whose message lists the valid choices. */
+int amd_mult_parse(const char *name, amd_mult *out, amd_status *st);
+void amd_mult_free(amd_mult *m);
+/* The product of two fp32 values in this mode (m may be NULL: acc32). */
+float amd_mult_product(const amd_mult *m, float a, float b);
+/* "acc32, acc16, am16, ..., lut:FILE" */
+const char *amd_mult_choices(void);
+
+#endif

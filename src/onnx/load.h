@@ -1,0 +1,18 @@
+/* Loads an ONNX model file into the graph IR (core/graph.h): parses the
+ * ModelProto, converts initializers, binds each node to its op descriptor at
+ * the model's opset, parses attributes, sorts the nodes topologically, and
+ * checks that every input is produced by someone. Every failure is one clear
+ * message in st. */
+#ifndef AMD_LOAD_H
+#define AMD_LOAD_H
+
+#include "../core/graph.h"
+
+/* keep_proto: keep the ModelProto in g->proto for writing the model back. */
+int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status *st);
+/* Same, from bytes in memory (base_dir for external data, may be NULL). */
+int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, int keep_proto,
+                         amd_graph **out, amd_status *st);
+void amd_graph_free(amd_graph *g);
+
+#endif

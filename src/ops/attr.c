@@ -1,0 +1,59 @@
+/* Attribute access for op parsers: typed reads from a NodeProto with defaults. */
+#include <string.h>
+
+#include "../onnx/tensor_proto.h"
+#include "op.h"
+
+const Onnx__AttributeProto *amd_attr_find(const Onnx__NodeProto *p, const char *name) {
+  for (size_t i = 0; i < p->n_attribute; i++)
+    if (p->attribute[i]->name && strcmp(p->attribute[i]->name, name) == 0) return p->attribute[i];
+  return NULL;
+}
+
+int64_t amd_attr_int(const Onnx__NodeProto *p, const char *name, int64_t def) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  return a && a->has_i ? a->i : def;
+}
+
+float amd_attr_float(const Onnx__NodeProto *p, const char *name, float def) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  return a && a->has_f ? a->f : def;
+}
+
+const char *amd_attr_string(const Onnx__NodeProto *p, const char *name, const char *def, char *buf,
+                            size_t n) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  if (!a || !a->has_s) return def;
+  size_t len = a->s.len < n - 1 ? a->s.len : n - 1;
+  memcpy(buf, a->s.data, len);
+  buf[len] = 0;
+  return buf;
+}
+
+int amd_attr_ints(const Onnx__NodeProto *p, const char *name, int64_t *out, int max) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  if (!a) return -1;
+  if (a->n_ints > (size_t)max) return -2;
+  for (size_t i = 0; i < a->n_ints; i++) out[i] = a->ints[i];
+  return (int)a->n_ints;
+}
+
+int amd_attr_floats(const Onnx__NodeProto *p, const char *name, float *out, int max) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  if (!a) return -1;
+  if (a->n_floats > (size_t)max) return -2;
+  for (size_t i = 0; i < a->n_floats; i++) out[i] = a->floats[i];
+  return (int)a->n_floats;
+}
+
+int amd_attr_tensor(const Onnx__NodeProto *p, const char *name, amd_tensor *out, amd_status *st) {
+  const Onnx__AttributeProto *a = amd_attr_find(p, name);
+  if (!a || !a->t) return 1;
+  return amd_tensor_from_proto(a->t, NULL, out, st);
+}
+
+void *amd_attrs_new(amd_node *n, size_t size, amd_status *st) {
+  n->attrs = calloc(1, size);
+  if (!n->attrs) amd_fail(st, "out of memory");
+  return n->attrs;
+}

@@ -1,0 +1,77 @@
+/* Operator descriptors: one const amd_op per ONNX operator, defined in the
+ * op-family files of this folder and listed in registry.c.
+ *
+ * Life of a node: the loader finds the descriptor by op_type, binds the node to
+ * the highest since-version <= the model's opset (node->since), and calls
+ * `parse` once to turn the NodeProto's attributes into the op's own struct
+ * (node->attrs, one malloc'd block). At run time the executor calls `infer` to
+ * set each output's dtype and shape (input data is readable on the host: shape
+ * tensors such as Reshape's second input are always host tensors), allocates
+ * the outputs, then calls `forward`.
+ *
+ * Conventions for op implementations:
+ * - in[k] is NULL for an omitted optional input (k < node->n_in).
+ * - infer sets out[k].dtype / rank / dims only; forward fills out[k].data,
+ *   which the executor allocated (zeroed) from those shapes.
+ * - Errors on bad input (wrong rank, unsupported dtype, bad attribute) return
+ *   amd_fail(st, ...) with a plain message; the executor adds the node name. */
+#ifndef AMD_OP_H
+#define AMD_OP_H
+
+#include "../core/graph.h"
+#include "../core/status.h"
+#include "../core/tensor.h"
+#include "onnx.pb-c.h"
+
+/* What a forward pass needs beyond the node: training flag, random state. */
+typedef struct amd_ctx {
+  int training;           /* BatchNormalization batch statistics, Dropout masks */
+  uint64_t rng;           /* state for Dropout masks (splitmix64) */
+} amd_ctx;
+
+typedef struct amd_op {
+  const char *name;       /* ONNX op_type (default domain) */
+  int since[8];           /* ascending since-versions, 0-terminated */
+  int (*parse)(amd_node *n, const Onnx__NodeProto *p, amd_status *st); /* NULL: no attributes */
+  int (*infer)(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st);
+  int (*forward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                 amd_status *st);
+  int is_gemm;            /* runs on the multiplier GEMM (Conv, Gemm, MatMul) */
+} amd_op;
+
+/* The table of every op (registry.c). */
+extern const amd_op *const amd_ops[];
+extern const int amd_op_count;
+const amd_op *amd_op_find(const char *name);
+
+/* ---- attribute access (attr.c) ---- */
+const Onnx__AttributeProto *amd_attr_find(const Onnx__NodeProto *p, const char *name);
+int64_t amd_attr_int(const Onnx__NodeProto *p, const char *name, int64_t def);
+float amd_attr_float(const Onnx__NodeProto *p, const char *name, float def);
+/* Copies the string into buf (NUL-terminated, truncated to n-1); returns buf,
+ * or def when absent. */
+const char *amd_attr_string(const Onnx__NodeProto *p, const char *name, const char *def, char *buf,
+                            size_t n);
+/* Copies up to max ints; returns how many the attribute has (-1 if absent).
+ * More than max is an error reported by returning -2. */
+int amd_attr_ints(const Onnx__NodeProto *p, const char *name, int64_t *out, int max);
+int amd_attr_floats(const Onnx__NodeProto *p, const char *name, float *out, int max);
+/* The attribute's tensor converted to an amd_tensor (caller frees), or 1 if absent. */
+int amd_attr_tensor(const Onnx__NodeProto *p, const char *name, amd_tensor *out, amd_status *st);
+
+/* Allocates the node's zeroed attrs block of the given size. Returns the
+ * block or NULL (with st set). */
+void *amd_attrs_new(amd_node *n, size_t size, amd_status *st);
+
+/* ---- shared helpers for op files (op_util.c) ---- */
+/* Normalises a possibly negative axis against rank; -1 (with st set) when out of range. */
+int amd_axis(int64_t axis, int rank, amd_status *st);
+/* numpy broadcasting of two shapes into out (rank and dims). */
+int amd_broadcast_shape(const amd_tensor *a, const amd_tensor *b, amd_tensor *out, amd_status *st);
+/* Strides (in elements) of t broadcast to out's shape: 0 on broadcast axes;
+ * strides has out->rank entries. */
+void amd_broadcast_strides(const amd_tensor *t, const amd_tensor *out, int64_t *strides);
+/* Requires a float tensor (message names the op input). */
+int amd_require_float(const amd_tensor *t, const char *what, amd_status *st);
+
+#endif
