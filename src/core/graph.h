@@ -15,7 +15,7 @@
 
 struct amd_op;
 struct amd_mult;
-struct _Onnx__ModelProto;
+struct Onnx__ModelProto;
 
 typedef struct amd_value {
   char *name;
@@ -56,7 +56,7 @@ typedef struct amd_graph {
   int n_outputs;
   int opset;              /* default-domain opset */
   char *path;             /* the file it was loaded from */
-  struct _Onnx__ModelProto *proto; /* kept for writing back (NULL when not kept) */
+  struct Onnx__ModelProto *proto; /* kept for writing back (NULL when not kept) */
 } amd_graph;
 
 /* Index of the value with this name, or -1. */

@@ -1,19 +1,326 @@
-/* PLACEHOLDER: naive reference GEMM, to be replaced by the tuned one. */
+/* The CPU GEMM that every Conv / Gemm / MatMul goes through (see gemm.h).
+ *
+ * Structure (GotoBLAS-style): the problem is cut into chunks of at most
+ * CHUNK_M x CHUNK_N outputs; for each chunk, K is walked in blocks of KC.
+ * For each K block op(A) is packed into MR-row panels and op(B) into NR-column
+ * panels (zero padded to whole panels), then the output is cut into tiles of
+ * MC x NC that the threads share (OpenMP, static schedule). Each tile runs a
+ * register-tiled MR x NR micro-kernel over its panels.
+ *
+ * Two kinds of micro-kernel share that blocking:
+ * - acc32 (mult NULL or AMD_MODE_ACC32): plain C loops over a float
+ *   accumulator tile that GCC -O3 vectorises. The x86-64 baseline build only
+ *   has SSE2, so the kernel is compiled three times (default, AVX2, AVX-512F,
+ *   with tile shapes that fit each register file) and picked once at run time.
+ *   Products and sums are separate IEEE fp32 operations (the build uses
+ *   -ffp-contract=off, and the AVX2 / AVX-512 clones do not enable FMA).
+ * - every other mode: the same packed panels, but each product is
+ *   amd_mult_product(mult, a, b), accumulated in fp32 (simple and exact to the
+ *   mode's contract; vectorising it is a later step).
+ *
+ * Accumulation: each K block's products are summed in fp32 in k order, then
+ * C = alpha * sum + beta * C for the first K block (C is not read when
+ * beta == 0) and C += alpha * sum for the following ones. */
 #include "gemm.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../core/status.h"
 #include "../mult/mult.h"
+
+/* OpenMP pragmas that vanish (without unknown-pragma warnings) when the build
+ * has no OpenMP. */
+#ifdef _OPENMP
+#define AMD_PRAGMA(x) _Pragma(#x)
+#else
+#define AMD_PRAGMA(x)
+#endif
+
+enum {
+  KC = 256,         /* K block: one packed A panel row-set and B panel stay in L1/L2 */
+  MC_PANELS = 16,   /* MC = MC_PANELS * MR rows per tile */
+  NC_PANELS = 16,   /* NC = NC_PANELS * NR columns per tile (at most) */
+  CHUNK_M = 4096,   /* bounds the packing buffers for huge problems */
+  CHUNK_N = 4096,
+  MAX_MR = 16,
+  MAX_NR = 32,
+};
+
+/* The arguments one tile of the macro-kernel needs. */
+typedef struct tile_args {
+  int64_t mc, nc, kc;       /* tile size (rows, columns, depth) */
+  const float *pa;          /* packed A: ceil(mc/MR) panels of kc x MR */
+  const float *pb;          /* packed B: ceil(nc/NR) panels of kc x NR */
+  float *c;                 /* C at the tile's top-left */
+  int64_t ldc;
+  float alpha, beta;        /* beta < 0 sentinel not used: see first */
+  int first;                /* first K block: apply beta (or ignore C when beta == 0) */
+  const amd_mult *mult;     /* generic kernel only */
+} tile_args;
+
+/* Writes an mr x nr accumulator tile (row stride nr_full) into C. */
+static inline __attribute__((always_inline)) void store_tile(const tile_args *t, float *c, int64_t ldc,
+                                                             const float *acc, int nr_full, int64_t mr,
+                                                             int64_t nr) {
+  float alpha = t->alpha, beta = t->beta;
+  if (!t->first) {
+    for (int64_t i = 0; i < mr; i++)
+      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += alpha * acc[i * nr_full + j];
+  } else if (beta == 0) {
+    for (int64_t i = 0; i < mr; i++)
+      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = alpha * acc[i * nr_full + j];
+  } else {
+    for (int64_t i = 0; i < mr; i++)
+      for (int64_t j = 0; j < nr; j++)
+        c[i * ldc + j] = alpha * acc[i * nr_full + j] + beta * c[i * ldc + j];
+  }
+}
+
+/* The acc32 macro-kernel for one tile, with the tile shape as compile-time
+ * constants after inlining. The accumulator tile is a local array indexed by
+ * constants once the loops are unrolled, so it lives in vector registers. */
+static inline __attribute__((always_inline)) void tile_acc32(const tile_args *t, const int MR,
+                                                             const int NR) {
+  for (int64_t jr = 0; jr < t->nc; jr += NR) {
+    const float *pb = t->pb + (jr / NR) * t->kc * NR;
+    int64_t nr = t->nc - jr < NR ? t->nc - jr : NR;
+    for (int64_t ir = 0; ir < t->mc; ir += MR) {
+      const float *pa = t->pa + (ir / MR) * t->kc * MR;
+      int64_t mr = t->mc - ir < MR ? t->mc - ir : MR;
+      float acc[MAX_MR * MAX_NR] __attribute__((aligned(64)));
+      for (int i = 0; i < MR * NR; i++) acc[i] = 0;
+      const float *a = pa, *b = pb;
+      for (int64_t p = 0; p < t->kc; p++, a += MR, b += NR) {
+        for (int i = 0; i < MR; i++) {
+          float av = a[i];
+AMD_PRAGMA(omp simd)
+          for (int j = 0; j < NR; j++) acc[i * NR + j] += av * b[j];
+        }
+      }
+      float *c = t->c + ir * t->ldc + jr;
+      if (mr == MR && nr == NR)
+        store_tile(t, c, t->ldc, acc, NR, MR, NR);
+      else
+        store_tile(t, c, t->ldc, acc, NR, mr, nr);
+    }
+  }
+}
+
+/* Per-ISA instances. Tile shapes: 6 rows x (3 registers' worth... ) chosen so
+ * that the accumulators plus one B row and one broadcast A value fit the
+ * register file (SSE2 and AVX2: 16 registers, AVX-512: 32). */
+#define SSE_MR 6
+#define SSE_NR 8
+#define AVX2_MR 6
+#define AVX2_NR 16
+#ifndef AVX512_MR
+#define AVX512_MR 8
+#define AVX512_NR 32
+#endif
+
+static void tile_acc32_default(const tile_args *t) { tile_acc32(t, SSE_MR, SSE_NR); }
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define AMD_GEMM_X86 1
+__attribute__((target("avx2"))) static void tile_acc32_avx2(const tile_args *t) {
+  tile_acc32(t, AVX2_MR, AVX2_NR);
+}
+__attribute__((target("avx512f"))) static void tile_acc32_avx512(const tile_args *t) {
+  tile_acc32(t, AVX512_MR, AVX512_NR);
+}
+#endif
+
+/* The generic kernel: each product through the mode. */
+static void tile_generic(const tile_args *t, int MR, int NR) {
+  for (int64_t jr = 0; jr < t->nc; jr += NR) {
+    const float *pb = t->pb + (jr / NR) * t->kc * NR;
+    int64_t nr = t->nc - jr < NR ? t->nc - jr : NR;
+    for (int64_t ir = 0; ir < t->mc; ir += MR) {
+      const float *pa = t->pa + (ir / MR) * t->kc * MR;
+      int64_t mr = t->mc - ir < MR ? t->mc - ir : MR;
+      float acc[MAX_MR * MAX_NR];
+      for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) {
+          float s = 0;
+          for (int64_t p = 0; p < t->kc; p++)
+            s += amd_mult_product(t->mult, pa[p * MR + i], pb[p * NR + j]);
+          acc[i * NR + j] = s;
+        }
+      store_tile(t, t->c + ir * t->ldc + jr, t->ldc, acc, NR, mr, nr);
+    }
+  }
+}
+
+typedef struct kernel_choice {
+  int mr, nr;
+  void (*acc32)(const tile_args *t);
+} kernel_choice;
+
+static kernel_choice choose_kernel(void) {
+  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default};
+#ifdef AMD_GEMM_X86
+  const char *force = getenv("AMD_GEMM_ISA"); /* "sse", "avx2", "avx512": for benchmarks */
+  __builtin_cpu_init();
+  int has512 = __builtin_cpu_supports("avx512f"), has2 = __builtin_cpu_supports("avx2");
+  if (force && strcmp(force, "sse") == 0) has512 = has2 = 0;
+  if (force && strcmp(force, "avx2") == 0) has512 = 0;
+  if (has512) {
+    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512};
+  } else if (has2) {
+    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2};
+  }
+#endif
+  return k;
+}
+
+static kernel_choice kernel(void) {
+  /* Benign race: every thread computes the same value. */
+  static volatile int ready;
+  static kernel_choice k;
+  if (!ready) {
+    k = choose_kernel();
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    ready = 1;
+  }
+  return k;
+}
+
+/* Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-row panels:
+ * panel q holds element (i, p) at [q*kc*MR + p*MR + i], zero padded. */
+static void pack_a_panel(const float *A, int64_t lda, int trans_a, int64_t i0, int64_t mr, int64_t p0,
+                         int64_t kc, int MR, float *dst) {
+  if (!trans_a) {
+    for (int64_t i = 0; i < mr; i++) {
+      const float *src = A + (i0 + i) * lda + p0;
+      for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = src[p];
+    }
+  } else {
+    for (int64_t p = 0; p < kc; p++) {
+      const float *src = A + (p0 + p) * lda + i0;
+      for (int64_t i = 0; i < mr; i++) dst[p * MR + i] = src[i];
+    }
+  }
+  for (int64_t i = mr; i < MR; i++)
+    for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0;
+}
+
+/* Packs columns [j0, j0+nr) x depth [p0, p0+kc) of op(B) into one NR-column
+ * panel: element (p, j) at [p*NR + j], zero padded. */
+static void pack_b_panel(const float *B, int64_t ldb, int trans_b, int64_t j0, int64_t nr, int64_t p0,
+                         int64_t kc, int NR, float *dst) {
+  if (!trans_b) {
+    for (int64_t p = 0; p < kc; p++) {
+      const float *src = B + (p0 + p) * ldb + j0;
+      float *d = dst + p * NR;
+      int64_t j = 0;
+      for (; j < nr; j++) d[j] = src[j];
+      for (; j < NR; j++) d[j] = 0;
+    }
+  } else {
+    for (int64_t j = 0; j < nr; j++) {
+      const float *src = B + (j0 + j) * ldb + p0;
+      for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = src[p];
+    }
+    for (int64_t j = nr; j < NR; j++)
+      for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = 0;
+  }
+}
+
+/* C = beta * C (K == 0: no products). */
+static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
 
 void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc) {
-  for (int64_t i = 0; i < M; i++)
-    for (int64_t j = 0; j < N; j++) {
-      float acc = 0;
-      for (int64_t k = 0; k < K; k++) {
-        float a = trans_a ? A[k * lda + i] : A[i * lda + k];
-        float b = trans_b ? B[j * ldb + k] : B[k * ldb + j];
-        acc += amd_mult_product(mult, a, b);
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    scale_c(M, N, beta, C, ldc);
+    return;
+  }
+  kernel_choice kc_ = kernel();
+  const int fast = !mult || mult->mode == AMD_MODE_ACC32;
+  const int MR = kc_.mr, NR = kc_.nr;
+  const int64_t MC = (int64_t)MC_PANELS * MR, NC = (int64_t)NC_PANELS * NR;
+
+  int64_t cm = M < CHUNK_M ? M : CHUNK_M, cn = N < CHUNK_N ? N : CHUNK_N;
+  int64_t kcmax = K < KC ? K : KC;
+  int64_t pm = (cm + MR - 1) / MR, pn = (cn + NR - 1) / NR; /* panels per chunk */
+  float *pa = aligned_alloc(64, (size_t)((pm * MR * kcmax * 4 + 63) / 64 * 64));
+  float *pb = aligned_alloc(64, (size_t)((pn * NR * kcmax * 4 + 63) / 64 * 64));
+  AMD_ASSERT(pa && pb);
+
+  /* Work estimate decides whether threads are worth waking. */
+  double work = (double)M * (double)N * (double)K;
+  int par = work >= (fast ? 64.0 * 64 * 64 : 16.0 * 16 * 16);
+  (void)par;
+
+  for (int64_t i0 = 0; i0 < M; i0 += CHUNK_M) {
+    int64_t m = M - i0 < CHUNK_M ? M - i0 : CHUNK_M;
+    int64_t npa = (m + MR - 1) / MR;
+    for (int64_t j0 = 0; j0 < N; j0 += CHUNK_N) {
+      int64_t n = N - j0 < CHUNK_N ? N - j0 : CHUNK_N;
+      int64_t npb = (n + NR - 1) / NR;
+      int64_t tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC;
+      /* With few row tiles, narrower column tiles give every thread work. */
+      int64_t nc_t = NC;
+#ifdef _OPENMP
+      {
+        int nt = par ? omp_get_max_threads() : 1;
+        while (nc_t > NR && tiles_m * tiles_n < 2 * nt) {
+          nc_t = (nc_t / 2 + NR - 1) / NR * NR;
+          tiles_n = (n + nc_t - 1) / nc_t;
+        }
       }
-      C[i * ldc + j] = alpha * acc + (beta == 0 ? 0 : beta * C[i * ldc + j]);
+#endif
+      int64_t ntiles = tiles_m * tiles_n;
+      for (int64_t p0 = 0; p0 < K; p0 += KC) {
+        int64_t kc = K - p0 < KC ? K - p0 : KC;
+AMD_PRAGMA(omp parallel if (par))
+        {
+AMD_PRAGMA(omp for schedule(static) nowait)
+          for (int64_t q = 0; q < npa; q++) {
+            int64_t mr = m - q * MR < MR ? m - q * MR : MR;
+            pack_a_panel(A, lda, trans_a, i0 + q * MR, mr, p0, kc, MR, pa + q * kc * MR);
+          }
+AMD_PRAGMA(omp for schedule(static))
+          for (int64_t q = 0; q < npb; q++) {
+            int64_t nr = n - q * NR < NR ? n - q * NR : NR;
+            pack_b_panel(B, ldb, trans_b, j0 + q * NR, nr, p0, kc, NR, pb + q * kc * NR);
+          }
+AMD_PRAGMA(omp for schedule(static))
+          for (int64_t t = 0; t < ntiles; t++) {
+            int64_t ti = t / tiles_n, tj = t % tiles_n;
+            int64_t r0 = ti * MC, c0 = tj * nc_t;
+            tile_args ta = {
+                .mc = m - r0 < MC ? m - r0 : MC,
+                .nc = n - c0 < nc_t ? n - c0 : nc_t,
+                .kc = kc,
+                .pa = pa + (r0 / MR) * kc * MR,
+                .pb = pb + (c0 / NR) * kc * NR,
+                .c = C + (i0 + r0) * ldc + j0 + c0,
+                .ldc = ldc,
+                .alpha = alpha,
+                .beta = beta,
+                .first = p0 == 0,
+                .mult = mult,
+            };
+            if (fast)
+              kc_.acc32(&ta);
+            else
+              tile_generic(&ta, MR, NR);
+          }
+        }
+      }
     }
+  }
+  free(pa);
+  free(pb);
 }

@@ -1,19 +1,145 @@
-/* PLACEHOLDER: only acc32 until the multiplier modes land. */
+/* Multiplier modes: parsing mode names, loading lut: tables, the scalar
+ * product by mode, and generating the 7-bit tables of section 5
+ * (../shared/spec/multipliers.md). The products themselves are the static
+ * inline functions of products.h, which the CUDA code shares. */
 #include "mult.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "products.h"
+
+static const char *const mode_names[AMD_MODE_COUNT] = {
+    [AMD_MODE_ACC32] = "acc32", [AMD_MODE_ACC16] = "acc16", [AMD_MODE_AM16] = "am16",
+    [AMD_MODE_AM32] = "am32",   [AMD_MODE_FP16] = "fp16",   [AMD_MODE_MIT16] = "mit16",
+    [AMD_MODE_MIT32] = "mit32", [AMD_MODE_MBM14] = "mbm14", [AMD_MODE_MBM12] = "mbm12",
+    [AMD_MODE_LUT] = "lut",
+};
+_Static_assert(AMD_MODE_COUNT == 10, "mode_names and amd_mult_choices list every mode");
+
+const char *amd_mult_choices(void) {
+  return "acc32, acc16, am16, am32, fp16, mit16, mit32, mbm14, mbm12, lut:FILE";
+}
+
+const char *amd_mode_name(amd_mode mode) {
+  if ((int)mode < 0 || mode >= AMD_MODE_COUNT) return NULL;
+  return mode_names[mode];
+}
+
+/* Reads a section 5 table: 4^m bytes, m in 1..7. */
+static int load_table(const char *path, amd_mult *out, amd_status *st) {
+  if (!*path) return amd_fail(st, "mode 'lut:' needs a table file (lut:FILE)");
+  FILE *f = fopen(path, "rb");
+  if (!f) return amd_fail(st, "cannot open multiplier table '%s': %s", path, strerror(errno));
+  uint8_t *buf = malloc(AMD_MULT_TABLE7_SIZE);
+  if (!buf) {
+    fclose(f);
+    return amd_fail(st, "out of memory reading multiplier table '%s'", path);
+  }
+  /* Read everything, keeping at most 16384 bytes, so that the error can name
+   * the real size (also for pipes). */
+  size_t size = 0;
+  for (;;) {
+    uint8_t chunk[4096];
+    size_t n = fread(chunk, 1, sizeof chunk, f);
+    if (n > 0 && size < AMD_MULT_TABLE7_SIZE) {
+      size_t keep = AMD_MULT_TABLE7_SIZE - size < n ? AMD_MULT_TABLE7_SIZE - size : n;
+      memcpy(buf + size, chunk, keep);
+    }
+    size += n;
+    if (n < sizeof chunk) break;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (err) {
+    free(buf);
+    return amd_fail(st, "error reading multiplier table '%s'", path);
+  }
+  int m = 0;
+  for (int k = 1; k <= 7; k++)
+    if (size == ((size_t)1 << (2 * k))) m = k;
+  if (!m) {
+    free(buf);
+    return amd_fail(st,
+                    "multiplier table '%s' has %zu bytes; a table has 4^m bytes for m = 1..7 "
+                    "(4, 16, 64, 256, 1024, 4096 or 16384)",
+                    path, size);
+  }
+  out->lut = buf;
+  out->lut_bits = m;
+  return 0;
+}
 
 int amd_mult_parse(const char *name, amd_mult *out, amd_status *st) {
   memset(out, 0, sizeof *out);
-  if (strcmp(name, "acc32") == 0) {
-    strcpy(out->name, "acc32");
+  if (!name) return amd_fail(st, "no multiplier mode given (valid: %s)", amd_mult_choices());
+  if (strncmp(name, "lut:", 4) == 0) {
+    if (load_table(name + 4, out, st)) return -1;
+    out->mode = AMD_MODE_LUT;
+    snprintf(out->name, sizeof out->name, "%s", name);
     return 0;
   }
-  return amd_fail(st, "unknown mode '%s' (valid: %s)", name, amd_mult_choices());
+  for (int i = 0; i < AMD_MODE_COUNT; i++) {
+    if (i == AMD_MODE_LUT) continue;
+    if (strcmp(name, mode_names[i]) == 0) {
+      out->mode = (amd_mode)i;
+      snprintf(out->name, sizeof out->name, "%s", name);
+      return 0;
+    }
+  }
+  return amd_fail(st, "unknown multiplier mode '%s' (valid: %s)", name, amd_mult_choices());
 }
-void amd_mult_free(amd_mult *m) { (void)m; }
+
+void amd_mult_free(amd_mult *m) {
+  if (!m) return;
+  free(m->lut);
+  m->lut = NULL;
+  m->lut_bits = 0;
+}
+
 float amd_mult_product(const amd_mult *m, float a, float b) {
-  (void)m;
-  return a * b;
+  if (!m) return amd_prod_acc32(a, b);
+  switch (m->mode) {
+  case AMD_MODE_ACC32: return amd_prod_acc32(a, b);
+  case AMD_MODE_ACC16: return amd_prod_acc16(a, b);
+  case AMD_MODE_AM16: return amd_prod_am16(a, b);
+  case AMD_MODE_AM32: return amd_prod_am32(a, b);
+  case AMD_MODE_FP16: return amd_prod_fp16(a, b);
+  case AMD_MODE_MIT16: return amd_prod_mit16(a, b);
+  case AMD_MODE_MIT32: return amd_prod_mit32(a, b);
+  case AMD_MODE_MBM14: return amd_prod_mbm14(a, b);
+  case AMD_MODE_MBM12: return amd_prod_mbm12(a, b);
+  case AMD_MODE_LUT: AMD_ASSERT(m->lut); return amd_prod_lut(a, b, m->lut, m->lut_bits);
+  case AMD_MODE_COUNT: break;
+  }
+  AMD_ASSERT(!"invalid multiplier mode");
+  return 0.0f;
 }
-const char *amd_mult_choices(void) { return "acc32"; }
+
+int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st) {
+  uint32_t (*prod)(uint32_t, uint32_t) = NULL;
+  switch (mode) {
+  case AMD_MODE_AM16: prod = amd_prod_am16_bits; break;
+  case AMD_MODE_MIT16: prod = amd_prod_mit16_bits; break;
+  case AMD_MODE_ACC16: prod = amd_prod_acc16_bits; break;
+  default: {
+    const char *n = amd_mode_name(mode);
+    return amd_fail(st, "mode '%s' has no 7-bit multiplier table (tables exist for am16, mit16, acc16)",
+                    n ? n : "?");
+  }
+  }
+  for (uint32_t i = 0; i < 128; i++) {
+    for (uint32_t j = 0; j < 128; j++) {
+      uint32_t a = 0x3F800000u | (i << 16); /* 1 + i/128 */
+      uint32_t b = 0x3F800000u | (j << 16);
+      uint32_t p = prod(a, b);
+      uint32_t e = (p >> 23) & 0xFFu;
+      /* the product of two values in [1, 2) lies in [1, 4) in all three modes */
+      AMD_ASSERT((p >> 31) == 0 && (e == 127 || e == 128));
+      table[i * 128 + j] = (uint8_t)(((e - 127u) << 7) | ((p >> 16) & 0x7Fu));
+    }
+  }
+  return 0;
+}

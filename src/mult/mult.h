@@ -41,4 +41,15 @@ float amd_mult_product(const amd_mult *m, float a, float b);
 /* "acc32, acc16, am16, ..., lut:FILE" */
 const char *amd_mult_choices(void);
 
+/* Size of a table with m = 7 fraction bits (spec section 5): 128 x 128. */
+#define AMD_MULT_TABLE7_SIZE 16384
+/* Fills table[AMD_MULT_TABLE7_SIZE] with the section 5 table of a mode:
+ * entry [i*128 + j] describes (1 + i/128) * (1 + j/128) in that mode (bit 7 =
+ * carry, bits 6..0 = the product's top 7 fraction bits after normalisation).
+ * Only am16 (MBM_7), mit16 (MIT_7) and acc16 (ACC_7) are 7-bit designs;
+ * any other mode is an error. */
+int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st);
+/* The name of a mode ("am16"; "lut" for AMD_MODE_LUT), or NULL if invalid. */
+const char *amd_mode_name(amd_mode mode);
+
 #endif

@@ -1,7 +1,321 @@
-/* PLACEHOLDER: to be implemented. */
+/* Binary elementwise arithmetic: Add, Sub, Mul, Div.
+ *
+ * Since opset 7 the operands broadcast numpy-style (multidirectional). Opsets
+ * 1 and 6 used the legacy `broadcast` / `axis` attributes: with broadcast=1, B
+ * is aligned with A's dims starting at `axis` (trailing dims when absent) and
+ * the output has A's shape; with broadcast=0 the shapes must be equal.
+ *
+ * The forward pass collapses the broadcast shape into the fewest dims (adjacent
+ * dims merge when both operands are contiguous or broadcast across them), then
+ * walks the outer dims with an odometer and runs an inner loop over the last
+ * dim, where each operand's stride is 0 (broadcast) or 1. Equal shapes and
+ * scalar operands therefore become one flat loop, and per-channel bias such as
+ * [N,C,H,W] + [1,C,1,1] becomes runs of "vector op scalar" of length H*W.
+ *
+ * Types: float, double, float16, bfloat16 (computed in float), and every
+ * integer type. Integer add/sub/mul wrap (two's complement); integer division
+ * truncates toward zero, and division by zero gives 0 instead of trapping. */
+#include <string.h>
+
 #include "op.h"
 
-const amd_op amd_op_Add = {.name = "Add", .since = {1}};
-const amd_op amd_op_Sub = {.name = "Sub", .since = {1}};
-const amd_op amd_op_Mul = {.name = "Mul", .since = {1}};
-const amd_op amd_op_Div = {.name = "Div", .since = {1}};
+typedef struct {
+  int legacy;     /* node binds to opset < 7 */
+  int broadcast;  /* legacy broadcast attribute */
+  int has_axis;
+  int64_t axis;   /* legacy axis attribute */
+} ew_attrs;
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+
+static int ew_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  ew_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->legacy = n->since < 7;
+  if (a->legacy) {
+    a->broadcast = (int)amd_attr_int(p, "broadcast", 0);
+    a->has_axis = amd_attr_find(p, "axis") != NULL;
+    a->axis = amd_attr_int(p, "axis", 0);
+  }
+  return 0;
+}
+
+static int ew_dtype_ok(amd_dtype t) {
+  switch (t) {
+  case AMD_FLOAT: case AMD_DOUBLE: case AMD_FLOAT16: case AMD_BFLOAT16:
+  case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
+  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The B operand as seen by numpy broadcasting: for the legacy forms, B's dims
+ * placed inside a rank-of-A shape of ones. */
+static int ew_operand_b(const amd_node *n, const amd_tensor *a, const amd_tensor *b, amd_tensor *bv,
+                        amd_status *st) {
+  const ew_attrs *at = n->attrs;
+  *bv = *b;
+  if (!at || !at->legacy) return 0;
+  char sa[128], sb[128];
+  if (!at->broadcast) {
+    if (!amd_same_shape(a, b))
+      return amd_fail(st, "shapes %s and %s differ and broadcast=0", amd_shape_str(a, sa, sizeof sa),
+                      amd_shape_str(b, sb, sizeof sb));
+    return 0;
+  }
+  int64_t axis = at->has_axis ? at->axis : a->rank - b->rank;
+  if (axis < 0) axis += a->rank;
+  if (axis < 0 || axis + b->rank > a->rank)
+    return amd_fail(st, "legacy broadcast of %s into %s at axis %lld does not fit",
+                    amd_shape_str(b, sb, sizeof sb), amd_shape_str(a, sa, sizeof sa), (long long)at->axis);
+  bv->rank = a->rank;
+  for (int i = 0; i < a->rank; i++) bv->dims[i] = 1;
+  for (int i = 0; i < b->rank; i++) {
+    int64_t d = b->dims[i];
+    if (d != 1 && d != a->dims[axis + i])
+      return amd_fail(st, "legacy broadcast of %s into %s at axis %lld does not fit",
+                      amd_shape_str(b, sb, sizeof sb), amd_shape_str(a, sa, sizeof sa), (long long)axis);
+    bv->dims[axis + i] = d;
+  }
+  return 0;
+}
+
+static int ew_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (!in[0] || !in[1]) return amd_fail(st, "needs two inputs");
+  const amd_tensor *a = in[0], *b = in[1];
+  if (a->dtype != b->dtype)
+    return amd_fail(st, "input dtypes differ (%s and %s)", amd_dtype_name(a->dtype),
+                    amd_dtype_name(b->dtype));
+  if (!ew_dtype_ok(a->dtype)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(a->dtype));
+  amd_tensor bv;
+  if (ew_operand_b(n, a, b, &bv, st)) return -1;
+  amd_tensor o = {0};
+  if (amd_broadcast_shape(a, &bv, &o, st)) return -1;
+  amd_tensor_set_shape(&out[0], a->dtype, o.rank, o.dims);
+  return 0;
+}
+
+/* ---- inner kernels: n elements, operand strides 0 or 1 ---- */
+
+typedef void (*ew_inner_fn)(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb);
+
+#define EW_LOOPS(T, EXPR)                                                        \
+  const T *restrict A = a;                                                       \
+  const T *restrict B = b;                                                       \
+  T *restrict O = o;                                                             \
+  if (sa && sb) {                                                                \
+    for (int64_t i = 0; i < n; i++) { T x = A[i], y = B[i]; O[i] = (EXPR); }     \
+  } else if (sa) {                                                               \
+    const T y = B[0];                                                            \
+    for (int64_t i = 0; i < n; i++) { T x = A[i]; O[i] = (EXPR); }               \
+  } else if (sb) {                                                               \
+    const T x = A[0];                                                            \
+    for (int64_t i = 0; i < n; i++) { T y = B[i]; O[i] = (EXPR); }               \
+  } else {                                                                       \
+    T x = A[0], y = B[0];                                                        \
+    T r = (EXPR);                                                                \
+    for (int64_t i = 0; i < n; i++) O[i] = r;                                    \
+  }
+
+/* Native floating point. */
+#define EW_FLOAT_KERNELS(SUF, T)                                                                   \
+  static void ew_add_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, x + y)                                                                             \
+  }                                                                                                \
+  static void ew_sub_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, x - y)                                                                             \
+  }                                                                                                \
+  static void ew_mul_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, x * y)                                                                             \
+  }                                                                                                \
+  static void ew_div_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, x / y)                                                                             \
+  }
+
+EW_FLOAT_KERNELS(f32, float)
+EW_FLOAT_KERNELS(f64, double)
+
+/* Integers: add/sub/mul in uint64 arithmetic (wraps, no signed overflow UB),
+ * then truncated to T. Division guards against /0 and MIN/-1. */
+#define EW_INT_KERNELS(SUF, T, IS_SIGNED)                                                          \
+  static void ew_add_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, (T)((uint64_t)x + (uint64_t)y))                                                    \
+  }                                                                                                \
+  static void ew_sub_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, (T)((uint64_t)x - (uint64_t)y))                                                    \
+  }                                                                                                \
+  static void ew_mul_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, (T)((uint64_t)x * (uint64_t)y))                                                    \
+  }                                                                                                \
+  static void ew_div_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    EW_LOOPS(T, y == 0 ? (T)0 : (IS_SIGNED && y == (T)-1) ? (T)(0 - (uint64_t)x) : (T)(x / y))     \
+  }
+
+EW_INT_KERNELS(i8, int8_t, 1)
+EW_INT_KERNELS(i16, int16_t, 1)
+EW_INT_KERNELS(i32, int32_t, 1)
+EW_INT_KERNELS(i64, int64_t, 1)
+EW_INT_KERNELS(u8, uint8_t, 0)
+EW_INT_KERNELS(u16, uint16_t, 0)
+EW_INT_KERNELS(u32, uint32_t, 0)
+EW_INT_KERNELS(u64, uint64_t, 0)
+
+/* 16-bit floats: computed in float, rounded once to the storage type. */
+static float ew_apply_f(int op, float x, float y) {
+  switch (op) {
+  case OP_ADD: return x + y;
+  case OP_SUB: return x - y;
+  case OP_MUL: return x * y;
+  default: return x / y;
+  }
+}
+
+#define EW_HALF_KERNELS(SUF, TO_F, FROM_F)                                                          \
+  static void ew_half_##SUF(int op, const void *a, const void *b, void *o, int64_t n, int64_t sa,   \
+                            int64_t sb) {                                                           \
+    const uint16_t *A = a, *B = b;                                                                  \
+    uint16_t *O = o;                                                                                \
+    for (int64_t i = 0; i < n; i++) O[i] = FROM_F(ew_apply_f(op, TO_F(A[i * sa]), TO_F(B[i * sb]))); \
+  }                                                                                                 \
+  static void ew_add_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    ew_half_##SUF(OP_ADD, a, b, o, n, sa, sb);                                                      \
+  }                                                                                                 \
+  static void ew_sub_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    ew_half_##SUF(OP_SUB, a, b, o, n, sa, sb);                                                      \
+  }                                                                                                 \
+  static void ew_mul_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    ew_half_##SUF(OP_MUL, a, b, o, n, sa, sb);                                                      \
+  }                                                                                                 \
+  static void ew_div_##SUF(const void *a, const void *b, void *o, int64_t n, int64_t sa, int64_t sb) { \
+    ew_half_##SUF(OP_DIV, a, b, o, n, sa, sb);                                                      \
+  }
+
+EW_HALF_KERNELS(f16, amd_half_to_float, amd_float_to_half)
+EW_HALF_KERNELS(bf16, amd_bf16_to_float, amd_float_to_bf16)
+
+#define EW_ROW(SUF) {ew_add_##SUF, ew_sub_##SUF, ew_mul_##SUF, ew_div_##SUF}
+
+static ew_inner_fn ew_kernel(amd_dtype t, int op) {
+  static const ew_inner_fn f32[4] = EW_ROW(f32), f64[4] = EW_ROW(f64), f16[4] = EW_ROW(f16),
+                           bf16[4] = EW_ROW(bf16), i8[4] = EW_ROW(i8), i16[4] = EW_ROW(i16),
+                           i32[4] = EW_ROW(i32), i64[4] = EW_ROW(i64), u8[4] = EW_ROW(u8),
+                           u16[4] = EW_ROW(u16), u32[4] = EW_ROW(u32), u64[4] = EW_ROW(u64);
+  switch (t) {
+  case AMD_FLOAT: return f32[op];
+  case AMD_DOUBLE: return f64[op];
+  case AMD_FLOAT16: return f16[op];
+  case AMD_BFLOAT16: return bf16[op];
+  case AMD_INT8: return i8[op];
+  case AMD_INT16: return i16[op];
+  case AMD_INT32: return i32[op];
+  case AMD_INT64: return i64[op];
+  case AMD_UINT8: return u8[op];
+  case AMD_UINT16: return u16[op];
+  case AMD_UINT32: return u32[op];
+  case AMD_UINT64: return u64[op];
+  default: return NULL;
+  }
+}
+
+/* ---- broadcast driver ---- */
+
+static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  const amd_tensor *a = in[0];
+  amd_tensor bv;
+  if (ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  amd_tensor *o = &out[0];
+  ew_inner_fn fn = ew_kernel(o->dtype, op);
+  if (!fn) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(o->dtype));
+  int64_t total = amd_tensor_numel(o);
+  if (total == 0) return 0;
+  size_t es = amd_dtype_size(o->dtype);
+  const char *pa = a->data, *pb = bv.data;
+  char *po = o->data;
+
+  int64_t na = amd_tensor_numel(a), nb = amd_tensor_numel(&bv);
+  if (na == total && nb == total) { /* equal shapes (or only size-1 dims differ) */
+    fn(pa, pb, po, total, 1, 1);
+    return 0;
+  }
+  if (nb == 1 && na == total) {
+    fn(pa, pb, po, total, 1, 0);
+    return 0;
+  }
+  if (na == 1 && nb == total) {
+    fn(pa, pb, po, total, 0, 1);
+    return 0;
+  }
+
+  /* General case: collapse dims, then odometer over the outer dims. */
+  int64_t sa_full[AMD_MAX_RANK], sb_full[AMD_MAX_RANK];
+  amd_broadcast_strides(a, o, sa_full);
+  amd_broadcast_strides(&bv, o, sb_full);
+  int64_t dim[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK];
+  int nd = 0;
+  for (int i = 0; i < o->rank; i++) {
+    if (o->dims[i] == 1) continue;
+    if (nd > 0 && sa[nd - 1] == sa_full[i] * o->dims[i] && sb[nd - 1] == sb_full[i] * o->dims[i]) {
+      dim[nd - 1] *= o->dims[i];
+      sa[nd - 1] = sa_full[i];
+      sb[nd - 1] = sb_full[i];
+      continue;
+    }
+    dim[nd] = o->dims[i];
+    sa[nd] = sa_full[i];
+    sb[nd] = sb_full[i];
+    nd++;
+  }
+  if (nd == 0) { /* every dim is 1 */
+    fn(pa, pb, po, 1, 1, 1);
+    return 0;
+  }
+  int64_t inner = dim[nd - 1], isa = sa[nd - 1], isb = sb[nd - 1];
+  AMD_ASSERT((isa == 0 || isa == 1) && (isb == 0 || isb == 1));
+  int64_t idx[AMD_MAX_RANK] = {0};
+  int64_t offa = 0, offb = 0;
+  for (int64_t done = 0; done < total; done += inner) {
+    fn(pa + offa * es, pb + offb * es, po + done * es, inner, isa, isb);
+    for (int d = nd - 2; d >= 0; d--) {
+      offa += sa[d];
+      offb += sb[d];
+      if (++idx[d] < dim[d]) break;
+      offa -= sa[d] * dim[d];
+      offb -= sb[d] * dim[d];
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
+
+static int add_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return ew_forward(OP_ADD, n, in, out, st);
+}
+static int sub_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return ew_forward(OP_SUB, n, in, out, st);
+}
+static int mul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return ew_forward(OP_MUL, n, in, out, st);
+}
+static int div_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return ew_forward(OP_DIV, n, in, out, st);
+}
+
+#define EW_DESC(NAME, FWD)                                                                        \
+  const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
+                                .infer = ew_infer, .forward = FWD}
+
+EW_DESC(Add, add_forward);
+EW_DESC(Sub, sub_forward);
+EW_DESC(Mul, mul_forward);
+EW_DESC(Div, div_forward);

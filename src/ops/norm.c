@@ -1,4 +1,192 @@
-/* PLACEHOLDER: to be implemented. */
+/* BatchNormalization (ONNX since-versions 1, 6, 7, 9, 14, 15) on the CPU.
+ *
+ * Layout: X is (N, C, D1, ..., Dk), rank >= 2, contiguous NCHW. The
+ * per-channel parameters scale, B, mean, var have shape [C] (or, with the
+ * opset 1..7 attribute spatial=0, the shape of one sample (C, D1, ..., Dk)).
+ *
+ * Inference:  Y = (X - mean) / sqrt(var + epsilon) * scale + B.
+ * Training (batch statistics): mean and variance are taken over every axis but
+ * 1 (over N only with spatial=0); the variance is the biased one (divide by the
+ * element count), as in the ONNX reference implementation. The optional
+ * outputs are then
+ *   opset >= 14: running_mean = mean_in * momentum + batch_mean * (1 - momentum),
+ *                running_var  = var_in  * momentum + batch_var  * (1 - momentum);
+ *   opset <  14: mean, var (the same running values), saved_mean, saved_var
+ *                (the batch statistics).
+ * Batch statistics are used when the node says so (training_mode=1, opset >= 14)
+ * or, for older opsets that have no such attribute, when ctx->training is set.
+ * Outside training the optional outputs, if requested, pass the inputs' mean
+ * and var through.
+ *
+ * Statistics and per-channel coefficients are computed in double; X and Y
+ * may be float or double, the parameters float or double (opset 15 lets them
+ * differ). */
+#include <math.h>
+#include <string.h>
+
 #include "op.h"
 
-const amd_op amd_op_BatchNormalization = {.name = "BatchNormalization", .since = {1}};
+typedef struct bn_attrs {
+  double epsilon;
+  double momentum;
+  int training_mode;  /* opset >= 14 attribute */
+  int spatial;        /* opset <= 7 attribute (default 1) */
+} bn_attrs;
+
+static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  bn_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->epsilon = amd_attr_float(p, "epsilon", 1e-5f);
+  a->momentum = amd_attr_float(p, "momentum", 0.9f);
+  a->training_mode = n->since >= 14 ? (int)amd_attr_int(p, "training_mode", 0) : 0;
+  a->spatial = n->since <= 7 ? (int)amd_attr_int(p, "spatial", 1) : 1;
+  if (a->training_mode != 0 && a->training_mode != 1)
+    return amd_fail(st, "training_mode must be 0 or 1, got %d", a->training_mode);
+  if (a->epsilon < 0) return amd_fail(st, "epsilon must be >= 0, got %g", a->epsilon);
+  return 0;
+}
+
+/* The single place that decides between batch and running statistics. */
+static int bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
+  const bn_attrs *a = n->attrs;
+  if (n->since >= 14) return a->training_mode;
+  return ctx && ctx->training;
+}
+
+static int is_float_like(amd_dtype t) { return t == AMD_FLOAT || t == AMD_DOUBLE; }
+
+/* Number of parameter entries per sample: C (spatial) or C*D1*...*Dk. */
+static int64_t bn_param_count(const bn_attrs *a, const amd_tensor *x) {
+  int64_t c = x->dims[1];
+  if (!a->spatial)
+    for (int i = 2; i < x->rank; i++) c *= x->dims[i];
+  return c;
+}
+
+static int bn_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const bn_attrs *a = n->attrs;
+  static const char *names[] = {"X", "scale", "B", "mean", "var"};
+  if (n->n_in < 5) return amd_fail(st, "BatchNormalization needs 5 inputs, got %d", n->n_in);
+  for (int k = 0; k < 5; k++) {
+    if (!in[k]) return amd_fail(st, "input %s is required", names[k]);
+    if (!is_float_like(in[k]->dtype))
+      return amd_fail(st, "input %s has dtype %s (float or double supported)", names[k],
+                      amd_dtype_name(in[k]->dtype));
+  }
+  const amd_tensor *x = in[0];
+  if (x->rank < 2) return amd_fail(st, "X must have rank >= 2 (N, C, ...), got rank %d", x->rank);
+  int64_t pc = bn_param_count(a, x);
+  for (int k = 1; k < 5; k++) {
+    if (amd_tensor_numel(in[k]) != pc) {
+      char s1[128], s2[128];
+      return amd_fail(st, "input %s has shape %s, expected %lld elements for X of shape %s",
+                      names[k], amd_shape_str(in[k], s1, sizeof s1), (long long)pc,
+                      amd_shape_str(x, s2, sizeof s2));
+    }
+  }
+  int max_out = n->since >= 14 ? 3 : 5;
+  if (n->n_out > max_out)
+    return amd_fail(st, "BatchNormalization-%d has at most %d outputs, got %d", n->since, max_out,
+                    n->n_out);
+  amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
+  for (int k = 1; k < n->n_out; k++) {
+    /* Running statistics take the type of input mean/var; saved ones X's type. */
+    const amd_tensor *like = k <= 2 ? in[k + 2] : x;
+    amd_tensor_set_shape(&out[k], like->dtype == AMD_DOUBLE ? AMD_DOUBLE : AMD_FLOAT, in[3]->rank,
+                         in[3]->dims);
+    if (k > 2) out[k].dtype = x->dtype;
+  }
+  return 0;
+}
+
+static int out_wanted(const amd_node *n, amd_tensor *out, int k) {
+  return k < n->n_out && n->out[k] >= 0 && out[k].data != NULL;
+}
+
+static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  const bn_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  int64_t batch = x->dims[0], inner = 1;
+  for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
+  int64_t pc = bn_param_count(a, x);
+  /* With spatial=0 each of the `inner` positions has its own parameters: treat
+   * the sample as pc "channels" of inner size 1. */
+  int64_t ch = pc, sp = a->spatial ? inner : 1;
+
+  double *buf = malloc(sizeof(double) * (size_t)(ch > 0 ? ch : 1) * 6);
+  if (!buf) return amd_fail(st, "out of memory");
+  double *scale = buf, *bias = buf + ch, *mean = buf + 2 * ch, *var = buf + 3 * ch;
+  double *bmean = buf + 4 * ch, *bvar = buf + 5 * ch;
+  for (int64_t c = 0; c < ch; c++) {
+    scale[c] = amd_tensor_get_f64(in[1], c);
+    bias[c] = amd_tensor_get_f64(in[2], c);
+    mean[c] = amd_tensor_get_f64(in[3], c);
+    var[c] = amd_tensor_get_f64(in[4], c);
+  }
+
+  int batch_stats = bn_use_batch_stats(n, ctx);
+  const float *xf = x->dtype == AMD_FLOAT ? x->data : NULL;
+  const double *xd = x->dtype == AMD_DOUBLE ? x->data : NULL;
+  if (batch_stats) {
+    int64_t cnt = batch * sp;
+    for (int64_t c = 0; c < ch; c++) {
+      double s = 0;
+      for (int64_t b = 0; b < batch; b++) {
+        int64_t off = (b * ch + c) * sp;
+        if (xf)
+          for (int64_t i = 0; i < sp; i++) s += xf[off + i];
+        else
+          for (int64_t i = 0; i < sp; i++) s += xd[off + i];
+      }
+      double m = cnt > 0 ? s / (double)cnt : 0.0, q = 0;
+      for (int64_t b = 0; b < batch; b++) {
+        int64_t off = (b * ch + c) * sp;
+        for (int64_t i = 0; i < sp; i++) {
+          double d = (xf ? (double)xf[off + i] : xd[off + i]) - m;
+          q += d * d;
+        }
+      }
+      bmean[c] = m;
+      bvar[c] = cnt > 0 ? q / (double)cnt : 0.0;
+    }
+  }
+
+  const double *um = batch_stats ? bmean : mean, *uv = batch_stats ? bvar : var;
+  for (int64_t c = 0; c < ch; c++) {
+    double k = scale[c] / sqrt(uv[c] + a->epsilon);
+    double b0 = bias[c];
+    double m = um[c];
+    for (int64_t b = 0; b < batch; b++) {
+      int64_t off = (b * ch + c) * sp;
+      if (xf) {
+        float *y = out[0].data;
+        for (int64_t i = 0; i < sp; i++) y[off + i] = (float)(((double)xf[off + i] - m) * k + b0);
+      } else {
+        double *y = out[0].data;
+        for (int64_t i = 0; i < sp; i++) y[off + i] = (xd[off + i] - m) * k + b0;
+      }
+    }
+  }
+
+  /* Optional outputs. */
+  double mom = a->momentum;
+  for (int64_t c = 0; c < ch; c++) {
+    double rm = batch_stats ? mean[c] * mom + bmean[c] * (1.0 - mom) : mean[c];
+    double rv = batch_stats ? var[c] * mom + bvar[c] * (1.0 - mom) : var[c];
+    if (out_wanted(n, out, 1)) amd_tensor_set_f64(&out[1], c, rm);
+    if (out_wanted(n, out, 2)) amd_tensor_set_f64(&out[2], c, rv);
+    if (out_wanted(n, out, 3)) amd_tensor_set_f64(&out[3], c, batch_stats ? bmean[c] : mean[c]);
+    if (out_wanted(n, out, 4)) amd_tensor_set_f64(&out[4], c, batch_stats ? bvar[c] : var[c]);
+  }
+  free(buf);
+  return 0;
+}
+
+const amd_op amd_op_BatchNormalization = {
+    .name = "BatchNormalization",
+    .since = {1, 6, 7, 9, 14, 15},
+    .parse = bn_parse,
+    .infer = bn_infer,
+    .forward = bn_forward,
+};

@@ -27,6 +27,12 @@
 typedef struct amd_ctx {
   int training;           /* BatchNormalization batch statistics, Dropout masks */
   uint64_t rng;           /* state for Dropout masks (splitmix64) */
+  /* Executor options (ops do not read these): shapes_only runs forward only for
+   * nodes with a non-float output (the shape computations), leaving float
+   * tensors zero; on_node, when set, is called after each node. */
+  int shapes_only;
+  void (*on_node)(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out);
+  void *user;
 } amd_ctx;
 
 typedef struct amd_op {

@@ -1,6 +1,360 @@
-/* PLACEHOLDER: to be implemented. */
+/* Reductions: ReduceMean, ReduceSum, ReduceMax.
+ *
+ * Axes come from the `axes` attribute (ReduceSum before 13, the others before
+ * 18) or from the optional second input (ReduceSum since 13, all since 18).
+ * Absent or empty axes reduce every dim, unless noop_with_empty_axes=1 (the
+ * input-form versions), which passes the input through unchanged. keepdims
+ * (default 1) keeps reduced dims as size 1.
+ *
+ * The forward pass collapses adjacent dims that are both reduced or both kept,
+ * then walks the input once in order, accumulating into a per-output buffer
+ * (double for floating types, int64 / uint64 for integers); the innermost dim
+ * is either one running accumulator (reduced) or a contiguous output run (kept).
+ * Empty reductions give 0 (Sum), NaN (Mean) and -inf / the type minimum (Max).
+ * Integer means truncate toward zero, as numpy's mean cast back does. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "op.h"
 
-const amd_op amd_op_ReduceMean = {.name = "ReduceMean", .since = {1}};
-const amd_op amd_op_ReduceSum = {.name = "ReduceSum", .since = {1}};
-const amd_op amd_op_ReduceMax = {.name = "ReduceMax", .since = {1}};
+enum { RED_SUM, RED_MEAN, RED_MAX };
+
+typedef struct {
+  int keepdims;
+  int noop_with_empty_axes;
+  int axes_from_input; /* this version takes axes as input 1 */
+  int n_axes;          /* -1: attribute absent */
+  int64_t axes[AMD_MAX_RANK];
+} red_attrs;
+
+static int red_parse_common(amd_node *n, const Onnx__NodeProto *p, int input_since, amd_status *st) {
+  red_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->keepdims = amd_attr_int(p, "keepdims", 1) != 0;
+  a->noop_with_empty_axes = amd_attr_int(p, "noop_with_empty_axes", 0) != 0;
+  a->axes_from_input = n->since >= input_since;
+  a->n_axes = -1;
+  if (!a->axes_from_input) {
+    a->n_axes = amd_attr_ints(p, "axes", a->axes, AMD_MAX_RANK);
+    if (a->n_axes == -2) return amd_fail(st, "too many axes (at most %d)", AMD_MAX_RANK);
+  }
+  return 0;
+}
+
+static int sum_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  return red_parse_common(n, p, 13, st);
+}
+static int mean_max_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  return red_parse_common(n, p, 18, st);
+}
+
+static int red_dtype_ok(amd_dtype t, int kind) {
+  switch (t) {
+  case AMD_FLOAT: case AMD_DOUBLE: case AMD_FLOAT16: case AMD_BFLOAT16:
+  case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
+  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+    return 1;
+  case AMD_BOOL:
+    return kind == RED_MAX;
+  default:
+    return 0;
+  }
+}
+
+/* Which dims are reduced (mask[d] = 1). Returns 1 when the node is a no-op
+ * (empty axes with noop_with_empty_axes), 0 otherwise, -1 on error. */
+static int red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, amd_status *st) {
+  const red_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  int64_t axes[AMD_MAX_RANK];
+  int n_axes = 0;
+  if (a->axes_from_input) {
+    if (n->n_in > 1 && in[1]) {
+      const amd_tensor *t = in[1];
+      if (t->dtype != AMD_INT64 && t->dtype != AMD_INT32)
+        return amd_fail(st, "axes input has dtype %s (expected int64)", amd_dtype_name(t->dtype));
+      if (t->rank > 1) return amd_fail(st, "axes input must be 1-D");
+      int64_t cnt = amd_tensor_numel(t);
+      if (cnt > AMD_MAX_RANK) return amd_fail(st, "too many axes (%lld)", (long long)cnt);
+      for (int64_t i = 0; i < cnt; i++) axes[i] = amd_tensor_get_i64(t, i);
+      n_axes = (int)cnt;
+    }
+  } else if (a->n_axes > 0) {
+    memcpy(axes, a->axes, sizeof(int64_t) * (size_t)a->n_axes);
+    n_axes = a->n_axes;
+  }
+  if (n_axes == 0) {
+    if (a->axes_from_input && a->noop_with_empty_axes) return 1;
+    for (int d = 0; d < x->rank; d++) mask[d] = 1;
+    return 0;
+  }
+  for (int d = 0; d < x->rank; d++) mask[d] = 0;
+  for (int i = 0; i < n_axes; i++) {
+    int64_t ax = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (ax < 0 || ax >= x->rank)
+      return amd_fail(st, "axis %lld out of range for rank %d", (long long)axes[i], x->rank);
+    if (mask[ax]) return amd_fail(st, "axis %lld repeated", (long long)axes[i]);
+    mask[ax] = 1;
+  }
+  return 0;
+}
+
+static int red_infer_kind(int kind, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                          amd_status *st) {
+  if (!in[0]) return amd_fail(st, "missing input");
+  const amd_tensor *x = in[0];
+  if (!red_dtype_ok(x->dtype, kind)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
+  int mask[AMD_MAX_RANK];
+  int r = red_mask(n, in, mask, st);
+  if (r < 0) return -1;
+  if (r == 1) {
+    amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
+    return 0;
+  }
+  const red_attrs *a = n->attrs;
+  int64_t dims[AMD_MAX_RANK];
+  int rank = 0;
+  for (int d = 0; d < x->rank; d++) {
+    if (!mask[d])
+      dims[rank++] = x->dims[d];
+    else if (a->keepdims)
+      dims[rank++] = 1;
+  }
+  amd_tensor_set_shape(&out[0], x->dtype, rank, dims);
+  return 0;
+}
+
+/* ---- the walk ---- */
+
+typedef struct {
+  int nd;
+  int64_t dim[AMD_MAX_RANK];
+  int64_t ostride[AMD_MAX_RANK]; /* 0 on reduced dims */
+  int inner_reduced;
+  int64_t n_in, n_out;
+} red_plan;
+
+static void red_make_plan(const amd_tensor *x, const int *mask, red_plan *p) {
+  int red[AMD_MAX_RANK];
+  p->nd = 0;
+  p->n_in = amd_tensor_numel(x);
+  for (int d = 0; d < x->rank; d++) {
+    if (x->dims[d] == 1) continue;
+    if (p->nd > 0 && red[p->nd - 1] == mask[d]) {
+      p->dim[p->nd - 1] *= x->dims[d];
+      continue;
+    }
+    p->dim[p->nd] = x->dims[d];
+    red[p->nd] = mask[d];
+    p->nd++;
+  }
+  int64_t s = 1;
+  for (int d = p->nd - 1; d >= 0; d--) {
+    p->ostride[d] = red[d] ? 0 : s;
+    if (!red[d]) s *= p->dim[d];
+  }
+  p->n_out = s;
+  p->inner_reduced = p->nd > 0 ? red[p->nd - 1] : 0;
+}
+
+/* Odometer over the outer dims; BODY sees `xi` (input row), `oi` (output
+ * offset of the row's first element), `inner` (row length). */
+#define RED_WALK(P, BODY)                                                     \
+  do {                                                                        \
+    int64_t inner = (P)->nd ? (P)->dim[(P)->nd - 1] : 1;                      \
+    int64_t idx_[AMD_MAX_RANK] = {0};                                         \
+    int64_t oi = 0;                                                           \
+    for (int64_t xi = 0; xi < (P)->n_in; xi += inner) {                       \
+      BODY;                                                                   \
+      for (int d_ = (P)->nd - 2; d_ >= 0; d_--) {                             \
+        oi += (P)->ostride[d_];                                               \
+        if (++idx_[d_] < (P)->dim[d_]) break;                                 \
+        oi -= (P)->ostride[d_] * (P)->dim[d_];                                \
+        idx_[d_] = 0;                                                         \
+      }                                                                       \
+    }                                                                         \
+  } while (0)
+
+/* Sum kernels: acc[o] += x. */
+#define RED_SUM_KERNEL(SUF, T, ACC, LOAD)                                          \
+  static void red_sum_##SUF(const void *xv, ACC *acc, const red_plan *p) {         \
+    const T *x = xv;                                                               \
+    RED_WALK(p, {                                                                  \
+      const T *row = x + xi;                                                       \
+      if (p->inner_reduced) {                                                      \
+        ACC s = 0;                                                                 \
+        for (int64_t i = 0; i < inner; i++) s += (ACC)LOAD(row[i]);                \
+        acc[oi] += s;                                                              \
+      } else {                                                                     \
+        ACC *o = acc + oi;                                                         \
+        for (int64_t i = 0; i < inner; i++) o[i] += (ACC)LOAD(row[i]);             \
+      }                                                                            \
+    });                                                                            \
+  }
+
+/* Max kernels: NaN wins (once acc is NaN, `v > acc` stays false). */
+#define RED_MAX_KERNEL(SUF, T, ACC, LOAD)                                          \
+  static void red_max_##SUF(const void *xv, ACC *acc, const red_plan *p) {         \
+    const T *x = xv;                                                               \
+    RED_WALK(p, {                                                                  \
+      const T *row = x + xi;                                                       \
+      if (p->inner_reduced) {                                                      \
+        ACC m = acc[oi];                                                           \
+        for (int64_t i = 0; i < inner; i++) {                                      \
+          ACC v = (ACC)LOAD(row[i]);                                               \
+          if (v > m || v != v) m = v;                                              \
+        }                                                                          \
+        acc[oi] = m;                                                               \
+      } else {                                                                     \
+        ACC *o = acc + oi;                                                         \
+        for (int64_t i = 0; i < inner; i++) {                                      \
+          ACC v = (ACC)LOAD(row[i]);                                               \
+          if (v > o[i] || v != v) o[i] = v;                                        \
+        }                                                                          \
+      }                                                                            \
+    });                                                                            \
+  }
+
+#define LOAD_ID(v) (v)
+#define LOAD_F16(v) amd_half_to_float(v)
+#define LOAD_BF16(v) amd_bf16_to_float(v)
+
+#define RED_KERNELS(SUF, T, ACC, LOAD) \
+  RED_SUM_KERNEL(SUF, T, ACC, LOAD)    \
+  RED_MAX_KERNEL(SUF, T, ACC, LOAD)
+
+RED_KERNELS(f32, float, double, LOAD_ID)
+RED_KERNELS(f64, double, double, LOAD_ID)
+RED_KERNELS(f16, uint16_t, double, LOAD_F16)
+RED_KERNELS(bf16, uint16_t, double, LOAD_BF16)
+RED_KERNELS(i8, int8_t, int64_t, LOAD_ID)
+RED_KERNELS(i16, int16_t, int64_t, LOAD_ID)
+RED_KERNELS(i32, int32_t, int64_t, LOAD_ID)
+RED_KERNELS(i64, int64_t, int64_t, LOAD_ID)
+RED_KERNELS(u8, uint8_t, int64_t, LOAD_ID)
+RED_KERNELS(u16, uint16_t, int64_t, LOAD_ID)
+RED_KERNELS(u32, uint32_t, int64_t, LOAD_ID)
+RED_KERNELS(u64, uint64_t, uint64_t, LOAD_ID)
+RED_MAX_KERNEL(b8, uint8_t, int64_t, LOAD_ID)
+
+static int64_t int_min_of(amd_dtype t) {
+  switch (t) {
+  case AMD_INT8: return INT8_MIN;
+  case AMD_INT16: return INT16_MIN;
+  case AMD_INT32: return INT32_MIN;
+  case AMD_INT64: return INT64_MIN;
+  default: return 0; /* unsigned, bool */
+  }
+}
+
+static int red_forward_kind(int kind, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                            amd_status *st) {
+  const amd_tensor *x = in[0];
+  amd_tensor *o = &out[0];
+  int mask[AMD_MAX_RANK];
+  int r = red_mask(n, in, mask, st);
+  if (r < 0) return -1;
+  if (r == 1) {
+    memcpy(o->data, x->data, amd_tensor_nbytes(x));
+    return 0;
+  }
+  red_plan p;
+  red_make_plan(x, mask, &p);
+  int64_t n_out = amd_tensor_numel(o);
+  AMD_ASSERT(n_out == p.n_out || p.n_in == 0);
+  if (n_out == 0) return 0;
+  int64_t count = n_out > 0 ? (p.n_out ? p.n_in / p.n_out : 0) : 0;
+  if (p.n_in == 0) { /* empty reduction over a zero-size dim */
+    count = 0;
+  }
+
+  amd_dtype t = x->dtype;
+  int is_fp = t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
+  void *acc = malloc((size_t)n_out * 8);
+  if (!acc) return amd_fail(st, "out of memory");
+  double *accd = acc;
+  int64_t *acci = acc;
+  uint64_t *accu = acc;
+  for (int64_t i = 0; i < n_out; i++) {
+    if (is_fp)
+      accd[i] = kind == RED_MAX ? -INFINITY : 0.0;
+    else
+      acci[i] = kind == RED_MAX ? int_min_of(t) : 0;
+  }
+
+  if (p.n_in > 0) {
+#define DISPATCH(SUF, A)                                  \
+  if (kind == RED_MAX) red_max_##SUF(x->data, A, &p);     \
+  else red_sum_##SUF(x->data, A, &p);                     \
+  break;
+    switch (t) {
+    case AMD_FLOAT: DISPATCH(f32, accd)
+    case AMD_DOUBLE: DISPATCH(f64, accd)
+    case AMD_FLOAT16: DISPATCH(f16, accd)
+    case AMD_BFLOAT16: DISPATCH(bf16, accd)
+    case AMD_INT8: DISPATCH(i8, acci)
+    case AMD_INT16: DISPATCH(i16, acci)
+    case AMD_INT32: DISPATCH(i32, acci)
+    case AMD_INT64: DISPATCH(i64, acci)
+    case AMD_UINT8: DISPATCH(u8, acci)
+    case AMD_UINT16: DISPATCH(u16, acci)
+    case AMD_UINT32: DISPATCH(u32, acci)
+    case AMD_UINT64: DISPATCH(u64, accu)
+    case AMD_BOOL: red_max_b8(x->data, acci, &p); break;
+    default:
+      free(acc);
+      return amd_fail(st, "unsupported dtype %s", amd_dtype_name(t));
+    }
+#undef DISPATCH
+  }
+
+  if (is_fp) {
+    if (kind == RED_MEAN)
+      for (int64_t i = 0; i < n_out; i++) accd[i] = count ? accd[i] / (double)count : NAN;
+    if (t == AMD_FLOAT) {
+      float *y = o->data;
+      for (int64_t i = 0; i < n_out; i++) y[i] = (float)accd[i];
+    } else if (t == AMD_DOUBLE) {
+      memcpy(o->data, accd, (size_t)n_out * sizeof(double));
+    } else {
+      for (int64_t i = 0; i < n_out; i++) amd_tensor_set_f64(o, i, accd[i]);
+    }
+  } else if (t == AMD_UINT64) {
+    uint64_t *y = o->data;
+    for (int64_t i = 0; i < n_out; i++)
+      y[i] = kind == RED_MEAN ? (count ? accu[i] / (uint64_t)count : 0) : accu[i];
+  } else {
+    for (int64_t i = 0; i < n_out; i++) {
+      int64_t v = acci[i];
+      if (kind == RED_MEAN) v = count ? v / count : 0;
+      amd_tensor_set_i64(o, i, v);
+    }
+  }
+  free(acc);
+  return 0;
+}
+
+#define RED_OP(FN, KIND)                                                                          \
+  static int FN##_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,           \
+                        amd_status *st) {                                                         \
+    return red_infer_kind(KIND, n, in, out, st);                                                  \
+  }                                                                                               \
+  static int FN##_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,            \
+                          amd_tensor *out, amd_status *st) {                                      \
+    (void)ctx;                                                                                    \
+    return red_forward_kind(KIND, n, in, out, st);                                                \
+  }
+
+RED_OP(sum, RED_SUM)
+RED_OP(mean, RED_MEAN)
+RED_OP(max, RED_MAX)
+
+const amd_op amd_op_ReduceMean = {.name = "ReduceMean", .since = {1, 11, 13, 18},
+                                  .parse = mean_max_parse, .infer = mean_infer,
+                                  .forward = mean_forward};
+const amd_op amd_op_ReduceSum = {.name = "ReduceSum", .since = {1, 11, 13}, .parse = sum_parse,
+                                 .infer = sum_infer, .forward = sum_forward};
+const amd_op amd_op_ReduceMax = {.name = "ReduceMax", .since = {1, 11, 12, 13, 18, 20},
+                                 .parse = mean_max_parse, .infer = max_infer,
+                                 .forward = max_forward};

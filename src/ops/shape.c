@@ -1,16 +1,1024 @@
-/* PLACEHOLDER: to be implemented. */
+/* Shape and data-movement ops: Flatten, Reshape, Transpose, Squeeze, Unsqueeze,
+ * Concat, Shape, Gather, Identity, Constant, Cast, Dropout, Pad.
+ *
+ * Conventions:
+ * - These ops are dtype-generic: they move elements by their byte size
+ *   (amd_dtype_size) and never look at the values, except Cast (converts),
+ *   Dropout in training (scales floating-point values) and Pad (fill value).
+ *   Dtypes without a size (string, complex) are rejected with a clear error.
+ * - Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze axes, Pad's pads,
+ *   Dropout's ratio / training_mode) are host tensors read during infer.
+ * - Attributes are parsed once into a per-op struct (node->attrs, one block).
+ *   Constant stores its tensor's data in the same block, right after the struct. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "op.h"
 
-const amd_op amd_op_Flatten = {.name = "Flatten", .since = {1}};
-const amd_op amd_op_Reshape = {.name = "Reshape", .since = {1}};
-const amd_op amd_op_Transpose = {.name = "Transpose", .since = {1}};
-const amd_op amd_op_Squeeze = {.name = "Squeeze", .since = {1}};
-const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze", .since = {1}};
-const amd_op amd_op_Concat = {.name = "Concat", .since = {1}};
-const amd_op amd_op_Shape = {.name = "Shape", .since = {1}};
-const amd_op amd_op_Gather = {.name = "Gather", .since = {1}};
-const amd_op amd_op_Identity = {.name = "Identity", .since = {1}};
-const amd_op amd_op_Constant = {.name = "Constant", .since = {1}};
-const amd_op amd_op_Cast = {.name = "Cast", .since = {1}};
-const amd_op amd_op_Dropout = {.name = "Dropout", .since = {1}};
-const amd_op amd_op_Pad = {.name = "Pad", .since = {1}};
+/* ---------------------------------------------------------------- helpers */
+
+/* Element size of t's dtype, failing for dtypes without one. */
+static int elem_size(const amd_tensor *t, const char *what, size_t *es, amd_status *st) {
+  *es = amd_dtype_size(t->dtype);
+  if (*es == 0) return amd_fail(st, "%s has unsupported dtype %s", what, amd_dtype_name(t->dtype));
+  return 0;
+}
+
+/* Requires input k to be present. */
+static int need_in(const amd_node *n, const amd_tensor *const *in, int k, const char *what,
+                   amd_status *st) {
+  if (k >= n->n_in || !in[k]) return amd_fail(st, "missing required input %d (%s)", k, what);
+  return 0;
+}
+
+/* Reads a 1-D (or scalar) integer tensor into out (at most max values);
+ * returns the count or -1. */
+static int read_ints(const amd_tensor *t, int64_t *out, int max, const char *what, amd_status *st) {
+  if (t->dtype != AMD_INT64 && t->dtype != AMD_INT32)
+    return amd_fail(st, "%s must be int64 (got %s)", what, amd_dtype_name(t->dtype));
+  if (t->rank > 1) return amd_fail(st, "%s must be 1-D (got rank %d)", what, t->rank);
+  int64_t cnt = amd_tensor_numel(t);
+  if (cnt > max) return amd_fail(st, "%s has %lld values (at most %d supported)", what, (long long)cnt, max);
+  for (int64_t i = 0; i < cnt; i++) out[i] = amd_tensor_get_i64(t, i);
+  return (int)cnt;
+}
+
+/* Reads an ints attribute: its count, -1 when absent, -3 (st set) when longer than max. */
+static int attr_ints(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, amd_status *st) {
+  int cnt = amd_attr_ints(p, name, out, max);
+  if (cnt == -2) {
+    amd_fail(st, "attribute %s has more than %d values", name, max);
+    return -3;
+  }
+  return cnt;
+}
+
+/* Product of dims[lo..hi). */
+static int64_t dims_prod(const int64_t *dims, int lo, int hi) {
+  int64_t p = 1;
+  for (int i = lo; i < hi; i++) p *= dims[i];
+  return p;
+}
+
+static void copy_shape(amd_tensor *out, const amd_tensor *in) {
+  amd_tensor_set_shape(out, in->dtype, in->rank, in->dims);
+}
+
+/* Copies one element of es bytes. */
+static inline void copy_elem(char *dst, const char *src, size_t es) {
+  switch (es) {
+  case 1: *dst = *src; break;
+  case 2: memcpy(dst, src, 2); break;
+  case 4: memcpy(dst, src, 4); break;
+  case 8: memcpy(dst, src, 8); break;
+  default: memcpy(dst, src, es); break;
+  }
+}
+
+/* Gathers a strided view of src into contiguous dst: dst has shape dims
+ * (rank entries), and element (i0..ik) of dst is src[sum i_j * sstr[j]]
+ * (strides in elements). */
+static void strided_copy(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
+                         const int64_t *sstr) {
+  char *d = dst;
+  const char *s = src;
+  if (rank == 0) {
+    copy_elem(d, s, es);
+    return;
+  }
+  for (int i = 0; i < rank; i++)
+    if (dims[i] == 0) return;
+  int64_t idx[AMD_MAX_RANK] = {0};
+  int64_t inner = dims[rank - 1], istr = sstr[rank - 1];
+  int64_t off = 0; /* source offset of the current row, in elements */
+  for (;;) {
+    if (istr == 1) {
+      memcpy(d, s + (size_t)off * es, (size_t)inner * es);
+      d += (size_t)inner * es;
+    } else {
+      for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, s + (size_t)(off + i * istr) * es, es);
+    }
+    int ax = rank - 2;
+    for (; ax >= 0; ax--) {
+      off += sstr[ax];
+      if (++idx[ax] < dims[ax]) break;
+      off -= sstr[ax] * dims[ax];
+      idx[ax] = 0;
+    }
+    if (ax < 0) break;
+  }
+}
+
+/* Forward of every op whose output is its first input's bytes (reshapes). */
+static int forward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                        amd_status *st) {
+  (void)n, (void)ctx, (void)st;
+  size_t bytes = amd_tensor_nbytes(&out[0]);
+  AMD_ASSERT(bytes == amd_tensor_nbytes(in[0]));
+  if (bytes) memcpy(out[0].data, in[0]->data, bytes);
+  return 0;
+}
+
+/* A single int64 axis attribute (Flatten, Concat, Gather). */
+typedef struct axis_attrs {
+  int64_t axis;
+} axis_attrs;
+
+/* ---------------------------------------------------------------- Flatten */
+
+static int flatten_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->axis = amd_attr_int(p, "axis", 1);
+  return 0;
+}
+
+static int flatten_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const axis_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "input", &es, st)) return -1;
+  int64_t axis = a->axis < 0 ? a->axis + x->rank : a->axis;
+  if (axis < 0 || axis > x->rank)
+    return amd_fail(st, "axis %lld out of range for rank %d", (long long)a->axis, x->rank);
+  int64_t dims[2] = {dims_prod(x->dims, 0, (int)axis), dims_prod(x->dims, (int)axis, x->rank)};
+  amd_tensor_set_shape(&out[0], x->dtype, 2, dims);
+  return 0;
+}
+
+const amd_op amd_op_Flatten = {.name = "Flatten",
+                               .since = {1, 9, 11, 13},
+                               .parse = flatten_parse,
+                               .infer = flatten_infer,
+                               .forward = forward_copy};
+
+/* ---------------------------------------------------------------- Reshape */
+
+typedef struct reshape_attrs {
+  int allowzero;
+  int n_shape; /* opset < 5: the shape attribute's length */
+  int64_t shape[AMD_MAX_RANK];
+} reshape_attrs;
+
+static int reshape_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  reshape_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->allowzero = (int)amd_attr_int(p, "allowzero", 0);
+  a->n_shape = -1;
+  if (n->since < 5) {
+    a->n_shape = attr_ints(p, "shape", a->shape, AMD_MAX_RANK, st);
+    if (a->n_shape == -3) return -1;
+    if (a->n_shape < 0) return amd_fail(st, "Reshape-1 needs a shape attribute");
+  }
+  return 0;
+}
+
+static int reshape_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const reshape_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  int64_t shape[AMD_MAX_RANK];
+  int rank;
+  if (n->since < 5) {
+    rank = a->n_shape;
+    memcpy(shape, a->shape, sizeof shape);
+  } else {
+    if (need_in(n, in, 1, "shape", st)) return -1;
+    rank = read_ints(in[1], shape, AMD_MAX_RANK, "shape", st);
+    if (rank < 0) return -1;
+  }
+  int infer_at = -1, has_zero = 0;
+  int64_t known = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] == -1) {
+      if (infer_at >= 0) return amd_fail(st, "shape has more than one -1");
+      infer_at = i;
+      continue;
+    }
+    if (shape[i] < -1) return amd_fail(st, "shape has invalid dimension %lld", (long long)shape[i]);
+    if (shape[i] == 0) {
+      has_zero = 1;
+      if (!a->allowzero) {
+        if (i >= x->rank)
+          return amd_fail(st, "shape dimension %d is 0 (copy) but the input has rank %d", i, x->rank);
+        shape[i] = x->dims[i];
+      }
+    }
+    if (shape[i] > 0 && known > AMD_MAX_TENSOR_BYTES / shape[i]) return amd_fail(st, "shape too large");
+    known *= shape[i];
+  }
+  int64_t total = amd_tensor_numel(x);
+  if (infer_at >= 0) {
+    if (a->allowzero && has_zero) return amd_fail(st, "shape has both -1 and 0 with allowzero=1");
+    if (known == 0) {
+      if (total != 0) return amd_fail(st, "cannot infer -1 in shape with a zero dimension");
+      shape[infer_at] = 0;
+    } else {
+      if (total % known != 0) {
+        char sb[128];
+        return amd_fail(st, "cannot reshape input %s (%lld elements) with -1: %lld is not a multiple of %lld",
+                        amd_shape_str(x, sb, sizeof sb), (long long)total, (long long)total,
+                        (long long)known);
+      }
+      shape[infer_at] = total / known;
+    }
+    known = total;
+  }
+  if (known != total) {
+    char sb[128], so[128];
+    amd_tensor tmp = {.rank = rank};
+    for (int i = 0; i < rank; i++) tmp.dims[i] = shape[i];
+    return amd_fail(st, "cannot reshape input %s (%lld elements) to %s (%lld elements)",
+                    amd_shape_str(x, sb, sizeof sb), (long long)total, amd_shape_str(&tmp, so, sizeof so),
+                    (long long)known);
+  }
+  amd_tensor_set_shape(&out[0], x->dtype, rank, shape);
+  return 0;
+}
+
+const amd_op amd_op_Reshape = {.name = "Reshape",
+                               .since = {1, 5, 13, 14},
+                               .parse = reshape_parse,
+                               .infer = reshape_infer,
+                               .forward = forward_copy};
+
+/* ---------------------------------------------------------------- Transpose */
+
+typedef struct transpose_attrs {
+  int n_perm; /* -1: reverse the axes */
+  int64_t perm[AMD_MAX_RANK];
+} transpose_attrs;
+
+static int transpose_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  transpose_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->n_perm = attr_ints(p, "perm", a->perm, AMD_MAX_RANK, st);
+  return a->n_perm == -3 ? -1 : 0;
+}
+
+/* The permutation for input rank (checked). */
+static int transpose_perm(const transpose_attrs *a, int rank, int *perm, amd_status *st) {
+  if (a->n_perm < 0) {
+    for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+    return 0;
+  }
+  if (a->n_perm != rank) return amd_fail(st, "perm has %d entries for an input of rank %d", a->n_perm, rank);
+  int seen[AMD_MAX_RANK] = {0};
+  for (int i = 0; i < rank; i++) {
+    int64_t v = a->perm[i] < 0 ? a->perm[i] + rank : a->perm[i];
+    if (v < 0 || v >= rank || seen[v])
+      return amd_fail(st, "perm is not a permutation of 0..%d", rank - 1);
+    seen[v] = 1;
+    perm[i] = (int)v;
+  }
+  return 0;
+}
+
+static int transpose_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  int perm[AMD_MAX_RANK];
+  if (transpose_perm(n->attrs, x->rank, perm, st)) return -1;
+  out[0].dtype = x->dtype;
+  out[0].rank = x->rank;
+  for (int i = 0; i < x->rank; i++) out[0].dims[i] = x->dims[perm[i]];
+  return 0;
+}
+
+static int transpose_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                             amd_status *st) {
+  (void)ctx;
+  const amd_tensor *x = in[0];
+  int perm[AMD_MAX_RANK];
+  if (transpose_perm(n->attrs, x->rank, perm, st)) return -1;
+  int64_t xstr[AMD_MAX_RANK], sstr[AMD_MAX_RANK];
+  int64_t s = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    xstr[i] = s;
+    s *= x->dims[i];
+  }
+  for (int i = 0; i < x->rank; i++) sstr[i] = xstr[perm[i]];
+  strided_copy(out[0].data, x->data, amd_dtype_size(x->dtype), out[0].rank, out[0].dims, sstr);
+  return 0;
+}
+
+const amd_op amd_op_Transpose = {.name = "Transpose",
+                                 .since = {1, 13},
+                                 .parse = transpose_parse,
+                                 .infer = transpose_infer,
+                                 .forward = transpose_forward};
+
+/* ---------------------------------------------------------------- Squeeze / Unsqueeze */
+
+typedef struct axes_attrs {
+  int n_axes; /* -1: absent (opset >= 13 reads the axes input) */
+  int64_t axes[AMD_MAX_RANK];
+} axes_attrs;
+
+static int axes_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  axes_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->n_axes = -1;
+  if (n->since < 13) {
+    a->n_axes = attr_ints(p, "axes", a->axes, AMD_MAX_RANK, st);
+    if (a->n_axes == -3) return -1;
+  }
+  return 0;
+}
+
+/* The axes from the attribute (opset < 13) or the optional input 1; -1 when
+ * neither is given, -2 on error. */
+static int get_axes(const amd_node *n, const amd_tensor *const *in, int64_t *axes, amd_status *st) {
+  const axes_attrs *a = n->attrs;
+  if (n->since < 13) {
+    if (a->n_axes >= 0) memcpy(axes, a->axes, sizeof a->axes);
+    return a->n_axes;
+  }
+  if (n->n_in < 2 || !in[1]) return -1;
+  int cnt = read_ints(in[1], axes, AMD_MAX_RANK, "axes", st);
+  return cnt < 0 ? -2 : cnt;
+}
+
+static int squeeze_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  int64_t axes[AMD_MAX_RANK];
+  int cnt = get_axes(n, in, axes, st);
+  if (cnt == -2) return -1;
+  int drop[AMD_MAX_RANK] = {0};
+  if (cnt < 0) {
+    for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
+  } else {
+    for (int k = 0; k < cnt; k++) {
+      int ax = amd_axis(axes[k], x->rank, st);
+      if (ax < 0) return -1;
+      if (x->rank == 0) return amd_fail(st, "cannot squeeze a scalar");
+      if (x->dims[ax] != 1)
+        return amd_fail(st, "cannot squeeze axis %lld of size %lld", (long long)axes[k], (long long)x->dims[ax]);
+      drop[ax] = 1;
+    }
+  }
+  out[0].dtype = x->dtype;
+  out[0].rank = 0;
+  for (int i = 0; i < x->rank; i++)
+    if (!drop[i]) out[0].dims[out[0].rank++] = x->dims[i];
+  return 0;
+}
+
+const amd_op amd_op_Squeeze = {.name = "Squeeze",
+                               .since = {1, 11, 13},
+                               .parse = axes_parse,
+                               .infer = squeeze_infer,
+                               .forward = forward_copy};
+
+static int unsqueeze_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  int64_t axes[AMD_MAX_RANK];
+  int cnt = get_axes(n, in, axes, st);
+  if (cnt == -2) return -1;
+  if (cnt < 0) return amd_fail(st, "Unsqueeze needs axes");
+  int rank = x->rank + cnt;
+  if (rank > AMD_MAX_RANK) return amd_fail(st, "output rank %d exceeds %d", rank, AMD_MAX_RANK);
+  int ins[AMD_MAX_RANK] = {0};
+  for (int k = 0; k < cnt; k++) {
+    int ax = amd_axis(axes[k], rank, st);
+    if (ax < 0) return -1;
+    if (ins[ax]) return amd_fail(st, "axis %lld repeated", (long long)axes[k]);
+    ins[ax] = 1;
+  }
+  out[0].dtype = x->dtype;
+  out[0].rank = rank;
+  for (int i = 0, j = 0; i < rank; i++) out[0].dims[i] = ins[i] ? 1 : x->dims[j++];
+  return 0;
+}
+
+const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze",
+                                 .since = {1, 11, 13},
+                                 .parse = axes_parse,
+                                 .infer = unsqueeze_infer,
+                                 .forward = forward_copy};
+
+/* ---------------------------------------------------------------- Concat */
+
+static int concat_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  if (n->since >= 4 && !amd_attr_find(p, "axis")) return amd_fail(st, "Concat needs an axis attribute");
+  a->axis = amd_attr_int(p, "axis", 1);
+  return 0;
+}
+
+static int concat_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const axis_attrs *a = n->attrs;
+  if (n->n_in < 1) return amd_fail(st, "Concat needs at least one input");
+  for (int k = 0; k < n->n_in; k++)
+    if (need_in(n, in, k, "data", st)) return -1;
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "input 0", &es, st)) return -1;
+  if (x->rank == 0) return amd_fail(st, "cannot concatenate scalars");
+  int axis = amd_axis(a->axis, x->rank, st);
+  if (axis < 0) return -1;
+  copy_shape(&out[0], x);
+  for (int k = 1; k < n->n_in; k++) {
+    const amd_tensor *y = in[k];
+    if (y->dtype != x->dtype)
+      return amd_fail(st, "input %d has dtype %s, input 0 has %s", k, amd_dtype_name(y->dtype),
+                      amd_dtype_name(x->dtype));
+    int ok = y->rank == x->rank;
+    for (int i = 0; ok && i < x->rank; i++) ok = i == axis || y->dims[i] == x->dims[i];
+    if (!ok) {
+      char sx[128], sy[128];
+      return amd_fail(st, "input %d of shape %s does not match input 0 of shape %s on axes other than %d", k,
+                      amd_shape_str(y, sy, sizeof sy), amd_shape_str(x, sx, sizeof sx), axis);
+    }
+    out[0].dims[axis] += y->dims[axis];
+  }
+  return 0;
+}
+
+static int concat_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                          amd_status *st) {
+  (void)ctx;
+  const axis_attrs *a = n->attrs;
+  int axis = amd_axis(a->axis, out[0].rank, st);
+  if (axis < 0) return -1;
+  size_t es = amd_dtype_size(out[0].dtype);
+  int64_t outer = dims_prod(out[0].dims, 0, axis);
+  size_t inner = (size_t)dims_prod(out[0].dims, axis + 1, out[0].rank) * es;
+  char *d = out[0].data;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int k = 0; k < n->n_in; k++) {
+      size_t block = (size_t)in[k]->dims[axis] * inner;
+      if (block) memcpy(d, (const char *)in[k]->data + (size_t)o * block, block);
+      d += block;
+    }
+  }
+  return 0;
+}
+
+const amd_op amd_op_Concat = {.name = "Concat",
+                              .since = {1, 4, 11, 13},
+                              .parse = concat_parse,
+                              .infer = concat_infer,
+                              .forward = concat_forward};
+
+/* ---------------------------------------------------------------- Shape */
+
+typedef struct shape_attrs {
+  int64_t start, end;
+  int has_end;
+} shape_attrs;
+
+static int shape_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  shape_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  if (n->since >= 15) {
+    a->start = amd_attr_int(p, "start", 0);
+    a->has_end = amd_attr_find(p, "end") != NULL;
+    a->end = amd_attr_int(p, "end", 0);
+  }
+  return 0;
+}
+
+/* The [start, end) range of dims that Shape returns. */
+static void shape_range(const shape_attrs *a, int rank, int *start, int *end) {
+  int64_t s = a->start, e = a->has_end ? a->end : rank;
+  if (s < 0) s += rank;
+  if (e < 0) e += rank;
+  s = s < 0 ? 0 : s > rank ? rank : s;
+  e = e < 0 ? 0 : e > rank ? rank : e;
+  *start = (int)s;
+  *end = (int)(e < s ? s : e);
+}
+
+static int shape_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  (void)st;
+  int s, e;
+  shape_range(n->attrs, in[0]->rank, &s, &e);
+  int64_t len = e - s;
+  amd_tensor_set_shape(&out[0], AMD_INT64, 1, &len);
+  return 0;
+}
+
+static int shape_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                         amd_status *st) {
+  (void)ctx, (void)st;
+  int s, e;
+  shape_range(n->attrs, in[0]->rank, &s, &e);
+  int64_t *d = out[0].data;
+  for (int i = s; i < e; i++) d[i - s] = in[0]->dims[i];
+  return 0;
+}
+
+const amd_op amd_op_Shape = {.name = "Shape",
+                             .since = {1, 13, 15},
+                             .parse = shape_parse,
+                             .infer = shape_infer,
+                             .forward = shape_forward};
+
+/* ---------------------------------------------------------------- Gather */
+
+static int gather_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->axis = amd_attr_int(p, "axis", 0);
+  return 0;
+}
+
+static int gather_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const axis_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *idx = in[1];
+  if (need_in(n, in, 1, "indices", st)) return -1;
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  if (idx->dtype != AMD_INT64 && idx->dtype != AMD_INT32)
+    return amd_fail(st, "indices must be int32 or int64 (got %s)", amd_dtype_name(idx->dtype));
+  if (x->rank == 0) return amd_fail(st, "data must have rank >= 1");
+  int axis = amd_axis(a->axis, x->rank, st);
+  if (axis < 0) return -1;
+  int rank = x->rank + idx->rank - 1;
+  if (rank > AMD_MAX_RANK) return amd_fail(st, "output rank %d exceeds %d", rank, AMD_MAX_RANK);
+  out[0].dtype = x->dtype;
+  out[0].rank = 0;
+  for (int i = 0; i < axis; i++) out[0].dims[out[0].rank++] = x->dims[i];
+  for (int i = 0; i < idx->rank; i++) out[0].dims[out[0].rank++] = idx->dims[i];
+  for (int i = axis + 1; i < x->rank; i++) out[0].dims[out[0].rank++] = x->dims[i];
+  return 0;
+}
+
+static int gather_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                          amd_status *st) {
+  (void)ctx;
+  const axis_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *idx = in[1];
+  int axis = amd_axis(a->axis, x->rank, st);
+  if (axis < 0) return -1;
+  size_t es = amd_dtype_size(x->dtype);
+  int64_t outer = dims_prod(x->dims, 0, axis), dim = x->dims[axis];
+  size_t inner = (size_t)dims_prod(x->dims, axis + 1, x->rank) * es;
+  int64_t cnt = amd_tensor_numel(idx);
+  for (int64_t j = 0; j < cnt; j++) {
+    int64_t v = amd_tensor_get_i64(idx, j);
+    if (v < -dim || v >= dim)
+      return amd_fail(st, "index %lld out of range for axis %d of size %lld", (long long)v, axis, (long long)dim);
+  }
+  char *d = out[0].data;
+  const char *s = x->data;
+  for (int64_t o = 0; o < outer; o++) {
+    const char *base = s + (size_t)(o * dim) * inner;
+    for (int64_t j = 0; j < cnt; j++, d += inner) {
+      int64_t v = amd_tensor_get_i64(idx, j);
+      if (v < 0) v += dim;
+      memcpy(d, base + (size_t)v * inner, inner);
+    }
+  }
+  return 0;
+}
+
+const amd_op amd_op_Gather = {.name = "Gather",
+                              .since = {1, 11, 13},
+                              .parse = gather_parse,
+                              .infer = gather_infer,
+                              .forward = gather_forward};
+
+/* ---------------------------------------------------------------- Identity */
+
+static int identity_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  (void)n;
+  size_t es;
+  if (elem_size(in[0], "input", &es, st)) return -1;
+  copy_shape(&out[0], in[0]);
+  return 0;
+}
+
+const amd_op amd_op_Identity = {
+    .name = "Identity", .since = {1, 13, 14, 16}, .infer = identity_infer, .forward = forward_copy};
+
+/* ---------------------------------------------------------------- Constant */
+
+/* The tensor; its data lies in the same block, right after the struct. */
+typedef struct constant_attrs {
+  amd_tensor t;
+} constant_attrs;
+
+/* Allocates the attrs block for a tensor of this shape and copies data in. */
+static int constant_store(amd_node *n, amd_dtype dtype, int rank, const int64_t *dims, const void *data,
+                          amd_status *st) {
+  amd_tensor tmp = {0};
+  amd_tensor_set_shape(&tmp, dtype, rank, dims);
+  size_t bytes = amd_tensor_nbytes(&tmp);
+  constant_attrs *a = amd_attrs_new(n, sizeof *a + bytes, st);
+  if (!a) return -1;
+  a->t = tmp;
+  a->t.data = a + 1;
+  a->t.device = AMD_DEVICE_CPU;
+  if (bytes) memcpy(a->t.data, data, bytes);
+  return 0;
+}
+
+static int constant_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  const Onnx__AttributeProto *at;
+  amd_tensor t = {0};
+  int r = amd_attr_tensor(p, "value", &t, st);
+  if (r < 0) return -1;
+  if (r == 0) {
+    if (amd_dtype_size(t.dtype) == 0) {
+      amd_dtype dt = t.dtype;
+      amd_tensor_free(&t);
+      return amd_fail(st, "Constant of dtype %s is not supported", amd_dtype_name(dt));
+    }
+    r = constant_store(n, t.dtype, t.rank, t.dims, t.data, st);
+    amd_tensor_free(&t);
+    return r;
+  }
+  if ((at = amd_attr_find(p, "value_float")) != NULL)
+    return constant_store(n, AMD_FLOAT, 0, NULL, &at->f, st);
+  if ((at = amd_attr_find(p, "value_floats")) != NULL) {
+    int64_t len = (int64_t)at->n_floats;
+    return constant_store(n, AMD_FLOAT, 1, &len, at->floats, st);
+  }
+  if ((at = amd_attr_find(p, "value_int")) != NULL) return constant_store(n, AMD_INT64, 0, NULL, &at->i, st);
+  if ((at = amd_attr_find(p, "value_ints")) != NULL) {
+    int64_t len = (int64_t)at->n_ints;
+    return constant_store(n, AMD_INT64, 1, &len, at->ints, st);
+  }
+  if (amd_attr_find(p, "sparse_value"))
+    return amd_fail(st, "Constant with sparse_value is not supported");
+  if (amd_attr_find(p, "value_string") || amd_attr_find(p, "value_strings"))
+    return amd_fail(st, "Constant with string values is not supported");
+  return amd_fail(st, "Constant has no value attribute");
+}
+
+static int constant_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  (void)in, (void)st;
+  copy_shape(&out[0], &((const constant_attrs *)n->attrs)->t);
+  return 0;
+}
+
+static int constant_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                            amd_status *st) {
+  (void)ctx, (void)in, (void)st;
+  const amd_tensor *t = &((const constant_attrs *)n->attrs)->t;
+  size_t bytes = amd_tensor_nbytes(t);
+  if (bytes) memcpy(out[0].data, t->data, bytes);
+  return 0;
+}
+
+const amd_op amd_op_Constant = {.name = "Constant",
+                                .since = {1, 9, 11, 12, 13},
+                                .parse = constant_parse,
+                                .infer = constant_infer,
+                                .forward = constant_forward};
+
+/* ---------------------------------------------------------------- Cast */
+
+typedef struct cast_attrs {
+  amd_dtype to;
+} cast_attrs;
+
+static int is_float_dtype(amd_dtype t) {
+  return t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
+}
+
+static int cast_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  cast_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  const Onnx__AttributeProto *at = amd_attr_find(p, "to");
+  if (!at) return amd_fail(st, "Cast needs a 'to' attribute");
+  if (at->has_i) {
+    a->to = (amd_dtype)at->i;
+  } else if (at->has_s) { /* Cast-1: the type's name */
+    char buf[32];
+    amd_attr_string(p, "to", "", buf, sizeof buf);
+    a->to = AMD_UNDEFINED;
+    for (int t = 1; t <= AMD_BFLOAT16; t++) {
+      const char *nm = amd_dtype_name((amd_dtype)t);
+      size_t k = 0;
+      while (nm[k] && buf[k] && (buf[k] | 0x20) == nm[k]) k++;
+      if (!nm[k] && !buf[k]) a->to = (amd_dtype)t;
+    }
+    if (a->to == AMD_UNDEFINED) return amd_fail(st, "Cast to unknown type '%s'", buf);
+  } else {
+    return amd_fail(st, "Cast 'to' attribute has no value");
+  }
+  if (a->to == AMD_STRING) return amd_fail(st, "Cast to string is not supported");
+  if (amd_dtype_size(a->to) == 0) return amd_fail(st, "Cast to %s is not supported", amd_dtype_name(a->to));
+  return 0;
+}
+
+static int cast_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const cast_attrs *a = n->attrs;
+  if (in[0]->dtype == AMD_STRING) return amd_fail(st, "Cast from string is not supported");
+  size_t es;
+  if (elem_size(in[0], "input", &es, st)) return -1;
+  amd_tensor_set_shape(&out[0], a->to, in[0]->rank, in[0]->dims);
+  return 0;
+}
+
+static int cast_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                        amd_status *st) {
+  (void)n, (void)ctx, (void)st;
+  const amd_tensor *x = in[0];
+  amd_tensor *y = &out[0];
+  int64_t cnt = amd_tensor_numel(x);
+  if (x->dtype == y->dtype) {
+    if (cnt) memcpy(y->data, x->data, amd_tensor_nbytes(x));
+  } else if (x->dtype == AMD_FLOAT && y->dtype == AMD_FLOAT16) {
+    const float *s = x->data;
+    uint16_t *d = y->data;
+    for (int64_t i = 0; i < cnt; i++) d[i] = amd_float_to_half(s[i]);
+  } else if (x->dtype == AMD_FLOAT16 && y->dtype == AMD_FLOAT) {
+    const uint16_t *s = x->data;
+    float *d = y->data;
+    for (int64_t i = 0; i < cnt; i++) d[i] = amd_half_to_float(s[i]);
+  } else if (!is_float_dtype(x->dtype) && !is_float_dtype(y->dtype)) {
+    /* integer / bool to integer / bool: through int64, exact for int64 */
+    for (int64_t i = 0; i < cnt; i++) amd_tensor_set_i64(y, i, amd_tensor_get_i64(x, i));
+  } else {
+    for (int64_t i = 0; i < cnt; i++) amd_tensor_set_f64(y, i, amd_tensor_get_f64(x, i));
+  }
+  return 0;
+}
+
+const amd_op amd_op_Cast = {.name = "Cast",
+                            .since = {1, 6, 9, 13},
+                            .parse = cast_parse,
+                            .infer = cast_infer,
+                            .forward = cast_forward};
+
+/* ---------------------------------------------------------------- Dropout */
+
+typedef struct dropout_attrs {
+  float ratio; /* opset < 12: the attribute; later the optional input 1 */
+} dropout_attrs;
+
+static int dropout_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  dropout_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->ratio = amd_attr_float(p, "ratio", 0.5f);
+  return 0;
+}
+
+static int dropout_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  copy_shape(&out[0], x);
+  if (n->n_out > 1) amd_tensor_set_shape(&out[1], n->since >= 10 ? AMD_BOOL : x->dtype, x->rank, x->dims);
+  if (n->since >= 12) {
+    if (n->n_in > 1 && in[1] && amd_tensor_numel(in[1]) != 1) return amd_fail(st, "ratio must be a scalar");
+    if (n->n_in > 2 && in[2] && amd_tensor_numel(in[2]) != 1)
+      return amd_fail(st, "training_mode must be a scalar");
+  }
+  return 0;
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  const dropout_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  double ratio = a->ratio;
+  int training = ctx && ctx->training;
+  if (n->since >= 12) {
+    ratio = n->n_in > 1 && in[1] ? amd_tensor_get_f64(in[1], 0) : 0.5;
+    if (n->n_in > 2 && in[2] && amd_tensor_get_i64(in[2], 0)) training = 1;
+  }
+  int has_mask = n->n_out > 1 && n->out[1] >= 0 && out[1].data;
+  int64_t cnt = amd_tensor_numel(x);
+  if (!training || ratio == 0) {
+    if (cnt) memcpy(out[0].data, x->data, amd_tensor_nbytes(x));
+    if (has_mask)
+      for (int64_t i = 0; i < cnt; i++) amd_tensor_set_i64(&out[1], i, 1);
+    return 0;
+  }
+  if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
+  if (!is_float_dtype(x->dtype))
+    return amd_fail(st, "training-mode Dropout needs a floating-point input (got %s)", amd_dtype_name(x->dtype));
+  AMD_ASSERT(ctx);
+  double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  for (int64_t i = 0; i < cnt; i++) {
+    double u = (double)(splitmix64(&ctx->rng) >> 11) * 0x1.0p-53;
+    int keep = u >= ratio;
+    amd_tensor_set_f64(&out[0], i, keep ? amd_tensor_get_f64(x, i) * scale : 0.0);
+    if (has_mask) amd_tensor_set_i64(&out[1], i, keep);
+  }
+  return 0;
+}
+
+const amd_op amd_op_Dropout = {.name = "Dropout",
+                               .since = {1, 6, 7, 10, 12, 13},
+                               .parse = dropout_parse,
+                               .infer = dropout_infer,
+                               .forward = dropout_forward};
+
+/* ---------------------------------------------------------------- Pad */
+
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+typedef struct pad_attrs {
+  int mode;
+  int n_pads; /* opset < 11: the pads attribute's length */
+  int64_t pads[2 * AMD_MAX_RANK];
+  double value; /* opset < 11 */
+} pad_attrs;
+
+static int pad_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  pad_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  char buf[32];
+  const char *mode = amd_attr_string(p, "mode", "constant", buf, sizeof buf);
+  if (strcmp(mode, "constant") == 0) a->mode = PAD_CONSTANT;
+  else if (strcmp(mode, "reflect") == 0) a->mode = PAD_REFLECT;
+  else if (strcmp(mode, "edge") == 0) a->mode = PAD_EDGE;
+  else if (strcmp(mode, "wrap") == 0) a->mode = PAD_WRAP;
+  else return amd_fail(st, "unknown Pad mode '%s'", mode);
+  a->n_pads = -1;
+  if (n->since < 11) {
+    a->n_pads = attr_ints(p, n->since < 2 ? "paddings" : "pads", a->pads, 2 * AMD_MAX_RANK, st);
+    if (a->n_pads == -3) return -1;
+    if (a->n_pads < 0) return amd_fail(st, "Pad needs a pads attribute");
+    a->value = amd_attr_float(p, "value", 0.0f);
+  }
+  return 0;
+}
+
+/* Per-axis begin / end pads for x (from the attribute or inputs 1 and 3). */
+static int pad_amounts(const amd_node *n, const amd_tensor *const *in, int64_t *begin, int64_t *end,
+                       amd_status *st) {
+  const pad_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  int64_t pads[2 * AMD_MAX_RANK];
+  int cnt;
+  if (n->since < 11) {
+    cnt = a->n_pads;
+    memcpy(pads, a->pads, sizeof pads);
+  } else {
+    if (need_in(n, in, 1, "pads", st)) return -1;
+    cnt = read_ints(in[1], pads, 2 * AMD_MAX_RANK, "pads", st);
+    if (cnt < 0) return -1;
+  }
+  int axes[AMD_MAX_RANK], n_axes = x->rank;
+  for (int i = 0; i < x->rank; i++) axes[i] = i;
+  if (n->since >= 18 && n->n_in > 3 && in[3]) {
+    int64_t ax[AMD_MAX_RANK];
+    n_axes = read_ints(in[3], ax, AMD_MAX_RANK, "axes", st);
+    if (n_axes < 0) return -1;
+    int seen[AMD_MAX_RANK] = {0};
+    for (int k = 0; k < n_axes; k++) {
+      axes[k] = amd_axis(ax[k], x->rank, st);
+      if (axes[k] < 0) return -1;
+      if (seen[axes[k]]) return amd_fail(st, "axis %lld repeated", (long long)ax[k]);
+      seen[axes[k]] = 1;
+    }
+  }
+  if (cnt != 2 * n_axes)
+    return amd_fail(st, "pads has %d values, expected %d for %d axes", cnt, 2 * n_axes, n_axes);
+  for (int i = 0; i < x->rank; i++) begin[i] = end[i] = 0;
+  for (int k = 0; k < n_axes; k++) {
+    begin[axes[k]] = pads[k];
+    end[axes[k]] = pads[k + n_axes];
+  }
+  return 0;
+}
+
+static int pad_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  const pad_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  size_t es;
+  if (elem_size(x, "data", &es, st)) return -1;
+  int64_t begin[AMD_MAX_RANK], end[AMD_MAX_RANK];
+  if (pad_amounts(n, in, begin, end, st)) return -1;
+  if (n->since >= 11 && n->n_in > 2 && in[2]) {
+    if (amd_tensor_numel(in[2]) > 1) return amd_fail(st, "constant_value must be a scalar");
+    if (in[2]->dtype != x->dtype && amd_dtype_size(in[2]->dtype) == 0)
+      return amd_fail(st, "constant_value has unsupported dtype %s", amd_dtype_name(in[2]->dtype));
+  }
+  out[0].dtype = x->dtype;
+  out[0].rank = x->rank;
+  for (int i = 0; i < x->rank; i++) {
+    int64_t d = x->dims[i] + begin[i] + end[i];
+    if (d < 0)
+      return amd_fail(st, "pads %lld, %lld crop more than axis %d's size %lld", (long long)begin[i],
+                      (long long)end[i], i, (long long)x->dims[i]);
+    /* the part of the input kept after cropping must not be empty when padding by copying it */
+    int64_t kept = x->dims[i] - (begin[i] < 0 ? -begin[i] : 0) - (end[i] < 0 ? -end[i] : 0);
+    if (a->mode != PAD_CONSTANT && kept <= 0 && d > 0)
+      return amd_fail(st, "cannot pad an empty axis %d in this mode", i);
+    out[0].dims[i] = d;
+  }
+  return 0;
+}
+
+/* The kept input index for output index i along one axis, or -1 for the
+ * constant fill. lo/len: the kept input range after cropping; pb: the
+ * positive begin pad. */
+static int64_t pad_map(int mode, int64_t i, int64_t lo, int64_t len, int64_t pb) {
+  int64_t j = i - pb;
+  if (j >= 0 && j < len) return lo + j;
+  switch (mode) {
+  case PAD_EDGE: return lo + (j < 0 ? 0 : len - 1);
+  case PAD_WRAP: return lo + ((j % len) + len) % len;
+  case PAD_REFLECT: {
+    if (len == 1) return lo;
+    int64_t period = 2 * (len - 1);
+    int64_t m = ((j % period) + period) % period;
+    return lo + (m < len ? m : period - m);
+  }
+  default: return -1;
+  }
+}
+
+static int pad_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  const pad_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  amd_tensor *y = &out[0];
+  size_t es = amd_dtype_size(x->dtype);
+  int64_t begin[AMD_MAX_RANK], end[AMD_MAX_RANK];
+  if (pad_amounts(n, in, begin, end, st)) return -1;
+
+  /* the fill value, as one element of x's dtype */
+  unsigned char fill[16] = {0};
+  amd_tensor fv = {.dtype = x->dtype, .rank = 0, .data = fill};
+  if (n->since < 11) {
+    amd_tensor_set_f64(&fv, 0, a->value);
+  } else if (n->n_in > 2 && in[2] && amd_tensor_numel(in[2]) == 1) {
+    if (in[2]->dtype == x->dtype) memcpy(fill, in[2]->data, es);
+    else if (is_float_dtype(in[2]->dtype)) amd_tensor_set_f64(&fv, 0, amd_tensor_get_f64(in[2], 0));
+    else amd_tensor_set_i64(&fv, 0, amd_tensor_get_i64(in[2], 0));
+  }
+
+  int64_t total = amd_tensor_numel(y);
+  if (total == 0) return 0;
+  int rank = x->rank;
+  if (rank == 0) {
+    memcpy(y->data, x->data, es);
+    return 0;
+  }
+  /* per-axis index maps from output to input (-1: fill) */
+  int64_t map_len = 0;
+  for (int i = 0; i < rank; i++) map_len += y->dims[i];
+  int64_t *maps = malloc((size_t)map_len * sizeof *maps);
+  if (!maps) return amd_fail(st, "out of memory");
+  int64_t *map[AMD_MAX_RANK], xstr[AMD_MAX_RANK];
+  int64_t off = 0, s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    xstr[i] = s;
+    s *= x->dims[i];
+  }
+  for (int i = 0; i < rank; i++) {
+    map[i] = maps + off;
+    off += y->dims[i];
+    int64_t lo = begin[i] < 0 ? -begin[i] : 0, hi = x->dims[i] - (end[i] < 0 ? -end[i] : 0);
+    int64_t pb = begin[i] > 0 ? begin[i] : 0;
+    for (int64_t k = 0; k < y->dims[i]; k++) map[i][k] = pad_map(a->mode, k, lo, hi - lo, pb);
+  }
+
+  int64_t idx[AMD_MAX_RANK] = {0};
+  int64_t inner = y->dims[rank - 1];
+  const int64_t *imap = map[rank - 1];
+  char *d = y->data;
+  const char *src = x->data;
+  for (;;) {
+    int64_t row = 0;
+    int fill_row = 0;
+    for (int i = 0; i < rank - 1; i++) {
+      int64_t m = map[i][idx[i]];
+      if (m < 0) fill_row = 1;
+      else row += m * xstr[i];
+    }
+    for (int64_t k = 0; k < inner; k++, d += es) {
+      int64_t m = fill_row ? -1 : imap[k];
+      copy_elem(d, m < 0 ? (const char *)fill : src + (size_t)(row + m) * es, es);
+    }
+    int ax = rank - 2;
+    for (; ax >= 0; ax--) {
+      if (++idx[ax] < y->dims[ax]) break;
+      idx[ax] = 0;
+    }
+    if (ax < 0) break;
+  }
+  free(maps);
+  return 0;
+}
+
+const amd_op amd_op_Pad = {.name = "Pad",
+                           .since = {1, 2, 11, 13, 18},
+                           .parse = pad_parse,
+                           .infer = pad_infer,
+                           .forward = pad_forward};

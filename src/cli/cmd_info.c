@@ -1,0 +1,165 @@
+/* `amdnn-onnx info`: what a model is made of. Shapes and MACs come from a
+ * shape-only pass at batch 1 (symbolic dims bound to 1): float tensors are not
+ * computed, the small integer shape computations are. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../exec/exec.h"
+#include "../onnx/load.h"
+#include "commands.h"
+#include "onnx.pb-c.h"
+
+static const char usage[] =
+    "usage: amdnn-onnx info MODEL.onnx\n"
+    "\n"
+    "Prints the model's inputs and outputs with their shapes (symbolic dims by\n"
+    "name), the parameter count, the multiply-accumulates per sample, and a node\n"
+    "table: output shape at batch 1, MACs, and whether the node runs on the\n"
+    "multiplier GEMM (Conv, Gemm, MatMul) or exactly in fp32.\n";
+
+typedef struct node_info {
+  char shape[160];
+  int64_t macs;
+  int known;
+} node_info;
+
+typedef struct info_pass {
+  const amd_graph *g;
+  node_info *nodes;
+} info_pass;
+
+/* Multiply-accumulates of a GEMM node from its actual input and output shapes. */
+static int64_t node_macs(const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
+  if (!n->op->is_gemm || !in[0] || !in[1]) return 0;
+  const char *op = n->op->name;
+  if (strcmp(op, "Conv") == 0) {
+    /* each output element: (C_in / group) * prod(kernel) products; W is [M, C/group, k...] */
+    int64_t per = 1;
+    for (int d = 1; d < in[1]->rank; d++) per *= in[1]->dims[d];
+    return amd_tensor_numel(&out[0]) * per;
+  }
+  /* Gemm and MatMul: output elements times the reduced dimension K */
+  const amd_tensor *a = in[0];
+  int64_t k = a->rank ? a->dims[a->rank - 1] : 1;
+  if (strcmp(op, "Gemm") == 0 && a->rank == 2 && amd_tensor_numel(out) > 0) {
+    /* transA: K is the first dim; recover K from the element counts */
+    int64_t m = out[0].dims[0];
+    k = m ? amd_tensor_numel(a) / m : 0;
+  }
+  return amd_tensor_numel(&out[0]) * k;
+}
+
+static void on_node(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
+  info_pass *p = user;
+  int idx = (int)(n - p->g->nodes);
+  node_info *ni = &p->nodes[idx];
+  ni->known = 1;
+  amd_shape_str(&out[0], ni->shape, sizeof ni->shape);
+  ni->macs = node_macs(n, in, out);
+}
+
+static void print_value(const amd_value *v) {
+  char dims[256];
+  size_t k = 0;
+  if (v->rank < 0) {
+    snprintf(dims, sizeof dims, "(shape unknown)");
+  } else {
+    k += (size_t)snprintf(dims + k, sizeof dims - k, "[");
+    for (int i = 0; i < v->rank && k < sizeof dims; i++) {
+      if (v->dim_param[i] && v->dim_param[i][0])
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%s", i ? "," : "", v->dim_param[i]);
+      else if (v->dims[i] >= 0)
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", i ? "," : "", (long long)v->dims[i]);
+      else
+        k += (size_t)snprintf(dims + k, sizeof dims - k, "%s?", i ? "," : "");
+    }
+    if (k < sizeof dims) snprintf(dims + k, sizeof dims - k, "]");
+  }
+  printf("  %-24s %-8s %s\n", v->name, amd_dtype_name(v->dtype == AMD_UNDEFINED ? AMD_FLOAT : v->dtype), dims);
+}
+
+int amd_cmd_info(int argc, char **argv) {
+  const char *model = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (argv[i][0] == '-' || model) {
+      fprintf(stderr, "amdnn-onnx info: unexpected argument '%s'\n\n%s", argv[i], usage);
+      return 2;
+    } else {
+      model = argv[i];
+    }
+  }
+  if (!model) {
+    fprintf(stderr, "amdnn-onnx info: a model is required\n\n%s", usage);
+    return 2;
+  }
+  amd_status st = {{0}};
+  amd_graph *g = NULL;
+  if (amd_graph_load(model, 1, &g, &st)) {
+    fprintf(stderr, "amdnn-onnx info: %s\n", st.msg);
+    return 1;
+  }
+  const Onnx__ModelProto *mp = g->proto;
+  printf("model: %s\n", model);
+  printf("producer: %s %s, ir_version %lld, opset %d\n", mp->producer_name ? mp->producer_name : "?",
+         mp->producer_version ? mp->producer_version : "", (long long)mp->ir_version, g->opset);
+  printf("inputs:\n");
+  for (int i = 0; i < g->n_inputs; i++) print_value(&g->values[g->inputs[i]]);
+  printf("outputs:\n");
+  for (int i = 0; i < g->n_outputs; i++) print_value(&g->values[g->outputs[i]]);
+
+  int64_t params = 0;
+  int n_init = 0;
+  for (int i = 0; i < g->n_values; i++)
+    if (g->values[i].is_initializer && g->values[i].init.dtype == AMD_FLOAT) {
+      params += amd_tensor_numel(&g->values[i].init);
+      n_init++;
+    }
+
+  /* shape-only pass at batch 1 */
+  info_pass pass = {g, calloc((size_t)g->n_nodes + 1, sizeof(node_info))};
+  amd_tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+  amd_tensor *outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
+  int shapes_ok = pass.nodes && inputs && outputs;
+  for (int i = 0; shapes_ok && i < g->n_inputs; i++) {
+    const amd_value *v = &g->values[g->inputs[i]];
+    int64_t dims[AMD_MAX_RANK];
+    for (int d = 0; d < v->rank; d++) dims[d] = v->dims[d] >= 0 ? v->dims[d] : 1;
+    amd_tensor_set_shape(&inputs[i], v->dtype == AMD_UNDEFINED ? AMD_FLOAT : v->dtype, v->rank < 0 ? 0 : v->rank,
+                         dims);
+    if (amd_tensor_alloc(&inputs[i], &st)) shapes_ok = 0;
+  }
+  amd_ctx ctx = {.shapes_only = 1, .on_node = on_node, .user = &pass};
+  if (shapes_ok && amd_exec_forward(g, &ctx, inputs, outputs, &st) != 0) shapes_ok = 0;
+  int64_t macs = 0;
+  int n_gemm = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op->is_gemm) n_gemm++;
+    if (pass.nodes) macs += pass.nodes[i].macs;
+  }
+  printf("parameters: %lld (in %d float initializers)\n", (long long)params, n_init);
+  if (shapes_ok)
+    printf("MACs per sample: %lld (%d nodes on the multiplier GEMM)\n", (long long)macs, n_gemm);
+  else
+    printf("MACs per sample: unknown (shape inference stopped: %s)\n", st.msg);
+  printf("nodes: %d\n", g->n_nodes);
+  printf("  %4s  %-36s %-20s %-18s %14s  %s\n", "#", "name", "op", "output (batch 1)", "MACs", "multiplier");
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    const node_info *ni = pass.nodes ? &pass.nodes[i] : NULL;
+    char macs_s[32] = "-";
+    if (ni && ni->known && n->op->is_gemm) snprintf(macs_s, sizeof macs_s, "%lld", (long long)ni->macs);
+    printf("  %4d  %-36s %-20s %-18s %14s  %s\n", i, n->name, n->op->name, ni && ni->known ? ni->shape : "?",
+           macs_s, n->op->is_gemm ? "GEMM (acc32)" : "exact");
+  }
+  for (int i = 0; inputs && i < g->n_inputs; i++) amd_tensor_free(&inputs[i]);
+  for (int i = 0; outputs && shapes_ok && i < g->n_outputs; i++) amd_tensor_free(&outputs[i]);
+  free(inputs);
+  free(outputs);
+  free(pass.nodes);
+  amd_graph_free(g);
+  return 0;
+}

@@ -1,0 +1,135 @@
+/* `amdnn-onnx run`: runs a model on TensorProto inputs and writes each output
+ * as DIR/<output name>.pb (characters outside [A-Za-z0-9._-] become '_'). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../exec/exec.h"
+#include "../onnx/load.h"
+#include "../onnx/tensor_proto.h"
+#include "commands.h"
+
+static const char usage[] =
+    "usage: amdnn-onnx run MODEL.onnx --input [NAME=]FILE.pb ... --output-dir DIR\n"
+    "\n"
+    "Runs MODEL on the CPU in inference mode. Each --input gives one graph input\n"
+    "as a serialized TensorProto file; without NAME= the inputs are taken in the\n"
+    "graph's order. Each output is written to DIR/<output name>.pb (DIR is\n"
+    "created if missing; characters other than letters, digits, '.', '_' and '-'\n"
+    "in the name become '_').\n";
+
+#define MAX_INPUTS 64
+
+int amd_cmd_run(int argc, char **argv) {
+  const char *model = NULL, *outdir = NULL;
+  const char *in_spec[MAX_INPUTS];
+  int n_spec = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
+      if (n_spec == MAX_INPUTS) {
+        fprintf(stderr, "amdnn-onnx run: at most %d inputs\n", MAX_INPUTS);
+        return 2;
+      }
+      in_spec[n_spec++] = argv[++i];
+    } else if (strcmp(argv[i], "--output-dir") == 0 && i + 1 < argc) {
+      outdir = argv[++i];
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "amdnn-onnx run: unknown or incomplete option '%s'\n\n%s", argv[i], usage);
+      return 2;
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      fprintf(stderr, "amdnn-onnx run: unexpected argument '%s'\n\n%s", argv[i], usage);
+      return 2;
+    }
+  }
+  if (!model || !outdir) {
+    fprintf(stderr, "amdnn-onnx run: a model and --output-dir are required\n\n%s", usage);
+    return 2;
+  }
+
+  amd_status st = {{0}};
+  amd_graph *g = NULL;
+  amd_tensor inputs[MAX_INPUTS], *outputs = NULL;
+  int have[MAX_INPUTS] = {0}, rc = 1;
+  memset(inputs, 0, sizeof inputs);
+  if (amd_graph_load(model, 0, &g, &st)) goto fail;
+  if (g->n_inputs > MAX_INPUTS) {
+    amd_fail(&st, "the model has %d inputs (at most %d supported)", g->n_inputs, MAX_INPUTS);
+    goto fail;
+  }
+  for (int s = 0; s < n_spec; s++) {
+    const char *eq = strchr(in_spec[s], '='), *file = eq ? eq + 1 : in_spec[s];
+    int slot = s;
+    if (eq) {
+      slot = -1;
+      for (int k = 0; k < g->n_inputs; k++) {
+        const char *nm = g->values[g->inputs[k]].name;
+        if (strlen(nm) == (size_t)(eq - in_spec[s]) && strncmp(nm, in_spec[s], (size_t)(eq - in_spec[s])) == 0)
+          slot = k;
+      }
+      if (slot < 0) {
+        amd_fail(&st, "the model has no input named '%.*s'", (int)(eq - in_spec[s]), in_spec[s]);
+        goto fail;
+      }
+    } else if (slot >= g->n_inputs) {
+      amd_fail(&st, "more inputs given (%d) than the model has (%d)", n_spec, g->n_inputs);
+      goto fail;
+    }
+    if (have[slot]) {
+      amd_fail(&st, "input '%s' given twice", g->values[g->inputs[slot]].name);
+      goto fail;
+    }
+    if (amd_tensor_read_file(file, &inputs[slot], NULL, &st)) goto fail;
+    have[slot] = 1;
+  }
+  for (int k = 0; k < g->n_inputs; k++)
+    if (!have[k]) {
+      amd_fail(&st, "no --input given for model input '%s'", g->values[g->inputs[k]].name);
+      goto fail;
+    }
+  outputs = calloc((size_t)g->n_outputs, sizeof *outputs);
+  if (!outputs) {
+    amd_fail(&st, "out of memory");
+    goto fail;
+  }
+  amd_ctx ctx = {0};
+  if (amd_exec_forward(g, &ctx, inputs, outputs, &st)) goto fail;
+  if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+    amd_fail(&st, "cannot create '%s': %s", outdir, strerror(errno));
+    goto fail;
+  }
+  for (int k = 0; k < g->n_outputs; k++) {
+    const char *nm = g->values[g->outputs[k]].name;
+    char safe[256], path[4096];
+    size_t j = 0;
+    for (; nm[j] && j < sizeof safe - 1; j++) {
+      char c = nm[j];
+      int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_' || c == '-';
+      safe[j] = ok ? c : '_';
+    }
+    safe[j] = 0;
+    snprintf(path, sizeof path, "%s/%s.pb", outdir, safe);
+    if (amd_tensor_write_file(path, &outputs[k], nm, &st)) goto fail;
+    char shape[160];
+    printf("%s: %s %s -> %s\n", nm, amd_dtype_name(outputs[k].dtype),
+           amd_shape_str(&outputs[k], shape, sizeof shape), path);
+  }
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "amdnn-onnx run: %s\n", st.msg);
+done:
+  for (int k = 0; k < MAX_INPUTS; k++) amd_tensor_free(&inputs[k]);
+  if (outputs)
+    for (int k = 0; k < g->n_outputs; k++) amd_tensor_free(&outputs[k]);
+  free(outputs);
+  amd_graph_free(g);
+  return rc;
+}

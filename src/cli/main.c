@@ -1,0 +1,38 @@
+/* amdnn-onnx: command-line entry point; dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const char usage[] =
+    "usage: amdnn-onnx COMMAND [options]\n"
+    "\n"
+    "Runs ONNX models with the products of Conv, Gemm and MatMul computed by an\n"
+    "emulated (approximate) hardware multiplier.\n"
+    "\n"
+    "commands:\n"
+    "  info MODEL.onnx              inputs, outputs, parameters, MACs, node table\n"
+    "  run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR\n"
+    "                               run the model on TensorProto inputs\n"
+    "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
+    "\n"
+    "`amdnn-onnx COMMAND --help` describes each command's options.\n";
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    fputs(usage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("amdnn-onnx %s\n", AMD_VERSION);
+    return 0;
+  }
+  static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "amdnn-onnx: unknown command '%s'\n\n%s", argv[1], usage);
+  return 2;
+}

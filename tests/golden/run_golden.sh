@@ -1,0 +1,36 @@
+#!/bin/sh
+# Golden test driver: runs MODEL on INPUT with `amdnn-onnx run` and compares
+# the output "logits" with EXPECTED (PyTorch's logits, tools/export_models.py).
+#
+# usage: run_golden.sh MODEL.onnx INPUT.pb EXPECTED.pb AMDNN COMPARE OUTDIR
+# The graph input is named "input" and the output "logits" (see models/README.md).
+set -u
+if [ $# -ne 6 ]; then
+  echo "usage: $0 MODEL.onnx INPUT.pb EXPECTED.pb AMDNN COMPARE OUTDIR" >&2
+  exit 2
+fi
+model=$1 input=$2 expected=$3 amdnn=$4 compare=$5 outdir=$6
+
+for f in "$model" "$input" "$expected"; do
+  if [ ! -f "$f" ]; then
+    echo "FAIL: missing file $f" >&2
+    exit 1
+  fi
+done
+mkdir -p "$outdir" || exit 1
+# A stale output from an earlier run must not pass for this one.
+rm -f "$outdir/logits.pb"
+
+echo "+ $amdnn run $model --input input=$input --output-dir $outdir"
+"$amdnn" run "$model" --input "input=$input" --output-dir "$outdir"
+rc=$?
+if [ $rc -ne 0 ]; then
+  echo "FAIL: amdnn-onnx run exited with $rc"
+  exit 1
+fi
+if [ ! -f "$outdir/logits.pb" ]; then
+  echo "FAIL: amdnn-onnx run wrote no $outdir/logits.pb"
+  exit 1
+fi
+echo "+ $compare $expected $outdir/logits.pb"
+"$compare" "$expected" "$outdir/logits.pb"
