@@ -24,10 +24,15 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
                     amd_shape_str(t, got, sizeof got), v->rank);
   for (int i = 0; i < v->rank; i++) {
     if (v->dims[i] >= 0 && v->dims[i] != t->dims[i]) {
-      amd_tensor decl = {.rank = v->rank};
-      memcpy(decl.dims, v->dims, sizeof decl.dims);
+      size_t k = (size_t)snprintf(want, sizeof want, "[");
+      for (int d = 0; d < v->rank && k < sizeof want; d++) {
+        const char *sep = d ? "," : "";
+        if (v->dims[d] >= 0) k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", sep, (long long)v->dims[d]);
+        else k += (size_t)snprintf(want + k, sizeof want - k, "%s%s", sep, v->dim_param[d] ? v->dim_param[d] : "?");
+      }
+      if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
       return amd_fail(st, "input '%s' has shape %s, the model expects %s (dim %d)", v->name,
-                      amd_shape_str(t, got, sizeof got), amd_shape_str(&decl, want, sizeof want), i);
+                      amd_shape_str(t, got, sizeof got), want, i);
     }
     if (v->dim_param[i] && v->dim_param[i][0]) {
       int k = 0;

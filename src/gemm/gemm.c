@@ -47,8 +47,8 @@ enum {
   NC_PANELS = 16,   /* NC = NC_PANELS * NR columns per tile (at most) */
   CHUNK_M = 4096,   /* bounds the packing buffers for huge problems */
   CHUNK_N = 4096,
-  MAX_MR = 16,
-  MAX_NR = 32,
+  MAX_MR = 12, /* largest tile of the kernels below */
+  MAX_NR = 16,
 };
 
 /* The arguments one tile of the macro-kernel needs. */
@@ -111,17 +111,16 @@ AMD_PRAGMA(omp simd)
   }
 }
 
-/* Per-ISA instances. Tile shapes: 6 rows x (3 registers' worth... ) chosen so
- * that the accumulators plus one B row and one broadcast A value fit the
- * register file (SSE2 and AVX2: 16 registers, AVX-512: 32). */
+/* Per-ISA instances. Tile shapes are chosen so that the accumulators plus one
+ * packed B row and one broadcast A value fit the register file (SSE2 and AVX2:
+ * 12 of 16 registers; AVX-512: 12 of 32, one register per row so that a K
+ * block of A and B panels (12 + 16) * KC floats stays in a 32 KiB L1). */
 #define SSE_MR 6
 #define SSE_NR 8
 #define AVX2_MR 6
 #define AVX2_NR 16
-#ifndef AVX512_MR
-#define AVX512_MR 8
-#define AVX512_NR 32
-#endif
+#define AVX512_MR 12
+#define AVX512_NR 16
 
 static void tile_acc32_default(const tile_args *t) { tile_acc32(t, SSE_MR, SSE_NR); }
 

@@ -1,15 +1,365 @@
-/* PLACEHOLDER: to be implemented. */
+/* Elementwise activations and unary math on the CPU: Relu, LeakyRelu, PRelu,
+ * Sigmoid, Tanh, Clip, Exp, Log, Sqrt, Neg, Abs, Reciprocal.
+ *
+ * Every op maps X to Y of the same shape and dtype, element by element, on
+ * contiguous tensors. Float and double are computed in their own precision
+ * (float with the libm float functions). Integer dtypes are accepted where the
+ * ONNX type constraints allow them and the op is exact on integers: Relu and
+ * Neg (signed), Abs and Clip (signed and unsigned). Neg and Abs of the most
+ * negative integer wrap, as two's complement does.
+ *
+ * PRelu's slope broadcasts unidirectionally to X (numpy rules, Y has X's
+ * shape). Clip reads min/max from attributes before opset 11 and from the
+ * optional scalar inputs 1 and 2 from opset 11 on; a missing bound is the
+ * dtype's extreme. When min > max every element becomes max (ONNX rule:
+ * y = min(max(x, min), max)). NaN passes through Relu and Clip. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
 #include "op.h"
 
-const amd_op amd_op_Relu = {.name = "Relu", .since = {1}};
-const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu", .since = {1}};
-const amd_op amd_op_PRelu = {.name = "PRelu", .since = {1}};
-const amd_op amd_op_Sigmoid = {.name = "Sigmoid", .since = {1}};
-const amd_op amd_op_Tanh = {.name = "Tanh", .since = {1}};
-const amd_op amd_op_Clip = {.name = "Clip", .since = {1}};
-const amd_op amd_op_Exp = {.name = "Exp", .since = {1}};
-const amd_op amd_op_Log = {.name = "Log", .since = {1}};
-const amd_op amd_op_Sqrt = {.name = "Sqrt", .since = {1}};
-const amd_op amd_op_Neg = {.name = "Neg", .since = {1}};
-const amd_op amd_op_Abs = {.name = "Abs", .since = {1}};
-const amd_op amd_op_Reciprocal = {.name = "Reciprocal", .since = {1}};
+#define BIT(t) (1u << (t))
+#define M_FLT (BIT(AMD_FLOAT) | BIT(AMD_DOUBLE))
+#define M_SINT (BIT(AMD_INT8) | BIT(AMD_INT16) | BIT(AMD_INT32) | BIT(AMD_INT64))
+#define M_UINT (BIT(AMD_UINT8) | BIT(AMD_UINT16) | BIT(AMD_UINT32) | BIT(AMD_UINT64))
+
+typedef struct act_attrs {
+  float alpha;        /* LeakyRelu */
+  float min, max;     /* Clip before opset 11 */
+} act_attrs;
+
+static int unary_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                       unsigned mask, const char *types, amd_status *st) {
+  if (n->n_in < 1 || !in[0]) return amd_fail(st, "input X is required");
+  const amd_tensor *x = in[0];
+  if ((unsigned)x->dtype >= 32 || !(mask & BIT(x->dtype)))
+    return amd_fail(st, "X has dtype %s (supported: %s)", amd_dtype_name(x->dtype), types);
+  if (n->n_out != 1) return amd_fail(st, "expected 1 output, got %d", n->n_out);
+  amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
+  return 0;
+}
+
+#define UNARY_INFER(NAME, MASK, TYPES)                                                          \
+  static int NAME(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,              \
+                  amd_status *st) {                                                             \
+    return unary_infer(n, in, out, MASK, TYPES, st);                                            \
+  }
+
+/* y[i] = EXPR(v) with v = x[i], over the whole tensor. */
+#define MAP(T, EXPR)                                                                            \
+  do {                                                                                          \
+    const T *xs_ = (const T *)x->data;                                                          \
+    T *ys_ = (T *)y->data;                                                                      \
+    for (int64_t i_ = 0; i_ < nel; i_++) {                                                      \
+      T v = xs_[i_];                                                                            \
+      ys_[i_] = (T)(EXPR);                                                                      \
+    }                                                                                           \
+  } while (0)
+
+#define CASE_MAP(DT, T, EXPR)                                                                   \
+  case DT:                                                                                      \
+    MAP(T, EXPR);                                                                               \
+    break;
+
+#define FWD_ARGS                                                                                \
+  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out, amd_status *st
+
+/* Unused-argument silencing and the names MAP uses. */
+#define FWD_SETUP                                                                               \
+  (void)n;                                                                                      \
+  (void)ctx;                                                                                    \
+  const amd_tensor *x = in[0];                                                                  \
+  amd_tensor *y = &out[0];                                                                      \
+  int64_t nel = amd_tensor_numel(x)
+
+static int bad_dtype(const amd_tensor *x, amd_status *st) {
+  return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
+}
+
+/* Float-only unary ops: EF on float v, ED on double v. */
+#define FLOAT_UNARY(NAME, EF, ED)                                                               \
+  UNARY_INFER(NAME##_infer, M_FLT, "float, double")                                            \
+  static int NAME##_forward(FWD_ARGS) {                                                         \
+    FWD_SETUP;                                                                                  \
+    switch (x->dtype) {                                                                         \
+      CASE_MAP(AMD_FLOAT, float, EF)                                                            \
+      CASE_MAP(AMD_DOUBLE, double, ED)                                                          \
+    default: return bad_dtype(x, st);                                                           \
+    }                                                                                           \
+    return 0;                                                                                   \
+  }
+
+static inline float sigmoid_f(float v) {
+  if (v >= 0) return 1.0f / (1.0f + expf(-v));
+  float e = expf(v);
+  return e / (1.0f + e);
+}
+static inline double sigmoid_d(double v) {
+  if (v >= 0) return 1.0 / (1.0 + exp(-v));
+  double e = exp(v);
+  return e / (1.0 + e);
+}
+
+FLOAT_UNARY(sigmoid, sigmoid_f(v), sigmoid_d(v))
+FLOAT_UNARY(tanh, tanhf(v), tanh(v))
+FLOAT_UNARY(exp, expf(v), exp(v))
+FLOAT_UNARY(log, logf(v), log(v))
+FLOAT_UNARY(sqrt, sqrtf(v), sqrt(v))
+FLOAT_UNARY(reciprocal, 1.0f / v, 1.0 / v)
+
+/* ---- Relu, Neg, Abs: also integers ---- */
+
+UNARY_INFER(relu_infer, M_FLT | M_SINT, "float, double, int8, int16, int32, int64")
+static int relu_forward(FWD_ARGS) {
+  FWD_SETUP;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, v < 0 ? 0.0f : v)
+  CASE_MAP(AMD_DOUBLE, double, v < 0 ? 0.0 : v)
+  CASE_MAP(AMD_INT8, int8_t, v < 0 ? 0 : v)
+  CASE_MAP(AMD_INT16, int16_t, v < 0 ? 0 : v)
+  CASE_MAP(AMD_INT32, int32_t, v < 0 ? 0 : v)
+  CASE_MAP(AMD_INT64, int64_t, v < 0 ? 0 : v)
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+/* Integer negation through uint64 so that the most negative value wraps instead
+ * of overflowing. */
+#define INEG(v) (0u - (uint64_t)(int64_t)(v))
+
+UNARY_INFER(neg_infer, M_FLT | M_SINT, "float, double, int8, int16, int32, int64")
+static int neg_forward(FWD_ARGS) {
+  FWD_SETUP;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, -v)
+  CASE_MAP(AMD_DOUBLE, double, -v)
+  CASE_MAP(AMD_INT8, int8_t, INEG(v))
+  CASE_MAP(AMD_INT16, int16_t, INEG(v))
+  CASE_MAP(AMD_INT32, int32_t, INEG(v))
+  CASE_MAP(AMD_INT64, int64_t, INEG(v))
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+UNARY_INFER(abs_infer, M_FLT | M_SINT | M_UINT,
+            "float, double, int8..int64, uint8..uint64")
+static int abs_forward(FWD_ARGS) {
+  FWD_SETUP;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, fabsf(v))
+  CASE_MAP(AMD_DOUBLE, double, fabs(v))
+  CASE_MAP(AMD_INT8, int8_t, v < 0 ? INEG(v) : (uint64_t)v)
+  CASE_MAP(AMD_INT16, int16_t, v < 0 ? INEG(v) : (uint64_t)v)
+  CASE_MAP(AMD_INT32, int32_t, v < 0 ? INEG(v) : (uint64_t)v)
+  CASE_MAP(AMD_INT64, int64_t, v < 0 ? INEG(v) : (uint64_t)v)
+  CASE_MAP(AMD_UINT8, uint8_t, v)
+  CASE_MAP(AMD_UINT16, uint16_t, v)
+  CASE_MAP(AMD_UINT32, uint32_t, v)
+  CASE_MAP(AMD_UINT64, uint64_t, v)
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+/* ---- LeakyRelu ---- */
+
+static int leakyrelu_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->alpha = amd_attr_float(p, "alpha", 0.01f);
+  return 0;
+}
+
+UNARY_INFER(leakyrelu_infer, M_FLT, "float, double")
+static int leakyrelu_forward(FWD_ARGS) {
+  FWD_SETUP;
+  const act_attrs *a = n->attrs;
+  float af = a->alpha;
+  double ad = a->alpha;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, v < 0 ? v * af : v)
+  CASE_MAP(AMD_DOUBLE, double, v < 0 ? v * ad : v)
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+/* ---- PRelu ---- */
+
+static int prelu_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  if (unary_infer(n, in, out, M_FLT, "float, double", st)) return -1;
+  if (n->n_in < 2 || !in[1]) return amd_fail(st, "input slope is required");
+  const amd_tensor *x = in[0], *s = in[1];
+  if (s->dtype != x->dtype)
+    return amd_fail(st, "slope has dtype %s, X has %s (they must match)", amd_dtype_name(s->dtype),
+                    amd_dtype_name(x->dtype));
+  amd_tensor b;
+  if (amd_broadcast_shape(x, s, &b, st)) return -1;
+  if (!amd_same_shape(&b, x)) {
+    char s1[128], s2[128];
+    return amd_fail(st, "slope of shape %s does not broadcast to X of shape %s",
+                    amd_shape_str(s, s1, sizeof s1), amd_shape_str(x, s2, sizeof s2));
+  }
+  return 0;
+}
+
+#define PRELU_LOOP(T)                                                                           \
+  do {                                                                                          \
+    const T *xs = (const T *)x->data, *ss = (const T *)s->data;                                 \
+    T *ys = (T *)y->data;                                                                       \
+    if (sn == nel) {                                                                            \
+      for (int64_t i = 0; i < nel; i++) ys[i] = xs[i] < 0 ? ss[i] * xs[i] : xs[i];              \
+    } else if (sn == 1) {                                                                       \
+      for (int64_t i = 0; i < nel; i++) ys[i] = xs[i] < 0 ? ss[0] * xs[i] : xs[i];              \
+    } else {                                                                                    \
+      int64_t idx[AMD_MAX_RANK] = {0}, so = 0;                                                  \
+      for (int64_t i = 0; i < nel; i++) {                                                       \
+        ys[i] = xs[i] < 0 ? ss[so] * xs[i] : xs[i];                                             \
+        for (int d = y->rank - 1; d >= 0; d--) {                                                \
+          so += str[d];                                                                         \
+          if (++idx[d] < y->dims[d]) break;                                                     \
+          so -= str[d] * idx[d];                                                                \
+          idx[d] = 0;                                                                           \
+        }                                                                                       \
+      }                                                                                         \
+    }                                                                                           \
+  } while (0)
+
+static int prelu_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                         amd_tensor *out, amd_status *st) {
+  (void)n;
+  (void)ctx;
+  const amd_tensor *x = in[0], *s = in[1];
+  amd_tensor *y = &out[0];
+  int64_t nel = amd_tensor_numel(x), sn = amd_tensor_numel(s);
+  int64_t str[AMD_MAX_RANK];
+  amd_broadcast_strides(s, y, str);
+  if (x->dtype == AMD_FLOAT)
+    PRELU_LOOP(float);
+  else if (x->dtype == AMD_DOUBLE)
+    PRELU_LOOP(double);
+  else
+    return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
+  return 0;
+}
+
+/* ---- Clip ---- */
+
+static int clip_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+  act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->min = amd_attr_float(p, "min", -FLT_MAX);
+  a->max = amd_attr_float(p, "max", FLT_MAX);
+  return 0;
+}
+
+static int clip_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  if (unary_infer(n, in, out, M_FLT | M_SINT | M_UINT,
+                  "float, double, int8..int64, uint8..uint64", st))
+    return -1;
+  if (n->since >= 11) {
+    static const char *names[] = {"", "min", "max"};
+    for (int k = 1; k < n->n_in && k < 3; k++) {
+      if (!in[k]) continue;
+      if (in[k]->dtype != in[0]->dtype)
+        return amd_fail(st, "input %s has dtype %s, X has %s (they must match)", names[k],
+                        amd_dtype_name(in[k]->dtype), amd_dtype_name(in[0]->dtype));
+      if (amd_tensor_numel(in[k]) != 1) {
+        char s[128];
+        return amd_fail(st, "input %s must be a scalar, got shape %s", names[k],
+                        amd_shape_str(in[k], s, sizeof s));
+      }
+    }
+    if (n->n_in > 3) return amd_fail(st, "Clip has at most 3 inputs, got %d", n->n_in);
+  } else if (n->n_in > 1) {
+    return amd_fail(st, "Clip-%d takes min/max as attributes, not inputs", n->since);
+  }
+  return 0;
+}
+
+#define CLIP_F(T, LO, HI)                                                                       \
+  do {                                                                                          \
+    T lo_ = (T)(LO), hi_ = (T)(HI);                                                             \
+    MAP(T, (v < lo_ ? lo_ : v) > hi_ ? hi_ : (v < lo_ ? lo_ : v));                              \
+  } while (0)
+
+static int clip_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                        amd_tensor *out, amd_status *st) {
+  (void)ctx;
+  const amd_tensor *x = in[0];
+  amd_tensor *y = &out[0];
+  int64_t nel = amd_tensor_numel(x);
+  const amd_tensor *tmin = n->since >= 11 && n->n_in > 1 ? in[1] : NULL;
+  const amd_tensor *tmax = n->since >= 11 && n->n_in > 2 ? in[2] : NULL;
+  if (x->dtype == AMD_FLOAT || x->dtype == AMD_DOUBLE) {
+    double lo, hi;
+    if (n->since >= 11) {
+      lo = tmin ? amd_tensor_get_f64(tmin, 0) : -INFINITY;
+      hi = tmax ? amd_tensor_get_f64(tmax, 0) : INFINITY;
+    } else {
+      const act_attrs *a = n->attrs;
+      lo = a->min;
+      hi = a->max;
+    }
+    if (x->dtype == AMD_FLOAT)
+      CLIP_F(float, lo, hi);
+    else
+      CLIP_F(double, lo, hi);
+    return 0;
+  }
+  if ((unsigned)x->dtype < 32 && (M_SINT & BIT(x->dtype))) {
+    int64_t lo = tmin ? amd_tensor_get_i64(tmin, 0) : INT64_MIN;
+    int64_t hi = tmax ? amd_tensor_get_i64(tmax, 0) : INT64_MAX;
+    if (lo > hi) lo = hi; /* every element becomes max */
+    switch (x->dtype) {
+    case AMD_INT8: MAP(int8_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    case AMD_INT16: MAP(int16_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    case AMD_INT32: MAP(int32_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    default: MAP(int64_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    }
+    return 0;
+  }
+  if ((unsigned)x->dtype < 32 && (M_UINT & BIT(x->dtype))) {
+    uint64_t lo = tmin ? (uint64_t)amd_tensor_get_i64(tmin, 0) : 0;
+    uint64_t hi = tmax ? (uint64_t)amd_tensor_get_i64(tmax, 0) : UINT64_MAX;
+    if (lo > hi) lo = hi;
+    switch (x->dtype) {
+    case AMD_UINT8: MAP(uint8_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    case AMD_UINT16: MAP(uint16_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    case AMD_UINT32: MAP(uint32_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    default: MAP(uint64_t, v < lo ? lo : (v > hi ? hi : v)); break;
+    }
+    return 0;
+  }
+  return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
+}
+
+const amd_op amd_op_Relu = {.name = "Relu", .since = {1, 6, 13, 14},
+                            .infer = relu_infer, .forward = relu_forward};
+const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu", .since = {1, 6, 16}, .parse = leakyrelu_parse,
+                                 .infer = leakyrelu_infer, .forward = leakyrelu_forward};
+const amd_op amd_op_PRelu = {.name = "PRelu", .since = {1, 6, 7, 9, 16},
+                             .infer = prelu_infer, .forward = prelu_forward};
+const amd_op amd_op_Sigmoid = {.name = "Sigmoid", .since = {1, 6, 13},
+                               .infer = sigmoid_infer, .forward = sigmoid_forward};
+const amd_op amd_op_Tanh = {.name = "Tanh", .since = {1, 6, 13},
+                            .infer = tanh_infer, .forward = tanh_forward};
+const amd_op amd_op_Clip = {.name = "Clip", .since = {1, 6, 11, 12, 13}, .parse = clip_parse,
+                            .infer = clip_infer, .forward = clip_forward};
+const amd_op amd_op_Exp = {.name = "Exp", .since = {1, 6, 13},
+                           .infer = exp_infer, .forward = exp_forward};
+const amd_op amd_op_Log = {.name = "Log", .since = {1, 6, 13},
+                           .infer = log_infer, .forward = log_forward};
+const amd_op amd_op_Sqrt = {.name = "Sqrt", .since = {1, 6, 13},
+                            .infer = sqrt_infer, .forward = sqrt_forward};
+const amd_op amd_op_Neg = {.name = "Neg", .since = {1, 6, 13},
+                           .infer = neg_infer, .forward = neg_forward};
+const amd_op amd_op_Abs = {.name = "Abs", .since = {1, 6, 13},
+                           .infer = abs_infer, .forward = abs_forward};
+const amd_op amd_op_Reciprocal = {.name = "Reciprocal", .since = {1, 6, 13},
+                                  .infer = reciprocal_infer, .forward = reciprocal_forward};

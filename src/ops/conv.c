@@ -1,4 +1,293 @@
-/* PLACEHOLDER: to be implemented. */
+/* Conv (opsets 1 and 11): N-dimensional convolution, NCHW (N x C x D1 x ... x Dn).
+ *
+ * X [N, C, D...], W [M, C/group, k...], optional B [M] -> Y [N, M, O...].
+ * Attributes: group (grouped and depthwise), strides, dilations, pads
+ * ([begin..., end...]), auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID; pads
+ * are ignored unless NOTSET), kernel_shape (optional; must agree with W).
+ *
+ * Forward: for each (batch, group), im2col unfolds the group's input channels
+ * into a [C/group * prod(k), prod(O)] matrix (zero where the window reads
+ * padding), then Y_g = W_g * col runs on amd_gemm with the node's multiplier.
+ * A 1x1 kernel with unit strides and no padding skips im2col and multiplies X
+ * directly. The bias is added after the GEMM (it is not a product). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gemm/gemm.h"
 #include "op.h"
 
-const amd_op amd_op_Conv = {.name = "Conv", .since = {1}};
+#ifdef _OPENMP
+#define AMD_PRAGMA(x) _Pragma(#x)
+#else
+#define AMD_PRAGMA(x)
+#endif
+
+#define SP (AMD_MAX_RANK - 2) /* at most this many spatial dimensions */
+
+enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+typedef struct conv_attrs {
+  int auto_pad;
+  int64_t group;
+  int n_kernel, n_strides, n_dilations, n_pads; /* -1: attribute absent */
+  int64_t kernel_shape[SP];
+  int64_t strides[SP];
+  int64_t dilations[SP];
+  int64_t pads[2 * SP];
+} conv_attrs;
+
+/* Everything a forward pass needs, resolved against the actual input shapes. */
+typedef struct conv_geom {
+  int nsp;                                        /* spatial dimensions */
+  int64_t n, c, m, group, cg, mg;                 /* batch, channels in/out, per group */
+  int64_t in[SP], k[SP], out[SP], stride[SP], dil[SP], pad0[SP];
+  int64_t isize, osize, kvol;                     /* prod(in), prod(out), prod(k) */
+} conv_geom;
+
+static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, int *n,
+                     amd_status *st) {
+  *n = amd_attr_ints(p, name, out, max);
+  if (*n == -2) return amd_fail(st, "attribute %s has more than %d values", name, max);
+  return 0;
+}
+
+static int conv_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
+  conv_attrs *a = amd_attrs_new(node, sizeof *a, st);
+  if (!a) return -1;
+  char buf[32];
+  const char *ap = amd_attr_string(p, "auto_pad", "NOTSET", buf, sizeof buf);
+  if (strcmp(ap, "NOTSET") == 0 || ap[0] == 0)
+    a->auto_pad = PAD_NOTSET;
+  else if (strcmp(ap, "SAME_UPPER") == 0)
+    a->auto_pad = PAD_SAME_UPPER;
+  else if (strcmp(ap, "SAME_LOWER") == 0)
+    a->auto_pad = PAD_SAME_LOWER;
+  else if (strcmp(ap, "VALID") == 0)
+    a->auto_pad = PAD_VALID;
+  else
+    return amd_fail(st, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+  a->group = amd_attr_int(p, "group", 1);
+  if (a->group < 1) return amd_fail(st, "group %lld must be at least 1", (long long)a->group);
+  if (ints_attr(p, "kernel_shape", a->kernel_shape, SP, &a->n_kernel, st) ||
+      ints_attr(p, "strides", a->strides, SP, &a->n_strides, st) ||
+      ints_attr(p, "dilations", a->dilations, SP, &a->n_dilations, st) ||
+      ints_attr(p, "pads", a->pads, 2 * SP, &a->n_pads, st))
+    return -1;
+  for (int i = 0; i < a->n_kernel; i++)
+    if (a->kernel_shape[i] < 1) return amd_fail(st, "kernel_shape values must be at least 1");
+  for (int i = 0; i < a->n_strides; i++)
+    if (a->strides[i] < 1) return amd_fail(st, "strides must be at least 1");
+  for (int i = 0; i < a->n_dilations; i++)
+    if (a->dilations[i] < 1) return amd_fail(st, "dilations must be at least 1");
+  for (int i = 0; i < a->n_pads; i++)
+    if (a->pads[i] < 0) return amd_fail(st, "pads must not be negative");
+  return 0;
+}
+
+static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_tensor *w, conv_geom *g,
+                         amd_status *st) {
+  char s1[128], s2[128];
+  if (x->rank < 3)
+    return amd_fail(st, "input X has shape %s: expected rank >= 3 (N, C, spatial...)",
+                    amd_shape_str(x, s1, sizeof s1));
+  if (w->rank != x->rank)
+    return amd_fail(st, "weight W has shape %s, input X %s: ranks differ", amd_shape_str(w, s1, sizeof s1),
+                    amd_shape_str(x, s2, sizeof s2));
+  memset(g, 0, sizeof *g);
+  g->nsp = x->rank - 2;
+  g->n = x->dims[0];
+  g->c = x->dims[1];
+  g->m = w->dims[0];
+  g->group = a->group;
+  if (g->c % g->group != 0 || w->dims[1] * g->group != g->c)
+    return amd_fail(st, "input has %lld channels but W %s with group %lld expects %lld", (long long)g->c,
+                    amd_shape_str(w, s1, sizeof s1), (long long)g->group,
+                    (long long)(w->dims[1] * g->group));
+  if (g->m % g->group != 0)
+    return amd_fail(st, "%lld output channels (W dim 0) not divisible by group %lld", (long long)g->m,
+                    (long long)g->group);
+  g->cg = g->c / g->group;
+  g->mg = g->m / g->group;
+  int nsp = g->nsp;
+  if (a->n_kernel >= 0 && a->n_kernel != nsp)
+    return amd_fail(st, "kernel_shape has %d values for %d spatial dimensions", a->n_kernel, nsp);
+  if (a->n_strides >= 0 && a->n_strides != nsp)
+    return amd_fail(st, "strides has %d values for %d spatial dimensions", a->n_strides, nsp);
+  if (a->n_dilations >= 0 && a->n_dilations != nsp)
+    return amd_fail(st, "dilations has %d values for %d spatial dimensions", a->n_dilations, nsp);
+  if (a->auto_pad == PAD_NOTSET && a->n_pads >= 0 && a->n_pads != 2 * nsp)
+    return amd_fail(st, "pads has %d values for %d spatial dimensions (expected %d)", a->n_pads, nsp,
+                    2 * nsp);
+  g->isize = g->osize = g->kvol = 1;
+  for (int d = 0; d < nsp; d++) {
+    g->in[d] = x->dims[2 + d];
+    g->k[d] = w->dims[2 + d];
+    if (a->n_kernel > 0 && a->kernel_shape[d] != g->k[d])
+      return amd_fail(st, "kernel_shape does not match W %s", amd_shape_str(w, s1, sizeof s1));
+    g->stride[d] = a->n_strides > 0 ? a->strides[d] : 1;
+    g->dil[d] = a->n_dilations > 0 ? a->dilations[d] : 1;
+    int64_t ek = (g->k[d] - 1) * g->dil[d] + 1; /* effective (dilated) kernel extent */
+    int64_t in = g->in[d], s = g->stride[d], out;
+    switch (a->auto_pad) {
+    case PAD_SAME_UPPER:
+    case PAD_SAME_LOWER: {
+      out = (in + s - 1) / s;
+      int64_t total = (out - 1) * s + ek - in;
+      if (total < 0) total = 0;
+      g->pad0[d] = a->auto_pad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+      break;
+    }
+    case PAD_VALID:
+      if (in < ek) goto too_small;
+      out = (in - ek) / s + 1;
+      g->pad0[d] = 0;
+      break;
+    default: {
+      int64_t p0 = a->n_pads > 0 ? a->pads[d] : 0, p1 = a->n_pads > 0 ? a->pads[nsp + d] : 0;
+      if (in + p0 + p1 < ek) goto too_small;
+      out = (in + p0 + p1 - ek) / s + 1;
+      g->pad0[d] = p0;
+      break;
+    }
+    }
+    g->out[d] = out;
+    g->isize *= in;
+    g->osize *= out;
+    g->kvol *= g->k[d];
+    continue;
+  too_small:
+    return amd_fail(st, "kernel extent %lld (dilated) is larger than the padded input (%lld) in spatial "
+                        "dimension %d",
+                    (long long)ek, (long long)in, d);
+  }
+  return 0;
+}
+
+static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  const conv_attrs *a = node->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
+  if (!x || !w) return amd_fail(st, "Conv needs inputs X and W");
+  if (amd_require_float(x, "input X", st) || amd_require_float(w, "weight W", st)) return -1;
+  conv_geom g;
+  if (conv_geometry(a, x, w, &g, st)) return -1;
+  if (b) {
+    char s[128];
+    if (amd_require_float(b, "bias B", st)) return -1;
+    if (b->rank != 1 || b->dims[0] != g.m)
+      return amd_fail(st, "bias B has shape %s, expected [%lld]", amd_shape_str(b, s, sizeof s),
+                      (long long)g.m);
+  }
+  int64_t dims[AMD_MAX_RANK];
+  dims[0] = g.n;
+  dims[1] = g.m;
+  for (int d = 0; d < g.nsp; d++) dims[2 + d] = g.out[d];
+  amd_tensor_set_shape(&out[0], AMD_FLOAT, x->rank, dims);
+  return 0;
+}
+
+/* Unfolds one group's channels x (cg x isize) into col ((cg * kvol) x osize):
+ * row (c, kernel position), column (output position), both row-major. The
+ * last spatial dimension is the inner loop; the others advance an odometer. */
+static void im2col(const conv_geom *g, const float *x, float *col) {
+  const int L = g->nsp - 1;
+  const int64_t rows = g->cg * g->kvol, olast = g->out[L], outer = g->osize / (olast ? olast : 1);
+  const int64_t s = g->stride[L], inl = g->in[L];
+  if (g->osize == 0) return;
+  AMD_PRAGMA(omp parallel for schedule(static) if (rows * g->osize > 32768))
+  for (int64_t row = 0; row < rows; row++) {
+    int64_t c = row / g->kvol, kidx = row % g->kvol, kpos[SP], opos[SP];
+    for (int d = L; d >= 0; d--) {
+      kpos[d] = kidx % g->k[d];
+      kidx /= g->k[d];
+      opos[d] = 0;
+    }
+    const float *xc = x + c * g->isize;
+    float *dst = col + row * g->osize;
+    /* Output positions of the last dimension whose input index is inside:
+     * iw = ow * s + shift, 0 <= iw < inl. */
+    const int64_t shift = kpos[L] * g->dil[L] - g->pad0[L];
+    int64_t lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
+    int64_t hi = inl - shift <= 0 ? 0 : (inl - shift + s - 1) / s; /* first ow with iw >= inl */
+    if (hi > olast) hi = olast;
+    if (lo > hi) lo = hi;
+    for (int64_t o = 0; o < outer; o++, dst += olast) {
+      int valid = 1;
+      int64_t off = 0;
+      for (int d = 0; d < L; d++) {
+        int64_t i = opos[d] * g->stride[d] - g->pad0[d] + kpos[d] * g->dil[d];
+        if (i < 0 || i >= g->in[d]) valid = 0;
+        off = off * g->in[d] + i;
+      }
+      if (!valid || lo == hi) {
+        memset(dst, 0, sizeof(float) * (size_t)olast);
+      } else {
+        const float *src = xc + off * inl;
+        for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+        if (s == 1)
+          memcpy(dst + lo, src + lo + shift, sizeof(float) * (size_t)(hi - lo));
+        else
+          for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * s + shift];
+        for (int64_t ow = hi; ow < olast; ow++) dst[ow] = 0;
+      }
+      for (int d = L - 1; d >= 0; d--) { /* advance the outer odometer */
+        if (++opos[d] < g->out[d]) break;
+        opos[d] = 0;
+      }
+    }
+  }
+}
+
+static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                        amd_status *st) {
+  (void)ctx;
+  const conv_attrs *a = node->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
+  conv_geom g;
+  if (conv_geometry(a, x, w, &g, st)) return -1;
+  const float *xd = x->data, *wd = w->data;
+  float *yd = out[0].data;
+  const int64_t kdim = g.cg * g.kvol;
+
+  int direct = g.kvol == 1; /* 1x1 kernel, unit strides, no padding: col is X itself */
+  for (int d = 0; d < g.nsp; d++)
+    if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
+  float *col = NULL;
+  if (!direct && kdim > 0 && g.osize > 0) {
+    if ((double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
+      return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
+    col = malloc(sizeof(float) * (size_t)kdim * (size_t)g.osize);
+    if (!col) return amd_fail(st, "out of memory for the im2col buffer");
+  }
+
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t gi = 0; gi < g.group; gi++) {
+      const float *xg = xd + (n * g.c + gi * g.cg) * g.isize;
+      const float *wg = wd + gi * g.mg * kdim;
+      float *yg = yd + (n * g.m + gi * g.mg) * g.osize;
+      const float *bmat = xg;
+      if (col) {
+        im2col(&g, xg, col);
+        bmat = col;
+      }
+      amd_gemm(node->mult, 0, 0, g.mg, g.osize, kdim, 1.0f, wg, kdim, bmat, g.osize, 0.0f, yg, g.osize);
+      if (b) {
+        const float *bd = (const float *)b->data + gi * g.mg;
+        for (int64_t m = 0; m < g.mg; m++) {
+          float bv = bd[m], *yr = yg + m * g.osize;
+          for (int64_t i = 0; i < g.osize; i++) yr[i] += bv;
+        }
+      }
+    }
+  free(col);
+  return 0;
+}
+
+const amd_op amd_op_Conv = {
+    .name = "Conv",
+    .since = {1, 11},
+    .parse = conv_parse,
+    .infer = conv_infer,
+    .forward = conv_forward,
+    .is_gemm = 1,
+};

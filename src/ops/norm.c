@@ -50,6 +50,10 @@ static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 static int bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
   const bn_attrs *a = n->attrs;
   if (n->since >= 14) return a->training_mode;
+  /* Before opset 14 training mode is implied by the extra outputs (mean, var,
+   * saved_mean, saved_var): PyTorch's TrainingMode.TRAINING export at opset 13. */
+  for (int o = 1; o < n->n_out; o++)
+    if (n->out[o] >= 0) return 1;
   return ctx && ctx->training;
 }
 

@@ -121,6 +121,9 @@ static int avgpool_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 
 /* ---- geometry ---- */
 
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
 static int pool_geometry(const pool_attrs *a, const amd_tensor *x, pool_geom *g, amd_status *st) {
   if (x->rank != a->nk + 2) {
     char s[128];
@@ -154,13 +157,13 @@ static int pool_geometry(const pool_attrs *a, const amd_tensor *x, pool_geom *g,
     default: {
       pb = a->pads[i];
       pe = a->pads[a->nk + i];
-      int64_t span = in + pb + pe - ek;
-      if (span < 0)
+      int64_t span = in + pb + pe - ek; /* may be negative: ceil_mode can still fit a window */
+      o = (a->ceil_mode ? ceil_div(span, s) : floor_div(span, s)) + 1;
+      if (a->ceil_mode && (o - 1) * s >= in + pb) o--;
+      if (o < 1)
         return amd_fail(st,
                         "spatial dim %d: padded input %lld is smaller than the kernel extent %lld",
                         i, (long long)(in + pb + pe), (long long)ek);
-      o = (a->ceil_mode ? (span + s - 1) / s : span / s) + 1;
-      if (a->ceil_mode && (o - 1) * s >= in + pb) o--;
       break;
     }
     }
@@ -317,6 +320,115 @@ DEFINE_MAXPOOL(maxpool_u8, uint8_t, 0)
 DEFINE_AVGPOOL(avgpool_f32, float)
 DEFINE_AVGPOOL(avgpool_f64, double)
 
+/* 2-D fast paths (the common CNN case): window ranges are precomputed per
+ * output row / column, the taps read straight from the rows. Same results as
+ * the generic loops (the first in-bounds tap seeds the max; ties keep the
+ * first). */
+typedef struct win1d {
+  int64_t start, lo, hi, padded; /* padded: taps inside the padded input */
+} win1d;
+
+static win1d *win_table(const pool_geom *g, int i) {
+  win1d *w = malloc(sizeof *w * (size_t)(g->out[i] > 0 ? g->out[i] : 1));
+  if (!w) return NULL;
+  for (int64_t o = 0; o < g->out[i]; o++) {
+    win_range(g, i, o, &w[o].start, &w[o].lo, &w[o].hi);
+    w[o].padded = win_padded_count(g, i, w[o].start);
+  }
+  return w;
+}
+
+#define DEFINE_MAXPOOL2D(NAME, T, LOWEST)                                                    \
+  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y) { \
+    const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
+    for (int64_t p = 0; p < g->planes; p++) {                                                \
+      const T *xp = x + p * g->in_plane;                                                     \
+      T *yp = y + p * g->out_plane;                                                          \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                  \
+        const win1d h = wh[oh];                                                              \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                \
+          const win1d w = ww[ow];                                                            \
+          T best = LOWEST;                                                                   \
+          int any = 0;                                                                       \
+          for (int64_t kh = h.lo; kh < h.hi; kh++) {                                         \
+            const T *row = xp + (h.start + kh * dh) * W + w.start;                           \
+            for (int64_t kw = w.lo; kw < w.hi; kw++) {                                       \
+              T v = row[kw * dw];                                                            \
+              if (!any || v > best) {                                                        \
+                best = v;                                                                    \
+                any = 1;                                                                     \
+              }                                                                              \
+            }                                                                                \
+          }                                                                                  \
+          yp[oh * OW + ow] = best;                                                           \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+DEFINE_MAXPOOL2D(maxpool2d_f32, float, -INFINITY)
+DEFINE_MAXPOOL2D(maxpool2d_f64, double, -INFINITY)
+DEFINE_MAXPOOL2D(maxpool2d_i8, int8_t, INT8_MIN)
+DEFINE_MAXPOOL2D(maxpool2d_u8, uint8_t, 0)
+
+#define DEFINE_AVGPOOL2D(NAME, T)                                                            \
+  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y,   \
+                   int include_pad) {                                                        \
+    const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
+    for (int64_t p = 0; p < g->planes; p++) {                                                \
+      const T *xp = x + p * g->in_plane;                                                     \
+      T *yp = y + p * g->out_plane;                                                          \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                  \
+        const win1d h = wh[oh];                                                              \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                \
+          const win1d w = ww[ow];                                                            \
+          double sum = 0;                                                                    \
+          for (int64_t kh = h.lo; kh < h.hi; kh++) {                                         \
+            const T *row = xp + (h.start + kh * dh) * W + w.start;                           \
+            for (int64_t kw = w.lo; kw < w.hi; kw++) sum += row[kw * dw];                    \
+          }                                                                                  \
+          int64_t cnt = include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo);   \
+          yp[oh * OW + ow] = cnt > 0 ? (T)(sum / (double)cnt) : (T)0;                        \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+DEFINE_AVGPOOL2D(avgpool2d_f32, float)
+DEFINE_AVGPOOL2D(avgpool2d_f64, double)
+
+/* Runs the 2-D fast path; 1 when it does not apply (not 2-D, Indices wanted,
+ * dtype), -1 on allocation failure. */
+static int pool2d_fast(const pool_attrs *a, const pool_geom *g, const amd_tensor *x, amd_tensor *y,
+                       int want_indices, amd_status *st) {
+  if (g->nk != 2 || want_indices) return 1;
+  if (a->kind == POOL_AVG && x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE) return 1;
+  win1d *wh = win_table(g, 0), *ww = win_table(g, 1);
+  if (!wh || !ww) {
+    free(wh);
+    free(ww);
+    return amd_fail(st, "out of memory");
+  }
+  int r = 0;
+  if (a->kind == POOL_AVG) {
+    if (x->dtype == AMD_FLOAT)
+      avgpool2d_f32(g, wh, ww, x->data, y->data, a->count_include_pad);
+    else
+      avgpool2d_f64(g, wh, ww, x->data, y->data, a->count_include_pad);
+  } else {
+    switch (x->dtype) {
+    case AMD_FLOAT: maxpool2d_f32(g, wh, ww, x->data, y->data); break;
+    case AMD_DOUBLE: maxpool2d_f64(g, wh, ww, x->data, y->data); break;
+    case AMD_INT8: maxpool2d_i8(g, wh, ww, x->data, y->data); break;
+    case AMD_UINT8: maxpool2d_u8(g, wh, ww, x->data, y->data); break;
+    default: r = 1; break;
+    }
+  }
+  free(wh);
+  free(ww);
+  return r;
+}
+
 static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
   (void)ctx;
@@ -324,6 +436,9 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   const amd_tensor *x = in[0];
   pool_geom g;
   if (pool_geometry(a, x, &g, st)) return -1;
+  int64_t *ind = a->kind == POOL_MAX && n->n_out > 1 && n->out[1] >= 0 ? out[1].data : NULL;
+  int fast = pool2d_fast(a, &g, x, &out[0], ind != NULL, st);
+  if (fast <= 0) return fast;
   if (a->kind == POOL_AVG) {
     if (x->dtype == AMD_FLOAT)
       avgpool_f32(&g, x->data, out[0].data, a->count_include_pad);
@@ -333,7 +448,6 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
       return amd_fail(st, "AveragePool: unsupported dtype %s", amd_dtype_name(x->dtype));
     return 0;
   }
-  int64_t *ind = n->n_out > 1 && n->out[1] >= 0 ? out[1].data : NULL;
   int cm = a->storage_order == 1;
   switch (x->dtype) {
   case AMD_FLOAT: maxpool_f32(&g, x->data, out[0].data, ind, cm); break;

@@ -1,0 +1,343 @@
+/* Data sets: SPEC parsing, shared file helpers, statistics, RNG, shuffling and
+ * batch assembly (see dataset.h). The per-format loaders are in idx.c,
+ * cifar.c, png_folder.c and tensors.c. */
+#include "dataset.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "data_internal.h"
+
+/* ---------------------------------------------------------------- files */
+
+int amd_data_join(char *out, size_t n, const char *dir, const char *name, amd_status *st) {
+  int k = snprintf(out, n, "%s/%s", dir, name);
+  if (k < 0 || (size_t)k >= n) return amd_fail(st, "path too long: %s/%s", dir, name);
+  return 0;
+}
+
+int amd_data_find(char *out, size_t n, const char *dir, const char *name, amd_status *st) {
+  struct stat sb;
+  if (amd_data_join(out, n, dir, name, st)) return -1;
+  if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) return 0;
+  char gz[AMD_DATA_PATH_MAX];
+  int k = snprintf(gz, sizeof gz, "%s.gz", out);
+  if (k < 0 || (size_t)k >= sizeof gz || (size_t)k >= n) return amd_fail(st, "path too long: %s.gz", out);
+  if (stat(gz, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    memcpy(out, gz, (size_t)k + 1);
+    return 0;
+  }
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return amd_fail(st, "data folder '%s' does not exist", dir);
+  return amd_fail(st, "missing file: neither %s nor %s exists", out, gz);
+}
+
+int amd_data_read_all(const char *path, int64_t max_bytes, uint8_t **data, int64_t *len,
+                      amd_status *st) {
+  *data = NULL;
+  *len = 0;
+  errno = 0;
+  gzFile f = gzopen(path, "rb");
+  if (!f) return amd_fail(st, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+  gzbuffer(f, 1 << 17);
+  int64_t cap = 0, n = 0;
+  uint8_t *buf = NULL;
+  const char *err = NULL;
+  for (;;) {
+    if (n == cap) {
+      if (cap >= max_bytes + 1) {
+        err = "too large";
+        break;
+      }
+      int64_t ncap = cap ? 2 * cap : ((int64_t)1 << 20);
+      if (ncap > max_bytes + 1) ncap = max_bytes + 1;
+      uint8_t *nb = realloc(buf, (size_t)ncap);
+      if (!nb) {
+        err = "out of memory";
+        break;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    int64_t want = cap - n;
+    if (want > (1 << 30)) want = 1 << 30;
+    int got = gzread(f, buf + n, (unsigned)want);
+    if (got < 0) {
+      int zerr;
+      err = gzerror(f, &zerr);
+      break;
+    }
+    if (got == 0) break;
+    n += got;
+  }
+  if (!err) {
+    int zerr = Z_OK;
+    const char *m = gzerror(f, &zerr);
+    if (zerr == Z_BUF_ERROR) err = "truncated gzip stream (file ends in the middle of the data)";
+    else if (zerr != Z_OK) err = m;
+  }
+  char msg[256];
+  if (err) snprintf(msg, sizeof msg, "%s", err); /* gzerror's text lives in f */
+  gzclose_r(f);
+  if (err) {
+    free(buf);
+    if (n > max_bytes)
+      return amd_fail(st, "%s: more than %lld bytes of data (limit)", path, (long long)max_bytes);
+    return amd_fail(st, "%s: read error: %s", path, msg);
+  }
+  if (n > max_bytes) {
+    free(buf);
+    return amd_fail(st, "%s: more than %lld bytes of data (limit)", path, (long long)max_bytes);
+  }
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- statistics */
+
+void amd_data_stats_u8(const amd_data_split *s, int64_t c, int64_t hw, float *mean, float *std) {
+  for (int64_t ch = 0; ch < c; ch++) {
+    uint64_t hist[256] = {0};
+    for (int64_t i = 0; i < s->n; i++) {
+      const uint8_t *p = s->u8 + (i * c + ch) * hw;
+      for (int64_t k = 0; k < hw; k++) hist[p[k]]++;
+    }
+    double cnt = (double)s->n * (double)hw, sum = 0, sum2 = 0;
+    for (int v = 0; v < 256; v++) {
+      double x = v / 255.0;
+      sum += (double)hist[v] * x;
+      sum2 += (double)hist[v] * x * x;
+    }
+    double m = cnt > 0 ? sum / cnt : 0.0;
+    double var = cnt > 0 ? sum2 / cnt - m * m : 0.0;
+    double sd = var > 0 ? sqrt(var) : 0.0;
+    mean[ch] = (float)m;
+    std[ch] = sd > 1e-12 ? (float)sd : 1.0f;
+  }
+}
+
+int amd_data_set_stats(amd_dataset *ds, int identity, amd_status *st) {
+  ds->mean = malloc((size_t)ds->c * sizeof(float));
+  ds->std = malloc((size_t)ds->c * sizeof(float));
+  if (!ds->mean || !ds->std) return amd_fail(st, "out of memory");
+  if (identity) {
+    for (int64_t ch = 0; ch < ds->c; ch++) {
+      ds->mean[ch] = 0.0f;
+      ds->std[ch] = 1.0f;
+    }
+  } else {
+    amd_data_stats_u8(&ds->train, ds->c, ds->h * ds->w, ds->mean, ds->std);
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- load / free */
+
+const char *amd_data_format_name(amd_data_format f) {
+  switch (f) {
+  case AMD_DATA_IDX: return "mnist";
+  case AMD_DATA_CIFAR10: return "cifar10";
+  case AMD_DATA_IMAGES: return "images";
+  case AMD_DATA_TENSORS: return "tensors";
+  default: return "none";
+  }
+}
+
+static void split_free(amd_data_split *s) {
+  free(s->u8);
+  free(s->f32);
+  free(s->labels);
+  memset(s, 0, sizeof *s);
+}
+
+void amd_dataset_free(amd_dataset *ds) {
+  if (!ds) return;
+  if (ds->test_is_train) memset(&ds->test, 0, sizeof ds->test);
+  split_free(&ds->train);
+  split_free(&ds->test);
+  free(ds->mean);
+  free(ds->std);
+  if (ds->class_names) {
+    for (int64_t i = 0; i < ds->n_classes; i++) free(ds->class_names[i]);
+    free(ds->class_names);
+  }
+  memset(ds, 0, sizeof *ds);
+}
+
+int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
+  memset(ds, 0, sizeof *ds);
+  if (!spec) return amd_fail(st, "no data set given");
+  const char *colon = strchr(spec, ':');
+  if (!colon || colon[1] == 0)
+    return amd_fail(st, "bad data spec '%s' (expected mnist:DIR, cifar10:DIR, images:DIR or "
+                        "tensors:X.pb,Y.pb)", spec);
+  size_t kl = (size_t)(colon - spec);
+  const char *arg = colon + 1;
+  if (strlen(arg) >= AMD_DATA_PATH_MAX) return amd_fail(st, "data spec too long");
+  int rc;
+  if (kl == 5 && !strncmp(spec, "mnist", 5)) {
+    rc = amd_dataset_load_idx(arg, ds, st);
+  } else if (kl == 7 && !strncmp(spec, "cifar10", 7)) {
+    rc = amd_dataset_load_cifar10(arg, ds, st);
+  } else if (kl == 6 && !strncmp(spec, "images", 6)) {
+    rc = amd_dataset_load_images(arg, ds, st);
+  } else if (kl == 7 && !strncmp(spec, "tensors", 7)) {
+    char buf[AMD_DATA_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *parts[5] = {0};
+    int np = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      if (np == 4) {
+        np = 5;
+        break;
+      }
+      parts[np++] = tok;
+    }
+    if (np != 2 && np != 4)
+      return amd_fail(st, "bad data spec '%s' (expected tensors:X.pb,Y.pb or "
+                          "tensors:X.pb,Y.pb,XTEST.pb,YTEST.pb)", spec);
+    rc = amd_dataset_load_tensors(parts[0], parts[1], parts[2], parts[3], ds, st);
+  } else {
+    return amd_fail(st, "unknown data format '%.*s' in '%s' (expected mnist, cifar10, images or "
+                        "tensors)", (int)kl, spec, spec);
+  }
+  if (rc) {
+    amd_dataset_free(ds);
+    return -1;
+  }
+  return 0;
+}
+
+const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n) {
+  size_t k = 0;
+  int w = snprintf(buf, n, "%s: %lld train / %lld test, %lldx%lldx%lld, %lld classes, mean",
+                   amd_data_format_name(ds->format), (long long)ds->train.n, (long long)ds->test.n,
+                   (long long)ds->c, (long long)ds->h, (long long)ds->w, (long long)ds->n_classes);
+  if (w > 0) k = (size_t)w;
+  for (int64_t c = 0; c < ds->c && c < 4 && k < n; c++)
+    k += (size_t)snprintf(buf + k, n - k, " %.4f", ds->mean ? ds->mean[c] : 0.0f);
+  if (k < n) k += (size_t)snprintf(buf + k, n - k, " std");
+  for (int64_t c = 0; c < ds->c && c < 4 && k < n; c++)
+    k += (size_t)snprintf(buf + k, n - k, " %.4f", ds->std ? ds->std[c] : 1.0f);
+  if (ds->c > 4 && k < n) snprintf(buf + k, n - k, " ...");
+  return buf;
+}
+
+/* ---------------------------------------------------------------- RNG, shuffles */
+
+uint64_t amd_rng_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t amd_rng_below(uint64_t *state, uint64_t n) {
+  AMD_ASSERT(n >= 1);
+  /* reject the top partial block so every residue is equally likely */
+  uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  for (;;) {
+    uint64_t r = amd_rng_next(state);
+    if (r < limit) return r % n;
+  }
+}
+
+void amd_shuffle_i64(int64_t *perm, int64_t n, uint64_t *state) {
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)amd_rng_below(state, (uint64_t)i + 1);
+    int64_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+}
+
+void amd_permutation(int64_t *perm, int64_t n, uint64_t seed) {
+  for (int64_t i = 0; i < n; i++) perm[i] = i;
+  uint64_t s = seed;
+  amd_shuffle_i64(perm, n, &s);
+}
+
+int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status *st) {
+  if (n <= 0) return amd_fail(st, "validation split of an empty training set");
+  if (k < 0 || k >= n)
+    return amd_fail(st, "validation size %lld must be in [0, %lld) (training set has %lld samples)",
+                    (long long)k, (long long)n, (long long)n);
+  amd_permutation(perm, n, seed);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- batches */
+
+void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
+                       int64_t n, const amd_augment *aug, uint64_t *rng, float *x, int64_t *y) {
+  const int64_t C = ds->c, H = ds->h, W = ds->w, HW = H * W, CHW = C * HW;
+  const int P = aug && aug->pad_crop > 0 ? aug->pad_crop : 0;
+  const int flip = aug && aug->hflip;
+  const int S = aug && aug->cutout > 0 ? aug->cutout : 0;
+  AMD_ASSERT(!(P || flip || S) || rng);
+  AMD_ASSERT(split->u8 || split->f32 || n == 0);
+  float scale[64], shift[64]; /* v_norm = raw * scale + shift, for uint8 */
+  const int fast = C <= 64;
+  if (fast)
+    for (int64_t c = 0; c < C; c++) {
+      scale[c] = (float)(1.0 / (255.0 * (double)ds->std[c]));
+      shift[c] = -ds->mean[c] / ds->std[c];
+    }
+  for (int64_t b = 0; b < n; b++) {
+    int64_t s = idx[b];
+    AMD_ASSERT(s >= 0 && s < split->n);
+    y[b] = split->labels[s];
+    int64_t dy = 0, dx = 0; /* output (i, j) reads source (i + dy, j + dx) */
+    if (P) {
+      dy = (int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P;
+      dx = (int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P;
+    }
+    int mirror = flip ? (int)(amd_rng_next(rng) >> 63) : 0;
+    float *out = x + b * CHW;
+    for (int64_t c = 0; c < C; c++) {
+      float *o = out + c * HW;
+      /* value of a zero (padding) pixel after normalisation */
+      float zero = -ds->mean[c] / ds->std[c];
+      float sc = fast ? scale[c] : (float)(1.0 / (255.0 * (double)ds->std[c]));
+      float sh = fast ? shift[c] : zero;
+      float inv = 1.0f / ds->std[c], mu = ds->mean[c];
+      for (int64_t i = 0; i < H; i++) {
+        int64_t si = i + dy;
+        float *orow = o + i * W;
+        if (si < 0 || si >= H) {
+          for (int64_t j = 0; j < W; j++) orow[j] = zero;
+          continue;
+        }
+        for (int64_t j = 0; j < W; j++) {
+          int64_t jj = mirror ? W - 1 - j : j; /* flip applies to the cropped image */
+          int64_t sj = jj + dx;
+          if (sj < 0 || sj >= W) {
+            orow[j] = zero;
+          } else if (split->u8) {
+            orow[j] = (float)split->u8[s * CHW + c * HW + si * W + sj] * sc + sh;
+          } else {
+            orow[j] = (split->f32[s * CHW + c * HW + si * W + sj] - mu) * inv;
+          }
+        }
+      }
+    }
+    if (S) {
+      int64_t cy = (int64_t)amd_rng_below(rng, (uint64_t)H);
+      int64_t cx = (int64_t)amd_rng_below(rng, (uint64_t)W);
+      int64_t y0 = cy - S / 2, x0 = cx - S / 2, y1 = y0 + S, x1 = x0 + S;
+      if (y0 < 0) y0 = 0;
+      if (x0 < 0) x0 = 0;
+      if (y1 > H) y1 = H;
+      if (x1 > W) x1 = W;
+      for (int64_t c = 0; c < C; c++)
+        for (int64_t i = y0; i < y1; i++)
+          for (int64_t j = x0; j < x1; j++) out[c * HW + i * W + j] = 0.0f;
+    }
+  }
+}

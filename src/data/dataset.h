@@ -1,0 +1,115 @@
+/* Data sets for `train` / `eval --data SPEC`: loading into memory, statistics,
+ * seeded shuffling and batch assembly with augmentation.
+ *
+ * SPEC forms:
+ *   mnist:DIR      IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte,
+ *                  t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each plain or
+ *                  .gz (MNIST, Fashion-MNIST, any IDX set of that layout).
+ *   cifar10:DIR    data_batch_1..5.bin (train) and test_batch.bin, plain or .gz;
+ *                  records of 1 label byte + 3072 bytes (R, G, B planes, 32x32).
+ *   images:DIR     PNG files DIR/train/<class>/NAME.png and DIR/test/<class>/NAME.png;
+ *                  classes are the train folder names in strcmp order; gray, RGB
+ *                  or RGBA (alpha dropped), 8-bit (palette and 1/2/4-bit gray are
+ *                  expanded, 16-bit is rejected); every image the same size.
+ *   tensors:X.pb,Y.pb[,XT.pb,YT.pb]
+ *                  TensorProto files: X float [N,C,H,W], Y int64/int32 [N]; the
+ *                  optional second pair is the test split, otherwise the test
+ *                  split is the train data itself.
+ *
+ * Layout: every sample is C x H x W, row-major (NCHW once batched). Image
+ * formats keep uint8 pixels; tensors: keeps floats.
+ *
+ * Normalisation: batches hold (x/255 - mean[c]) / std[c] for image formats,
+ * where mean/std are computed exactly from the training images at load time
+ * (MNIST: 0.1307/0.3081); tensors: data are passed through unchanged (mean 0,
+ * std 1). The caller may overwrite ds->mean / ds->std after loading.
+ *
+ * Errors: loaders return -1 with one line in the amd_status (file name and
+ * reason) and leave the data set empty (nothing allocated). */
+#ifndef AMD_DATASET_H
+#define AMD_DATASET_H
+
+#include <stdint.h>
+
+#include "../core/status.h"
+
+/* The most a file header may make the loader allocate for one split's pixels. */
+#define AMD_DATA_MAX_BYTES ((int64_t)1 << 34)
+
+typedef enum amd_data_format {
+  AMD_DATA_NONE = 0,
+  AMD_DATA_IDX,     /* mnist: */
+  AMD_DATA_CIFAR10, /* cifar10: */
+  AMD_DATA_IMAGES,  /* images: */
+  AMD_DATA_TENSORS, /* tensors: */
+} amd_data_format;
+
+typedef struct amd_data_split {
+  int64_t n;       /* samples */
+  uint8_t *u8;     /* [n, C, H, W] pixels (image formats), else NULL */
+  float *f32;      /* [n, C, H, W] values (tensors:), else NULL */
+  int64_t *labels; /* [n], each in [0, n_classes) */
+} amd_data_split;
+
+typedef struct amd_dataset {
+  amd_data_format format;
+  int64_t c, h, w;   /* sample shape */
+  int64_t n_classes; /* images: folder count; others: max label + 1 (cifar10: 10) */
+  float *mean, *std; /* [c], the normalisation batches get (see above) */
+  char **class_names; /* images: [n_classes] folder names; else NULL */
+  amd_data_split train, test;
+  int test_is_train; /* tensors: with one pair: test points at train's arrays */
+} amd_dataset;
+
+/* Parses SPEC and loads both splits. ds is overwritten (not freed first). */
+int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st);
+/* The per-format loaders behind amd_dataset_load (same contract). */
+int amd_dataset_load_idx(const char *dir, amd_dataset *ds, amd_status *st);
+int amd_dataset_load_cifar10(const char *dir, amd_dataset *ds, amd_status *st);
+int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st);
+int amd_dataset_load_tensors(const char *x_path, const char *y_path, const char *x_test_path,
+                             const char *y_test_path, amd_dataset *ds, amd_status *st);
+/* Frees everything and zeroes ds; safe on a zeroed or already freed ds. */
+void amd_dataset_free(amd_dataset *ds);
+
+/* "mnist", "cifar10", "images", "tensors". */
+const char *amd_data_format_name(amd_data_format f);
+/* One line, e.g. "mnist: 60000 train / 10000 test, 1x28x28, 10 classes,
+ * mean 0.1307 std 0.3081". */
+const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n);
+
+/* Per-channel mean and population std of x/255 over a uint8 split (exact, via
+ * per-channel histograms); a std of 0 is reported as 1. mean/std: [c]. */
+void amd_data_stats_u8(const amd_data_split *s, int64_t c, int64_t hw, float *mean, float *std);
+
+/* ---- Random numbers: splitmix64, deterministic for a seed. ---- */
+uint64_t amd_rng_next(uint64_t *state);
+/* Uniform in [0, n) without modulo bias; n >= 1. */
+uint64_t amd_rng_below(uint64_t *state, uint64_t n);
+/* Fisher-Yates shuffle of perm[0..n). */
+void amd_shuffle_i64(int64_t *perm, int64_t n, uint64_t *state);
+/* perm[i] = i, then shuffled with a state seeded by seed. */
+void amd_permutation(int64_t *perm, int64_t n, uint64_t seed);
+/* Validation split of n training samples: perm (length n, caller's) gets a
+ * seeded permutation; perm[0 .. n-k) are the training indices and
+ * perm[n-k .. n) the k validation indices. Fails unless 0 <= k < n. */
+int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status *st);
+
+/* ---- Batch assembly. ---- */
+typedef struct amd_augment {
+  int pad_crop; /* P > 0: pad with P zero pixels (before normalisation, as torchvision's
+                   RandomCrop(padding=P)), then crop HxW at a uniform offset in [0, 2P]^2 */
+  int hflip;    /* 1: mirror left-right with probability 0.5 */
+  int cutout;   /* S > 0: a SxS square (centre uniform over the image, clipped at the
+                   border) set to 0 after normalisation, all channels */
+} amd_augment;
+
+/* Fills x [n, C, H, W] (normalised, augmented when aug is non-NULL and asks for
+ * anything) and y [n] with samples idx[0..n) of split. The random draws per
+ * sample, in order: crop dy, crop dx, flip, cutout cy, cutout cx (only those
+ * enabled); rng may be NULL when nothing random is enabled. Indices must be in
+ * range (checked, always-on assert). */
+void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
+                       int64_t n, const amd_augment *aug, uint64_t *rng, float *x, int64_t *y);
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package that the build and the tests need, then
+# configures and builds amdnn-onnx in ./build (and ./build-asan with
+# AddressSanitizer + UndefinedBehaviorSanitizer for the hardening tests).
+# Run from anywhere; needs root (or sudo) for apt-get on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  meson ninja-build pkg-config gcc
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev
+  libpng-dev zlib1g-dev
+  libonnx-testdata dataset-fashion-mnist
+  python3-torch python3-onnx python3-numpy
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+[ -d build ] || meson setup build
+ninja -C build
+if [ "${AMD_SKIP_ASAN:-0}" != 1 ]; then
+  [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
+  ninja -C build-asan
+fi
+echo "setup: built build/src/amdnn-onnx"
