@@ -53,9 +53,18 @@ static int run_node(const amd_op *op, int since, const attr_spec *attrs, int n_a
     Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
     a.name = (char *)attrs[i].name;
     switch (attrs[i].kind) {
-    case 'i': a.has_i = 1; a.i = attrs[i].i; break;
-    case 'f': a.has_f = 1; a.f = attrs[i].f; break;
-    case 'l': a.n_ints = (size_t)attrs[i].n; a.ints = (int64_t *)attrs[i].ints; break;
+    case 'i':
+      a.has_i = 1;
+      a.i = attrs[i].i;
+      break;
+    case 'f':
+      a.has_f = 1;
+      a.f = attrs[i].f;
+      break;
+    case 'l':
+      a.n_ints = (size_t)attrs[i].n;
+      a.ints = (int64_t *)attrs[i].ints;
+      break;
     case 's':
       a.has_s = 1;
       a.s.data = (uint8_t *)attrs[i].s;
@@ -131,8 +140,10 @@ static void conv_check(const conv_case *cc) {
   attr_spec at[8];
   int na = 0;
   at[na++] = (attr_spec){.name = "group", .kind = 'i', .i = cc->group};
-  attr_spec st_ = {.name = "strides", .kind = 'l', .n = nsp}, di = {.name = "dilations", .kind = 'l', .n = nsp};
-  attr_spec pa = {.name = "pads", .kind = 'l', .n = 2 * nsp}, ks = {.name = "kernel_shape", .kind = 'l', .n = nsp};
+  attr_spec st_ = {.name = "strides", .kind = 'l', .n = nsp},
+            di = {.name = "dilations", .kind = 'l', .n = nsp};
+  attr_spec pa = {.name = "pads", .kind = 'l', .n = 2 * nsp},
+            ks = {.name = "kernel_shape", .kind = 'l', .n = nsp};
   for (int d = 0; d < nsp; d++) {
     st_.ints[d] = cc->stride[d];
     di.ints[d] = cc->dil[d];
@@ -226,7 +237,8 @@ static void matmul_check(const char *name, int ra, const int64_t *da, int rb, co
   int br = ry - (ra >= 2) - (rb >= 2); /* batch rank */
   int64_t nb = 1;
   for (int i = 0; i < br; i++) nb *= dy[i];
-  double *want = calloc((size_t)(nb * M * N), sizeof(double)), *mag = calloc((size_t)(nb * M * N), sizeof(double));
+  double *want = calloc((size_t)(nb * M * N), sizeof(double)),
+         *mag = calloc((size_t)(nb * M * N), sizeof(double));
   const float *a = A.data, *b = B.data;
   for (int64_t t = 0; t < nb; t++) {
     /* batch index -> offsets in A and B */
@@ -352,7 +364,20 @@ int main(void) {
       {"2d big pads", 1, 1, 2, 3, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {3, 2, 1, 4}, NULL, 1, 0},
       {"2d resnet-ish", 1, 2, 32, 64, 1, {28, 28}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, 1, 0},
       {"3d", 1, 1, 2, 3, 1, {5, 6, 4}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 0}, NULL, 1, 1},
-      {"3d group same_upper", 1, 2, 4, 4, 2, {4, 5, 3}, {3, 3, 3}, {2, 1, 2}, {1, 1, 1}, {0}, "SAME_UPPER", 1, 0},
+      {"3d group same_upper",
+       1,
+       2,
+       4,
+       4,
+       2,
+       {4, 5, 3},
+       {3, 3, 3},
+       {2, 1, 2},
+       {1, 1, 1},
+       {0},
+       "SAME_UPPER",
+       1,
+       0},
   };
   for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
     conv_case cc = convs[i];

@@ -6,8 +6,8 @@
  * The acc32 path is compared with a double-precision reference, with a
  * tolerance scaled by sum |a*b| (fp32 accumulation in any order). The generic
  * (per-product) path is compared with a naive loop that calls the same
- * amd_mult_product in the same order (tight tolerance while K fits one block). beta == 0 must not read C: C starts
- * as NaN there. Exits non-zero on any mismatch and prints the largest error. */
+ * amd_mult_product in the same order (tight tolerance while K fits one block). beta == 0 must not read C: C
+ * starts as NaN there. Exits non-zero on any mismatch and prints the largest error. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,8 +93,8 @@ static void check(const amd_mult *mult, int ta, int tb, int64_t M, int64_t N, in
         if (failures++ < 10)
           printf("FAIL %s ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g at (%lld,%lld): got %.9g "
                  "want %.9g\n",
-                 generic ? "generic" : "acc32", ta, tb, (long long)M, (long long)N, (long long)K,
-                 alpha, beta, (long long)i, (long long)j, got, want);
+                 generic ? "generic" : "acc32", ta, tb, (long long)M, (long long)N, (long long)K, alpha, beta,
+                 (long long)i, (long long)j, got, want);
       }
     }
   }
@@ -120,10 +120,11 @@ int main(void) {
           }
   /* Past the K block, the chunk boundaries of tiles, and K = 0. */
   static const int64_t big[][3] = {{70, 70, 600}, {131, 517, 300}, {200, 3, 513}, {1, 1000, 257},
-                                   {1000, 1, 70},  {9, 9, 0},       {65, 1100, 40}};
+                                   {1000, 1, 70}, {9, 9, 0},       {65, 1100, 40}};
   for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
     for (int t = 0; t < 4; t++)
-      for (int c = 0; c < 4; c++) check(NULL, t & 1, t >> 1, big[s][0], big[s][1], big[s][2], ab[c][0], ab[c][1]);
+      for (int c = 0; c < 4; c++)
+        check(NULL, t & 1, t >> 1, big[s][0], big[s][1], big[s][2], ab[c][0], ab[c][1]);
 
   /* The generic path (another mode; the same product in the reference). */
   amd_mult other = {.mode = AMD_MODE_ACC16};
@@ -138,7 +139,7 @@ int main(void) {
         }
   check(&other, 0, 1, 20, 30, 600, 1, 0);
 
-  printf("test_gemm: %ld outputs checked, max rel error acc32 %.3g, generic %.3g, %ld failures\n",
-         checks, worst_acc32, worst_generic, failures);
+  printf("test_gemm: %ld outputs checked, max rel error acc32 %.3g, generic %.3g, %ld failures\n", checks,
+         worst_acc32, worst_generic, failures);
   return failures ? 1 : 0;
 }

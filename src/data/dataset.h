@@ -29,6 +29,7 @@
 #ifndef AMD_DATASET_H
 #define AMD_DATASET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/status.h"

@@ -6,6 +6,8 @@
  * graph output, which is handed to the caller. */
 #include "exec.h"
 
+#include "backend.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,7 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
 
 int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs, amd_tensor *outputs,
                      amd_status *st) {
+  const amd_backend *be = ctx->backend ? ctx->backend : &amd_backend_cpu;
   int nv = g->n_values;
   amd_tensor *vals = calloc((size_t)nv + 1, sizeof *vals);
   int *readers = calloc((size_t)nv + 1, sizeof *readers);
@@ -84,8 +87,8 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
       amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
       goto done;
     }
-    if (!n->op->infer || !n->op->forward) {
-      amd_fail(st, "node '%s': op %s is not implemented on the CPU", n->name, n->op->name);
+    if (!be->supports(n)) {
+      amd_fail(st, "node '%s': op %s is not implemented on the %s backend", n->name, n->op->name, be->name);
       goto done;
     }
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? &vals[n->in[k]] : NULL;
@@ -95,8 +98,8 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
       goto done;
     }
     for (int o = 0; o < n->n_out; o++) {
-      if (amd_tensor_alloc(&out[o], st)) {
-        for (int q = 0; q < o; q++) amd_tensor_free(&out[q]);
+      if (be->alloc(&out[o], st)) {
+        for (int q = 0; q < o; q++) be->free(&out[q]);
         amd_fail_prefix(st, "node '%s' (%s) output %d", n->name, n->op->name, o);
         goto done;
       }
@@ -107,8 +110,8 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
       for (int o = 0; o < n->n_out; o++)
         if (out[o].dtype != AMD_FLOAT) run_it = 1;
     }
-    if (run_it && n->op->forward(n, ctx, in, out, st)) {
-      for (int o = 0; o < n->n_out; o++) amd_tensor_free(&out[o]);
+    if (run_it && be->forward(n, ctx, in, out, st)) {
+      for (int o = 0; o < n->n_out; o++) be->free(&out[o]);
       amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
       goto done;
     }
@@ -116,7 +119,7 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
     for (int o = 0; o < n->n_out; o++) {
       int v = n->out[o];
       if (v < 0) {
-        amd_tensor_free(&out[o]); /* omitted optional output */
+        be->free(&out[o]); /* omitted optional output */
         continue;
       }
       vals[v] = out[o];
@@ -126,7 +129,7 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
       if (v >= 0 && --readers[v] == 0 && owned[v] && !g->values[v].is_graph_output) {
-        amd_tensor_free(&vals[v]);
+        be->free(&vals[v]);
         owned[v] = 0;
       }
     }
@@ -145,7 +148,7 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
 done:
   if (vals && owned)
     for (int i = 0; i < nv; i++)
-      if (owned[i]) amd_tensor_free(&vals[i]);
+      if (owned[i]) be->free(&vals[i]);
   free(vals);
   free(readers);
   free(owned);

@@ -1,11 +1,14 @@
 /* The CPU GEMM that every Conv / Gemm / MatMul goes through (see gemm.h).
  *
- * Structure (GotoBLAS-style): the problem is cut into chunks of at most
- * CHUNK_M x CHUNK_N outputs; for each chunk, K is walked in blocks of KC.
- * For each K block op(A) is packed into MR-row panels and op(B) into NR-column
- * panels (zero padded to whole panels), then the output is cut into tiles of
- * MC x NC that the threads share (OpenMP, static schedule). Each tile runs a
- * register-tiled MR x NR micro-kernel over its panels.
+ * Structure (GotoBLAS-style blocking): the output is cut into tiles of at
+ * most MC x NC that the threads share (OpenMP, dynamic schedule, so that a thread
+ * the OS descheduled does not hold back the others; NC shrinks
+ * when there are too few tiles for the threads). For each tile, K is walked
+ * in blocks of KC: the tile's rows of op(A) are packed into MR-row panels and
+ * its columns of op(B) into NR-column panels (zero padded to whole panels) in
+ * the thread's own buffers, then a register-tiled MR x NR micro-kernel runs
+ * over every panel pair. Tiles are independent: no barrier but the final one,
+ * and results do not depend on the thread count.
  *
  * Two kinds of micro-kernel share that blocking:
  * - acc32 (mult NULL or AMD_MODE_ACC32): plain C loops over a float
@@ -42,31 +45,28 @@
 #endif
 
 enum {
-  KC = 256,         /* K block: one packed A panel row-set and B panel stay in L1/L2 */
-  MC_PANELS = 16,   /* MC = MC_PANELS * MR rows per tile */
-  NC_PANELS = 16,   /* NC = NC_PANELS * NR columns per tile (at most) */
-  CHUNK_M = 4096,   /* bounds the packing buffers for huge problems */
-  CHUNK_N = 4096,
-  MAX_MR = 12, /* largest tile of the kernels below */
+  KC = 256,       /* K block: one packed A panel row-set and B panel stay in L1/L2 */
+  MC_PANELS = 16, /* MC = MC_PANELS * MR rows per tile */
+  NC_PANELS = 16, /* NC = NC_PANELS * NR columns per tile (at most) */
+  MAX_MR = 12,    /* largest tile of the kernels below */
   MAX_NR = 16,
 };
 
 /* The arguments one tile of the macro-kernel needs. */
 typedef struct tile_args {
-  int64_t mc, nc, kc;       /* tile size (rows, columns, depth) */
-  const float *pa;          /* packed A: ceil(mc/MR) panels of kc x MR */
-  const float *pb;          /* packed B: ceil(nc/NR) panels of kc x NR */
-  float *c;                 /* C at the tile's top-left */
+  int64_t mc, nc, kc; /* tile size (rows, columns, depth) */
+  const float *pa;    /* packed A: ceil(mc/MR) panels of kc x MR */
+  const float *pb;    /* packed B: ceil(nc/NR) panels of kc x NR */
+  float *c;           /* C at the tile's top-left */
   int64_t ldc;
-  float alpha, beta;        /* beta < 0 sentinel not used: see first */
-  int first;                /* first K block: apply beta (or ignore C when beta == 0) */
-  const amd_mult *mult;     /* generic kernel only */
+  float alpha, beta;    /* beta < 0 sentinel not used: see first */
+  int first;            /* first K block: apply beta (or ignore C when beta == 0) */
+  const amd_mult *mult; /* generic kernel only */
 } tile_args;
 
 /* Writes an mr x nr accumulator tile (row stride nr_full) into C. */
-static inline __attribute__((always_inline)) void store_tile(const tile_args *t, float *c, int64_t ldc,
-                                                             const float *acc, int nr_full, int64_t mr,
-                                                             int64_t nr) {
+static inline __attribute__((always_inline)) void
+store_tile(const tile_args *t, float *c, int64_t ldc, const float *acc, int nr_full, int64_t mr, int64_t nr) {
   float alpha = t->alpha, beta = t->beta;
   if (!t->first) {
     for (int64_t i = 0; i < mr; i++)
@@ -76,16 +76,14 @@ static inline __attribute__((always_inline)) void store_tile(const tile_args *t,
       for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = alpha * acc[i * nr_full + j];
   } else {
     for (int64_t i = 0; i < mr; i++)
-      for (int64_t j = 0; j < nr; j++)
-        c[i * ldc + j] = alpha * acc[i * nr_full + j] + beta * c[i * ldc + j];
+      for (int64_t j = 0; j < nr; j++) c[i * ldc + j] = alpha * acc[i * nr_full + j] + beta * c[i * ldc + j];
   }
 }
 
 /* The acc32 macro-kernel for one tile, with the tile shape as compile-time
  * constants after inlining. The accumulator tile is a local array indexed by
  * constants once the loops are unrolled, so it lives in vector registers. */
-static inline __attribute__((always_inline)) void tile_acc32(const tile_args *t, const int MR,
-                                                             const int NR) {
+static inline __attribute__((always_inline)) void tile_acc32(const tile_args *t, const int MR, const int NR) {
   for (int64_t jr = 0; jr < t->nc; jr += NR) {
     const float *pb = t->pb + (jr / NR) * t->kc * NR;
     int64_t nr = t->nc - jr < NR ? t->nc - jr : NR;
@@ -98,7 +96,7 @@ static inline __attribute__((always_inline)) void tile_acc32(const tile_args *t,
       for (int64_t p = 0; p < t->kc; p++, a += MR, b += NR) {
         for (int i = 0; i < MR; i++) {
           float av = a[i];
-AMD_PRAGMA(omp simd)
+          AMD_PRAGMA(omp simd)
           for (int j = 0; j < NR; j++) acc[i * NR + j] += av * b[j];
         }
       }
@@ -146,8 +144,7 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
       for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++) {
           float s = 0;
-          for (int64_t p = 0; p < t->kc; p++)
-            s += amd_mult_product(t->mult, pa[p * MR + i], pb[p * NR + j]);
+          for (int64_t p = 0; p < t->kc; p++) s += amd_mult_product(t->mult, pa[p * MR + i], pb[p * NR + j]);
           acc[i * NR + j] = s;
         }
       store_tile(t, t->c + ir * t->ldc + jr, t->ldc, acc, NR, mr, nr);
@@ -189,7 +186,7 @@ static kernel_choice kernel(void) {
   return k;
 }
 
-/* Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-row panels:
+/* Packs rows [i0, i0+mr) x depth [p0, p0+kc) of op(A) into MR-row panels:
  * panel q holds element (i, p) at [q*kc*MR + p*MR + i], zero padded. */
 static void pack_a_panel(const float *A, int64_t lda, int trans_a, int64_t i0, int64_t mr, int64_t p0,
                          int64_t kc, int MR, float *dst) {
@@ -237,89 +234,80 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
 }
 
 void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-              float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-              float *C, int64_t ldc) {
+              float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+              int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
     scale_c(M, N, beta, C, ldc);
     return;
   }
-  kernel_choice kc_ = kernel();
+  const kernel_choice kern = kernel();
   const int fast = !mult || mult->mode == AMD_MODE_ACC32;
-  const int MR = kc_.mr, NR = kc_.nr;
-  const int64_t MC = (int64_t)MC_PANELS * MR, NC = (int64_t)NC_PANELS * NR;
+  const int MR = kern.mr, NR = kern.nr;
+  const int64_t MC = (int64_t)MC_PANELS * MR;
+  int64_t nc_t = (int64_t)NC_PANELS * NR;
 
-  int64_t cm = M < CHUNK_M ? M : CHUNK_M, cn = N < CHUNK_N ? N : CHUNK_N;
-  int64_t kcmax = K < KC ? K : KC;
-  int64_t pm = (cm + MR - 1) / MR, pn = (cn + NR - 1) / NR; /* panels per chunk */
-  float *pa = aligned_alloc(64, (size_t)((pm * MR * kcmax * 4 + 63) / 64 * 64));
-  float *pb = aligned_alloc(64, (size_t)((pn * NR * kcmax * 4 + 63) / 64 * 64));
-  AMD_ASSERT(pa && pb);
-
-  /* Work estimate decides whether threads are worth waking. */
-  double work = (double)M * (double)N * (double)K;
-  int par = work >= (fast ? 64.0 * 64 * 64 : 16.0 * 16 * 16);
-  (void)par;
-
-  for (int64_t i0 = 0; i0 < M; i0 += CHUNK_M) {
-    int64_t m = M - i0 < CHUNK_M ? M - i0 : CHUNK_M;
-    int64_t npa = (m + MR - 1) / MR;
-    for (int64_t j0 = 0; j0 < N; j0 += CHUNK_N) {
-      int64_t n = N - j0 < CHUNK_N ? N - j0 : CHUNK_N;
-      int64_t npb = (n + NR - 1) / NR;
-      int64_t tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC;
-      /* With few row tiles, narrower column tiles give every thread work. */
-      int64_t nc_t = NC;
+  /* Threads only when the work pays for waking them (about 1M products for
+   * the fast kernel; the per-product path is much slower per product). */
+  const double work = (double)M * (double)N * (double)K;
+  const int par = work >= (fast ? 1048576.0 : 32768.0);
+  int64_t tiles_m = (M + MC - 1) / MC, tiles_n = (N + nc_t - 1) / nc_t;
 #ifdef _OPENMP
-      {
-        int nt = par ? omp_get_max_threads() : 1;
-        while (nc_t > NR && tiles_m * tiles_n < 2 * nt) {
-          nc_t = (nc_t / 2 + NR - 1) / NR * NR;
-          tiles_n = (n + nc_t - 1) / nc_t;
-        }
-      }
-#endif
-      int64_t ntiles = tiles_m * tiles_n;
-      for (int64_t p0 = 0; p0 < K; p0 += KC) {
-        int64_t kc = K - p0 < KC ? K - p0 : KC;
-AMD_PRAGMA(omp parallel if (par))
-        {
-AMD_PRAGMA(omp for schedule(static) nowait)
-          for (int64_t q = 0; q < npa; q++) {
-            int64_t mr = m - q * MR < MR ? m - q * MR : MR;
-            pack_a_panel(A, lda, trans_a, i0 + q * MR, mr, p0, kc, MR, pa + q * kc * MR);
-          }
-AMD_PRAGMA(omp for schedule(static))
-          for (int64_t q = 0; q < npb; q++) {
-            int64_t nr = n - q * NR < NR ? n - q * NR : NR;
-            pack_b_panel(B, ldb, trans_b, j0 + q * NR, nr, p0, kc, NR, pb + q * kc * NR);
-          }
-AMD_PRAGMA(omp for schedule(static))
-          for (int64_t t = 0; t < ntiles; t++) {
-            int64_t ti = t / tiles_n, tj = t % tiles_n;
-            int64_t r0 = ti * MC, c0 = tj * nc_t;
-            tile_args ta = {
-                .mc = m - r0 < MC ? m - r0 : MC,
-                .nc = n - c0 < nc_t ? n - c0 : nc_t,
-                .kc = kc,
-                .pa = pa + (r0 / MR) * kc * MR,
-                .pb = pb + (c0 / NR) * kc * NR,
-                .c = C + (i0 + r0) * ldc + j0 + c0,
-                .ldc = ldc,
-                .alpha = alpha,
-                .beta = beta,
-                .first = p0 == 0,
-                .mult = mult,
-            };
-            if (fast)
-              kc_.acc32(&ta);
-            else
-              tile_generic(&ta, MR, NR);
-          }
-        }
-      }
+  if (par) {
+    /* Narrower column tiles until every thread has a few (each tile repacks
+     * its A rows, so stay at least 4 panels wide). */
+    int64_t want = 4 * (int64_t)omp_get_max_threads();
+    while (nc_t > 4 * NR && tiles_m * tiles_n < want) {
+      nc_t = (nc_t / 2 + NR - 1) / NR * NR;
+      tiles_n = (N + nc_t - 1) / nc_t;
     }
   }
-  free(pa);
-  free(pb);
+#endif
+  const int64_t ntiles = tiles_m * tiles_n;
+  const int64_t kcmax = K < KC ? K : KC;
+  const size_t abytes = (size_t)(MC * kcmax * 4 + 63) / 64 * 64;
+  const size_t bbytes = (size_t)(nc_t * kcmax * 4 + 63) / 64 * 64;
+
+  /* Each tile packs its own A rows and B columns per K block: no barrier
+   * inside the loop (robust when the machine is oversubscribed), and the
+   * result does not depend on the number of threads. */
+  AMD_PRAGMA(omp parallel if (par)) {
+    float *pa = aligned_alloc(64, abytes), *pb = aligned_alloc(64, bbytes);
+    AMD_ASSERT(pa && pb);
+    AMD_PRAGMA(omp for schedule(dynamic, 1))
+    for (int64_t t = 0; t < ntiles; t++) {
+      const int64_t r0 = (t / tiles_n) * MC, c0 = (t % tiles_n) * nc_t;
+      const int64_t mc = M - r0 < MC ? M - r0 : MC, nc = N - c0 < nc_t ? N - c0 : nc_t;
+      for (int64_t p0 = 0; p0 < K; p0 += KC) {
+        const int64_t kc = K - p0 < KC ? K - p0 : KC;
+        for (int64_t q = 0; q * MR < mc; q++) {
+          int64_t mr = mc - q * MR < MR ? mc - q * MR : MR;
+          pack_a_panel(A, lda, trans_a, r0 + q * MR, mr, p0, kc, MR, pa + q * kc * MR);
+        }
+        for (int64_t q = 0; q * NR < nc; q++) {
+          int64_t nr = nc - q * NR < NR ? nc - q * NR : NR;
+          pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, pb + q * kc * NR);
+        }
+        tile_args ta = {
+            .mc = mc,
+            .nc = nc,
+            .kc = kc,
+            .pa = pa,
+            .pb = pb,
+            .c = C + r0 * ldc + c0,
+            .ldc = ldc,
+            .alpha = alpha,
+            .beta = beta,
+            .first = p0 == 0,
+            .mult = mult,
+        };
+        if (fast)
+          kern.acc32(&ta);
+        else
+          tile_generic(&ta, MR, NR);
+      }
+    }
+    free(pa);
+    free(pb);
+  }
 }

@@ -102,17 +102,29 @@ void amd_mult_free(amd_mult *m) {
 float amd_mult_product(const amd_mult *m, float a, float b) {
   if (!m) return amd_prod_acc32(a, b);
   switch (m->mode) {
-  case AMD_MODE_ACC32: return amd_prod_acc32(a, b);
-  case AMD_MODE_ACC16: return amd_prod_acc16(a, b);
-  case AMD_MODE_AM16: return amd_prod_am16(a, b);
-  case AMD_MODE_AM32: return amd_prod_am32(a, b);
-  case AMD_MODE_FP16: return amd_prod_fp16(a, b);
-  case AMD_MODE_MIT16: return amd_prod_mit16(a, b);
-  case AMD_MODE_MIT32: return amd_prod_mit32(a, b);
-  case AMD_MODE_MBM14: return amd_prod_mbm14(a, b);
-  case AMD_MODE_MBM12: return amd_prod_mbm12(a, b);
-  case AMD_MODE_LUT: AMD_ASSERT(m->lut); return amd_prod_lut(a, b, m->lut, m->lut_bits);
-  case AMD_MODE_COUNT: break;
+  case AMD_MODE_ACC32:
+    return amd_prod_acc32(a, b);
+  case AMD_MODE_ACC16:
+    return amd_prod_acc16(a, b);
+  case AMD_MODE_AM16:
+    return amd_prod_am16(a, b);
+  case AMD_MODE_AM32:
+    return amd_prod_am32(a, b);
+  case AMD_MODE_FP16:
+    return amd_prod_fp16(a, b);
+  case AMD_MODE_MIT16:
+    return amd_prod_mit16(a, b);
+  case AMD_MODE_MIT32:
+    return amd_prod_mit32(a, b);
+  case AMD_MODE_MBM14:
+    return amd_prod_mbm14(a, b);
+  case AMD_MODE_MBM12:
+    return amd_prod_mbm12(a, b);
+  case AMD_MODE_LUT:
+    AMD_ASSERT(m->lut);
+    return amd_prod_lut(a, b, m->lut, m->lut_bits);
+  case AMD_MODE_COUNT:
+    break;
   }
   AMD_ASSERT(!"invalid multiplier mode");
   return 0.0f;
@@ -121,9 +133,15 @@ float amd_mult_product(const amd_mult *m, float a, float b) {
 int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st) {
   uint32_t (*prod)(uint32_t, uint32_t) = NULL;
   switch (mode) {
-  case AMD_MODE_AM16: prod = amd_prod_am16_bits; break;
-  case AMD_MODE_MIT16: prod = amd_prod_mit16_bits; break;
-  case AMD_MODE_ACC16: prod = amd_prod_acc16_bits; break;
+  case AMD_MODE_AM16:
+    prod = amd_prod_am16_bits;
+    break;
+  case AMD_MODE_MIT16:
+    prod = amd_prod_mit16_bits;
+    break;
+  case AMD_MODE_ACC16:
+    prod = amd_prod_acc16_bits;
+    break;
   default: {
     const char *n = amd_mode_name(mode);
     return amd_fail(st, "mode '%s' has no 7-bit multiplier table (tables exist for am16, mit16, acc16)",

@@ -113,9 +113,7 @@ static inline AMD_HD uint32_t amd_prod_finish(uint32_t ua, uint32_t ub, uint32_t
 }
 
 /* T_m: the top m fraction bits. */
-static inline AMD_HD uint32_t amd_prod_topmask(int m) {
-  return ((1u << m) - 1u) << (23 - m);
-}
+static inline AMD_HD uint32_t amd_prod_topmask(int m) { return ((1u << m) - 1u) << (23 - m); }
 
 /* ---- section 3: mantissa kernels (unnormalised significand, ONE = 1.0) --- */
 
@@ -205,9 +203,7 @@ static inline AMD_HD uint32_t amd_round_half_bits(uint32_t u) {
 /* ---- the modes (float in, float out) ------------------------------------- */
 
 /* acc32: IEEE fp32 product, round to nearest even. */
-static inline AMD_HD float amd_prod_acc32(float a, float b) {
-  return amd_fmul_rn(a, b);
-}
+static inline AMD_HD float amd_prod_acc32(float a, float b) { return amd_fmul_rn(a, b); }
 
 /* acc16: T16(T16(a) * T16(b)), the bfloat16 multiplier. */
 static inline AMD_HD uint32_t amd_prod_acc16_bits(uint32_t ua, uint32_t ub) {
@@ -230,13 +226,25 @@ static inline AMD_HD float amd_prod_fp16(float a, float b) {
 }
 
 /* am16 = MBM_7, am32 = MBM_23, mbm14 = MBM_5, mbm12 = MBM_3. */
-static inline AMD_HD uint32_t amd_prod_am16_bits(uint32_t ua, uint32_t ub) { return amd_prod_mbm_bits(ua, ub, 7); }
-static inline AMD_HD uint32_t amd_prod_am32_bits(uint32_t ua, uint32_t ub) { return amd_prod_mbm_bits(ua, ub, 23); }
-static inline AMD_HD uint32_t amd_prod_mbm14_bits(uint32_t ua, uint32_t ub) { return amd_prod_mbm_bits(ua, ub, 5); }
-static inline AMD_HD uint32_t amd_prod_mbm12_bits(uint32_t ua, uint32_t ub) { return amd_prod_mbm_bits(ua, ub, 3); }
+static inline AMD_HD uint32_t amd_prod_am16_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mbm_bits(ua, ub, 7);
+}
+static inline AMD_HD uint32_t amd_prod_am32_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mbm_bits(ua, ub, 23);
+}
+static inline AMD_HD uint32_t amd_prod_mbm14_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mbm_bits(ua, ub, 5);
+}
+static inline AMD_HD uint32_t amd_prod_mbm12_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mbm_bits(ua, ub, 3);
+}
 /* mit16 = MIT_7, mit32 = MIT_23. */
-static inline AMD_HD uint32_t amd_prod_mit16_bits(uint32_t ua, uint32_t ub) { return amd_prod_mit_bits(ua, ub, 7); }
-static inline AMD_HD uint32_t amd_prod_mit32_bits(uint32_t ua, uint32_t ub) { return amd_prod_mit_bits(ua, ub, 23); }
+static inline AMD_HD uint32_t amd_prod_mit16_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mit_bits(ua, ub, 7);
+}
+static inline AMD_HD uint32_t amd_prod_mit32_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mit_bits(ua, ub, 23);
+}
 
 static inline AMD_HD float amd_prod_am16(float a, float b) {
   return amd_u2f(amd_prod_am16_bits(amd_f2u(a), amd_f2u(b)));

@@ -73,8 +73,7 @@ static int read_value_info(const Onnx__ValueInfoProto *vi, amd_value *v, amd_sta
   return 0;
 }
 
-/* Binds node n (from proto p) to its op at the model's opset and parses its attributes. */
-static int bind_op(amd_node *n, const Onnx__NodeProto *p, int opset, amd_status *st) {
+int amd_node_bind(amd_node *n, const Onnx__NodeProto *p, int opset, amd_status *st) {
   const char *domain = p->domain ? p->domain : "";
   const char *op_type = p->op_type ? p->op_type : "";
   if (domain[0] && strcmp(domain, "ai.onnx") != 0)
@@ -204,7 +203,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     if (!n->name || !n->in || !n->out) return amd_fail(st, "out of memory");
     n->n_in = (int)p->n_input;
     n->n_out = (int)p->n_output;
-    if (bind_op(n, p, g->opset, st)) return -1;
+    if (amd_node_bind(n, p, g->opset, st)) return -1;
     for (size_t o = 0; o < p->n_output; o++) {
       const char *name = p->output[o] ? p->output[o] : "";
       if (!name[0]) {

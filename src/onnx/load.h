@@ -15,4 +15,9 @@ int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, 
                          amd_graph **out, amd_status *st);
 void amd_graph_free(amd_graph *g);
 
+struct Onnx__NodeProto;
+/* Binds node n (name, n_in, n_out already set) to the op of proto p at the
+ * given opset and parses its attributes; used by the loader and by op tests. */
+int amd_node_bind(amd_node *n, const struct Onnx__NodeProto *p, int opset, amd_status *st);
+
 #endif

@@ -38,10 +38,10 @@ typedef struct conv_attrs {
 
 /* Everything a forward pass needs, resolved against the actual input shapes. */
 typedef struct conv_geom {
-  int nsp;                                        /* spatial dimensions */
-  int64_t n, c, m, group, cg, mg;                 /* batch, channels in/out, per group */
+  int nsp;                        /* spatial dimensions */
+  int64_t n, c, m, group, cg, mg; /* batch, channels in/out, per group */
   int64_t in[SP], k[SP], out[SP], stride[SP], dil[SP], pad0[SP];
-  int64_t isize, osize, kvol;                     /* prod(in), prod(out), prod(k) */
+  int64_t isize, osize, kvol; /* prod(in), prod(out), prod(k) */
 } conv_geom;
 
 static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, int *n,
@@ -101,8 +101,7 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
   g->group = a->group;
   if (g->c % g->group != 0 || w->dims[1] * g->group != g->c)
     return amd_fail(st, "input has %lld channels but W %s with group %lld expects %lld", (long long)g->c,
-                    amd_shape_str(w, s1, sizeof s1), (long long)g->group,
-                    (long long)(w->dims[1] * g->group));
+                    amd_shape_str(w, s1, sizeof s1), (long long)g->group, (long long)(w->dims[1] * g->group));
   if (g->m % g->group != 0)
     return amd_fail(st, "%lld output channels (W dim 0) not divisible by group %lld", (long long)g->m,
                     (long long)g->group);
@@ -156,15 +155,15 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
     g->kvol *= g->k[d];
     continue;
   too_small:
-    return amd_fail(st, "kernel extent %lld (dilated) is larger than the padded input (%lld) in spatial "
-                        "dimension %d",
+    return amd_fail(st,
+                    "kernel extent %lld (dilated) is larger than the padded input (%lld) in spatial "
+                    "dimension %d",
                     (long long)ek, (long long)in, d);
   }
   return 0;
 }
 
-static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out,
-                      amd_status *st) {
+static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const conv_attrs *a = node->attrs;
   const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
   if (!x || !w) return amd_fail(st, "Conv needs inputs X and W");

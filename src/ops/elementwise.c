@@ -14,7 +14,11 @@
  *
  * Types: float, double, float16, bfloat16 (computed in float), and every
  * integer type. Integer add/sub/mul wrap (two's complement); integer division
- * truncates toward zero, and division by zero gives 0 instead of trapping. */
+ * truncates toward zero, and division by zero gives 0 instead of trapping.
+ *
+ * Backward (float, double) ACCUMULATES (+=) into the input gradients, summing
+ * over each operand's broadcast axes; see ew_backward. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -311,11 +315,151 @@ static int div_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   return ew_forward(OP_DIV, n, in, out, st);
 }
 
-#define EW_DESC(NAME, FWD)                                                                        \
-  const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
-                                .infer = ew_infer, .forward = FWD}
+/* ---- backward ----
+ *
+ * For output element i with operand offsets ia, ib (broadcast strides, 0 on
+ * broadcast axes): dA[ia] += g_i * dO/dA, dB[ib] += g_i * dO/dB, so the sum
+ * over broadcast axes falls out of the stride-0 walk. An operand that is
+ * broadcast (fewer elements than the output) accumulates in a double scratch
+ * buffer, added to din once at the end; a full-size operand accumulates in
+ * place. float and double only. */
 
-EW_DESC(Add, add_forward);
-EW_DESC(Sub, sub_forward);
-EW_DESC(Mul, mul_forward);
-EW_DESC(Div, div_forward);
+/* One row: n output elements; a, b, g, d point at the row's first element,
+ * with strides sa, sb (operands) and sd (the gradient being accumulated). */
+#define EW_BWD_ROW(T, ACC)                                                                          \
+  switch (op * 2 + which) {                                                                         \
+  case OP_ADD * 2: case OP_ADD * 2 + 1: case OP_SUB * 2:                                            \
+    for (int64_t i = 0; i < n; i++) d[i * sd] += (ACC)g[i];                                         \
+    break;                                                                                          \
+  case OP_SUB * 2 + 1:                                                                              \
+    for (int64_t i = 0; i < n; i++) d[i * sd] -= (ACC)g[i];                                         \
+    break;                                                                                          \
+  case OP_MUL * 2:                                                                                  \
+    for (int64_t i = 0; i < n; i++) d[i * sd] += (ACC)(g[i] * b[i * sb]);                           \
+    break;                                                                                          \
+  case OP_MUL * 2 + 1:                                                                              \
+    for (int64_t i = 0; i < n; i++) d[i * sd] += (ACC)(g[i] * a[i * sa]);                           \
+    break;                                                                                          \
+  case OP_DIV * 2:                                                                                  \
+    for (int64_t i = 0; i < n; i++) d[i * sd] += (ACC)(g[i] / b[i * sb]);                           \
+    break;                                                                                          \
+  default: /* d(a/b)/db = -a/b^2 */                                                                 \
+    for (int64_t i = 0; i < n; i++) {                                                               \
+      T y = b[i * sb];                                                                              \
+      d[i * sd] -= (ACC)(g[i] * a[i * sa] / (y * y));                                               \
+    }                                                                                               \
+    break;                                                                                          \
+  }
+
+#define EW_BWD_KERNEL(SUF, T, ACC)                                                                  \
+  static void ew_bwd_##SUF(int op, int which, const T *a, const T *b, const T *g, ACC *d, int64_t n, \
+                           int64_t sa, int64_t sb, int64_t sd) {                                    \
+    EW_BWD_ROW(T, ACC)                                                                              \
+  }
+
+EW_BWD_KERNEL(f32, float, float)
+EW_BWD_KERNEL(f32d, float, double)
+EW_BWD_KERNEL(f64, double, double)
+
+static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
+                       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  if (!dout[0]) return 0;
+  const amd_tensor *a = in[0], *o = &out[0];
+  amd_tensor bv;
+  if (ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  amd_dtype t = o->dtype;
+  if (t != AMD_FLOAT && t != AMD_DOUBLE)
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
+  int64_t total = amd_tensor_numel(o);
+  if (total == 0) return 0;
+
+  /* Collapse dims as the forward pass does (by both operands' strides). */
+  int64_t sa_full[AMD_MAX_RANK], sb_full[AMD_MAX_RANK];
+  amd_broadcast_strides(a, o, sa_full);
+  amd_broadcast_strides(&bv, o, sb_full);
+  int64_t dim[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK];
+  int nd = 0;
+  for (int i = 0; i < o->rank; i++) {
+    if (o->dims[i] == 1) continue;
+    if (nd > 0 && sa[nd - 1] == sa_full[i] * o->dims[i] && sb[nd - 1] == sb_full[i] * o->dims[i]) {
+      dim[nd - 1] *= o->dims[i];
+      sa[nd - 1] = sa_full[i];
+      sb[nd - 1] = sb_full[i];
+      continue;
+    }
+    dim[nd] = o->dims[i];
+    sa[nd] = sa_full[i];
+    sb[nd] = sb_full[i];
+    nd++;
+  }
+  if (nd == 0) {
+    dim[0] = 1, sa[0] = sb[0] = 0, nd = 1;
+  }
+
+  for (int which = 0; which < 2; which++) {
+    amd_tensor *dt = din[which];
+    if (!dt) continue;
+    const amd_tensor *operand = which ? &bv : a;
+    const int64_t *sd = which ? sb : sa;
+    int64_t nop = amd_tensor_numel(operand);
+    AMD_ASSERT(dt->dtype == t && amd_tensor_numel(dt) == nop);
+    double *scratch = NULL;
+    if (t == AMD_FLOAT && nop < total) {
+      scratch = calloc((size_t)nop, sizeof *scratch);
+      if (!scratch) return amd_fail(st, "out of memory");
+    }
+    int64_t inner = dim[nd - 1];
+    int64_t idx[AMD_MAX_RANK] = {0};
+    int64_t offa = 0, offb = 0;
+    for (int64_t done = 0; done < total; done += inner) {
+      int64_t offd = which ? offb : offa;
+      if (t == AMD_DOUBLE)
+        ew_bwd_f64(op, which, (const double *)a->data + offa, (const double *)bv.data + offb,
+                   (const double *)dout[0]->data + done, (double *)dt->data + offd, inner, sa[nd - 1],
+                   sb[nd - 1], sd[nd - 1]);
+      else if (scratch)
+        ew_bwd_f32d(op, which, (const float *)a->data + offa, (const float *)bv.data + offb,
+                    (const float *)dout[0]->data + done, scratch + offd, inner, sa[nd - 1], sb[nd - 1],
+                    sd[nd - 1]);
+      else
+        ew_bwd_f32(op, which, (const float *)a->data + offa, (const float *)bv.data + offb,
+                   (const float *)dout[0]->data + done, (float *)dt->data + offd, inner, sa[nd - 1],
+                   sb[nd - 1], sd[nd - 1]);
+      for (int d = nd - 2; d >= 0; d--) {
+        offa += sa[d];
+        offb += sb[d];
+        if (++idx[d] < dim[d]) break;
+        offa -= sa[d] * dim[d];
+        offb -= sb[d] * dim[d];
+        idx[d] = 0;
+      }
+    }
+    if (scratch) {
+      float *dd = dt->data;
+      for (int64_t i = 0; i < nop; i++) dd[i] += (float)scratch[i];
+      free(scratch);
+    }
+  }
+  return 0;
+}
+
+#define EW_BWD_FN(FN, OP)                                                                          \
+  static int FN(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out, \
+                const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {           \
+    (void)ctx;                                                                                     \
+    return ew_backward(OP, n, in, out, dout, din, st);                                             \
+  }
+
+EW_BWD_FN(add_backward, OP_ADD)
+EW_BWD_FN(sub_backward, OP_SUB)
+EW_BWD_FN(mul_backward, OP_MUL)
+EW_BWD_FN(div_backward, OP_DIV)
+
+#define EW_DESC(NAME, FWD, BWD)                                                                   \
+  const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
+                                .infer = ew_infer, .forward = FWD, .backward = BWD}
+
+EW_DESC(Add, add_forward, add_backward);
+EW_DESC(Sub, sub_forward, sub_backward);
+EW_DESC(Mul, mul_forward, mul_backward);
+EW_DESC(Div, div_forward, div_backward);

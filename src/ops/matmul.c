@@ -33,8 +33,7 @@ static int gemm_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) 
   return 0;
 }
 
-static int gemm_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out,
-                      amd_status *st) {
+static int gemm_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const gemm_attrs *a = node->attrs;
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL;
   char s1[128], s2[128];
@@ -85,8 +84,8 @@ static int gemm_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
       for (int64_t j = 0; j < N; j++) y[i * N + j] = c[i * rs + j * cs];
     beta = a->beta;
   }
-  amd_gemm(node->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, A->data, A->dims[1], B->data,
-           B->dims[1], beta, y, N);
+  amd_gemm(node->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, A->data, A->dims[1], B->data, B->dims[1],
+           beta, y, N);
   return 0;
 }
 
@@ -130,8 +129,7 @@ static int mm_shapes(const amd_tensor *A, const amd_tensor *B, mm_shape *s, amd_
   return 0;
 }
 
-static int matmul_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out,
-                        amd_status *st) {
+static int matmul_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   (void)node;
   const amd_tensor *A = in[0], *B = in[1];
   if (!A || !B) return amd_fail(st, "MatMul needs inputs A and B");
@@ -148,8 +146,8 @@ static int matmul_infer(const amd_node *node, const amd_tensor *const *in, amd_t
   return 0;
 }
 
-static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in,
-                          amd_tensor *out, amd_status *st) {
+static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                          amd_status *st) {
   (void)ctx;
   const amd_tensor *A = in[0], *B = in[1];
   mm_shape s;

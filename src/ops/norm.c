@@ -20,7 +20,17 @@
  *
  * Statistics and per-channel coefficients are computed in double; X and Y
  * may be float or double, the parameters float or double (opset 15 lets them
- * differ). */
+ * differ).
+ *
+ * Backward: gradients ACCUMULATE (+=) into dX, dscale, dB (buffers the
+ * autograd engine zeroed); only Y's gradient flows back (the statistics
+ * outputs are buffers, as in PyTorch). Inputs mean and var (running
+ * statistics) never get a gradient. With xhat = (x - m) / sqrt(v + eps) and
+ * sums over the channel's cnt elements:
+ *   dscale += sum(dy * xhat),  dB += sum(dy),
+ *   batch statistics (recomputed from X, biased variance):
+ *     dx += scale / sqrt(v + eps) * (dy - sum(dy) / cnt - xhat * sum(dy * xhat) / cnt),
+ *   running statistics (fixed): dx += scale / sqrt(v + eps) * dy. */
 #include <math.h>
 #include <string.h>
 
@@ -187,10 +197,97 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   return 0;
 }
 
+/* One channel's sums for backward: sum(dy), sum(dy * (x - m)). */
+#define BN_CHANNEL_SUMS(T)                                                                      \
+  do {                                                                                          \
+    const T *xs = x->data, *gs = dy->data;                                                      \
+    for (int64_t b = 0; b < batch; b++) {                                                       \
+      int64_t off = (b * ch + c) * sp;                                                          \
+      for (int64_t i = 0; i < sp; i++) {                                                        \
+        double gv = gs[off + i];                                                                \
+        sg += gv;                                                                               \
+        sgx += gv * ((double)xs[off + i] - m);                                                  \
+      }                                                                                         \
+    }                                                                                           \
+  } while (0)
+
+/* dx += k * (dy - c0 - (x - m) * c1) for one channel. */
+#define BN_DX(T)                                                                                \
+  do {                                                                                          \
+    const T *xs = x->data, *gs = dy->data;                                                      \
+    T *dxs = dx->data;                                                                          \
+    for (int64_t b = 0; b < batch; b++) {                                                       \
+      int64_t off = (b * ch + c) * sp;                                                          \
+      for (int64_t i = 0; i < sp; i++)                                                          \
+        dxs[off + i] += (T)(k * ((double)gs[off + i] - c0 - ((double)xs[off + i] - m) * c1));   \
+    }                                                                                           \
+  } while (0)
+
+static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                       const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                       amd_status *st) {
+  (void)out;
+  const bn_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *dy = dout[0];
+  amd_tensor *dx = din[0], *dscale = din[1], *dbias = din[2];
+  if (!dy || (!dx && !dscale && !dbias)) return 0;
+  if (!is_float_like(x->dtype) || dy->dtype != x->dtype)
+    return amd_fail(st, "BatchNormalization: no gradient for dtype %s", amd_dtype_name(x->dtype));
+  int64_t batch = x->dims[0], inner = 1;
+  for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
+  int64_t ch = bn_param_count(a, x), sp = a->spatial ? inner : 1, cnt = batch * sp;
+  int batch_stats = bn_use_batch_stats(n, ctx);
+  int f32 = x->dtype == AMD_FLOAT;
+  for (int64_t c = 0; c < ch; c++) {
+    double m, v;
+    if (batch_stats) { /* recompute exactly as forward does */
+      double s = 0, q = 0;
+      for (int64_t b = 0; b < batch; b++) {
+        int64_t off = (b * ch + c) * sp;
+        for (int64_t i = 0; i < sp; i++) s += f32 ? (double)((const float *)x->data)[off + i]
+                                                  : ((const double *)x->data)[off + i];
+      }
+      m = cnt > 0 ? s / (double)cnt : 0.0;
+      for (int64_t b = 0; b < batch; b++) {
+        int64_t off = (b * ch + c) * sp;
+        for (int64_t i = 0; i < sp; i++) {
+          double d = (f32 ? (double)((const float *)x->data)[off + i]
+                          : ((const double *)x->data)[off + i]) - m;
+          q += d * d;
+        }
+      }
+      v = cnt > 0 ? q / (double)cnt : 0.0;
+    } else {
+      m = amd_tensor_get_f64(in[3], c);
+      v = amd_tensor_get_f64(in[4], c);
+    }
+    double inv = 1.0 / sqrt(v + a->epsilon), sg = 0, sgx = 0;
+    if (f32)
+      BN_CHANNEL_SUMS(float);
+    else
+      BN_CHANNEL_SUMS(double);
+    if (dscale) amd_tensor_set_f64(dscale, c, amd_tensor_get_f64(dscale, c) + sgx * inv);
+    if (dbias) amd_tensor_set_f64(dbias, c, amd_tensor_get_f64(dbias, c) + sg);
+    if (!dx) continue;
+    double k = amd_tensor_get_f64(in[1], c) * inv, c0 = 0, c1 = 0;
+    if (batch_stats && cnt > 0) {
+      c0 = sg / (double)cnt;
+      c1 = sgx * inv * inv / (double)cnt;
+    }
+    if (f32)
+      BN_DX(float);
+    else
+      BN_DX(double);
+  }
+  return 0;
+}
+
 const amd_op amd_op_BatchNormalization = {
     .name = "BatchNormalization",
     .since = {1, 6, 7, 9, 14, 15},
     .parse = bn_parse,
     .infer = bn_infer,
     .forward = bn_forward,
+    .backward = bn_backward,
+    .nondiff_inputs = (1u << 3) | (1u << 4), /* running mean, var */
 };

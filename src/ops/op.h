@@ -30,6 +30,7 @@ typedef struct amd_ctx {
   /* Executor options (ops do not read these): shapes_only runs forward only for
    * nodes with a non-float output (the shape computations), leaving float
    * tensors zero; on_node, when set, is called after each node. */
+  const struct amd_backend *backend; /* NULL: the CPU backend */
   int shapes_only;
   void (*on_node)(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out);
   void *user;
@@ -43,6 +44,16 @@ typedef struct amd_op {
   int (*forward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                  amd_status *st);
   int is_gemm;            /* runs on the multiplier GEMM (Conv, Gemm, MatMul) */
+  /* Training: given dout[k], the gradient of the loss with respect to output k
+   * (NULL when none flows back to it), ACCUMULATE (+=) into din[k] the gradient
+   * with respect to input k, for each k with din[k] != NULL (the autograd
+   * engine passes NULL for inputs that need none, and zeroes the buffers once
+   * per step). in and out are the tensors of the forward pass with the same
+   * ctx (ctx->rng as it was before this node's forward). GEMM ops use
+   * node->mult for both backward GEMMs. NULL: the op cannot be trained through. */
+  int (*backward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                  const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st);
+  unsigned nondiff_inputs; /* bit k set: input k never gets a gradient (shapes, indices, running stats) */
 } amd_op;
 
 /* The table of every op (registry.c). */

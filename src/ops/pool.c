@@ -20,7 +20,15 @@
  * MaxPool's optional Indices output (int64) holds, per output element, the
  * flat index of the chosen input element in the whole X tensor:
  * plane * (D1*...*Dk) + the spatial offset, the spatial offset in row-major
- * order (storage_order=0) or column-major order (storage_order=1). */
+ * order (storage_order=0) or column-major order (storage_order=1).
+ *
+ * Backward (float and double): gradients ACCUMULATE (+=) into dX, which the
+ * autograd engine zeroed. MaxPool recomputes each window's argmax from X with
+ * the forward's rule (first in-bounds tap seeds, ties keep the first) and adds
+ * dY there; the Indices output gets no gradient. AveragePool spreads dY / count
+ * over the window's in-bounds taps, with the forward's count. GlobalMaxPool
+ * sends dY to the plane's first maximum (a NaN wins, as in forward);
+ * GlobalAveragePool spreads dY / plane size. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -459,6 +467,133 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   return 0;
 }
 
+/* ---- backward ---- */
+
+/* Generic N-d backward over POOL_LOOP: MaxPool sends dy to the recomputed
+ * argmax; AveragePool spreads dy/count over the in-bounds taps. */
+#define DEFINE_MAXPOOL_BWD(NAME, T)                                                          \
+  static void NAME(const pool_geom *g, const T *x, const T *dy, T *dx) {                     \
+    T best = -INFINITY;                                                                      \
+    int64_t bidx = -1;                                                                       \
+    POOL_LOOP(                                                                               \
+        g, (best = -INFINITY, bidx = -1),                                                    \
+        {                                                                                    \
+          T v = x[p * g->in_plane + off];                                                    \
+          if (bidx < 0 || v > best) {                                                        \
+            best = v;                                                                        \
+            bidx = off;                                                                      \
+          }                                                                                  \
+        },                                                                                   \
+        {                                                                                    \
+          if (bidx >= 0) dx[p * g->in_plane + bidx] += dy[p * g->out_plane + o];             \
+        })                                                                                   \
+  }
+
+DEFINE_MAXPOOL_BWD(maxpool_bwd_f32, float)
+DEFINE_MAXPOOL_BWD(maxpool_bwd_f64, double)
+
+#define DEFINE_AVGPOOL_BWD(NAME, T)                                                          \
+  static void NAME(const pool_geom *g, const T *dy, T *dx, int include_pad) {                \
+    T gv = 0;                                                                                \
+    POOL_LOOP(                                                                               \
+        g,                                                                                   \
+        {                                                                                    \
+          int64_t cnt = 1;                                                                   \
+          for (int i = 0; i < g->nk; i++)                                                    \
+            cnt *= include_pad ? win_padded_count(g, i, st0[i]) : hi[i] - lo[i];             \
+          gv = cnt > 0 ? (T)(dy[p * g->out_plane + o] / (double)cnt) : (T)0;                 \
+        },                                                                                   \
+        { dx[p * g->in_plane + off] += gv; }, (void)0)                                       \
+  }
+
+DEFINE_AVGPOOL_BWD(avgpool_bwd_f32, float)
+DEFINE_AVGPOOL_BWD(avgpool_bwd_f64, double)
+
+/* 2-D backward fast paths (same window tables and tap order as forward). */
+#define DEFINE_POOL2D_BWD(NAME, T)                                                           \
+  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x,         \
+                   const T *dy, T *dx, int is_max, int include_pad) {                        \
+    const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
+    for (int64_t p = 0; p < g->planes; p++) {                                                \
+      const T *xp = x + p * g->in_plane, *gp = dy + p * g->out_plane;                        \
+      T *dxp = dx + p * g->in_plane;                                                         \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                  \
+        const win1d h = wh[oh];                                                              \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                \
+          const win1d w = ww[ow];                                                            \
+          if (h.lo >= h.hi || w.lo >= w.hi) continue;                                        \
+          if (is_max) {                                                                      \
+            int64_t bi = (h.start + h.lo * dh) * W + w.start + w.lo * dw;                    \
+            T best = xp[bi];                                                                 \
+            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                       \
+              int64_t r = (h.start + kh * dh) * W + w.start;                                 \
+              for (int64_t kw = w.lo; kw < w.hi; kw++)                                       \
+                if (xp[r + kw * dw] > best) {                                                \
+                  best = xp[r + kw * dw];                                                    \
+                  bi = r + kw * dw;                                                          \
+                }                                                                            \
+            }                                                                                \
+            dxp[bi] += gp[oh * OW + ow];                                                     \
+          } else {                                                                           \
+            int64_t cnt = include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo); \
+            if (cnt <= 0) continue;                                                          \
+            T gv = (T)(gp[oh * OW + ow] / (double)cnt);                                      \
+            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                       \
+              T *row = dxp + (h.start + kh * dh) * W + w.start;                              \
+              for (int64_t kw = w.lo; kw < w.hi; kw++) row[kw * dw] += gv;                   \
+            }                                                                                \
+          }                                                                                  \
+        }                                                                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+DEFINE_POOL2D_BWD(pool2d_bwd_f32, float)
+DEFINE_POOL2D_BWD(pool2d_bwd_f64, double)
+
+static int pool_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                         const amd_tensor *out, const amd_tensor *const *dout,
+                         amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  (void)out;
+  const pool_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *dy = dout[0];
+  amd_tensor *dx = din[0];
+  if (!dy || !dx) return 0;
+  if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
+    return amd_fail(st, "%s: no gradient for dtype %s", n->op->name, amd_dtype_name(x->dtype));
+  pool_geom g;
+  if (pool_geometry(a, x, &g, st)) return -1;
+  int is_max = a->kind == POOL_MAX, cip = a->count_include_pad, f32 = x->dtype == AMD_FLOAT;
+  if (g.nk == 2) {
+    win1d *wh = win_table(&g, 0), *ww = win_table(&g, 1);
+    if (!wh || !ww) {
+      free(wh);
+      free(ww);
+      return amd_fail(st, "out of memory");
+    }
+    if (f32)
+      pool2d_bwd_f32(&g, wh, ww, x->data, dy->data, dx->data, is_max, cip);
+    else
+      pool2d_bwd_f64(&g, wh, ww, x->data, dy->data, dx->data, is_max, cip);
+    free(wh);
+    free(ww);
+    return 0;
+  }
+  if (is_max) {
+    if (f32)
+      maxpool_bwd_f32(&g, x->data, dy->data, dx->data);
+    else
+      maxpool_bwd_f64(&g, x->data, dy->data, dx->data);
+  } else {
+    if (f32)
+      avgpool_bwd_f32(&g, dy->data, dx->data, cip);
+    else
+      avgpool_bwd_f64(&g, dy->data, dx->data, cip);
+  }
+  return 0;
+}
+
 /* ---- global pools ---- */
 
 static int global_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
@@ -524,12 +659,61 @@ static int gmp_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   return global_forward(n, in[0], &out[0], 1, st);
 }
 
+extern const amd_op amd_op_GlobalMaxPool;
+
+/* Global pools backward: one plane of `inner` elements per (n, c). */
+#define DEFINE_GLOBAL_BWD(NAME, T)                                                           \
+  static void NAME(const T *x, const T *dy, T *dx, int64_t planes, int64_t inner,            \
+                   int is_max) {                                                             \
+    for (int64_t p = 0; p < planes; p++) {                                                   \
+      const T *xp = x + p * inner;                                                           \
+      T *dxp = dx + p * inner;                                                               \
+      if (is_max) {                                                                          \
+        T m = -INFINITY;                                                                     \
+        int64_t bi = -1;                                                                     \
+        for (int64_t i = 0; i < inner; i++)                                                  \
+          if (xp[i] > m || isnan(xp[i])) {                                                   \
+            m = xp[i];                                                                       \
+            bi = i;                                                                          \
+          }                                                                                  \
+        if (bi >= 0) dxp[bi] += dy[p];                                                       \
+      } else if (inner > 0) {                                                                \
+        T gv = (T)(dy[p] / (double)inner);                                                   \
+        for (int64_t i = 0; i < inner; i++) dxp[i] += gv;                                    \
+      }                                                                                      \
+    }                                                                                        \
+  }
+
+DEFINE_GLOBAL_BWD(global_bwd_f32, float)
+DEFINE_GLOBAL_BWD(global_bwd_f64, double)
+
+static int global_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                           const amd_tensor *out, const amd_tensor *const *dout,
+                           amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  (void)out;
+  const amd_tensor *x = in[0], *dy = dout[0];
+  amd_tensor *dx = din[0];
+  if (!dy || !dx) return 0;
+  int is_max = n->op == &amd_op_GlobalMaxPool;
+  int64_t planes = x->dims[0] * x->dims[1], inner = 1;
+  for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
+  if (x->dtype == AMD_FLOAT)
+    global_bwd_f32(x->data, dy->data, dx->data, planes, inner, is_max);
+  else if (x->dtype == AMD_DOUBLE)
+    global_bwd_f64(x->data, dy->data, dx->data, planes, inner, is_max);
+  else
+    return amd_fail(st, "%s: no gradient for dtype %s", n->op->name, amd_dtype_name(x->dtype));
+  return 0;
+}
+
 const amd_op amd_op_MaxPool = {
     .name = "MaxPool",
     .since = {1, 8, 10, 11, 12},
     .parse = maxpool_parse,
     .infer = pool_infer,
     .forward = pool_forward,
+    .backward = pool_backward,
 };
 const amd_op amd_op_AveragePool = {
     .name = "AveragePool",
@@ -537,16 +721,19 @@ const amd_op amd_op_AveragePool = {
     .parse = avgpool_parse,
     .infer = pool_infer,
     .forward = pool_forward,
+    .backward = pool_backward,
 };
 const amd_op amd_op_GlobalAveragePool = {
     .name = "GlobalAveragePool",
     .since = {1},
     .infer = global_infer,
     .forward = gap_forward,
+    .backward = global_backward,
 };
 const amd_op amd_op_GlobalMaxPool = {
     .name = "GlobalMaxPool",
     .since = {1},
     .infer = global_infer,
     .forward = gmp_forward,
+    .backward = global_backward,
 };

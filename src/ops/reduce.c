@@ -11,9 +11,13 @@
  * (double for floating types, int64 / uint64 for integers); the innermost dim
  * is either one running accumulator (reduced) or a contiguous output run (kept).
  * Empty reductions give 0 (Sum), NaN (Mean) and -inf / the type minimum (Max).
- * Integer means truncate toward zero, as numpy's mean cast back does. */
+ * Integer means truncate toward zero, as numpy's mean cast back does.
+ *
+ * Backward (float, double) ACCUMULATES (+=) into din[0]; ReduceMax sends the
+ * gradient to the first maximum only. The axes input is not differentiable. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -350,11 +354,100 @@ RED_OP(sum, RED_SUM)
 RED_OP(mean, RED_MEAN)
 RED_OP(max, RED_MAX)
 
+/* ---- backward (float, double; ACCUMULATES += into din[0]) ----
+ * Sum: dx[i] += g[o(i)]; Mean: dx[i] += g[o(i)] / count; Max: the whole
+ * g[o] goes to the first input element (in memory order, which is the
+ * row-major order of the reduced dims) equal to the output max. */
+
+#define RED_BWD_KERNEL(SUF, T)                                                                   \
+  static void red_bwd_##SUF(int kind, const T *x, const T *y, const T *g, T *dx, double scale,   \
+                            unsigned char *done, const red_plan *p) {                            \
+    RED_WALK(p, {                                                                                \
+      const T *row = x + xi;                                                                     \
+      T *drow = dx + xi;                                                                         \
+      if (kind != RED_MAX) {                                                                     \
+        if (p->inner_reduced) {                                                                  \
+          T v = (T)(g[oi] * scale);                                                              \
+          for (int64_t i = 0; i < inner; i++) drow[i] += v;                                      \
+        } else {                                                                                 \
+          for (int64_t i = 0; i < inner; i++) drow[i] += (T)(g[oi + i] * scale);                 \
+        }                                                                                        \
+      } else {                                                                                   \
+        for (int64_t i = 0; i < inner; i++) {                                                    \
+          int64_t o = p->inner_reduced ? oi : oi + i;                                            \
+          if (!done[o] && row[i] == y[o]) {                                                      \
+            drow[i] += g[o];                                                                     \
+            done[o] = 1;                                                                         \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    });                                                                                          \
+  }
+
+RED_BWD_KERNEL(f32, float)
+RED_BWD_KERNEL(f64, double)
+
+static int red_backward_kind(int kind, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
+                             const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  if (!dout[0] || !din[0]) return 0;
+  const amd_tensor *x = in[0];
+  amd_tensor *dx = din[0];
+  amd_dtype t = x->dtype;
+  if (t != AMD_FLOAT && t != AMD_DOUBLE)
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
+  int mask[AMD_MAX_RANK];
+  int r = red_mask(n, in, mask, st);
+  if (r < 0) return -1;
+  int64_t n_in = amd_tensor_numel(x);
+  if (r == 1) { /* no-op: pass-through */
+    if (t == AMD_FLOAT) {
+      float *d = dx->data;
+      const float *g = dout[0]->data;
+      for (int64_t i = 0; i < n_in; i++) d[i] += g[i];
+    } else {
+      double *d = dx->data;
+      const double *g = dout[0]->data;
+      for (int64_t i = 0; i < n_in; i++) d[i] += g[i];
+    }
+    return 0;
+  }
+  if (n_in == 0) return 0;
+  red_plan p;
+  red_make_plan(x, mask, &p);
+  double scale = kind == RED_MEAN ? (double)p.n_out / (double)n_in : 1.0;
+  unsigned char *done = NULL;
+  if (kind == RED_MAX) {
+    done = calloc((size_t)p.n_out, 1);
+    if (!done) return amd_fail(st, "out of memory");
+  }
+  if (t == AMD_FLOAT)
+    red_bwd_f32(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, &p);
+  else
+    red_bwd_f64(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, &p);
+  free(done);
+  return 0;
+}
+
+#define RED_BWD(FN, KIND)                                                                         \
+  static int FN##_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,           \
+                           const amd_tensor *out, const amd_tensor *const *dout,                  \
+                           amd_tensor *const *din, amd_status *st) {                              \
+    (void)ctx;                                                                                    \
+    return red_backward_kind(KIND, n, in, out, dout, din, st);                                    \
+  }
+
+RED_BWD(sum, RED_SUM)
+RED_BWD(mean, RED_MEAN)
+RED_BWD(max, RED_MAX)
+
 const amd_op amd_op_ReduceMean = {.name = "ReduceMean", .since = {1, 11, 13, 18},
                                   .parse = mean_max_parse, .infer = mean_infer,
-                                  .forward = mean_forward};
+                                  .forward = mean_forward, .backward = mean_backward,
+                                  .nondiff_inputs = 1u << 1};
 const amd_op amd_op_ReduceSum = {.name = "ReduceSum", .since = {1, 11, 13}, .parse = sum_parse,
-                                 .infer = sum_infer, .forward = sum_forward};
+                                 .infer = sum_infer, .forward = sum_forward, .backward = sum_backward,
+                                 .nondiff_inputs = 1u << 1};
 const amd_op amd_op_ReduceMax = {.name = "ReduceMax", .since = {1, 11, 12, 13, 18, 20},
                                  .parse = mean_max_parse, .infer = max_infer,
-                                 .forward = max_forward};
+                                 .forward = max_forward, .backward = max_backward,
+                                 .nondiff_inputs = 1u << 1};

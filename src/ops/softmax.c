@@ -7,8 +7,12 @@
  *
  * Numerically stable: x - max is exponentiated; sums accumulate in double.
  * LogSoftmax is (x - max) - log(sum exp(x - max)).
- * Types: float, double; float16 / bfloat16 are computed in float. */
+ * Types: float, double; float16 / bfloat16 are computed in float.
+ *
+ * Backward (float, double) works from the forward output and ACCUMULATES (+=)
+ * into din[0]. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -171,7 +175,70 @@ static int logsoftmax_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor 
   return sm_forward_kind(1, n, in, out, st);
 }
 
+/* ---- backward (float, double; ACCUMULATES += into din[0]) ----
+ * From the forward output y along each softmax slice:
+ *   Softmax:    dx = y * (g - sum(g * y))
+ *   LogSoftmax: dx = g - exp(y) * sum(g)
+ * Sums in double; `acc` holds one per column (inner of them). */
+#define SM_BWD_KERNEL(SUF, T, EXP)                                                                  \
+  static void sm_bwd_##SUF(const T *y, const T *g, T *dx, int64_t outer, int64_t len, int64_t inner, \
+                           int is_log, double *acc) {                                               \
+    for (int64_t r = 0; r < outer; r++) {                                                           \
+      const T *yr = y + r * len * inner, *gr = g + r * len * inner;                                 \
+      T *dr = dx + r * len * inner;                                                                 \
+      for (int64_t j = 0; j < inner; j++) acc[j] = 0;                                               \
+      for (int64_t i = 0; i < len; i++)                                                             \
+        for (int64_t j = 0; j < inner; j++)                                                         \
+          acc[j] += is_log ? (double)gr[i * inner + j] : (double)gr[i * inner + j] * yr[i * inner + j]; \
+      for (int64_t i = 0; i < len; i++)                                                             \
+        for (int64_t j = 0; j < inner; j++) {                                                       \
+          int64_t k = i * inner + j;                                                                \
+          if (is_log)                                                                               \
+            dr[k] += (T)(gr[k] - EXP(yr[k]) * acc[j]);                                              \
+          else                                                                                      \
+            dr[k] += (T)(yr[k] * (gr[k] - acc[j]));                                                 \
+        }                                                                                           \
+    }                                                                                               \
+  }
+
+SM_BWD_KERNEL(f32, float, exp)
+SM_BWD_KERNEL(f64, double, exp)
+
+static int sm_backward_kind(int is_log, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
+                            const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  if (!dout[0] || !din[0]) return 0;
+  const amd_tensor *x = in[0];
+  if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(x->dtype));
+  int64_t outer, len, inner;
+  if (sm_view(n, x, &outer, &len, &inner, st)) return -1;
+  if (amd_tensor_numel(x) == 0 || len == 0) return 0;
+  double *acc = malloc((size_t)inner * sizeof *acc);
+  if (!acc) return amd_fail(st, "out of memory");
+  if (x->dtype == AMD_FLOAT)
+    sm_bwd_f32(out[0].data, dout[0]->data, din[0]->data, outer, len, inner, is_log, acc);
+  else
+    sm_bwd_f64(out[0].data, dout[0]->data, din[0]->data, outer, len, inner, is_log, acc);
+  free(acc);
+  return 0;
+}
+
+static int softmax_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                            const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                            amd_status *st) {
+  (void)ctx;
+  return sm_backward_kind(0, n, in, out, dout, din, st);
+}
+static int logsoftmax_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                               const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                               amd_status *st) {
+  (void)ctx;
+  return sm_backward_kind(1, n, in, out, dout, din, st);
+}
+
 const amd_op amd_op_Softmax = {.name = "Softmax", .since = {1, 11, 13}, .parse = sm_parse,
-                               .infer = sm_infer, .forward = softmax_forward};
+                               .infer = sm_infer, .forward = softmax_forward,
+                               .backward = softmax_backward};
 const amd_op amd_op_LogSoftmax = {.name = "LogSoftmax", .since = {1, 11, 13}, .parse = sm_parse,
-                                  .infer = sm_infer, .forward = logsoftmax_forward};
+                                  .infer = sm_infer, .forward = logsoftmax_forward,
+                                  .backward = logsoftmax_backward};

@@ -16,9 +16,7 @@
 #include "core/tensor.h"
 #include "onnx/tensor_proto.h"
 
-static int is_numeric(amd_dtype t) {
-  return amd_dtype_size(t) != 0 && t != AMD_STRING;
-}
+static int is_numeric(amd_dtype t) { return amd_dtype_size(t) != 0 && t != AMD_STRING; }
 
 int main(int argc, char **argv) {
   if (argc != 3 && argc != 4) {
@@ -86,15 +84,14 @@ int main(int argc, char **argv) {
     }
   }
   double tol = rel_tol * max_abs;
-  printf("max diff %g (tolerance %g = %g * max|expected| %g) over %lld elements\n", max_diff, tol,
-         rel_tol, max_abs, (long long)n);
+  printf("max diff %g (tolerance %g = %g * max|expected| %g) over %lld elements\n", max_diff, tol, rel_tol,
+         max_abs, (long long)n);
   if (worst >= 0)
     printf("worst at flat index %lld: expected %.9g, got %.9g\n", (long long)worst,
            amd_tensor_get_f64(&exp, worst), amd_tensor_get_f64(&act, worst));
   if (nan_bad) {
-    printf("FAIL: %lld NaN mismatches (first at flat index %lld: expected %g, got %g)\n",
-           (long long)nan_bad, (long long)first_nan, amd_tensor_get_f64(&exp, first_nan),
-           amd_tensor_get_f64(&act, first_nan));
+    printf("FAIL: %lld NaN mismatches (first at flat index %lld: expected %g, got %g)\n", (long long)nan_bad,
+           (long long)first_nan, amd_tensor_get_f64(&exp, first_nan), amd_tensor_get_f64(&act, first_nan));
     goto done;
   }
   if (!(max_diff <= tol)) {

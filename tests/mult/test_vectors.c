@@ -39,8 +39,8 @@ int main(int argc, char **argv) {
       if (vec_same(want, got)) {
         ok++;
       } else if (shown++ < SHOW_MISMATCHES) {
-        printf("  %s row %d: a=%08X b=%08X want %08X (%.9g) got %08X (%.9g)\n", vt.names[c], r + 1,
-               a, b, want, vec_f(want), got, vec_f(got));
+        printf("  %s row %d: a=%08X b=%08X want %08X (%.9g) got %08X (%.9g)\n", vt.names[c], r + 1, a, b,
+               want, vec_f(want), got, vec_f(got));
       }
     }
     printf("%-6s %4d / %d rows match%s\n", vt.names[c], ok, vt.nrows, ok == vt.nrows ? "" : "  FAIL");

@@ -13,8 +13,8 @@
 #define VEC_MAX_COLS 16
 
 typedef struct vec_table {
-  int ncols;                      /* including a and b */
-  char names[VEC_MAX_COLS][32];   /* column names, names[0] = "a", names[1] = "b" */
+  int ncols;                    /* including a and b */
+  char names[VEC_MAX_COLS][32]; /* column names, names[0] = "a", names[1] = "b" */
   int nrows;
   uint32_t (*rows)[VEC_MAX_COLS]; /* rows[r][c] */
 } vec_table;
@@ -78,7 +78,7 @@ static int vec_read(const char *path, vec_table *vt) {
         fclose(f);
         return -1;
       }
-      vt->rows = p;
+      vt->rows = (uint32_t(*)[VEC_MAX_COLS])p; /* cast: also compiles as C++/CUDA */
     }
     for (int c = 0; c < n; c++) {
       char *end;
