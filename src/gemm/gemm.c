@@ -21,6 +21,8 @@
  *   amd_mult_product(mult, a, b), accumulated in fp32 (simple and exact to the
  *   mode's contract; vectorising it is a later step).
  *
+ * Products with at most SMALL_M rows skip the packing (see small_m).
+ *
  * Accumulation: each K block's products are summed in fp32 in k order, then
  * C = alpha * sum + beta * C for the first K block (C is not read when
  * beta == 0) and C += alpha * sum for the following ones. */
@@ -227,6 +229,73 @@ static void pack_b_panel(const float *B, int64_t ldb, int trans_b, int64_t j0, i
   }
 }
 
+/* Few rows (M <= SMALL_M) on the acc32 path: matrix-vector-like products
+ * (a classifier at batch 1, depthwise convolution) would waste most of an
+ * MR-row tile and pay for packing B, so they run unpacked, one chunk of at
+ * most SMALL_NC columns at a time. Compiled per ISA with target_clones. */
+enum { SMALL_M = 4, SMALL_NC = 512 };
+
+#ifdef AMD_GEMM_X86
+#define AMD_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AMD_ISA_CLONES
+#endif
+
+AMD_ISA_CLONES static void small_m_chunk(int trans_a, int trans_b, int64_t M, int64_t j0, int64_t nc,
+                                         int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+                                         int64_t ldb, float beta, float *C, int64_t ldc) {
+  float acc[SMALL_M][SMALL_NC];
+  const int64_t sa_i = trans_a ? 1 : lda, sa_k = trans_a ? lda : 1; /* op(A)(i,k) strides */
+  if (!trans_b) {
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < nc; j++) acc[i][j] = 0;
+    for (int64_t k = 0; k < K; k++) {
+      const float *row = B + k * ldb + j0;
+      for (int64_t i = 0; i < M; i++) {
+        const float a = A[i * sa_i + k * sa_k];
+        float *ac = acc[i];
+        for (int64_t j = 0; j < nc; j++) ac[j] += a * row[j];
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < nc; j++) {
+        const float *brow = B + (j0 + j) * ldb, *arow = A + i * sa_i;
+        float s = 0;
+        AMD_PRAGMA(omp simd reduction(+ : s))
+        for (int64_t k = 0; k < K; k++) s += arow[k * sa_k] * brow[k];
+        acc[i][j] = s;
+      }
+  }
+  for (int64_t i = 0; i < M; i++) {
+    float *c = C + i * ldc + j0;
+    if (beta == 0)
+      for (int64_t j = 0; j < nc; j++) c[j] = alpha * acc[i][j];
+    else
+      for (int64_t j = 0; j < nc; j++) c[j] = alpha * acc[i][j] + beta * c[j];
+  }
+}
+
+static void small_m(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  int64_t nc = SMALL_NC;
+  const int par = (double)M * (double)N * (double)K >= 1048576.0;
+  (void)par; /* unused without OpenMP */
+#ifdef _OPENMP
+  if (par) { /* enough chunks for every thread */
+    int64_t per = (N + 2 * omp_get_max_threads() - 1) / (2 * omp_get_max_threads());
+    per = (per + 15) / 16 * 16;
+    if (per < nc) nc = per < 64 ? 64 : per;
+  }
+#endif
+  const int64_t nchunks = (N + nc - 1) / nc;
+  AMD_PRAGMA(omp parallel for schedule(dynamic, 1) if (par))
+  for (int64_t q = 0; q < nchunks; q++) {
+    const int64_t j0 = q * nc, w = N - j0 < nc ? N - j0 : nc;
+    small_m_chunk(trans_a, trans_b, M, j0, w, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
 /* C = beta * C (K == 0: no products). */
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
   for (int64_t i = 0; i < M; i++)
@@ -241,8 +310,12 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
     scale_c(M, N, beta, C, ldc);
     return;
   }
-  const kernel_choice kern = kernel();
   const int fast = !mult || mult->mode == AMD_MODE_ACC32;
+  if (fast && M <= SMALL_M) {
+    small_m(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  const kernel_choice kern = kernel();
   const int MR = kern.mr, NR = kern.nr;
   const int64_t MC = (int64_t)MC_PANELS * MR;
   int64_t nc_t = (int64_t)NC_PANELS * NR;
@@ -251,6 +324,7 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
    * the fast kernel; the per-product path is much slower per product). */
   const double work = (double)M * (double)N * (double)K;
   const int par = work >= (fast ? 1048576.0 : 32768.0);
+  (void)par; /* unused without OpenMP */
   int64_t tiles_m = (M + MC - 1) / MC, tiles_n = (N + nc_t - 1) / nc_t;
 #ifdef _OPENMP
   if (par) {

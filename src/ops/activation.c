@@ -349,57 +349,56 @@ static int clip_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
 }
 
-
 /* ---- backward ---- */
 
-#define BWD_ARGS                                                                                \
-  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,          \
+#define BWD_ARGS                                                                                             \
+  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,                       \
       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st
 
 /* dx[i] += dy[i] * (DERIV), with v = x[i] and u = y[i] (the forward output). */
-#define GRAD_MAP(T, DERIV)                                                                      \
-  do {                                                                                          \
-    const T *xs_ = (const T *)x->data, *us_ = (const T *)y->data, *gs_ = (const T *)dy->data;   \
-    T *dxs_ = (T *)dx->data;                                                                    \
-    for (int64_t i_ = 0; i_ < nel; i_++) {                                                      \
-      T v = xs_[i_], u = us_[i_], g = gs_[i_];                                                  \
-      (void)v;                                                                                  \
-      (void)u;                                                                                  \
-      dxs_[i_] += (T)(DERIV);                                                                   \
-    }                                                                                           \
+#define GRAD_MAP(T, DERIV)                                                                                   \
+  do {                                                                                                       \
+    const T *xs_ = (const T *)x->data, *us_ = (const T *)y->data, *gs_ = (const T *)dy->data;                \
+    T *dxs_ = (T *)dx->data;                                                                                 \
+    for (int64_t i_ = 0; i_ < nel; i_++) {                                                                   \
+      T v = xs_[i_], u = us_[i_], g = gs_[i_];                                                               \
+      (void)v;                                                                                               \
+      (void)u;                                                                                               \
+      dxs_[i_] += (T)(DERIV);                                                                                \
+    }                                                                                                        \
   } while (0)
 
 /* Common checks; sets up x, y, dy, dx, nel. Returns early (0) when there is
  * nothing to do. */
-#define BWD_SETUP                                                                               \
-  (void)ctx;                                                                                    \
-  const amd_tensor *x = in[0], *y = &out[0], *dy = dout[0];                                     \
-  amd_tensor *dx = din[0];                                                                      \
-  if (!dy || !dx) return 0;                                                                     \
-  if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)                                          \
-    return amd_fail(st, "%s: no gradient for dtype %s", n->op->name, amd_dtype_name(x->dtype)); \
+#define BWD_SETUP                                                                                            \
+  (void)ctx;                                                                                                 \
+  const amd_tensor *x = in[0], *y = &out[0], *dy = dout[0];                                                  \
+  amd_tensor *dx = din[0];                                                                                   \
+  if (!dy || !dx) return 0;                                                                                  \
+  if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)                                                       \
+    return amd_fail(st, "%s: no gradient for dtype %s", n->op->name, amd_dtype_name(x->dtype));              \
   int64_t nel = amd_tensor_numel(x)
 
 /* An elementwise backward with derivative expressions EF (float) and ED (double). */
-#define UNARY_BWD(NAME, EF, ED)                                                                 \
-  static int NAME##_backward(BWD_ARGS) {                                                        \
-    BWD_SETUP;                                                                                  \
-    if (x->dtype == AMD_FLOAT)                                                                  \
-      GRAD_MAP(float, EF);                                                                      \
-    else                                                                                        \
-      GRAD_MAP(double, ED);                                                                     \
-    return 0;                                                                                   \
+#define UNARY_BWD(NAME, EF, ED)                                                                              \
+  static int NAME##_backward(BWD_ARGS) {                                                                     \
+    BWD_SETUP;                                                                                               \
+    if (x->dtype == AMD_FLOAT)                                                                               \
+      GRAD_MAP(float, EF);                                                                                   \
+    else                                                                                                     \
+      GRAD_MAP(double, ED);                                                                                  \
+    return 0;                                                                                                \
   }
 
 UNARY_BWD(relu, v > 0 ? g : 0.0f, v > 0 ? g : 0.0)
-UNARY_BWD(sigmoid, g * u * (1.0f - u), g * u * (1.0 - u))
-UNARY_BWD(tanh, g * (1.0f - u * u), g * (1.0 - u * u))
-UNARY_BWD(exp, g * u, g * u)
+UNARY_BWD(sigmoid, g *u *(1.0f - u), g *u *(1.0 - u))
+UNARY_BWD(tanh, g *(1.0f - u * u), g *(1.0 - u * u))
+UNARY_BWD(exp, g *u, g *u)
 UNARY_BWD(log, g / v, g / v)
 UNARY_BWD(sqrt, g * 0.5f / u, g * 0.5 / u)
 UNARY_BWD(neg, -g, -g)
 UNARY_BWD(abs, v > 0 ? g : (v < 0 ? -g : 0.0f), v > 0 ? g : (v < 0 ? -g : 0.0))
-UNARY_BWD(reciprocal, -g * u * u, -g * u * u)
+UNARY_BWD(reciprocal, -g *u *u, -g *u *u)
 
 static int leakyrelu_backward(BWD_ARGS) {
   BWD_SETUP;
@@ -436,26 +435,26 @@ static int clip_backward(BWD_ARGS) {
 }
 
 /* dX += x < 0 ? s * dY : dY;  dS (broadcast-reduced, in the scratch acc) += x < 0 ? x * dY : 0. */
-#define PRELU_BWD_LOOP(T)                                                                       \
-  do {                                                                                          \
-    const T *xs = (const T *)x->data, *ss = (const T *)s->data, *gs = (const T *)dy->data;      \
-    T *dxs = dx ? (T *)dx->data : NULL;                                                         \
-    int64_t idx[AMD_MAX_RANK] = {0}, so = 0;                                                    \
-    for (int64_t i = 0; i < nel; i++) {                                                         \
-      T v = xs[i], g = gs[i];                                                                   \
-      if (v < 0) {                                                                              \
-        if (dxs) dxs[i] += ss[so] * g;                                                          \
-        if (acc) acc[so] += (double)v * (double)g;                                              \
-      } else if (dxs) {                                                                         \
-        dxs[i] += g;                                                                            \
-      }                                                                                         \
-      for (int d = x->rank - 1; d >= 0; d--) {                                                  \
-        so += str[d];                                                                           \
-        if (++idx[d] < x->dims[d]) break;                                                       \
-        so -= str[d] * idx[d];                                                                  \
-        idx[d] = 0;                                                                             \
-      }                                                                                         \
-    }                                                                                           \
+#define PRELU_BWD_LOOP(T)                                                                                    \
+  do {                                                                                                       \
+    const T *xs = (const T *)x->data, *ss = (const T *)s->data, *gs = (const T *)dy->data;                   \
+    T *dxs = dx ? (T *)dx->data : NULL;                                                                      \
+    int64_t idx[AMD_MAX_RANK] = {0}, so = 0;                                                                 \
+    for (int64_t i = 0; i < nel; i++) {                                                                      \
+      T v = xs[i], g = gs[i];                                                                                \
+      if (v < 0) {                                                                                           \
+        if (dxs) dxs[i] += ss[so] * g;                                                                       \
+        if (acc) acc[so] += (double)v * (double)g;                                                           \
+      } else if (dxs) {                                                                                      \
+        dxs[i] += g;                                                                                         \
+      }                                                                                                      \
+      for (int d = x->rank - 1; d >= 0; d--) {                                                               \
+        so += str[d];                                                                                        \
+        if (++idx[d] < x->dims[d]) break;                                                                    \
+        so -= str[d] * idx[d];                                                                               \
+        idx[d] = 0;                                                                                          \
+      }                                                                                                      \
+    }                                                                                                        \
   } while (0)
 
 static int prelu_backward(BWD_ARGS) {
@@ -484,40 +483,54 @@ static int prelu_backward(BWD_ARGS) {
   return 0;
 }
 
-const amd_op amd_op_Relu = {.name = "Relu", .since = {1, 6, 13, 14},
-                            .infer = relu_infer, .forward = relu_forward,
+const amd_op amd_op_Relu = {.name = "Relu",
+                            .since = {1, 6, 13, 14},
+                            .infer = relu_infer,
+                            .forward = relu_forward,
                             .backward = relu_backward};
-const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu", .since = {1, 6, 16}, .parse = leakyrelu_parse,
-                                 .infer = leakyrelu_infer, .forward = leakyrelu_forward,
-                            .backward = leakyrelu_backward};
-const amd_op amd_op_PRelu = {.name = "PRelu", .since = {1, 6, 7, 9, 16},
-                             .infer = prelu_infer, .forward = prelu_forward,
-                            .backward = prelu_backward};
-const amd_op amd_op_Sigmoid = {.name = "Sigmoid", .since = {1, 6, 13},
-                               .infer = sigmoid_infer, .forward = sigmoid_forward,
-                            .backward = sigmoid_backward};
-const amd_op amd_op_Tanh = {.name = "Tanh", .since = {1, 6, 13},
-                            .infer = tanh_infer, .forward = tanh_forward,
+const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu",
+                                 .since = {1, 6, 16},
+                                 .parse = leakyrelu_parse,
+                                 .infer = leakyrelu_infer,
+                                 .forward = leakyrelu_forward,
+                                 .backward = leakyrelu_backward};
+const amd_op amd_op_PRelu = {.name = "PRelu",
+                             .since = {1, 6, 7, 9, 16},
+                             .infer = prelu_infer,
+                             .forward = prelu_forward,
+                             .backward = prelu_backward};
+const amd_op amd_op_Sigmoid = {.name = "Sigmoid",
+                               .since = {1, 6, 13},
+                               .infer = sigmoid_infer,
+                               .forward = sigmoid_forward,
+                               .backward = sigmoid_backward};
+const amd_op amd_op_Tanh = {.name = "Tanh",
+                            .since = {1, 6, 13},
+                            .infer = tanh_infer,
+                            .forward = tanh_forward,
                             .backward = tanh_backward};
-const amd_op amd_op_Clip = {.name = "Clip", .since = {1, 6, 11, 12, 13}, .parse = clip_parse,
-                            .infer = clip_infer, .forward = clip_forward,
+const amd_op amd_op_Clip = {.name = "Clip",
+                            .since = {1, 6, 11, 12, 13},
+                            .parse = clip_parse,
+                            .infer = clip_infer,
+                            .forward = clip_forward,
                             .backward = clip_backward,
                             .nondiff_inputs = 0x6u};
-const amd_op amd_op_Exp = {.name = "Exp", .since = {1, 6, 13},
-                           .infer = exp_infer, .forward = exp_forward,
-                            .backward = exp_backward};
-const amd_op amd_op_Log = {.name = "Log", .since = {1, 6, 13},
-                           .infer = log_infer, .forward = log_forward,
-                            .backward = log_backward};
-const amd_op amd_op_Sqrt = {.name = "Sqrt", .since = {1, 6, 13},
-                            .infer = sqrt_infer, .forward = sqrt_forward,
+const amd_op amd_op_Exp = {
+    .name = "Exp", .since = {1, 6, 13}, .infer = exp_infer, .forward = exp_forward, .backward = exp_backward};
+const amd_op amd_op_Log = {
+    .name = "Log", .since = {1, 6, 13}, .infer = log_infer, .forward = log_forward, .backward = log_backward};
+const amd_op amd_op_Sqrt = {.name = "Sqrt",
+                            .since = {1, 6, 13},
+                            .infer = sqrt_infer,
+                            .forward = sqrt_forward,
                             .backward = sqrt_backward};
-const amd_op amd_op_Neg = {.name = "Neg", .since = {1, 6, 13},
-                           .infer = neg_infer, .forward = neg_forward,
-                            .backward = neg_backward};
-const amd_op amd_op_Abs = {.name = "Abs", .since = {1, 6, 13},
-                           .infer = abs_infer, .forward = abs_forward,
-                            .backward = abs_backward};
-const amd_op amd_op_Reciprocal = {.name = "Reciprocal", .since = {1, 6, 13},
-                                  .infer = reciprocal_infer, .forward = reciprocal_forward,
-                            .backward = reciprocal_backward};
+const amd_op amd_op_Neg = {
+    .name = "Neg", .since = {1, 6, 13}, .infer = neg_infer, .forward = neg_forward, .backward = neg_backward};
+const amd_op amd_op_Abs = {
+    .name = "Abs", .since = {1, 6, 13}, .infer = abs_infer, .forward = abs_forward, .backward = abs_backward};
+const amd_op amd_op_Reciprocal = {.name = "Reciprocal",
+                                  .since = {1, 6, 13},
+                                  .infer = reciprocal_infer,
+                                  .forward = reciprocal_forward,
+                                  .backward = reciprocal_backward};

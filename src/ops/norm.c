@@ -198,34 +198,33 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
 }
 
 /* One channel's sums for backward: sum(dy), sum(dy * (x - m)). */
-#define BN_CHANNEL_SUMS(T)                                                                      \
-  do {                                                                                          \
-    const T *xs = x->data, *gs = dy->data;                                                      \
-    for (int64_t b = 0; b < batch; b++) {                                                       \
-      int64_t off = (b * ch + c) * sp;                                                          \
-      for (int64_t i = 0; i < sp; i++) {                                                        \
-        double gv = gs[off + i];                                                                \
-        sg += gv;                                                                               \
-        sgx += gv * ((double)xs[off + i] - m);                                                  \
-      }                                                                                         \
-    }                                                                                           \
+#define BN_CHANNEL_SUMS(T)                                                                                   \
+  do {                                                                                                       \
+    const T *xs = x->data, *gs = dy->data;                                                                   \
+    for (int64_t b = 0; b < batch; b++) {                                                                    \
+      int64_t off = (b * ch + c) * sp;                                                                       \
+      for (int64_t i = 0; i < sp; i++) {                                                                     \
+        double gv = gs[off + i];                                                                             \
+        sg += gv;                                                                                            \
+        sgx += gv * ((double)xs[off + i] - m);                                                               \
+      }                                                                                                      \
+    }                                                                                                        \
   } while (0)
 
 /* dx += k * (dy - c0 - (x - m) * c1) for one channel. */
-#define BN_DX(T)                                                                                \
-  do {                                                                                          \
-    const T *xs = x->data, *gs = dy->data;                                                      \
-    T *dxs = dx->data;                                                                          \
-    for (int64_t b = 0; b < batch; b++) {                                                       \
-      int64_t off = (b * ch + c) * sp;                                                          \
-      for (int64_t i = 0; i < sp; i++)                                                          \
-        dxs[off + i] += (T)(k * ((double)gs[off + i] - c0 - ((double)xs[off + i] - m) * c1));   \
-    }                                                                                           \
+#define BN_DX(T)                                                                                             \
+  do {                                                                                                       \
+    const T *xs = x->data, *gs = dy->data;                                                                   \
+    T *dxs = dx->data;                                                                                       \
+    for (int64_t b = 0; b < batch; b++) {                                                                    \
+      int64_t off = (b * ch + c) * sp;                                                                       \
+      for (int64_t i = 0; i < sp; i++)                                                                       \
+        dxs[off + i] += (T)(k * ((double)gs[off + i] - c0 - ((double)xs[off + i] - m) * c1));                \
+    }                                                                                                        \
   } while (0)
 
-static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                       const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
-                       amd_status *st) {
+static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)out;
   const bn_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *dy = dout[0];
@@ -244,15 +243,15 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
       double s = 0, q = 0;
       for (int64_t b = 0; b < batch; b++) {
         int64_t off = (b * ch + c) * sp;
-        for (int64_t i = 0; i < sp; i++) s += f32 ? (double)((const float *)x->data)[off + i]
-                                                  : ((const double *)x->data)[off + i];
+        for (int64_t i = 0; i < sp; i++)
+          s += f32 ? (double)((const float *)x->data)[off + i] : ((const double *)x->data)[off + i];
       }
       m = cnt > 0 ? s / (double)cnt : 0.0;
       for (int64_t b = 0; b < batch; b++) {
         int64_t off = (b * ch + c) * sp;
         for (int64_t i = 0; i < sp; i++) {
-          double d = (f32 ? (double)((const float *)x->data)[off + i]
-                          : ((const double *)x->data)[off + i]) - m;
+          double d =
+              (f32 ? (double)((const float *)x->data)[off + i] : ((const double *)x->data)[off + i]) - m;
           q += d * d;
         }
       }

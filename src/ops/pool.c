@@ -471,89 +471,88 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 
 /* Generic N-d backward over POOL_LOOP: MaxPool sends dy to the recomputed
  * argmax; AveragePool spreads dy/count over the in-bounds taps. */
-#define DEFINE_MAXPOOL_BWD(NAME, T)                                                          \
-  static void NAME(const pool_geom *g, const T *x, const T *dy, T *dx) {                     \
-    T best = -INFINITY;                                                                      \
-    int64_t bidx = -1;                                                                       \
-    POOL_LOOP(                                                                               \
-        g, (best = -INFINITY, bidx = -1),                                                    \
-        {                                                                                    \
-          T v = x[p * g->in_plane + off];                                                    \
-          if (bidx < 0 || v > best) {                                                        \
-            best = v;                                                                        \
-            bidx = off;                                                                      \
-          }                                                                                  \
-        },                                                                                   \
-        {                                                                                    \
-          if (bidx >= 0) dx[p * g->in_plane + bidx] += dy[p * g->out_plane + o];             \
-        })                                                                                   \
+#define DEFINE_MAXPOOL_BWD(NAME, T)                                                                          \
+  static void NAME(const pool_geom *g, const T *x, const T *dy, T *dx) {                                     \
+    T best = -INFINITY;                                                                                      \
+    int64_t bidx = -1;                                                                                       \
+    POOL_LOOP(                                                                                               \
+        g, (best = -INFINITY, bidx = -1),                                                                    \
+        {                                                                                                    \
+          T v = x[p * g->in_plane + off];                                                                    \
+          if (bidx < 0 || v > best) {                                                                        \
+            best = v;                                                                                        \
+            bidx = off;                                                                                      \
+          }                                                                                                  \
+        },                                                                                                   \
+        {                                                                                                    \
+          if (bidx >= 0) dx[p * g->in_plane + bidx] += dy[p * g->out_plane + o];                             \
+        })                                                                                                   \
   }
 
 DEFINE_MAXPOOL_BWD(maxpool_bwd_f32, float)
 DEFINE_MAXPOOL_BWD(maxpool_bwd_f64, double)
 
-#define DEFINE_AVGPOOL_BWD(NAME, T)                                                          \
-  static void NAME(const pool_geom *g, const T *dy, T *dx, int include_pad) {                \
-    T gv = 0;                                                                                \
-    POOL_LOOP(                                                                               \
-        g,                                                                                   \
-        {                                                                                    \
-          int64_t cnt = 1;                                                                   \
-          for (int i = 0; i < g->nk; i++)                                                    \
-            cnt *= include_pad ? win_padded_count(g, i, st0[i]) : hi[i] - lo[i];             \
-          gv = cnt > 0 ? (T)(dy[p * g->out_plane + o] / (double)cnt) : (T)0;                 \
-        },                                                                                   \
-        { dx[p * g->in_plane + off] += gv; }, (void)0)                                       \
+#define DEFINE_AVGPOOL_BWD(NAME, T)                                                                          \
+  static void NAME(const pool_geom *g, const T *dy, T *dx, int include_pad) {                                \
+    T gv = 0;                                                                                                \
+    POOL_LOOP(                                                                                               \
+        g,                                                                                                   \
+        {                                                                                                    \
+          int64_t cnt = 1;                                                                                   \
+          for (int i = 0; i < g->nk; i++)                                                                    \
+            cnt *= include_pad ? win_padded_count(g, i, st0[i]) : hi[i] - lo[i];                             \
+          gv = cnt > 0 ? (T)(dy[p * g->out_plane + o] / (double)cnt) : (T)0;                                 \
+        },                                                                                                   \
+        { dx[p * g->in_plane + off] += gv; }, (void)0)                                                       \
   }
 
 DEFINE_AVGPOOL_BWD(avgpool_bwd_f32, float)
 DEFINE_AVGPOOL_BWD(avgpool_bwd_f64, double)
 
 /* 2-D backward fast paths (same window tables and tap order as forward). */
-#define DEFINE_POOL2D_BWD(NAME, T)                                                           \
-  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x,         \
-                   const T *dy, T *dx, int is_max, int include_pad) {                        \
-    const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
-    for (int64_t p = 0; p < g->planes; p++) {                                                \
-      const T *xp = x + p * g->in_plane, *gp = dy + p * g->out_plane;                        \
-      T *dxp = dx + p * g->in_plane;                                                         \
-      for (int64_t oh = 0; oh < OH; oh++) {                                                  \
-        const win1d h = wh[oh];                                                              \
-        for (int64_t ow = 0; ow < OW; ow++) {                                                \
-          const win1d w = ww[ow];                                                            \
-          if (h.lo >= h.hi || w.lo >= w.hi) continue;                                        \
-          if (is_max) {                                                                      \
-            int64_t bi = (h.start + h.lo * dh) * W + w.start + w.lo * dw;                    \
-            T best = xp[bi];                                                                 \
-            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                       \
-              int64_t r = (h.start + kh * dh) * W + w.start;                                 \
-              for (int64_t kw = w.lo; kw < w.hi; kw++)                                       \
-                if (xp[r + kw * dw] > best) {                                                \
-                  best = xp[r + kw * dw];                                                    \
-                  bi = r + kw * dw;                                                          \
-                }                                                                            \
-            }                                                                                \
-            dxp[bi] += gp[oh * OW + ow];                                                     \
-          } else {                                                                           \
-            int64_t cnt = include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo); \
-            if (cnt <= 0) continue;                                                          \
-            T gv = (T)(gp[oh * OW + ow] / (double)cnt);                                      \
-            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                       \
-              T *row = dxp + (h.start + kh * dh) * W + w.start;                              \
-              for (int64_t kw = w.lo; kw < w.hi; kw++) row[kw * dw] += gv;                   \
-            }                                                                                \
-          }                                                                                  \
-        }                                                                                    \
-      }                                                                                      \
-    }                                                                                        \
+#define DEFINE_POOL2D_BWD(NAME, T)                                                                           \
+  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, const T *dy, T *dx,     \
+                   int is_max, int include_pad) {                                                            \
+    const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];                  \
+    for (int64_t p = 0; p < g->planes; p++) {                                                                \
+      const T *xp = x + p * g->in_plane, *gp = dy + p * g->out_plane;                                        \
+      T *dxp = dx + p * g->in_plane;                                                                         \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                                  \
+        const win1d h = wh[oh];                                                                              \
+        for (int64_t ow = 0; ow < OW; ow++) {                                                                \
+          const win1d w = ww[ow];                                                                            \
+          if (h.lo >= h.hi || w.lo >= w.hi) continue;                                                        \
+          if (is_max) {                                                                                      \
+            int64_t bi = (h.start + h.lo * dh) * W + w.start + w.lo * dw;                                    \
+            T best = xp[bi];                                                                                 \
+            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                                       \
+              int64_t r = (h.start + kh * dh) * W + w.start;                                                 \
+              for (int64_t kw = w.lo; kw < w.hi; kw++)                                                       \
+                if (xp[r + kw * dw] > best) {                                                                \
+                  best = xp[r + kw * dw];                                                                    \
+                  bi = r + kw * dw;                                                                          \
+                }                                                                                            \
+            }                                                                                                \
+            dxp[bi] += gp[oh * OW + ow];                                                                     \
+          } else {                                                                                           \
+            int64_t cnt = include_pad ? h.padded * w.padded : (h.hi - h.lo) * (w.hi - w.lo);                 \
+            if (cnt <= 0) continue;                                                                          \
+            T gv = (T)(gp[oh * OW + ow] / (double)cnt);                                                      \
+            for (int64_t kh = h.lo; kh < h.hi; kh++) {                                                       \
+              T *row = dxp + (h.start + kh * dh) * W + w.start;                                              \
+              for (int64_t kw = w.lo; kw < w.hi; kw++) row[kw * dw] += gv;                                   \
+            }                                                                                                \
+          }                                                                                                  \
+        }                                                                                                    \
+      }                                                                                                      \
+    }                                                                                                        \
   }
 
 DEFINE_POOL2D_BWD(pool2d_bwd_f32, float)
 DEFINE_POOL2D_BWD(pool2d_bwd_f64, double)
 
-static int pool_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                         const amd_tensor *out, const amd_tensor *const *dout,
-                         amd_tensor *const *din, amd_status *st) {
+static int pool_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx;
   (void)out;
   const pool_attrs *a = n->attrs;
@@ -662,34 +661,33 @@ static int gmp_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
 extern const amd_op amd_op_GlobalMaxPool;
 
 /* Global pools backward: one plane of `inner` elements per (n, c). */
-#define DEFINE_GLOBAL_BWD(NAME, T)                                                           \
-  static void NAME(const T *x, const T *dy, T *dx, int64_t planes, int64_t inner,            \
-                   int is_max) {                                                             \
-    for (int64_t p = 0; p < planes; p++) {                                                   \
-      const T *xp = x + p * inner;                                                           \
-      T *dxp = dx + p * inner;                                                               \
-      if (is_max) {                                                                          \
-        T m = -INFINITY;                                                                     \
-        int64_t bi = -1;                                                                     \
-        for (int64_t i = 0; i < inner; i++)                                                  \
-          if (xp[i] > m || isnan(xp[i])) {                                                   \
-            m = xp[i];                                                                       \
-            bi = i;                                                                          \
-          }                                                                                  \
-        if (bi >= 0) dxp[bi] += dy[p];                                                       \
-      } else if (inner > 0) {                                                                \
-        T gv = (T)(dy[p] / (double)inner);                                                   \
-        for (int64_t i = 0; i < inner; i++) dxp[i] += gv;                                    \
-      }                                                                                      \
-    }                                                                                        \
+#define DEFINE_GLOBAL_BWD(NAME, T)                                                                           \
+  static void NAME(const T *x, const T *dy, T *dx, int64_t planes, int64_t inner, int is_max) {              \
+    for (int64_t p = 0; p < planes; p++) {                                                                   \
+      const T *xp = x + p * inner;                                                                           \
+      T *dxp = dx + p * inner;                                                                               \
+      if (is_max) {                                                                                          \
+        T m = -INFINITY;                                                                                     \
+        int64_t bi = -1;                                                                                     \
+        for (int64_t i = 0; i < inner; i++)                                                                  \
+          if (xp[i] > m || isnan(xp[i])) {                                                                   \
+            m = xp[i];                                                                                       \
+            bi = i;                                                                                          \
+          }                                                                                                  \
+        if (bi >= 0) dxp[bi] += dy[p];                                                                       \
+      } else if (inner > 0) {                                                                                \
+        T gv = (T)(dy[p] / (double)inner);                                                                   \
+        for (int64_t i = 0; i < inner; i++) dxp[i] += gv;                                                    \
+      }                                                                                                      \
+    }                                                                                                        \
   }
 
 DEFINE_GLOBAL_BWD(global_bwd_f32, float)
 DEFINE_GLOBAL_BWD(global_bwd_f64, double)
 
 static int global_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                           const amd_tensor *out, const amd_tensor *const *dout,
-                           amd_tensor *const *din, amd_status *st) {
+                           const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                           amd_status *st) {
   (void)ctx;
   (void)out;
   const amd_tensor *x = in[0], *dy = dout[0];

@@ -140,7 +140,7 @@ typedef struct {
 } red_plan;
 
 static void red_make_plan(const amd_tensor *x, const int *mask, red_plan *p) {
-  int red[AMD_MAX_RANK];
+  int red[AMD_MAX_RANK] = {0};
   p->nd = 0;
   p->n_in = amd_tensor_numel(x);
   for (int d = 0; d < x->rank; d++) {

@@ -9,7 +9,13 @@
  * - Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze axes, Pad's pads,
  *   Dropout's ratio / training_mode) are host tensors read during infer.
  * - Attributes are parsed once into a per-op struct (node->attrs, one block).
- *   Constant stores its tensor's data in the same block, right after the struct. */
+ *   Constant stores its tensor's data in the same block, right after the struct.
+ * - Backward (float and double gradients only) ACCUMULATES (+=) into din[k]
+ *   where din[k] != NULL. Reshape-like ops add the gradient through; Transpose
+ *   scatters it back; Concat splits it; Gather scatter-adds; Pad crops it and,
+ *   in reflect / edge / wrap mode, adds the copies back to their sources;
+ *   Dropout regenerates the forward mask from ctx->rng (which the engine
+ *   restores to its pre-forward value). Shape, Constant and Cast have none. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +126,38 @@ static int forward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   return 0;
 }
 
+/* ---- backward helpers ---- */
+
+static int grad_dtype_ok(amd_dtype t, amd_status *st) {
+  if (t != AMD_FLOAT && t != AMD_DOUBLE)
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
+  return 0;
+}
+
+/* dst[i] += src[i] for n elements of dtype t (float or double). */
+static void grad_add(amd_dtype t, void *dst, const void *src, int64_t n) {
+  if (t == AMD_FLOAT) {
+    float *d = dst;
+    const float *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    double *d = dst;
+    const double *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  }
+}
+
+/* Backward of every op whose output is its first input's bytes (reshapes). */
+static int backward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)n, (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  if (grad_dtype_ok(in[0]->dtype, st)) return -1;
+  AMD_ASSERT(amd_tensor_numel(dout[0]) == amd_tensor_numel(din[0]));
+  grad_add(in[0]->dtype, din[0]->data, dout[0]->data, amd_tensor_numel(din[0]));
+  return 0;
+}
+
 /* A single int64 axis attribute (Flatten, Concat, Gather). */
 typedef struct axis_attrs {
   int64_t axis;
@@ -151,7 +189,8 @@ const amd_op amd_op_Flatten = {.name = "Flatten",
                                .since = {1, 9, 11, 13},
                                .parse = flatten_parse,
                                .infer = flatten_infer,
-                               .forward = forward_copy};
+                               .forward = forward_copy,
+                               .backward = backward_copy};
 
 /* ---------------------------------------------------------------- Reshape */
 
@@ -242,7 +281,9 @@ const amd_op amd_op_Reshape = {.name = "Reshape",
                                .since = {1, 5, 13, 14},
                                .parse = reshape_parse,
                                .infer = reshape_infer,
-                               .forward = forward_copy};
+                               .forward = forward_copy,
+                               .backward = backward_copy,
+                               .nondiff_inputs = 1u << 1};
 
 /* ---------------------------------------------------------------- Transpose */
 
@@ -305,11 +346,61 @@ static int transpose_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *
   return 0;
 }
 
+/* dx[sum idx_j * dstr_j] += dy[idx] over dy's shape (a bijection). */
+#define TRANSPOSE_BWD(SUF, T)                                                                     \
+  static void transpose_bwd_##SUF(T *dx, const T *dy, int rank, const int64_t *dims,              \
+                                  const int64_t *dstr) {                                          \
+    int64_t idx[AMD_MAX_RANK] = {0};                                                              \
+    int64_t inner = dims[rank - 1], istr = dstr[rank - 1], off = 0;                               \
+    for (;;) {                                                                                    \
+      for (int64_t i = 0; i < inner; i++) dx[off + i * istr] += *dy++;                            \
+      int ax = rank - 2;                                                                          \
+      for (; ax >= 0; ax--) {                                                                     \
+        off += dstr[ax];                                                                          \
+        if (++idx[ax] < dims[ax]) break;                                                          \
+        off -= dstr[ax] * dims[ax];                                                               \
+        idx[ax] = 0;                                                                              \
+      }                                                                                           \
+      if (ax < 0) break;                                                                          \
+    }                                                                                             \
+  }
+
+TRANSPOSE_BWD(f32, float)
+TRANSPOSE_BWD(f64, double)
+
+static int transpose_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                              const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                              amd_status *st) {
+  (void)ctx;
+  if (!dout[0] || !din[0]) return 0;
+  const amd_tensor *x = in[0];
+  if (grad_dtype_ok(x->dtype, st)) return -1;
+  if (amd_tensor_numel(x) == 0) return 0;
+  if (x->rank == 0) {
+    grad_add(x->dtype, din[0]->data, dout[0]->data, 1);
+    return 0;
+  }
+  int perm[AMD_MAX_RANK];
+  if (transpose_perm(n->attrs, x->rank, perm, st)) return -1;
+  int64_t xstr[AMD_MAX_RANK], dstr[AMD_MAX_RANK], s = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    xstr[i] = s;
+    s *= x->dims[i];
+  }
+  for (int i = 0; i < x->rank; i++) dstr[i] = xstr[perm[i]];
+  if (x->dtype == AMD_FLOAT)
+    transpose_bwd_f32(din[0]->data, dout[0]->data, out[0].rank, out[0].dims, dstr);
+  else
+    transpose_bwd_f64(din[0]->data, dout[0]->data, out[0].rank, out[0].dims, dstr);
+  return 0;
+}
+
 const amd_op amd_op_Transpose = {.name = "Transpose",
                                  .since = {1, 13},
                                  .parse = transpose_parse,
                                  .infer = transpose_infer,
-                                 .forward = transpose_forward};
+                                 .forward = transpose_forward,
+                                 .backward = transpose_backward};
 
 /* ---------------------------------------------------------------- Squeeze / Unsqueeze */
 
@@ -374,7 +465,9 @@ const amd_op amd_op_Squeeze = {.name = "Squeeze",
                                .since = {1, 11, 13},
                                .parse = axes_parse,
                                .infer = squeeze_infer,
-                               .forward = forward_copy};
+                               .forward = forward_copy,
+                               .backward = backward_copy,
+                               .nondiff_inputs = 1u << 1};
 
 static int unsqueeze_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const amd_tensor *x = in[0];
@@ -403,7 +496,9 @@ const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze",
                                  .since = {1, 11, 13},
                                  .parse = axes_parse,
                                  .infer = unsqueeze_infer,
-                                 .forward = forward_copy};
+                                 .forward = forward_copy,
+                                 .backward = backward_copy,
+                                 .nondiff_inputs = 1u << 1};
 
 /* ---------------------------------------------------------------- Concat */
 
@@ -464,11 +559,34 @@ static int concat_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *con
   return 0;
 }
 
+static int concat_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                           const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  if (!dout[0]) return 0;
+  const axis_attrs *a = n->attrs;
+  amd_dtype t = out[0].dtype;
+  if (grad_dtype_ok(t, st)) return -1;
+  int axis = amd_axis(a->axis, out[0].rank, st);
+  if (axis < 0) return -1;
+  size_t es = amd_dtype_size(t);
+  int64_t outer = dims_prod(out[0].dims, 0, axis), inner = dims_prod(out[0].dims, axis + 1, out[0].rank);
+  const char *g = dout[0]->data;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int k = 0; k < n->n_in; k++) {
+      int64_t block = in[k]->dims[axis] * inner;
+      if (din[k] && block) grad_add(t, (char *)din[k]->data + (size_t)(o * block) * es, g, block);
+      g += (size_t)block * es;
+    }
+  }
+  return 0;
+}
+
 const amd_op amd_op_Concat = {.name = "Concat",
                               .since = {1, 4, 11, 13},
                               .parse = concat_parse,
                               .infer = concat_infer,
-                              .forward = concat_forward};
+                              .forward = concat_forward,
+                              .backward = concat_backward};
 
 /* ---------------------------------------------------------------- Shape */
 
@@ -584,11 +702,43 @@ static int gather_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *con
   return 0;
 }
 
+/* Scatter-add: dx[o, idx[j], :] += dy[o, j, :] (repeated indices add up). */
+static int gather_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                           const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  const axis_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *idx = in[1];
+  if (grad_dtype_ok(x->dtype, st)) return -1;
+  int axis = amd_axis(a->axis, x->rank, st);
+  if (axis < 0) return -1;
+  size_t es = amd_dtype_size(x->dtype);
+  int64_t outer = dims_prod(x->dims, 0, axis), dim = x->dims[axis];
+  int64_t inner = dims_prod(x->dims, axis + 1, x->rank);
+  int64_t cnt = amd_tensor_numel(idx);
+  const char *g = dout[0]->data;
+  char *d = din[0]->data;
+  for (int64_t o = 0; o < outer; o++) {
+    char *base = d + (size_t)(o * dim * inner) * es;
+    for (int64_t j = 0; j < cnt; j++, g += (size_t)inner * es) {
+      int64_t v = amd_tensor_get_i64(idx, j);
+      if (v < 0) v += dim;
+      if (v < 0 || v >= dim)
+        return amd_fail(st, "index %lld out of range for axis %d of size %lld",
+                        (long long)amd_tensor_get_i64(idx, j), axis, (long long)dim);
+      grad_add(x->dtype, base + (size_t)(v * inner) * es, g, inner);
+    }
+  }
+  return 0;
+}
+
 const amd_op amd_op_Gather = {.name = "Gather",
                               .since = {1, 11, 13},
                               .parse = gather_parse,
                               .infer = gather_infer,
-                              .forward = gather_forward};
+                              .forward = gather_forward,
+                              .backward = gather_backward,
+                              .nondiff_inputs = 1u << 1};
 
 /* ---------------------------------------------------------------- Identity */
 
@@ -601,7 +751,8 @@ static int identity_infer(const amd_node *n, const amd_tensor *const *in, amd_te
 }
 
 const amd_op amd_op_Identity = {
-    .name = "Identity", .since = {1, 13, 14, 16}, .infer = identity_infer, .forward = forward_copy};
+    .name = "Identity", .since = {1, 13, 14, 16}, .infer = identity_infer, .forward = forward_copy,
+    .backward = backward_copy};
 
 /* ---------------------------------------------------------------- Constant */
 
@@ -801,16 +952,24 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* The ratio and whether this pass drops (shared by forward and backward). */
+static void dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
+                         int *training) {
+  const dropout_attrs *a = n->attrs;
+  *ratio = a->ratio;
+  *training = ctx && ctx->training;
+  if (n->since >= 12) {
+    *ratio = n->n_in > 1 && in[1] ? amd_tensor_get_f64(in[1], 0) : 0.5;
+    if (n->n_in > 2 && in[2] && amd_tensor_get_i64(in[2], 0)) *training = 1;
+  }
+}
+
 static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                            amd_status *st) {
-  const dropout_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
-  double ratio = a->ratio;
-  int training = ctx && ctx->training;
-  if (n->since >= 12) {
-    ratio = n->n_in > 1 && in[1] ? amd_tensor_get_f64(in[1], 0) : 0.5;
-    if (n->n_in > 2 && in[2] && amd_tensor_get_i64(in[2], 0)) training = 1;
-  }
+  double ratio;
+  int training;
+  dropout_mode(n, ctx, in, &ratio, &training);
   int has_mask = n->n_out > 1 && n->out[1] >= 0 && out[1].data;
   int64_t cnt = amd_tensor_numel(x);
   if (!training || ratio == 0) {
@@ -834,11 +993,45 @@ static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   return 0;
 }
 
+/* dx += g * keep * scale, with keep drawn exactly as forward drew it (from a
+ * copy of ctx->rng, which holds the state it had before forward). */
+static int dropout_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                            const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                            amd_status *st) {
+  (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  const amd_tensor *x = in[0];
+  if (grad_dtype_ok(x->dtype, st)) return -1;
+  double ratio;
+  int training;
+  dropout_mode(n, ctx, in, &ratio, &training);
+  int64_t cnt = amd_tensor_numel(x);
+  if (!training || ratio == 0) {
+    grad_add(x->dtype, din[0]->data, dout[0]->data, cnt);
+    return 0;
+  }
+  if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
+  AMD_ASSERT(ctx);
+  uint64_t rng = ctx->rng;
+  double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  for (int64_t i = 0; i < cnt; i++) {
+    double u = (double)(splitmix64(&rng) >> 11) * 0x1.0p-53;
+    if (u < ratio) continue;
+    if (x->dtype == AMD_FLOAT)
+      ((float *)din[0]->data)[i] += (float)(((const float *)dout[0]->data)[i] * scale);
+    else
+      ((double *)din[0]->data)[i] += ((const double *)dout[0]->data)[i] * scale;
+  }
+  return 0;
+}
+
 const amd_op amd_op_Dropout = {.name = "Dropout",
                                .since = {1, 6, 7, 10, 12, 13},
                                .parse = dropout_parse,
                                .infer = dropout_infer,
-                               .forward = dropout_forward};
+                               .forward = dropout_forward,
+                               .backward = dropout_backward,
+                               .nondiff_inputs = (1u << 1) | (1u << 2)};
 
 /* ---------------------------------------------------------------- Pad */
 
@@ -957,6 +1150,34 @@ static int64_t pad_map(int mode, int64_t i, int64_t lo, int64_t len, int64_t pb)
   }
 }
 
+/* Per-axis index maps from output to input (-1: fill) in one malloc'd block
+ * (returned; the caller frees it; NULL with st set on failure): map[i][k] is
+ * the input index along axis i for output index k. Also x's strides. */
+static int64_t *pad_maps(int mode, const amd_tensor *x, const amd_tensor *y, const int64_t *begin,
+                         const int64_t *end, int64_t **map, int64_t *xstr, amd_status *st) {
+  int rank = x->rank;
+  int64_t map_len = 0;
+  for (int i = 0; i < rank; i++) map_len += y->dims[i];
+  int64_t *maps = malloc((size_t)(map_len > 0 ? map_len : 1) * sizeof *maps);
+  if (!maps) {
+    amd_fail(st, "out of memory");
+    return NULL;
+  }
+  int64_t off = 0, s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    xstr[i] = s;
+    s *= x->dims[i];
+  }
+  for (int i = 0; i < rank; i++) {
+    map[i] = maps + off;
+    off += y->dims[i];
+    int64_t lo = begin[i] < 0 ? -begin[i] : 0, hi = x->dims[i] - (end[i] < 0 ? -end[i] : 0);
+    int64_t pb = begin[i] > 0 ? begin[i] : 0;
+    for (int64_t k = 0; k < y->dims[i]; k++) map[i][k] = pad_map(mode, k, lo, hi - lo, pb);
+  }
+  return maps;
+}
+
 static int pad_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
   (void)ctx;
@@ -985,24 +1206,9 @@ static int pad_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
     memcpy(y->data, x->data, es);
     return 0;
   }
-  /* per-axis index maps from output to input (-1: fill) */
-  int64_t map_len = 0;
-  for (int i = 0; i < rank; i++) map_len += y->dims[i];
-  int64_t *maps = malloc((size_t)map_len * sizeof *maps);
-  if (!maps) return amd_fail(st, "out of memory");
   int64_t *map[AMD_MAX_RANK], xstr[AMD_MAX_RANK];
-  int64_t off = 0, s = 1;
-  for (int i = rank - 1; i >= 0; i--) {
-    xstr[i] = s;
-    s *= x->dims[i];
-  }
-  for (int i = 0; i < rank; i++) {
-    map[i] = maps + off;
-    off += y->dims[i];
-    int64_t lo = begin[i] < 0 ? -begin[i] : 0, hi = x->dims[i] - (end[i] < 0 ? -end[i] : 0);
-    int64_t pb = begin[i] > 0 ? begin[i] : 0;
-    for (int64_t k = 0; k < y->dims[i]; k++) map[i][k] = pad_map(a->mode, k, lo, hi - lo, pb);
-  }
+  int64_t *maps = pad_maps(a->mode, x, y, begin, end, map, xstr, st);
+  if (!maps) return -1;
 
   int64_t idx[AMD_MAX_RANK] = {0};
   int64_t inner = y->dims[rank - 1];
@@ -1032,8 +1238,68 @@ static int pad_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   return 0;
 }
 
+/* dx[map(k)] += dy[k] for every output element k that copies an input
+ * element: cropping for constant mode, and the mirrored / edge / wrapped
+ * copies added back to their sources in the other modes. */
+#define PAD_BWD(SUF, T)                                                                            \
+  static void pad_bwd_##SUF(T *dx, const T *dy, int rank, const int64_t *ydims, int64_t *const *map, \
+                            const int64_t *xstr) {                                                 \
+    int64_t idx[AMD_MAX_RANK] = {0};                                                               \
+    int64_t inner = ydims[rank - 1];                                                               \
+    const int64_t *imap = map[rank - 1];                                                           \
+    for (;;) {                                                                                     \
+      int64_t row = 0;                                                                             \
+      int fill_row = 0;                                                                            \
+      for (int i = 0; i < rank - 1; i++) {                                                         \
+        int64_t m = map[i][idx[i]];                                                                \
+        if (m < 0) fill_row = 1;                                                                   \
+        else row += m * xstr[i];                                                                   \
+      }                                                                                            \
+      if (!fill_row)                                                                               \
+        for (int64_t k = 0; k < inner; k++)                                                        \
+          if (imap[k] >= 0) dx[row + imap[k]] += dy[k];                                            \
+      dy += inner;                                                                                 \
+      int ax = rank - 2;                                                                           \
+      for (; ax >= 0; ax--) {                                                                      \
+        if (++idx[ax] < ydims[ax]) break;                                                          \
+        idx[ax] = 0;                                                                               \
+      }                                                                                            \
+      if (ax < 0) break;                                                                           \
+    }                                                                                              \
+  }
+
+PAD_BWD(f32, float)
+PAD_BWD(f64, double)
+
+static int pad_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  if (!dout[0] || !din[0]) return 0;
+  const pad_attrs *a = n->attrs;
+  const amd_tensor *x = in[0], *y = &out[0];
+  if (grad_dtype_ok(x->dtype, st)) return -1;
+  int64_t begin[AMD_MAX_RANK], end[AMD_MAX_RANK];
+  if (pad_amounts(n, in, begin, end, st)) return -1;
+  if (amd_tensor_numel(y) == 0 || amd_tensor_numel(x) == 0) return 0;
+  if (x->rank == 0) {
+    grad_add(x->dtype, din[0]->data, dout[0]->data, 1);
+    return 0;
+  }
+  int64_t *map[AMD_MAX_RANK], xstr[AMD_MAX_RANK];
+  int64_t *maps = pad_maps(a->mode, x, y, begin, end, map, xstr, st);
+  if (!maps) return -1;
+  if (x->dtype == AMD_FLOAT)
+    pad_bwd_f32(din[0]->data, dout[0]->data, x->rank, y->dims, map, xstr);
+  else
+    pad_bwd_f64(din[0]->data, dout[0]->data, x->rank, y->dims, map, xstr);
+  free(maps);
+  return 0;
+}
+
 const amd_op amd_op_Pad = {.name = "Pad",
                            .since = {1, 2, 11, 13, 18},
                            .parse = pad_parse,
                            .infer = pad_infer,
-                           .forward = pad_forward};
+                           .forward = pad_forward,
+                           .backward = pad_backward,
+                           .nondiff_inputs = (1u << 1) | (1u << 2) | (1u << 3)};

@@ -137,7 +137,6 @@ static void gradcheck(const char *label, const char *op, int opset, Onnx__Attrib
   amd_tensor out[8], w = {0}, *din[8] = {0}, grads[8];
   memset(grads, 0, sizeof grads);
   int ok = 1;
-  double loss;
   if (gc_bind(&g, op, opset, attrs, n_attrs, in, n_in, n_out, &st) || gc_forward(&g.node, in, out, NULL, NULL, &st)) {
     printf("FAIL %s: %s\n", label, st.msg);
     gc_failed++;
