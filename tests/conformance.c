@@ -286,6 +286,10 @@ int main(int argc, char **argv) {
   if (expected)
     printf("expected-pass list: %d listed, %d regressions, %d unexpected passes\n", n_exp, regressions,
            unexpected);
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+  for (int i = 0; i < n_exp; i++) free(exp_list[i]);
+  free(exp_list);
   if (run == 0) {
     fprintf(stderr, "conformance: no test ran\n");
     return 1;

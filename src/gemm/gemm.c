@@ -21,7 +21,8 @@
  *   amd_mult_product(mult, a, b), accumulated in fp32 (simple and exact to the
  *   mode's contract; vectorising it is a later step).
  *
- * Products with at most SMALL_M rows skip the packing (see small_m).
+ * On the acc32 path, products with at most SMALL_M rows skip the packing
+ * (see small_m).
  *
  * Accumulation: each K block's products are summed in fp32 in k order, then
  * C = alpha * sum + beta * C for the first K block (C is not read when
