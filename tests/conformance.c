@@ -146,7 +146,7 @@ static int run_isolated(const char *dir, int timeout_s, char *msg, size_t msg_le
     snprintf(msg, msg_len, "pipe: %s", strerror(errno));
     return FAIL;
   }
-  fflush(stdout);
+  fflush(NULL); /* the child's exit() would flush inherited buffers again */
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -231,7 +231,8 @@ int main(int argc, char **argv) {
             strerror(errno));
     return 1;
   }
-  char **names = NULL;
+  /* static: the lists stay reachable in the forked children, whose exit runs LeakSanitizer */
+  static char **names = NULL;
   int n = 0, cap = 0;
   struct dirent *e;
   while ((e = readdir(d))) {
@@ -248,7 +249,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "conformance: found only %d tests in '%s' (expected at least %d)\n", n, dir, MIN_CORPUS);
     return 1;
   }
-  char **exp_list = NULL;
+  static char **exp_list = NULL;
   int n_exp = 0;
   if (expected && (n_exp = read_list(expected, &exp_list)) < 0) {
     fprintf(stderr, "conformance: cannot read the expected-pass list '%s'\n", expected);

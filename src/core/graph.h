@@ -42,7 +42,8 @@ typedef struct amd_node {
   int *in;                /* value indices; -1 for an omitted optional input */
   int *out;
   void *attrs;            /* the op's parsed attributes (malloc'd block, freed with free) */
-  const struct amd_mult *mult; /* the multiplier for GEMM ops (NULL = exact fp32) */
+  const struct amd_mult *mult;     /* the multiplier of the forward GEMM (NULL = exact fp32) */
+  const struct amd_mult *bwd_mult; /* the multiplier of both backward GEMMs (NULL = exact fp32) */
 } amd_node;
 
 typedef struct amd_graph {
