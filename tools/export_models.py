@@ -23,11 +23,29 @@ For each model NAME it writes, into --out:
 Both graphs have one input "input" and one output "logits", with a dynamic
 batch axis named "batch". Everything is seeded: the same command writes the
 same tensors (the .onnx bytes may differ between torch versions).
+
+With --train-goldens NAMES (a subset of --models) it also writes training
+goldens for NAME_train.onnx into --out/golden/NAME/ (tests/golden/
+grad_golden.sh and train_golden.sh):
+  input.pb              a batch of 16 samples (TensorProto "input", float32)
+  labels.pb             its class labels (TensorProto "labels", int64 [16])
+  loss.pb               F.cross_entropy (mean) of the train-mode logits
+                        (TensorProto "loss", float32, rank 0)
+  grads/INIT.pb         d loss / d parameter for every nn.Parameter, named
+                        after the ONNX initializer INIT of NAME_train.onnx
+                        that holds it
+  step3/INIT.pb         every float initializer (parameters and BN running
+                        statistics) after 3 steps of torch.optim.SGD(lr=0.05,
+                        momentum=0.9, weight_decay=5e-4) on that batch
+  train_losses.txt      the loss before each of the 3 steps (information)
+File names are initializer names with every character outside
+[A-Za-z0-9._-] replaced by '_'; the TensorProto keeps the initializer name.
 """
 
 import argparse
 import copy
 import os
+import re
 import sys
 import warnings
 
@@ -41,6 +59,12 @@ import torch.nn.functional as F
 OPSET = 13
 BATCH = 4  # samples in the golden input batch
 SEED = 20240601
+
+# Training goldens (--train-goldens): batch, classes, optimiser, steps.
+TRAIN_BATCH = 16
+NUM_CLASSES = 10
+SGD_ARGS = dict(lr=0.05, momentum=0.9, weight_decay=5e-4)
+TRAIN_STEPS = 3
 
 
 # ---------------------------------------------------------------- models
@@ -216,7 +240,9 @@ def export(model, x, path, training):
 
 
 def write_tensor(path, array, name):
-    tp = onnx.numpy_helper.from_array(np.ascontiguousarray(array, dtype=np.float32), name)
+    # np.array, not np.ascontiguousarray: the latter turns a scalar (the loss,
+    # rank 0) into shape [1].
+    tp = onnx.numpy_helper.from_array(np.array(array, dtype=np.float32, order="C"), name)
     with open(path, "wb") as f:
         f.write(tp.SerializeToString())
 
@@ -225,7 +251,168 @@ def report(path):
     print("wrote %s (%d bytes)" % (path, os.path.getsize(path)))
 
 
-def export_one(name, out_dir):
+def file_name(initializer_name):
+    """The file name of an initializer's golden: characters outside
+    [A-Za-z0-9._-] become '_', then '.pb' (the `amdnn-onnx grad` rule)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", initializer_name) + ".pb"
+
+
+# ---------------------------------------------------------------- training goldens
+
+
+def initializer_map(model, onnx_path):
+    """Maps every float state_dict entry of `model` (num_batches_tracked
+    excluded) to the initializer of onnx_path that holds it; returns
+    ({state_dict key: initializer name}, {initializer name: numpy array}).
+
+    With do_constant_folding=False torch 1.13 keeps the state_dict names; an
+    entry whose name is missing is matched by value (the one initializer of
+    equal shape and bit-equal values). Parameters must be bit-equal to their
+    initializer. BatchNormalization running statistics may differ: the
+    training-mode export traces one train-mode forward, which updates them
+    before they are written (see train_goldens). Fails on an entry without an
+    initializer, on two entries sharing one, and on a float initializer that
+    belongs to no entry."""
+    inits = {}
+    for t in onnx.load(onnx_path).graph.initializer:
+        inits[t.name] = onnx.numpy_helper.to_array(t)
+    params = {k for k, _ in model.named_parameters()}
+    mapping = {}
+    for key, value in model.state_dict().items():
+        if key.endswith("num_batches_tracked"):
+            continue
+        v = value.detach().cpu().numpy()
+        if key in inits and inits[key].shape == v.shape:
+            mapping[key] = key
+        else:
+            hits = [n for n, a in inits.items() if a.shape == v.shape and np.array_equal(a, v)]
+            if len(hits) != 1:
+                raise SystemExit("%s: state_dict entry %s: no initializer of that name, %d of equal value (%s)"
+                                 % (onnx_path, key, len(hits), ", ".join(hits)))
+            print("note: state_dict %s is initializer %s in %s" % (key, hits[0], onnx_path))
+            mapping[key] = hits[0]
+        if key in params and not np.array_equal(inits[mapping[key]], v):
+            raise SystemExit("%s: parameter %s differs from initializer %s" % (onnx_path, key, mapping[key]))
+    used = list(mapping.values())
+    if len(set(used)) != len(used):
+        raise SystemExit("%s: two state_dict entries map to one initializer" % onnx_path)
+    files = [file_name(n) for n in used]
+    if len(set(files)) != len(files):
+        raise SystemExit("%s: two initializers sanitise to one file name" % onnx_path)
+    floats = {n for n, a in inits.items() if a.dtype == np.float32}
+    if floats != set(used):
+        raise SystemExit("%s: float initializers without a state_dict entry: %s"
+                         % (onnx_path, ", ".join(sorted(floats - set(used)))))
+    return mapping, inits
+
+
+def sgd_steps(model, x, y, steps):
+    """`steps` steps of SGD (SGD_ARGS) on the one batch (x, y) in train mode;
+    returns the loss before each step."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), **SGD_ARGS)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses
+
+
+def max_rel_diff(a, b):
+    """max |a - b| / max |b| over all tensors of two equal-keyed dicts."""
+    worst = 0.0
+    for k in b:
+        scale = float(np.max(np.abs(b[k]))) if b[k].size else 0.0
+        if scale > 0:
+            worst = max(worst, float(np.max(np.abs(a[k] - b[k]))) / scale)
+    return worst
+
+
+def train_goldens(name, model, sample_shape, onnx_path, out_dir):
+    """The training goldens of one model (see the module comment). They
+    start from the initializers of onnx_path, the state `amdnn-onnx` loads:
+    the parameters of `model`, and BN running statistics one momentum update
+    (with the export batch) past those of `model`, since the training-mode
+    export runs the model once in train mode while tracing."""
+    mapping, inits = initializer_map(model, onnx_path)
+    params = {k for k, _ in model.named_parameters()}
+    with torch.no_grad():
+        state = model.state_dict()
+        changed = []
+        for k, n in mapping.items():
+            if not np.array_equal(state[k].numpy(), inits[n]):
+                changed.append(k)
+            state[k].copy_(torch.from_numpy(np.array(inits[n])))
+    if changed:
+        print("%s: %d running statistics taken from %s (they differ from the eval export's)"
+              % (name, len(changed), onnx_path))
+    for d in ("grads", "step3"):
+        os.makedirs(os.path.join(out_dir, d), exist_ok=True)
+        for f in os.listdir(os.path.join(out_dir, d)):  # no stale files
+            if f.endswith(".pb"):
+                os.remove(os.path.join(out_dir, d, f))
+
+    # The batch: uniform in [-0.5, 1.5) like the logits goldens, labels
+    # uniform over the classes; each from its own seed.
+    x = torch.rand((TRAIN_BATCH,) + sample_shape, generator=torch.Generator().manual_seed(SEED + 3)) * 2.0 - 0.5
+    y = torch.randint(0, NUM_CLASSES, (TRAIN_BATCH,), generator=torch.Generator().manual_seed(SEED + 4))
+    path = os.path.join(out_dir, "input.pb")
+    write_tensor(path, x.numpy(), "input")
+    report(path)
+    path = os.path.join(out_dir, "labels.pb")
+    with open(path, "wb") as f:
+        f.write(onnx.numpy_helper.from_array(y.numpy().astype(np.int64), "labels").SerializeToString())
+    report(path)
+
+    # Loss and gradients: one forward/backward in train mode.
+    m = copy.deepcopy(model).train()
+    m.zero_grad()
+    loss = F.cross_entropy(m(x), y)
+    loss.backward()
+    path = os.path.join(out_dir, "loss.pb")
+    write_tensor(path, np.array(loss.item(), dtype=np.float32), "loss")
+    report(path)
+    print("%s: loss %.7g" % (name, loss.item()))
+    grads = {}
+    for k, p in m.named_parameters():
+        grads[k] = p.grad.detach().numpy().copy()
+        write_tensor(os.path.join(out_dir, "grads", file_name(mapping[k])), grads[k], mapping[k])
+    print("%s: wrote %d gradients into %s" % (name, len(grads), os.path.join(out_dir, "grads")))
+
+    # Parameters and running statistics after TRAIN_STEPS SGD steps.
+    m = copy.deepcopy(model)
+    losses = sgd_steps(m, x, y, TRAIN_STEPS)
+    after = {k: v.detach().numpy().copy() for k, v in m.state_dict().items() if k in mapping}
+    for k, v in after.items():
+        write_tensor(os.path.join(out_dir, "step3", file_name(mapping[k])), v, mapping[k])
+    print("%s: wrote %d tensors into %s" % (name, len(after), os.path.join(out_dir, "step3")))
+    with open(os.path.join(out_dir, "train_losses.txt"), "w") as f:
+        f.write("# %s: F.cross_entropy before each SGD step (%s) on input.pb/labels.pb\n"
+                % (name, ", ".join("%s=%g" % kv for kv in SGD_ARGS.items())))
+        for i, l in enumerate(losses):
+            f.write("step %d loss %.7g\n" % (i + 1, l))
+    if abs(losses[0] - loss.item()) > 1e-6 * abs(loss.item()):
+        raise SystemExit("%s: first SGD loss %g differs from the gradient loss %g" % (name, losses[0], loss.item()))
+
+    # Sensitivity of the goldens: the same computation in float64. The tests
+    # allow 1e-3 relative; float32 rounding alone should stay far below it.
+    m64 = copy.deepcopy(model).double().train()
+    F.cross_entropy(m64(x.double()), y).backward()
+    g64 = {k: p.grad.numpy() for k, p in m64.named_parameters()}
+    m64 = copy.deepcopy(model).double()
+    sgd_steps(m64, x.double(), y, TRAIN_STEPS)
+    s64 = {k: v.numpy() for k, v in m64.state_dict().items() if k in mapping}
+    print("%s: float32 vs float64: gradients %.2e, step %d tensors %.2e (max |diff| / max |float64|)"
+          % (name, max_rel_diff(grads, g64), TRAIN_STEPS, max_rel_diff(after, s64)))
+    missing = params - set(grads)
+    if missing:
+        raise SystemExit("%s: parameters without gradient: %s" % (name, ", ".join(sorted(missing))))
+
+
+def export_one(name, out_dir, train_golden_dir=None):
     ctor, sample_shape = MODELS[name]
     torch.manual_seed(SEED)
     model = ctor()
@@ -247,6 +434,8 @@ def export_one(name, out_dir):
     path = os.path.join(out_dir, name + "_train.onnx")
     export(copy.deepcopy(model).train(), x, path, training=True)
     report(path)
+    if train_golden_dir:
+        train_goldens(name, copy.deepcopy(model), sample_shape, path, train_golden_dir)
 
     path = os.path.join(out_dir, name + ".input.pb")
     write_tensor(path, x.numpy(), "input")
@@ -267,18 +456,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output folder (created if missing)")
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ",".join(MODELS))
+    ap.add_argument("--train-goldens", default="", metavar="NAMES",
+                    help="comma-separated models (from --models) whose training goldens go into OUT/golden/NAME/")
     args = ap.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     for n in names:
         if n not in MODELS:
             ap.error("unknown model %r (known: %s)" % (n, ", ".join(MODELS)))
+    goldens = [n.strip() for n in args.train_goldens.split(",") if n.strip()]
+    for n in goldens:
+        if n not in names:
+            ap.error("--train-goldens %r is not in --models" % n)
     os.makedirs(args.out, exist_ok=True)
     # The training-mode export drops the num_batches_tracked increments (not
     # part of the ONNX graph): expected, and noisy.
     warnings.filterwarnings("ignore", message="ONNX Preprocess - Removing mutation")
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     for n in names:
-        export_one(n, args.out)
+        export_one(n, args.out, os.path.join(args.out, "golden", n) if n in goldens else None)
     return 0
 
 

@@ -9,6 +9,7 @@
 #include "../exec/exec.h"
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
+#include "cli_util.h"
 #include "commands.h"
 
 static const char usage[] =
@@ -100,22 +101,11 @@ int amd_cmd_run(int argc, char **argv) {
   }
   amd_ctx ctx = {0};
   if (amd_exec_forward(g, &ctx, inputs, outputs, &st)) goto fail;
-  if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-    amd_fail(&st, "cannot create '%s': %s", outdir, strerror(errno));
-    goto fail;
-  }
+  if (amd_make_dir(outdir, st.msg, sizeof st.msg)) goto fail;
   for (int k = 0; k < g->n_outputs; k++) {
     const char *nm = g->values[g->outputs[k]].name;
     char safe[256], path[4096];
-    size_t j = 0;
-    for (; nm[j] && j < sizeof safe - 1; j++) {
-      char c = nm[j];
-      int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '-';
-      safe[j] = ok ? c : '_';
-    }
-    safe[j] = 0;
-    snprintf(path, sizeof path, "%s/%s.pb", outdir, safe);
+    snprintf(path, sizeof path, "%s/%s.pb", outdir, amd_safe_name(nm, safe, sizeof safe));
     if (amd_tensor_write_file(path, &outputs[k], nm, &st)) goto fail;
     char shape[160];
     printf("%s: %s %s -> %s\n", nm, amd_dtype_name(outputs[k].dtype),

@@ -6,5 +6,8 @@
 int amd_cmd_info(int argc, char **argv);
 int amd_cmd_run(int argc, char **argv);
 int amd_cmd_lut(int argc, char **argv);
+int amd_cmd_grad(int argc, char **argv);
+int amd_cmd_train(int argc, char **argv);
+int amd_cmd_eval(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const char usage[] =
     "  info MODEL.onnx              inputs, outputs, parameters, MACs, node table\n"
     "  run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR\n"
     "                               run the model on TensorProto inputs\n"
+    "  grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
+    "                               loss and parameter gradients of one batch\n"
     "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
@@ -30,7 +32,7 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*fn)(int, char **);
-  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}};
+  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "amdnn-onnx: unknown command '%s'\n\n%s", argv[1], usage);

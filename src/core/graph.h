@@ -31,6 +31,7 @@ typedef struct amd_value {
   int is_graph_input;     /* fed by the caller (not an initializer) */
   int is_graph_output;
   amd_tensor init;        /* initializer data */
+  int init_in_block;      /* init.data points into g->param_block (not freed on its own) */
 } amd_value;
 
 typedef struct amd_node {
@@ -58,6 +59,7 @@ typedef struct amd_graph {
   int opset;              /* default-domain opset */
   char *path;             /* the file it was loaded from */
   struct Onnx__ModelProto *proto; /* kept for writing back (NULL when not kept) */
+  float *param_block;     /* trainable initializers, contiguous (set by the trainer) */
 } amd_graph;
 
 /* Index of the value with this name, or -1. */

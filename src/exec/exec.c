@@ -1,9 +1,9 @@
-/* The CPU forward executor: see exec.h.
+/* The forward executor: see exec.h.
  *
  * Runtime tensors live in an array parallel to g->values. Initializers are
  * borrowed (never freed here); caller inputs are borrowed too; every node
- * output is allocated here and freed after its last reader unless it is a
- * graph output, which is handed to the caller. */
+ * output is allocated through the backend. Inference frees each intermediate
+ * after its last reader; training keeps everything for the backward pass. */
 #include "exec.h"
 
 #include "backend.h"
@@ -53,55 +53,78 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
   return 0;
 }
 
-int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs, amd_tensor *outputs,
-                     amd_status *st) {
-  const amd_backend *be = ctx->backend ? ctx->backend : &amd_backend_cpu;
-  int nv = g->n_values;
-  amd_tensor *vals = calloc((size_t)nv + 1, sizeof *vals);
-  int *readers = calloc((size_t)nv + 1, sizeof *readers);
-  unsigned char *owned = calloc((size_t)nv + 1, 1);
-  int rc = -1;
-  if (!vals || !readers || !owned) {
-    amd_fail(st, "out of memory");
-    goto done;
+int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
+  memset(r, 0, sizeof *r);
+  r->g = g;
+  r->pinned = -1;
+  size_t nv = (size_t)g->n_values + 1;
+  r->vals = calloc(nv, sizeof *r->vals);
+  r->owned = calloc(nv, 1);
+  r->readers = calloc(nv, sizeof *r->readers);
+  r->node_rng = calloc((size_t)g->n_nodes + 1, sizeof *r->node_rng);
+  if (!r->vals || !r->owned || !r->readers || !r->node_rng) {
+    amd_run_free(r);
+    return amd_fail(st, "out of memory");
   }
+  return 0;
+}
+
+void amd_run_clear(amd_run *r, const amd_ctx *ctx) {
+  const amd_backend *be = ctx && ctx->backend ? ctx->backend : &amd_backend_cpu;
+  if (!r->vals) return;
+  for (int i = 0; i < r->g->n_values; i++) {
+    if (r->owned[i]) be->free(&r->vals[i]);
+    r->owned[i] = 0;
+    memset(&r->vals[i], 0, sizeof r->vals[i]);
+  }
+}
+
+void amd_run_free(amd_run *r) {
+  if (r->vals && r->g) amd_run_clear(r, NULL);
+  free(r->vals);
+  free(r->owned);
+  free(r->readers);
+  free(r->node_rng);
+  memset(r, 0, sizeof *r);
+}
+
+int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st) {
+  const amd_graph *g = r->g;
+  const amd_backend *be = ctx->backend ? ctx->backend : &amd_backend_cpu;
+  amd_tensor *vals = r->vals;
+  amd_run_clear(r, ctx);
   const char *bound_name[64];
   int64_t bound_dim[64];
   int n_bound = 0;
   for (int i = 0; i < g->n_inputs; i++) {
     const amd_value *v = &g->values[g->inputs[i]];
-    if (check_input(g, v, &inputs[i], bound_name, bound_dim, &n_bound, st)) goto done;
+    if (check_input(g, v, &inputs[i], bound_name, bound_dim, &n_bound, st)) return -1;
     vals[g->inputs[i]] = inputs[i];
   }
-  for (int i = 0; i < nv; i++)
+  for (int i = 0; i < g->n_values; i++) {
     if (g->values[i].is_initializer) vals[i] = g->values[i].init;
+    r->readers[i] = 0;
+  }
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_in; k++)
-      if (g->nodes[i].in[k] >= 0) readers[g->nodes[i].in[k]]++;
+      if (g->nodes[i].in[k] >= 0) r->readers[g->nodes[i].in[k]]++;
 
   const amd_tensor *in[64];
   amd_tensor out[16];
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
-    if (n->n_in > 64 || n->n_out > 16) {
-      amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
-      goto done;
-    }
-    if (!be->supports(n)) {
-      amd_fail(st, "node '%s': op %s is not implemented on the %s backend", n->name, n->op->name, be->name);
-      goto done;
-    }
+    if (n->n_in > 64 || n->n_out > 16)
+      return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
+    if (!be->supports(n))
+      return amd_fail(st, "node '%s': op %s is not implemented on the %s backend", n->name, n->op->name,
+                      be->name);
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? &vals[n->in[k]] : NULL;
     memset(out, 0, sizeof out);
-    if (n->op->infer(n, in, out, st)) {
-      amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
-      goto done;
-    }
+    if (n->op->infer(n, in, out, st)) return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
     for (int o = 0; o < n->n_out; o++) {
       if (be->alloc(&out[o], st)) {
         for (int q = 0; q < o; q++) be->free(&out[q]);
-        amd_fail_prefix(st, "node '%s' (%s) output %d", n->name, n->op->name, o);
-        goto done;
+        return amd_fail_prefix(st, "node '%s' (%s) output %d", n->name, n->op->name, o);
       }
     }
     int run_it = 1;
@@ -110,10 +133,10 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
       for (int o = 0; o < n->n_out; o++)
         if (out[o].dtype != AMD_FLOAT) run_it = 1;
     }
+    r->node_rng[i] = ctx->rng;
     if (run_it && be->forward(n, ctx, in, out, st)) {
       for (int o = 0; o < n->n_out; o++) be->free(&out[o]);
-      amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
-      goto done;
+      return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
     }
     if (ctx->on_node) ctx->on_node(ctx->user, n, in, out);
     for (int o = 0; o < n->n_out; o++) {
@@ -123,34 +146,36 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
         continue;
       }
       vals[v] = out[o];
-      owned[v] = 1;
+      r->owned[v] = 1;
     }
+    if (keep) continue;
     /* free intermediates after their last reader */
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
-      if (v >= 0 && --readers[v] == 0 && owned[v] && !g->values[v].is_graph_output) {
+      if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned) {
         be->free(&vals[v]);
-        owned[v] = 0;
+        r->owned[v] = 0;
       }
     }
   }
-  for (int k = 0; k < g->n_outputs; k++) {
+  return 0;
+}
+
+int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs, amd_tensor *outputs,
+                     amd_status *st) {
+  amd_run r;
+  if (amd_run_init(&r, g, st)) return -1;
+  int rc = amd_run_forward(&r, ctx, inputs, 0, st);
+  for (int k = 0; rc == 0 && k < g->n_outputs; k++) {
     int v = g->outputs[k];
-    if (owned[v]) { /* hand the buffer over; a value listed twice is copied the second time */
-      outputs[k] = vals[v];
-      owned[v] = 0;
-    } else if (amd_tensor_copy(&outputs[k], &vals[v], st)) {
+    if (r.owned[v]) { /* hand the buffer over; a value listed twice is copied the second time */
+      outputs[k] = r.vals[v];
+      r.owned[v] = 0;
+    } else if (amd_tensor_copy(&outputs[k], &r.vals[v], st)) {
       for (int j = 0; j < k; j++) amd_tensor_free(&outputs[j]);
-      goto done;
+      rc = -1;
     }
   }
-  rc = 0;
-done:
-  if (vals && owned)
-    for (int i = 0; i < nv; i++)
-      if (owned[i]) be->free(&vals[i]);
-  free(vals);
-  free(readers);
-  free(owned);
+  amd_run_free(&r);
   return rc;
 }

@@ -10,6 +10,25 @@
 #include "../core/graph.h"
 #include "../ops/op.h"
 
+/* The state of one pass over the graph: a runtime tensor per value. */
+typedef struct amd_run {
+  const amd_graph *g;
+  amd_tensor *vals;       /* per value; initializers and caller inputs are borrowed */
+  unsigned char *owned;   /* vals[i] was allocated by this run */
+  int *readers;           /* remaining readers during a pass */
+  uint64_t *node_rng;     /* ctx->rng before each node's forward (Dropout's backward) */
+  int pinned;             /* a value kept even when keep = 0 (-1: none), e.g. the logits */
+} amd_run;
+
+int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st);
+/* Runs every node. keep = 1 keeps every intermediate (for backward); keep = 0
+ * frees each after its last reader (graph outputs stay). The previous pass's
+ * tensors are freed first. */
+int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st);
+/* Frees the tensors of the last pass (ctx may be NULL: CPU backend). */
+void amd_run_clear(amd_run *r, const amd_ctx *ctx);
+void amd_run_free(amd_run *r);
+
 /* inputs[i] feeds g->inputs[i]; its dtype and rank must match the declared
  * ones, and each fixed (non-symbolic) declared dim must match. On success
  * outputs[k] (n = g->n_outputs) hold newly allocated host tensors that the

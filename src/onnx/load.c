@@ -307,8 +307,9 @@ void amd_graph_free(amd_graph *g) {
     amd_value *v = &g->values[i];
     free(v->name);
     for (int k = 0; k < AMD_MAX_RANK; k++) free(v->dim_param[k]);
-    amd_tensor_free(&v->init);
+    if (!v->init_in_block) amd_tensor_free(&v->init);
   }
+  free(g->param_block);
   for (int i = 0; i < g->n_nodes; i++) {
     free(g->nodes[i].name);
     free(g->nodes[i].in);

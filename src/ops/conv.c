@@ -9,7 +9,19 @@
  * into a [C/group * prod(k), prod(O)] matrix (zero where the window reads
  * padding), then Y_g = W_g * col runs on amd_gemm with the node's multiplier.
  * A 1x1 kernel with unit strides and no padding skips im2col and multiplies X
- * directly. The bias is added after the GEMM (it is not a product). */
+ * directly. The bias is added after the GEMM (it is not a product).
+ *
+ * Backward (ACCUMULATES += into din, as op.h requires), per (batch, group),
+ * with one scratch buffer the size of that group's im2col matrix:
+ *   dW_g += dY_g * col^T          (amd_gemm, beta = 1, straight into dW)
+ *   dcol  = W_g^T * dY_g          (amd_gemm into the scratch), then col2im adds
+ *                                 each column back onto the input positions its
+ *                                 window read (overlapping windows sum; padding
+ *                                 positions are dropped)
+ *   dB   += sum of dY over batch and spatial positions (not a product).
+ * Both GEMMs run on node->bwd_mult. With the 1x1 fast path, col is X itself and
+ * dX_g += W_g^T * dY_g goes straight into dX (beta = 1). dX is skipped when its
+ * din is NULL (first layer), and so is dW (and its im2col). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,11 +294,129 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   return 0;
 }
 
+/* The adjoint of im2col: adds col ((cg * kvol) x osize) onto dx (cg x isize)
+ * at the input positions each entry was read from. Threads split channels, so
+ * no two write the same element; rows of one channel are added in row order. */
+static void col2im_add(const conv_geom *g, const float *col, float *dx) {
+  const int L = g->nsp - 1;
+  const int64_t olast = g->out[L], outer = g->osize / (olast ? olast : 1);
+  const int64_t s = g->stride[L], inl = g->in[L];
+  if (g->osize == 0) return;
+  AMD_PRAGMA(omp parallel for schedule(static) if (g->cg > 1 && g->cg * g->kvol * g->osize > 32768))
+  for (int64_t c = 0; c < g->cg; c++) {
+    float *xc = dx + c * g->isize;
+    for (int64_t kq = 0; kq < g->kvol; kq++) {
+      int64_t kidx = kq, kpos[SP], opos[SP];
+      for (int d = L; d >= 0; d--) {
+        kpos[d] = kidx % g->k[d];
+        kidx /= g->k[d];
+        opos[d] = 0;
+      }
+      const float *src = col + (c * g->kvol + kq) * g->osize;
+      const int64_t shift = kpos[L] * g->dil[L] - g->pad0[L];
+      int64_t lo = shift >= 0 ? 0 : (-shift + s - 1) / s;
+      int64_t hi = inl - shift <= 0 ? 0 : (inl - shift + s - 1) / s;
+      if (hi > olast) hi = olast;
+      if (lo > hi) lo = hi;
+      for (int64_t o = 0; o < outer; o++, src += olast) {
+        int valid = 1;
+        int64_t off = 0;
+        for (int d = 0; d < L; d++) {
+          int64_t i = opos[d] * g->stride[d] - g->pad0[d] + kpos[d] * g->dil[d];
+          if (i < 0 || i >= g->in[d]) valid = 0;
+          off = off * g->in[d] + i;
+        }
+        if (valid && lo < hi) {
+          float *dst = xc + off * inl + shift;
+          if (s == 1)
+            for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+          else
+            for (int64_t ow = lo; ow < hi; ow++) dst[ow * s] += src[ow];
+        }
+        for (int d = L - 1; d >= 0; d--) {
+          if (++opos[d] < g->out[d]) break;
+          opos[d] = 0;
+        }
+      }
+    }
+  }
+}
+
+static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  (void)out;
+  const conv_attrs *a = node->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *dy = dout[0];
+  amd_tensor *dx = din[0], *dw = din[1], *db = node->n_in > 2 && in[2] ? din[2] : NULL;
+  if (!dy) return 0;
+  conv_geom g;
+  if (conv_geometry(a, x, w, &g, st)) return -1;
+  if (amd_require_float(dy, "gradient dY", st)) return -1;
+  const float *xd = x->data, *wd = w->data, *dyd = dy->data;
+  const int64_t kdim = g.cg * g.kvol;
+
+  if (db) {
+    float *dbd = db->data;
+    for (int64_t m = 0; m < g.m; m++) {
+      double sum = 0;
+      for (int64_t n = 0; n < g.n; n++) {
+        const float *r = dyd + (n * g.m + m) * g.osize;
+        float part = 0;
+        for (int64_t i = 0; i < g.osize; i++) part += r[i];
+        sum += part;
+      }
+      dbd[m] += (float)sum;
+    }
+  }
+  if (!dx && !dw) return 0;
+  if (kdim == 0 || g.osize == 0 || g.mg == 0) return 0;
+
+  int direct = g.kvol == 1;
+  for (int d = 0; d < g.nsp; d++)
+    if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
+  float *col = NULL;
+  if (!direct) {
+    if ((double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
+      return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
+    col = malloc(sizeof(float) * (size_t)kdim * (size_t)g.osize);
+    if (!col) return amd_fail(st, "out of memory for the im2col buffer");
+  }
+  float *dxd = dx ? dx->data : NULL, *dwd = dw ? dw->data : NULL;
+  for (int64_t n = 0; n < g.n; n++)
+    for (int64_t gi = 0; gi < g.group; gi++) {
+      const float *xg = xd + (n * g.c + gi * g.cg) * g.isize;
+      const float *wg = wd + gi * g.mg * kdim;
+      const float *dyg = dyd + (n * g.m + gi * g.mg) * g.osize;
+      if (dw) { /* dW_g [mg, kdim] += dY_g [mg, osize] * col^T [osize, kdim] */
+        const float *cm = xg;
+        if (col) {
+          im2col(&g, xg, col);
+          cm = col;
+        }
+        amd_gemm(node->bwd_mult, 0, 1, g.mg, kdim, g.osize, 1.0f, dyg, g.osize, cm, g.osize, 1.0f,
+                 dwd + gi * g.mg * kdim, kdim);
+      }
+      if (dx) { /* dcol [kdim, osize] = W_g^T [kdim, mg] * dY_g [mg, osize] */
+        float *dxg = dxd + (n * g.c + gi * g.cg) * g.isize;
+        if (col) {
+          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, col, g.osize);
+          col2im_add(&g, col, dxg);
+        } else {
+          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg, g.isize);
+        }
+      }
+    }
+  free(col);
+  return 0;
+}
+
 const amd_op amd_op_Conv = {
     .name = "Conv",
     .since = {1, 11},
     .parse = conv_parse,
     .infer = conv_infer,
     .forward = conv_forward,
+    .backward = conv_backward,
     .is_gemm = 1,
 };

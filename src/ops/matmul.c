@@ -10,7 +10,17 @@
  * broadcast. When B has no batch dimensions (or only 1s) and A's batch is
  * not broadcast, the whole batch is one GEMM of (batch*M) rows.
  *
- * Both run on amd_gemm with the node's multiplier. */
+ * Both run on amd_gemm with the node's multiplier.
+ *
+ * Backward (ACCUMULATES += into din, as op.h requires; a NULL din is skipped):
+ * both gradients are amd_gemm calls on node->bwd_mult with beta = 1, straight
+ * into the gradient buffers (no scratch).
+ * Gemm: dop(A) = alpha * dY op(B)^T, dop(B) = alpha * op(A)^T dY, written in
+ * A's / B's stored layout by choosing the GEMM's transposes; dC = beta * dY
+ * summed over the axes C was broadcast along.
+ * MatMul: per batch entry dA = dY B^T, dB = A^T dY; a broadcast operand's
+ * entry receives the sum over every batch entry that read it (successive
+ * beta = 1 GEMMs). 1-D operands have the layout of [1,K] / [K,1] already. */
 #include <string.h>
 
 #include "../gemm/gemm.h"
@@ -89,12 +99,65 @@ static int gemm_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   return 0;
 }
 
+static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  const gemm_attrs *a = node->attrs;
+  const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL, *dY = dout[0];
+  amd_tensor *dA = din[0], *dB = din[1], *dC = C ? din[2] : NULL;
+  if (!dY) return 0;
+  if (amd_require_float(dY, "gradient dY", st)) return -1;
+  const int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->trans_a ? A->dims[0] : A->dims[1];
+  const int64_t lda = A->dims[1], ldb = B->dims[1];
+  const float *dy = dY->data;
+  if (dA) {
+    if (!a->trans_a) /* dA [M,K] += alpha * dY [M,N] op(B)^T [N,K] */
+      amd_gemm(node->bwd_mult, 0, !a->trans_b, M, K, N, a->alpha, dy, N, B->data, ldb, 1.0f, dA->data, K);
+    else /* dA [K,M] += alpha * op(B) [K,N] dY^T [N,M] */
+      amd_gemm(node->bwd_mult, a->trans_b, 1, K, M, N, a->alpha, B->data, ldb, dy, N, 1.0f, dA->data, M);
+  }
+  if (dB) {
+    if (!a->trans_b) /* dB [K,N] += alpha * op(A)^T [K,M] dY [M,N] */
+      amd_gemm(node->bwd_mult, !a->trans_a, 0, K, N, M, a->alpha, A->data, lda, dy, N, 1.0f, dB->data, N);
+    else /* dB [N,K] += alpha * dY^T [N,M] op(A) [M,K] */
+      amd_gemm(node->bwd_mult, 1, a->trans_a, N, K, M, a->alpha, dy, N, A->data, lda, 1.0f, dB->data, K);
+  }
+  if (dC && a->beta != 0) {
+    float *dc = dC->data;
+    const int64_t rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0; /* as in forward */
+    const int64_t cs = C->rank >= 1 && C->dims[C->rank - 1] != 1 ? 1 : 0;
+    if (rs == 0 && cs == 0) { /* one value */
+      double sum = 0;
+      for (int64_t i = 0; i < M * N; i++) sum += dy[i];
+      dc[0] += a->beta * (float)sum;
+    } else if (rs == 0) { /* a row [N] (or [1,N]): sum over rows */
+      for (int64_t j = 0; j < N; j++) {
+        double sum = 0;
+        for (int64_t i = 0; i < M; i++) sum += dy[i * N + j];
+        dc[j] += a->beta * (float)sum;
+      }
+    } else {
+      for (int64_t i = 0; i < M; i++) {
+        if (cs) {
+          for (int64_t j = 0; j < N; j++) dc[i * rs + j] += a->beta * dy[i * N + j];
+        } else { /* a column [M,1]: sum over columns */
+          double sum = 0;
+          for (int64_t j = 0; j < N; j++) sum += dy[i * N + j];
+          dc[i * rs] += a->beta * (float)sum;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 const amd_op amd_op_Gemm = {
     .name = "Gemm",
     .since = {1, 6, 7, 9, 11, 13},
     .parse = gemm_parse,
     .infer = gemm_infer,
     .forward = gemm_forward,
+    .backward = gemm_backward,
     .is_gemm = 1,
 };
 
@@ -182,10 +245,56 @@ static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *
   return 0;
 }
 
+static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in,
+                           const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                           amd_status *st) {
+  (void)ctx;
+  (void)out;
+  const amd_tensor *A = in[0], *B = in[1], *dY = dout[0];
+  amd_tensor *dA = din[0], *dB = din[1];
+  if (!dY || (!dA && !dB)) return 0;
+  if (amd_require_float(dY, "gradient dY", st)) return -1;
+  mm_shape s;
+  if (mm_shapes(A, B, &s, st)) return -1;
+  const float *a = A->data, *b = B->data, *dy = dY->data;
+  float *da = dA ? dA->data : NULL, *db = dB ? dB->data : NULL;
+  const int64_t M = s.M, N = s.N, K = s.K, mk = M * K, kn = K * N, mn = M * N;
+  const int64_t nb = amd_tensor_numel(&s.batch);
+  const int64_t nb_b = amd_tensor_numel(&s.batch_b);
+  if (nb_b == 1 && amd_tensor_numel(&s.batch_a) == nb) { /* forward's one tall GEMM */
+    if (da) amd_gemm(node->bwd_mult, 0, 1, nb * M, K, N, 1.0f, dy, N, b, N, 1.0f, da, K);
+    if (db) amd_gemm(node->bwd_mult, 1, 0, K, N, nb * M, 1.0f, a, K, dy, N, 1.0f, db, N);
+    return 0;
+  }
+  int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
+  amd_broadcast_strides(&s.batch_a, &s.batch, sa);
+  amd_broadcast_strides(&s.batch_b, &s.batch, sb);
+  const int r = s.batch.rank;
+  int64_t oa = 0, ob = 0;
+  for (int64_t t = 0; t < nb; t++) {
+    const float *dyt = dy + t * mn;
+    if (da) /* dA [M,K] += dY [M,N] B^T [N,K] */
+      amd_gemm(node->bwd_mult, 0, 1, M, K, N, 1.0f, dyt, N, b + ob * kn, N, 1.0f, da + oa * mk, K);
+    if (db) /* dB [K,N] += A^T [K,M] dY [M,N] */
+      amd_gemm(node->bwd_mult, 1, 0, K, N, M, 1.0f, a + oa * mk, K, dyt, N, 1.0f, db + ob * kn, N);
+    for (int d = r - 1; d >= 0; d--) {
+      idx[d]++;
+      oa += sa[d];
+      ob += sb[d];
+      if (idx[d] < s.batch.dims[d]) break;
+      oa -= sa[d] * idx[d];
+      ob -= sb[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
+
 const amd_op amd_op_MatMul = {
     .name = "MatMul",
     .since = {1, 9, 13},
     .infer = matmul_infer,
     .forward = matmul_forward,
+    .backward = matmul_backward,
     .is_gemm = 1,
 };

@@ -13,8 +13,9 @@
  *                running_var  = var_in  * momentum + batch_var  * (1 - momentum);
  *   opset <  14: mean, var (the same running values), saved_mean, saved_var
  *                (the batch statistics).
- * Batch statistics are used when the node says so (training_mode=1, opset >= 14)
- * or, for older opsets that have no such attribute, when ctx->training is set.
+ * Batch statistics are used in training (ctx->training), never in inference
+ * (ctx->inference), and otherwise when the node says so: training_mode=1 at
+ * opset >= 14, or the extra mean/var outputs at older opsets.
  * Outside training the optional outputs, if requested, pass the inputs' mean
  * and var through.
  *
@@ -59,12 +60,15 @@ static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 /* The single place that decides between batch and running statistics. */
 static int bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
   const bn_attrs *a = n->attrs;
+  /* The trainer and `eval` decide for the whole graph; `run` follows the model. */
+  if (ctx && ctx->inference) return 0;
+  if (ctx && ctx->training) return 1;
   if (n->since >= 14) return a->training_mode;
   /* Before opset 14 training mode is implied by the extra outputs (mean, var,
    * saved_mean, saved_var): PyTorch's TrainingMode.TRAINING export at opset 13. */
   for (int o = 1; o < n->n_out; o++)
     if (n->out[o] >= 0) return 1;
-  return ctx && ctx->training;
+  return 0;
 }
 
 static int is_float_like(amd_dtype t) { return t == AMD_FLOAT || t == AMD_DOUBLE; }

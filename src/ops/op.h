@@ -25,7 +25,11 @@
 
 /* What a forward pass needs beyond the node: training flag, random state. */
 typedef struct amd_ctx {
-  int training;           /* BatchNormalization batch statistics, Dropout masks */
+  /* training = 1: BatchNormalization uses batch statistics, Dropout drops;
+   * inference = 1: running statistics, no dropout, whatever the model says;
+   * neither: the model's own ONNX semantics (`run`, the conformance tests). */
+  int training;
+  int inference;
   uint64_t rng;           /* state for Dropout masks (splitmix64) */
   /* Executor options (ops do not read these): shapes_only runs forward only for
    * nodes with a non-float output (the shape computations), leaving float

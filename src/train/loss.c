@@ -1,0 +1,44 @@
+/* Softmax cross-entropy: see loss.h. Sums in double; the softmax subtracts the
+ * row maximum first. */
+#include "loss.h"
+
+#include <math.h>
+
+double amd_softmax_xent(const float *logits, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                        float *dlogits, int64_t *pred, amd_batch_stats *bs) {
+  double total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float *z = logits + i * c;
+    int64_t y = labels[i];
+    double mx = z[0];
+    int64_t arg = 0;
+    for (int64_t j = 1; j < c; j++)
+      if (z[j] > mx || isnan(z[j])) mx = z[j], arg = j;
+    double sum = 0, sum_logp = 0;
+    for (int64_t j = 0; j < c; j++) sum += exp((double)z[j] - mx);
+    double log_sum = log(sum);
+    for (int64_t j = 0; j < c; j++) sum_logp += (double)z[j] - mx - log_sum;
+    double logp_y = (double)z[y] - mx - log_sum;
+    double loss = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
+    total += loss;
+    if (dlogits)
+      for (int64_t j = 0; j < c; j++) {
+        double p = exp((double)z[j] - mx - log_sum);
+        double q = (j == y ? 1.0 - smoothing : 0.0) + smoothing / (double)c;
+        dlogits[i * c + j] = (float)((p - q) / (double)n);
+      }
+    /* top-5: the label's rank is the number of logits strictly above it */
+    int64_t above = 0;
+    for (int64_t j = 0; j < c; j++) above += z[j] > z[y];
+    if (bs) {
+      bs->top1 += arg == y;
+      bs->top5 += above < 5;
+    }
+    if (pred) pred[i] = arg;
+  }
+  if (bs) {
+    bs->loss_sum += total;
+    bs->n += n;
+  }
+  return n ? total / (double)n : 0;
+}

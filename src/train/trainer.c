@@ -1,0 +1,315 @@
+/* Autograd and the training / evaluation steps: see trainer.h.
+ *
+ * Gradient convention: dvals[v] holds d(loss)/d(value v) for this step. Ops'
+ * backward functions ACCUMULATE into it (+=), so every buffer is zeroed once
+ * per step before the backward walk; parameter gradients live in t->grads
+ * (one block, zeroed with one memset). */
+#include "trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int is_op(const amd_node *n, const char *name) { return strcmp(n->op->name, name) == 0; }
+
+/* Appends a new float value to the graph; returns its index or -1. */
+static int add_value(amd_graph *g, const char *name, amd_status *st) {
+  amd_value *nv = realloc(g->values, (size_t)(g->n_values + 1) * sizeof *nv);
+  if (!nv) return amd_fail(st, "out of memory");
+  g->values = nv;
+  amd_value *v = &g->values[g->n_values];
+  memset(v, 0, sizeof *v);
+  v->name = strdup(name);
+  if (!v->name) return amd_fail(st, "out of memory");
+  v->dtype = AMD_FLOAT;
+  v->rank = -1;
+  v->producer = -1;
+  return g->n_values++;
+}
+
+/* Gives every BatchNormalization node outputs 1 and 2 (its updated running
+ * mean and variance in every opset) and records where they go back. */
+static int prepare_batchnorm(amd_trainer *t, amd_status *st) {
+  amd_graph *g = t->g;
+  int n_bn = 0;
+  for (int i = 0; i < g->n_nodes; i++) n_bn += is_op(&g->nodes[i], "BatchNormalization");
+  t->stats = calloc((size_t)n_bn * 2 + 1, sizeof *t->stats);
+  if (!t->stats) return amd_fail(st, "out of memory");
+  for (int i = 0; i < g->n_nodes; i++) {
+    amd_node *n = &g->nodes[i];
+    if (!is_op(n, "BatchNormalization") || n->n_in < 5) continue;
+    if (n->n_out < 3) {
+      int *out = realloc(n->out, 3 * sizeof *out);
+      if (!out) return amd_fail(st, "out of memory");
+      for (int o = n->n_out; o < 3; o++) out[o] = -1;
+      n->out = out;
+      n->n_out = 3;
+    }
+    for (int o = 1; o <= 2; o++) {
+      if (n->out[o] < 0) {
+        char name[512];
+        snprintf(name, sizeof name, "%s.running_%s", n->name, o == 1 ? "mean" : "var");
+        int v = add_value(g, name, st);
+        if (v < 0) return -1;
+        g->values[v].producer = i;
+        n->out[o] = v;
+      }
+      int dst = n->in[2 + o];
+      if (dst >= 0 && g->values[dst].is_initializer && g->values[dst].init.dtype == AMD_FLOAT) {
+        t->stats[t->n_stats][0] = n->out[o];
+        t->stats[t->n_stats][1] = dst;
+        t->n_stats++;
+      }
+    }
+  }
+  return 0;
+}
+
+/* The value the loss reads: the first graph output, or the input of a final
+ * Softmax / LogSoftmax on the class axis. */
+static int find_logits(const amd_graph *g) {
+  int v = g->outputs[0], p = g->values[v].producer;
+  if (p >= 0) {
+    const amd_node *n = &g->nodes[p];
+    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->n_in >= 1 && n->in[0] >= 0) return n->in[0];
+  }
+  return v;
+}
+
+int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
+  memset(t, 0, sizeof *t);
+  t->g = g;
+  if (g->n_inputs != 1) return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
+  if (prepare_batchnorm(t, st)) goto fail;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op->is_gemm) {
+      g->nodes[i].mult = o && o->mult && o->mult->mode != AMD_MODE_ACC32 ? o->mult : NULL;
+      g->nodes[i].bwd_mult = o && o->bwd_mult && o->bwd_mult->mode != AMD_MODE_ACC32 ? o->bwd_mult : NULL;
+    }
+  t->logits_value = find_logits(g);
+
+  int nv = g->n_values;
+  unsigned char *on_path = calloc((size_t)nv, 1);
+  t->needs_grad = calloc((size_t)nv, 1);
+  t->dvals = calloc((size_t)nv, sizeof *t->dvals);
+  t->param_value = calloc((size_t)nv, sizeof *t->param_value);
+  t->param_offset = calloc((size_t)nv, sizeof *t->param_offset);
+  if (!on_path || !t->needs_grad || !t->dvals || !t->param_value || !t->param_offset) {
+    free(on_path);
+    amd_fail(st, "out of memory");
+    goto fail;
+  }
+  /* backward sweep: values whose gradient reaches the loss */
+  on_path[t->logits_value] = 1;
+  const char *blocked = NULL;
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    const amd_node *n = &g->nodes[i];
+    int reaches = 0;
+    for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
+    if (!reaches) continue;
+    if (!n->op->backward) {
+      if (!blocked) blocked = n->name;
+      continue;
+    }
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] >= 0 && !((n->op->nondiff_inputs >> k) & 1)) on_path[n->in[k]] = 1;
+  }
+  /* the parameters: float initializers on the path, less the frozen ones */
+  int64_t total = 0;
+  int frozen = 0;
+  for (int v = 0; v < nv; v++) {
+    const amd_value *val = &g->values[v];
+    if (!val->is_initializer || val->init.dtype != AMD_FLOAT || !on_path[v]) continue;
+    int skip = 0;
+    for (int f = 0; o && f < o->n_freeze; f++) skip |= strstr(val->name, o->freeze[f]) != NULL;
+    if (skip) {
+      frozen++;
+      continue;
+    }
+    t->param_value[t->n_params] = v;
+    t->param_offset[t->n_params] = total;
+    t->n_params++;
+    total += amd_tensor_numel(&val->init);
+  }
+  if (t->n_params == 0) {
+    free(on_path);
+    amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",
+             frozen ? " that --freeze left" : "");
+    goto fail;
+  }
+  t->n_floats = total;
+  t->params = calloc((size_t)total, sizeof(float));
+  t->grads = calloc((size_t)total, sizeof(float));
+  if (!t->params || !t->grads) {
+    free(on_path);
+    amd_fail(st, "out of memory for %lld parameters", (long long)total);
+    goto fail;
+  }
+  /* move the parameters into the block; the graph owns it from now on */
+  for (int p = 0; p < t->n_params; p++) {
+    amd_value *val = &g->values[t->param_value[p]];
+    float *dst = t->params + t->param_offset[p];
+    memcpy(dst, val->init.data, amd_tensor_nbytes(&val->init));
+    amd_tensor_free(&val->init);
+    val->init.data = dst;
+    val->init_in_block = 1;
+    t->dvals[t->param_value[p]] = val->init;
+    t->dvals[t->param_value[p]].data = t->grads + t->param_offset[p];
+  }
+  free(g->param_block);
+  g->param_block = t->params;
+  /* forward sweep: values that depend on a parameter */
+  for (int p = 0; p < t->n_params; p++) t->needs_grad[t->param_value[p]] = 1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    int dep = 0;
+    for (int k = 0; k < n->n_in; k++)
+      dep |= n->in[k] >= 0 && t->needs_grad[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1);
+    for (int k = 0; dep && k < n->n_out; k++)
+      if (n->out[k] >= 0) t->needs_grad[n->out[k]] = 1;
+  }
+  for (int v = 0; v < nv; v++) t->needs_grad[v] &= on_path[v];
+  free(on_path);
+  if (blocked)
+    snprintf(t->warning, sizeof t->warning,
+             "node '%s' has no backward: parameters that only reach the loss through it are not trained", blocked);
+  /* eval-mode exports fold BatchNormalization into the convolutions (PyTorch names them onnx::Conv_N) */
+  int n_bn = 0, folded = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    n_bn += is_op(n, "BatchNormalization");
+    if (is_op(n, "Conv") && n->n_in > 1 && n->in[1] >= 0 && strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
+      folded++;
+  }
+  if (n_bn == 0 && folded)
+    snprintf(t->warning, sizeof t->warning,
+             "this model was exported in eval mode: BatchNormalization was folded into %d Conv nodes, so it "
+             "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to keep it)",
+             folded);
+  if (amd_run_init(&t->run, g, st)) goto fail;
+  t->run.pinned = t->logits_value;
+  t->ctx.rng = 0x2545f4914f6cdd1dull;
+  return 0;
+fail:
+  amd_trainer_free(t);
+  return -1;
+}
+
+void amd_trainer_free(amd_trainer *t) {
+  if (!t->g) return;
+  amd_run_free(&t->run);
+  if (t->dvals)
+    for (int v = 0; v < t->g->n_values; v++)
+      if (!t->g->values[v].init_in_block) amd_tensor_free(&t->dvals[v]);
+  free(t->dvals);
+  free(t->needs_grad);
+  free(t->param_value);
+  free(t->param_offset);
+  free(t->grads);
+  free(t->stats);
+  /* t->params belongs to the graph (g->param_block) */
+  memset(t, 0, sizeof *t);
+}
+
+/* The gradient buffer of value v for this step (allocated zeroed on first use). */
+static amd_tensor *grad_of(amd_trainer *t, int v, amd_status *st) {
+  amd_tensor *d = &t->dvals[v];
+  if (d->data) return d;
+  const amd_tensor *x = &t->run.vals[v];
+  amd_tensor_set_shape(d, x->dtype, x->rank, x->dims);
+  if (amd_tensor_alloc(d, st)) return NULL;
+  return d;
+}
+
+/* Logits [N, C, 1...] -> N and C. */
+static int logits_shape(const amd_tensor *z, int64_t *n, int64_t *c, amd_status *st) {
+  if (z->dtype != AMD_FLOAT || z->rank < 2) return amd_fail(st, "the model's output must be float [batch, classes]");
+  for (int i = 2; i < z->rank; i++)
+    if (z->dims[i] != 1) return amd_fail(st, "the model's output must be [batch, classes] (trailing dims of 1 allowed)");
+  *n = z->dims[0];
+  *c = z->dims[1];
+  return 0;
+}
+
+int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                           double *loss, amd_batch_stats *bs, amd_status *st) {
+  amd_graph *g = t->g;
+  memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
+  for (int v = 0; v < g->n_values; v++)
+    if (!g->values[v].init_in_block) amd_tensor_free(&t->dvals[v]);
+  t->ctx.training = 1;
+  t->ctx.inference = 0;
+  if (amd_run_forward(&t->run, &t->ctx, x, 1, st)) return -1;
+  const amd_tensor *z = &t->run.vals[t->logits_value];
+  int64_t n = 0, c = 0;
+  if (logits_shape(z, &n, &c, st)) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (labels[i] < 0 || labels[i] >= c)
+      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+  amd_tensor *dz = grad_of(t, t->logits_value, st);
+  if (!dz) return -1;
+  *loss = amd_softmax_xent(z->data, labels, n, c, smoothing, dz->data, NULL, bs);
+
+  uint64_t rng_after = t->ctx.rng;
+  const amd_tensor *dout[16];
+  amd_tensor *din[64], outs[16];
+  const amd_tensor *in[64];
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    const amd_node *n_ = &g->nodes[i];
+    if (!n_->op->backward) continue;
+    int any_out = 0, any_in = 0;
+    for (int o = 0; o < n_->n_out; o++) {
+      int v = n_->out[o];
+      dout[o] = v >= 0 && t->dvals[v].data ? &t->dvals[v] : NULL;
+      if (v >= 0) outs[o] = t->run.vals[v];
+      else memset(&outs[o], 0, sizeof outs[o]);
+      any_out |= dout[o] != NULL;
+    }
+    if (!any_out) continue;
+    for (int k = 0; k < n_->n_in; k++) {
+      int v = n_->in[k];
+      in[k] = v >= 0 ? &t->run.vals[v] : NULL;
+      din[k] = NULL;
+      if (v >= 0 && t->needs_grad[v] && !((n_->op->nondiff_inputs >> k) & 1)) {
+        if (!(din[k] = grad_of(t, v, st))) return -1;
+        any_in = 1;
+      }
+    }
+    if (!any_in) continue;
+    t->ctx.rng = t->run.node_rng[i];
+    if (n_->op->backward(n_, &t->ctx, in, outs, dout, din, st))
+      return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
+  }
+  t->ctx.rng = rng_after;
+  return 0;
+}
+
+void amd_trainer_update_stats(amd_trainer *t) {
+  for (int i = 0; i < t->n_stats; i++) {
+    const amd_tensor *src = &t->run.vals[t->stats[i][0]];
+    amd_tensor *dst = &t->g->values[t->stats[i][1]].init;
+    if (src->data && src->dtype == dst->dtype && amd_tensor_numel(src) == amd_tensor_numel(dst))
+      memcpy(dst->data, src->data, amd_tensor_nbytes(dst));
+  }
+}
+
+int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
+                     int64_t *pred, amd_status *st) {
+  amd_ctx ctx = t->ctx;
+  ctx.training = 0;
+  ctx.inference = 1;
+  if (amd_run_forward(&t->run, &ctx, x, 0, st)) return -1;
+  const amd_tensor *z = &t->run.vals[t->logits_value];
+  int64_t n = 0, c = 0;
+  if (logits_shape(z, &n, &c, st)) return -1;
+  for (int64_t i = 0; i < n; i++)
+    if (labels[i] < 0 || labels[i] >= c)
+      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+  amd_softmax_xent(z->data, labels, n, c, 0, NULL, pred, bs);
+  return 0;
+}
+
+int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
+  int n = 0;
+  for (int i = 0; i < t->n_stats && n < max; i++) values[n++] = t->stats[i][1];
+  return n;
+}

@@ -1,0 +1,69 @@
+/* Autograd over the parsed graph, and one training / evaluation step.
+ *
+ * Set-up (amd_trainer_init): finds the logits (the graph's first output, or
+ * the input of a final Softmax / LogSoftmax, so the loss is computed from
+ * logits either way), sweeps back from them to find the float initializers
+ * that reach the loss through differentiable inputs (the trainable
+ * parameters, less --freeze matches; BatchNormalization running statistics
+ * are non-differentiable inputs), moves those parameters into one contiguous
+ * block (g->param_block) with a gradient block of the same layout, and gives
+ * every BatchNormalization node outputs for its running statistics so they
+ * are written back after each training step (ONNX momentum convention).
+ *
+ * A step: forward in training mode keeping every tensor, softmax
+ * cross-entropy on the logits, then backward in reverse node order. Gradients
+ * ACCUMULATE (+=) into buffers zeroed once per step; only values that depend
+ * on a parameter get a gradient (no data gradient for the first layer). */
+#ifndef AMD_TRAINER_H
+#define AMD_TRAINER_H
+
+#include "../exec/exec.h"
+#include "../mult/mult.h"
+#include "loss.h"
+
+typedef struct amd_trainer_opts {
+  const char *freeze[16]; /* substrings of initializer names to keep fixed */
+  int n_freeze;
+  const amd_mult *mult;     /* forward GEMMs (NULL: acc32) */
+  const amd_mult *bwd_mult; /* both backward GEMMs (NULL: acc32) */
+} amd_trainer_opts;
+
+typedef struct amd_trainer {
+  amd_graph *g;
+  amd_run run;
+  amd_ctx ctx;
+  int logits_value;
+  int n_classes;
+  int n_params;
+  int *param_value;       /* graph value of each parameter */
+  int64_t *param_offset;  /* its offset in the blocks */
+  int64_t n_floats;
+  float *params;          /* == g->param_block */
+  float *grads;
+  int n_stats;
+  int (*stats)[2];        /* BatchNormalization: [output with the new statistic, initializer to update] */
+  unsigned char *needs_grad; /* per value */
+  amd_tensor *dvals;      /* per value: gradient of the loss */
+  char warning[512];      /* set-up notes for the user (e.g. BN folded) */
+} amd_trainer;
+
+int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st);
+void amd_trainer_free(amd_trainer *t);
+
+/* Forward + loss + backward on one batch x with labels; grads are overwritten.
+ * Returns -1 on error; the mean loss goes to *loss (NaN/Inf is not an error
+ * here: the caller decides). */
+int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                           double *loss, amd_batch_stats *bs, amd_status *st);
+/* Copies the new BatchNormalization statistics of the last training forward
+ * into their initializers (call after a step that was not skipped). */
+void amd_trainer_update_stats(amd_trainer *t);
+/* Inference-mode forward (running statistics, no dropout) and the loss;
+ * pred (may be NULL) receives the argmax per sample. */
+int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
+                     int64_t *pred, amd_status *st);
+/* Every float initializer that is not a parameter but training changes
+ * (the BN statistics): count and the value index of each. */
+int amd_trainer_buffers(const amd_trainer *t, int *values, int max);
+
+#endif
