@@ -14,6 +14,10 @@ static const char usage[] =
     "  info MODEL.onnx              inputs, outputs, parameters, MACs, node table\n"
     "  run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR\n"
     "                               run the model on TensorProto inputs\n"
+    "  train MODEL.onnx --data SPEC -o OUT.onnx [options]\n"
+    "                               train the model (autograd over its graph)\n"
+    "  eval MODEL.onnx --data SPEC [--mode MODE]\n"
+    "                               accuracy under an emulated multiplier\n"
     "  grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
     "                               loss and parameter gradients of one batch\n"
     "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
@@ -32,7 +36,7 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*fn)(int, char **);
-  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}};
+  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}, {"train", amd_cmd_train}, {"eval", amd_cmd_eval}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "amdnn-onnx: unknown command '%s'\n\n%s", argv[1], usage);

@@ -342,8 +342,9 @@ static void col2im_add(const conv_geom *g, const float *col, float *dx) {
   }
 }
 
-static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
-                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in,
+                         const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                         amd_status *st) {
   (void)ctx;
   (void)out;
   const conv_attrs *a = node->attrs;
@@ -400,10 +401,12 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
       if (dx) { /* dcol [kdim, osize] = W_g^T [kdim, mg] * dY_g [mg, osize] */
         float *dxg = dxd + (n * g.c + gi * g.cg) * g.isize;
         if (col) {
-          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, col, g.osize);
+          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, col,
+                   g.osize);
           col2im_add(&g, col, dxg);
         } else {
-          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg, g.isize);
+          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg,
+                   g.isize);
         }
       }
     }

@@ -99,8 +99,9 @@ static int gemm_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   return 0;
 }
 
-static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
-                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in,
+                         const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                         amd_status *st) {
   (void)ctx;
   const gemm_attrs *a = node->attrs;
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL, *dY = dout[0];

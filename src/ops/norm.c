@@ -10,7 +10,9 @@
  * element count), as in the ONNX reference implementation. The optional
  * outputs are then
  *   opset >= 14: running_mean = mean_in * momentum + batch_mean * (1 - momentum),
- *                running_var  = var_in  * momentum + batch_var  * (1 - momentum);
+ *                running_var  = var_in  * momentum + batch_var  * (1 - momentum)
+ *                (in the trainer, ctx->training, batch_var is the unbiased variance, as
+ *                in PyTorch);
  *   opset <  14: mean, var (the same running values), saved_mean, saved_var
  *                (the batch statistics).
  * Batch statistics are used in training (ctx->training), never in inference
@@ -189,9 +191,14 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
 
   /* Optional outputs. */
   double mom = a->momentum;
+  /* The trainer updates the running variance with the unbiased batch variance,
+   * as PyTorch does (the models come from there and the goldens check it);
+   * `run` keeps the ONNX reference's biased one. */
+  int64_t count = batch * sp;
+  double unbias = ctx && ctx->training && count > 1 ? (double)count / (double)(count - 1) : 1.0;
   for (int64_t c = 0; c < ch; c++) {
     double rm = batch_stats ? mean[c] * mom + bmean[c] * (1.0 - mom) : mean[c];
-    double rv = batch_stats ? var[c] * mom + bvar[c] * (1.0 - mom) : var[c];
+    double rv = batch_stats ? var[c] * mom + bvar[c] * unbias * (1.0 - mom) : var[c];
     if (out_wanted(n, out, 1)) amd_tensor_set_f64(&out[1], c, rm);
     if (out_wanted(n, out, 2)) amd_tensor_set_f64(&out[2], c, rv);
     if (out_wanted(n, out, 3)) amd_tensor_set_f64(&out[3], c, batch_stats ? bmean[c] : mean[c]);

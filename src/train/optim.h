@@ -16,23 +16,51 @@ typedef enum amd_opt_kind { AMD_OPT_SGD, AMD_OPT_ADAM, AMD_OPT_ADAMW, AMD_OPT_RM
 
 typedef struct amd_optim {
   amd_opt_kind kind;
-  float momentum;     /* SGD / RMSprop momentum (0: none) */
-  int nesterov;       /* SGD */
-  float beta1, beta2; /* Adam / AdamW (0.9, 0.999) */
-  float eps;          /* Adam / AdamW 1e-8, RMSprop 1e-8 */
-  float alpha;        /* RMSprop smoothing (0.99) */
-  float weight_decay; /* coupled (added to the gradient) except AdamW (decoupled) */
+  /* Hyper-parameters are doubles, as PyTorch's are (Python floats): the
+   * per-step constants (1 - beta1, 1 - lr * wd, bias corrections) are formed
+   * in double and rounded to float once, exactly where PyTorch rounds them. */
+  double momentum;     /* SGD / RMSprop momentum (0: none) */
+  int nesterov;        /* SGD (needs momentum > 0) */
+  double beta1, beta2; /* Adam / AdamW (0.9, 0.999) */
+  double eps;          /* Adam / AdamW 1e-8, RMSprop 1e-8 */
+  double alpha;        /* RMSprop smoothing (0.99) */
+  double weight_decay; /* coupled (added to the gradient) except AdamW (decoupled); 0 by default
+                          except AdamW, whose PyTorch default is 0.01 */
 } amd_optim;
 
 /* Sets *o to the defaults of the named optimizer ("sgd", "adam", "adamw",
  * "rmsprop"); an unknown name is an error listing the choices. */
 int amd_optim_init(const char *name, amd_optim *o, amd_status *st);
 const char *amd_optim_name(const amd_optim *o);
-/* How many state blocks of n floats the optimizer keeps (0, 1 or 2). */
+/* How many state blocks of n floats the optimizer keeps (0, 1 or 2):
+ * SGD 1 with momentum (buffer) else 0; Adam/AdamW 2 (exp_avg, then
+ * exp_avg_sq); RMSprop 1 (square_avg), 2 with momentum (then the buffer). */
 int amd_optim_state_blocks(const amd_optim *o);
+/* Checks the hyper-parameters (ranges as PyTorch checks them; Nesterov needs
+ * momentum > 0). amd_optim_step assumes a checked optimizer. */
+int amd_optim_check(const amd_optim *o, amd_status *st);
 /* One step at learning rate lr; t is the 1-based step count (Adam's bias
- * correction). state holds amd_optim_state_blocks() * n floats, zero at t = 1. */
-void amd_optim_step(const amd_optim *o, float lr, int64_t t, float *p, const float *g, float *state, int64_t n);
+ * correction). state holds amd_optim_state_blocks() * n floats, zero at t = 1
+ * (block b at state + b * n). One branch-free pass over the n values; the
+ * result equals PyTorch's single-tensor (foreach=False) step to rounding. */
+void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state, int64_t n);
+
+/* The float constants of one step, rounded from double as PyTorch rounds its
+ * Python-float scalars, for a fused GPU kernel that must match
+ * amd_optim_step (which uses them with the per-element formulas documented
+ * in optim.c). Unused fields are 0. */
+typedef struct amd_optim_coeffs {
+  float neg_lr;         /* -lr (SGD, RMSprop) */
+  float weight_decay;   /* coupled decay: g + wd * p */
+  float momentum;       /* SGD / RMSprop */
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float neg_step_size;  /* Adam: -lr / (1 - beta1^t) */
+  float bc2_sqrt;       /* Adam: sqrt(1 - beta2^t) */
+  float eps;
+  float decay;          /* AdamW: 1 - lr * wd (1 otherwise) */
+  float alpha, one_minus_alpha; /* RMSprop */
+} amd_optim_coeffs;
+void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_coeffs *c);
 
 typedef enum amd_sched_kind {
   AMD_SCHED_CONSTANT,
@@ -43,20 +71,29 @@ typedef enum amd_sched_kind {
 
 typedef struct amd_schedule {
   amd_sched_kind kind;
-  float base_lr;
-  int64_t warmup_epochs; /* linear warm-up from ~0 over these epochs (constant/step/cosine) */
+  double base_lr;        /* the lr argument (one-cycle: max_lr) */
+  int64_t warmup_epochs; /* linear warm-up over these epochs (constant/step/cosine):
+                            lr * (step + 1) / warmup_steps for step < warmup_steps */
   int n_milestones;
-  int64_t milestones[16]; /* epochs */
-  float gamma;
-  float min_lr;
-  float pct_start, div_factor, final_div_factor; /* one-cycle */
+  int64_t milestones[16]; /* epochs, strictly increasing, >= 1; absolute (warm-up epochs count) */
+  double gamma;           /* step: 0.1 by default */
+  double min_lr;          /* cosine: 0 by default */
+  double pct_start, div_factor, final_div_factor; /* one-cycle: 0.3, 25, 1e4 */
 } amd_schedule;
 
-/* Parses SPEC (see amd_schedule_help()) with base learning rate lr. */
-int amd_schedule_parse(const char *spec, float lr, int64_t warmup_epochs, amd_schedule *s, amd_status *st);
+/* Parses SPEC (see amd_schedule_help()) with base learning rate lr. A
+ * malformed spec, or warm-up with onecycle (which has its own), is an error
+ * whose message lists the accepted forms. */
+int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_schedule *s, amd_status *st);
 /* The learning rate for 0-based step `step` of a run of total_steps steps
- * with steps_per_epoch steps per epoch. */
-float amd_schedule_lr(const amd_schedule *s, int64_t step, int64_t steps_per_epoch, int64_t total_steps);
+ * with steps_per_epoch steps per epoch, in double like PyTorch's schedulers
+ * (pass it to amd_optim_step as is: PyTorch rounds lr to float only inside
+ * the step, after forming -lr / (1 - beta1^t) and 1 - lr * wd). step: epoch = step / steps_per_epoch, lr =
+ * base_lr * gamma^(milestones <= epoch) (MultiStepLR stepped per epoch);
+ * cosine: over steps [warmup_steps, total_steps) (CosineAnnealingLR with
+ * T_max = total_steps - warmup_steps, eta_min = min_lr); onecycle: OneCycleLR
+ * stepped per batch (the learning rate only; momentum is not cycled). */
+double amd_schedule_lr(const amd_schedule *s, int64_t step, int64_t steps_per_epoch, int64_t total_steps);
 /* The accepted SPEC forms, for --help. */
 const char *amd_schedule_help(void);
 

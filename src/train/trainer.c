@@ -6,6 +6,8 @@
  * (one block, zeroed with one memset). */
 #include "trainer.h"
 
+#include "../data/dataset.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,4 +314,45 @@ int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
   int n = 0;
   for (int i = 0; i < t->n_stats && n < max; i++) values[n++] = t->stats[i][1];
   return n;
+}
+
+int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
+                           int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion, int64_t n_classes,
+                           amd_status *st) {
+  int64_t per = ds->c * ds->h * ds->w;
+  amd_tensor x = {.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
+  if (amd_tensor_alloc(&x, st)) return -1;
+  int64_t *ids = malloc((size_t)batch * sizeof *ids), *y = malloc((size_t)batch * sizeof *y);
+  int64_t *pred = malloc((size_t)batch * sizeof *pred);
+  int rc = 0;
+  if (!ids || !y || !pred) rc = amd_fail(st, "out of memory");
+  for (int64_t start = 0; rc == 0 && start < n; start += batch) {
+    int64_t b = n - start < batch ? n - start : batch;
+    for (int64_t i = 0; i < b; i++) ids[i] = idx ? idx[start + i] : start + i;
+    x.dims[0] = b;
+    amd_dataset_batch(ds, split, ids, b, NULL, NULL, x.data, y);
+    rc = amd_trainer_eval(t, &x, y, bs, pred, st);
+    for (int64_t i = 0; rc == 0 && confusion && i < b; i++)
+      if (y[i] < n_classes && pred[i] < n_classes) confusion[y[i] * n_classes + pred[i]]++;
+  }
+  (void)per;
+  free(ids);
+  free(y);
+  free(pred);
+  amd_tensor_free(&x);
+  return rc;
+}
+
+int amd_trainer_n_outputs(amd_trainer *t, const amd_dataset *ds, int64_t *n_out, amd_status *st) {
+  amd_tensor x = {.dtype = AMD_FLOAT, .rank = 4, .dims = {1, ds->c, ds->h, ds->w}};
+  if (amd_tensor_alloc(&x, st)) return -1;
+  amd_ctx ctx = t->ctx;
+  ctx.training = 0;
+  ctx.inference = 1;
+  int rc = amd_run_forward(&t->run, &ctx, &x, 0, st);
+  int64_t n = 0, c = 0;
+  if (rc == 0) rc = logits_shape(&t->run.vals[t->logits_value], &n, &c, st);
+  amd_tensor_free(&x);
+  *n_out = c;
+  return rc;
 }

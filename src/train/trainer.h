@@ -67,3 +67,14 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
 int amd_trainer_buffers(const amd_trainer *t, int *values, int max);
 
 #endif
+
+struct amd_dataset;
+struct amd_data_split;
+/* Evaluates n samples of split (idx: their indices, NULL = the first n) in
+ * batches of `batch`, adding to bs; confusion (may be NULL) is a C x C count
+ * matrix [label][prediction] for C = n_classes. */
+int amd_trainer_eval_split(amd_trainer *t, const struct amd_dataset *ds, const struct amd_data_split *split,
+                           const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion,
+                           int64_t n_classes, amd_status *st);
+/* The number of model outputs (classes), from a forward pass of one sample. */
+int amd_trainer_n_outputs(amd_trainer *t, const struct amd_dataset *ds, int64_t *n_out, amd_status *st);

@@ -5,25 +5,33 @@
 # model (extract_initializers.py, Debian python3-onnx) and compares them with
 # PyTorch's parameters and BatchNormalization running statistics after the
 # same 3 steps (step3/INIT.pb): max |diff| <= 1e-3 * max |golden| per tensor.
+# The updates (trained - initial) are compared too, max |diff| <= 3e-3 *
+# max |golden update| (tensor_delta.py): the values alone would let through
+# what moves a tensor by less than 1e-3 of its size in 3 steps, such as
+# missing weight decay (values off by 1.4e-4 relative, updates by 1.4e-2) or
+# the biased batch variance in the running variance update (2.7e-4, 8e-3).
+# 3e-3 rather than 1e-3: a running variance moves by ~1e-3 of its value in
+# 3 steps, so a few float32 roundings of the value are ~1e-4 of its update.
 # The saved model must have the same initializers as MODEL (a missing or an
 # extra one fails); initializers without a step3 golden (none in the
 # committed models) must be unchanged, bit for bit. Without onnx in PYTHON
 # the test is skipped (exit 77).
 #
-# usage: train_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY OUTDIR
+# usage: train_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR
 set -u
-if [ $# -ne 7 ]; then
-  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY OUTDIR" >&2
+if [ $# -ne 8 ]; then
+  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR" >&2
   exit 2
 fi
-model=$1 golden=$2 amdnn=$3 compare=$4 python=$5 extract=$6 outdir=$7
+model=$1 golden=$2 amdnn=$3 compare=$4 python=$5 extract=$6 delta=$7 outdir=$8
 tol=1e-3
+update_tol=3e-3
 
 if ! "$python" -c 'import onnx' >/dev/null 2>&1; then
   echo "SKIP: $python cannot import onnx (Debian python3-onnx); training golden test not run"
   exit 77
 fi
-for f in "$model" "$golden/input.pb" "$golden/labels.pb" "$extract"; do
+for f in "$model" "$golden/input.pb" "$golden/labels.pb" "$extract" "$delta"; do
   if [ ! -f "$f" ]; then
     echo "FAIL: missing file $f" >&2
     exit 1
@@ -102,9 +110,25 @@ for g in "$golden"/step3/*.pb; do
     fail=1
   fi
 done
+
+echo "== updates after 3 steps (trained - initial)"
+"$python" "$delta" "$golden/step3" "$outdir/original" "$outdir/golden_update" &&
+  "$python" "$delta" "$outdir/trained" "$outdir/original" "$outdir/update" || {
+  echo "FAIL: cannot compute the updates"
+  fail=1
+}
+nu=0
+for g in "$outdir"/golden_update/*.pb; do
+  [ -f "$g" ] || continue
+  f=$(basename "$g")
+  [ -f "$outdir/update/$f" ] || continue # reported above
+  check "${f%.pb} update" "$g" "$outdir/update/$f" $update_tol
+  nu=$((nu + 1))
+done
 rm -f "$log"
 
-echo "compared $n of $ngolden tensors after 3 SGD steps (tolerance $tol relative to max |golden|)"
+echo "compared $n of $ngolden tensors after 3 SGD steps (tolerance $tol relative to max |golden|)" \
+  "and $nu updates (tolerance $update_tol relative to max |golden update|)"
 if [ $fail -ne 0 ]; then
   echo "FAIL"
   exit 1

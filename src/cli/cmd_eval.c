@@ -1,0 +1,116 @@
+/* `amdnn-onnx eval`: a model's accuracy on a data set under a multiplier mode,
+ * in inference mode (BatchNormalization on its running statistics, no dropout). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../data/dataset.h"
+#include "../onnx/load.h"
+#include "../train/trainer.h"
+#include "cli_util.h"
+#include "commands.h"
+
+static const char usage[] =
+    "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--batch N] [--split test|train]\n"
+    "\n"
+    "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
+    "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
+    "MODE (default acc32), and prints top-1 and top-5 accuracy, the mean\n"
+    "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
+    "(rows: label, columns: prediction). A model that ends in Softmax or\n"
+    "LogSoftmax is scored on that node's input.\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int amd_cmd_eval(int argc, char **argv) {
+  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test";
+  int64_t batch = 256;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--data") && v) data = argv[++i];
+    else if (!strcmp(a, "--mode") && v) mode = argv[++i];
+    else if (!strcmp(a, "--split") && v) split = argv[++i];
+    else if (!strcmp(a, "--batch") && v) {
+      if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
+        fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --batch\n", v);
+        return 2;
+      }
+    } else if (a[0] != '-' && !model) model = a;
+    else {
+      fprintf(stderr, "amdnn-onnx eval: unknown or incomplete argument '%s'\n\n%s", a, usage);
+      return 2;
+    }
+  }
+  if (!model || !data || (strcmp(split, "test") && strcmp(split, "train"))) {
+    fprintf(stderr, "amdnn-onnx eval: MODEL and --data are required; --split is test or train\n\n%s", usage);
+    return 2;
+  }
+  amd_status st = {{0}};
+  amd_graph *g = NULL;
+  amd_dataset ds = {0};
+  amd_trainer t = {0};
+  amd_mult mult = {0};
+  int64_t *confusion = NULL;
+  int rc = 1;
+  if (amd_mult_parse(mode, &mult, &st) || amd_graph_load(model, 0, &g, &st) || amd_dataset_load(data, &ds, &st))
+    goto fail;
+  amd_trainer_opts opts = {.mult = &mult, .bwd_mult = &mult};
+  if (amd_trainer_init(&t, g, &opts, &st)) goto fail;
+  int64_t n_out;
+  if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
+  if (ds.n_classes > n_out) {
+    amd_fail(&st, "the data set has %lld classes but the model has %lld outputs", (long long)ds.n_classes,
+             (long long)n_out);
+    goto fail;
+  }
+  int64_t c = ds.n_classes;
+  confusion = calloc((size_t)(c * c), sizeof *confusion);
+  if (!confusion) {
+    amd_fail(&st, "out of memory");
+    goto fail;
+  }
+  const amd_data_split *s = strcmp(split, "test") == 0 ? &ds.test : &ds.train;
+  amd_batch_stats bs = {0};
+  double t0 = now_s();
+  if (amd_trainer_eval_split(&t, &ds, s, NULL, s->n, batch, &bs, confusion, c, &st)) goto fail;
+  double secs = now_s() - t0;
+  printf("model %s, mode %s, %s split of %s: %lld images\n", model, mode, split, data, (long long)bs.n);
+  printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,
+         100.0 * (double)bs.top5 / (double)bs.n, bs.loss_sum / (double)bs.n, secs > 0 ? (double)bs.n / secs : 0);
+  printf("per-class accuracy:\n");
+  for (int64_t k = 0; k < c; k++) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < c; j++) row += confusion[k * c + j];
+    char label[32];
+    snprintf(label, sizeof label, "%lld", (long long)k);
+    printf("  %-12s %6.2f%% of %lld\n", ds.class_names ? ds.class_names[k] : label,
+           row ? 100.0 * (double)confusion[k * c + k] / (double)row : 0.0, (long long)row);
+  }
+  printf("confusion matrix (rows: label, columns: prediction):\n      ");
+  for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)j);
+  printf("\n");
+  for (int64_t k = 0; k < c; k++) {
+    printf("  %3lld ", (long long)k);
+    for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)confusion[k * c + j]);
+    printf("\n");
+  }
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "amdnn-onnx eval: %s\n", st.msg);
+done:
+  free(confusion);
+  amd_trainer_free(&t);
+  amd_graph_free(g);
+  amd_dataset_free(&ds);
+  amd_mult_free(&mult);
+  return rc;
+}
