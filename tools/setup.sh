@@ -25,6 +25,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# onnxruntime (the check that written models load for inference) comes from PyPI.
+python3 -c "import onnxruntime, onnx" 2>/dev/null || python3 -m pip install -q onnxruntime onnx
+
 [ -d build ] || meson setup build
 ninja -C build
 if [ "${AMD_SKIP_ASAN:-0}" != 1 ]; then

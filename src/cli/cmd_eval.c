@@ -13,13 +13,15 @@
 
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--batch N] [--split test|train]\n"
+    "                       [--limit N]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
     "MODE (default acc32), and prints top-1 and top-5 accuracy, the mean\n"
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
-    "LogSoftmax is scored on that node's input.\n";
+    "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
+    "samples of the split.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -29,7 +31,7 @@ static double now_s(void) {
 
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test";
-  int64_t batch = 256;
+  int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -41,6 +43,11 @@ int amd_cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && v) {
       if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
         fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --batch\n", v);
+        return 2;
+      }
+    } else if (!strcmp(a, "--limit") && v) {
+      if (amd_parse_i64(argv[++i], &limit) || limit < 1) {
+        fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --limit\n", v);
         return 2;
       }
     } else if (a[0] != '-' && !model) model = a;
@@ -78,9 +85,10 @@ int amd_cmd_eval(int argc, char **argv) {
     goto fail;
   }
   const amd_data_split *s = strcmp(split, "test") == 0 ? &ds.test : &ds.train;
+  int64_t count = limit && limit < s->n ? limit : s->n;
   amd_batch_stats bs = {0};
   double t0 = now_s();
-  if (amd_trainer_eval_split(&t, &ds, s, NULL, s->n, batch, &bs, confusion, c, &st)) goto fail;
+  if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, confusion, c, &st)) goto fail;
   double secs = now_s() - t0;
   printf("model %s, mode %s, %s split of %s: %lld images\n", model, mode, split, data, (long long)bs.n);
   printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,

@@ -45,6 +45,7 @@ static const char usage[] =
     "  --augment LIST         comma list of crop:P (pad P and crop back), flip, cutout:S\n"
     "  --val N                hold out N training samples (seeded) as a validation set\n"
     "  --no-shuffle           keep the data order (default: a seeded permutation per epoch)\n"
+    "  --limit N              use only the first N samples of each split (quick runs)\n"
     "optimisation:\n"
     "  --epochs N             (default 10)\n"
     "  --batch N              (default 128)\n"
@@ -75,6 +76,7 @@ static const char usage[] =
     "  --resume               continue from the newest valid checkpoint in DIR\n"
     "  --walltime T           stop with a checkpoint before T (e.g. 47h30m, 90m, 3600s)\n"
     "                         and exit 3; SIGTERM and SIGINT do the same\n"
+    "  --stop-after N         stop after N optimizer steps as --walltime would (tests resuming)\n"
     "  --device cpu           (the CUDA backend comes later)\n"
     "\n"
     "Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early with a\n"
@@ -84,7 +86,7 @@ static const char usage[] =
 
 typedef struct train_cfg {
   const char *model, *data, *out, *metrics, *ckpt_dir, *mode, *bmode, *optimizer, *schedule, *augment, *freeze;
-  int64_t epochs, batch, seed, val, ckpt_every, warmup;
+  int64_t epochs, batch, seed, val, ckpt_every, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
   int nesterov, no_shuffle, resume, momentum_set;
@@ -168,9 +170,9 @@ static int parse_augment(const char *s, amd_augment *a, char *err, size_t n) {
 static void config_string(const train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
   snprintf(buf, n, "data=%s batch=%lld optimizer=%s lr=%g momentum=%g nesterov=%d wd=%g schedule=%s warmup=%lld "
-           "seed=%lld val=%lld mode=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
+           "seed=%lld val=%lld limit=%lld mode=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
            c->data, (long long)c->batch, c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
-           (long long)c->warmup, (long long)c->seed, (long long)c->val, c->mode, c->bmode ? c->bmode : c->mode,
+           (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->mode, c->bmode ? c->bmode : c->mode,
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
 }
 
@@ -202,6 +204,8 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--seed")) bad = amd_parse_i64(v, &c->seed);
     else if (OPT("--val")) bad = amd_parse_i64(v, &c->val);
     else if (OPT("--warmup")) bad = amd_parse_i64(v, &c->warmup);
+    else if (OPT("--limit")) bad = amd_parse_i64(v, &c->limit) || c->limit < 1;
+    else if (OPT("--stop-after")) bad = amd_parse_i64(v, &c->stop_after) || c->stop_after < 1;
     else if (OPT("--checkpoint-every")) bad = amd_parse_i64(v, &c->ckpt_every) || c->ckpt_every < 1;
     else if (OPT("--checkpoint-minutes")) bad = amd_parse_float(v, &c->ckpt_minutes) || c->ckpt_minutes <= 0;
     else if (OPT("--lr")) bad = amd_parse_float(v, &c->lr) || c->lr < 0;
@@ -369,6 +373,10 @@ static int setup(run_state *r, amd_status *st) {
   if (parse_augment(c->augment, &r->aug, st->msg, sizeof st->msg)) return -1;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
   if (amd_dataset_load(c->data, &r->ds, st)) return -1;
+  if (c->limit) {
+    if (r->ds.train.n > c->limit) r->ds.train.n = c->limit;
+    if (r->ds.test.n > c->limit) r->ds.test.n = c->limit;
+  }
   /* the model's input must be [batch, C, H, W] of the data */
   const amd_value *in = &r->g->values[r->g->inputs[0]];
   int64_t want[3] = {r->ds.c, r->ds.h, r->ds.w};
@@ -508,7 +516,8 @@ int amd_cmd_train(int argc, char **argv) {
         progress(&r, p->batch + 1, batches, epoch_start, seen_at_start, tty);
       /* stop in time: a signal, or the walltime about to run out (leave room for a step and a checkpoint) */
       double elapsed = now_s() - run_start;
-      int out_of_time = c->walltime_s > 0 && elapsed + 3 * step_avg + 5 > c->walltime_s;
+      int out_of_time = (c->walltime_s > 0 && elapsed + 3 * step_avg + 5 > c->walltime_s) ||
+                        (c->stop_after && p->step >= c->stop_after);
       int periodic = c->ckpt_dir && c->ckpt_minutes > 0 && now_s() - last_ckpt > 60.0 * c->ckpt_minutes;
       if (stop_signal || out_of_time || periodic) {
         p->batch++; /* this batch is done */
@@ -520,7 +529,7 @@ int amd_cmd_train(int argc, char **argv) {
         if (stop_signal || out_of_time) {
           progress_clear(tty);
           printf("stopped by %s at epoch %lld, batch %lld%s\n",
-                 stop_signal == SIGTERM ? "SIGTERM" : stop_signal == SIGINT ? "SIGINT" : "the walltime",
+                 stop_signal == SIGTERM ? "SIGTERM" : stop_signal == SIGINT ? "SIGINT" : c->stop_after ? "--stop-after" : "the walltime",
                  (long long)p->epoch + 1, (long long)p->batch + 1,
                  c->ckpt_dir ? "; checkpoint saved, continue with --resume" : " (no --checkpoint-dir: nothing saved)");
           rc = 3;

@@ -245,8 +245,8 @@ int amd_ckpt_write(const char *dir, int64_t step, const amd_ckpt_section *secs, 
 
   char final_path[CK_PATH], tmp_path[CK_PATH];
   int a = snprintf(final_path, sizeof final_path, "%s/ckpt-%010" PRId64 ".amdckpt", dir, step);
-  int b = snprintf(tmp_path, sizeof tmp_path, "%s/.tmp-ckpt-%" PRId64 "-%ld.amdckpt", dir, step,
-                   (long)getpid());
+  int b =
+      snprintf(tmp_path, sizeof tmp_path, "%s/.tmp-ckpt-%" PRId64 "-%ld.amdckpt", dir, step, (long)getpid());
   if (a < 0 || b < 0 || (size_t)a >= sizeof final_path || (size_t)b >= sizeof tmp_path)
     return amd_fail(st, "checkpoint: directory path too long: %.200s", dir);
 
@@ -334,9 +334,10 @@ static int rd(ck_reader *r, void *buf, size_t len, const char *what, amd_status 
                     r->path, what, r->pos, len, r->size);
   if (fread(buf, 1, len, r->f) != len) {
     if (ferror(r->f))
-      return amd_fail(st, "checkpoint %s: read error at byte %" PRIu64 ": %s", r->path, r->pos, strerror(errno));
-    return amd_fail(st, "checkpoint %s: file ended early at byte %" PRIu64 " (changed while reading?)", r->path,
-                    r->pos);
+      return amd_fail(st, "checkpoint %s: read error at byte %" PRIu64 ": %s", r->path, r->pos,
+                      strerror(errno));
+    return amd_fail(st, "checkpoint %s: file ended early at byte %" PRIu64 " (changed while reading?)",
+                    r->path, r->pos);
   }
   r->pos += len;
   return 0;
@@ -352,13 +353,15 @@ static int scan(ck_reader *r, const amd_ckpt_section *req, int nreq, uint64_t *o
     return amd_fail(st, "checkpoint %s: truncated or empty (%" PRIu64 " bytes, a checkpoint has at least %u)",
                     r->path, r->size, CK_HEADER_BYTES + CK_TRAILER_BYTES);
   if (rd(r, h, CK_HEADER_BYTES, "header", st) != 0) return -1;
-  if (memcmp(h, CK_MAGIC, 8) != 0) return amd_fail(st, "checkpoint %s: not a checkpoint (bad magic)", r->path);
+  if (memcmp(h, CK_MAGIC, 8) != 0)
+    return amd_fail(st, "checkpoint %s: not a checkpoint (bad magic)", r->path);
   uint32_t version = get_u32(h + 8), count = get_u32(h + 12);
   if (version != AMD_CKPT_VERSION)
     return amd_fail(st, "checkpoint %s: format version %" PRIu32 ", this build reads version %u", r->path,
                     version, AMD_CKPT_VERSION);
   if ((uint64_t)count * CK_MIN_SECTION > r->size - CK_HEADER_BYTES - CK_TRAILER_BYTES)
-    return amd_fail(st, "checkpoint %s: claims %" PRIu32 " sections, more than its %" PRIu64 " bytes can hold",
+    return amd_fail(st,
+                    "checkpoint %s: claims %" PRIu32 " sections, more than its %" PRIu64 " bytes can hold",
                     r->path, count, r->size);
   r->hcrc = crc_update(0, h, CK_HEADER_BYTES);
   unsigned char *buf = malloc(CK_CHUNK);
@@ -403,15 +406,17 @@ static int scan(ck_reader *r, const amd_ckpt_section *req, int nreq, uint64_t *o
       left -= k;
     }
     if (c != dcrc) {
-      amd_fail(st, "checkpoint %s: section '%s' is corrupt (crc32 %08" PRIx32 ", stored %08" PRIx32 ")", r->path,
-               name, c, dcrc);
+      amd_fail(st, "checkpoint %s: section '%s' is corrupt (crc32 %08" PRIx32 ", stored %08" PRIx32 ")",
+               r->path, name, c, dcrc);
       goto out;
     }
   }
   if (rd(r, h, CK_TRAILER_BYTES, "trailer", st) != 0) goto out;
   uint64_t total = get_u64(h);
   if (total != r->size || r->pos != r->size) {
-    amd_fail(st, "checkpoint %s: length mismatch (trailer says %" PRIu64 ", file has %" PRIu64 ", parsed %" PRIu64 ")",
+    amd_fail(st,
+             "checkpoint %s: length mismatch (trailer says %" PRIu64 ", file has %" PRIu64 ", parsed %" PRIu64
+             ")",
              r->path, total, r->size, r->pos);
     goto out;
   }
@@ -502,7 +507,7 @@ static void append_warning(char *w, size_t wl, const char *text) {
   if (!w || wl == 0) return;
   size_t used = strlen(w);
   if (used + 1 >= wl) return;
-  snprintf(w + used, wl - used, "%s%s", used ? "; " : "warning: ", text);
+  snprintf(w + used, wl - used, "%s%s", used ? "; " : "", text);
 }
 
 int amd_ckpt_find_latest(const char *dir, char *path, size_t path_len, char *warning, size_t warning_len,
@@ -540,7 +545,8 @@ int amd_ckpt_find_latest(const char *dir, char *path, size_t path_len, char *war
     return 0;
   }
   free(v);
-  return amd_fail(st, "checkpoint dir %s: %d checkpoint file(s) but none verifies (last error: %s); move them "
-                      "away to start over",
+  return amd_fail(st,
+                  "checkpoint dir %s: %d checkpoint file(s) but none verifies (last error: %s); move them "
+                  "away to start over",
                   dir, skipped, vst.msg);
 }

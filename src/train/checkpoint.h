@@ -59,7 +59,8 @@ int amd_ckpt_write(const char *dir, int64_t step, const amd_ckpt_section *secs, 
 
 /* Finds the newest checkpoint in dir (largest step) that verifies. Corrupt or
  * truncated newer ones are skipped, and if warning is non-NULL one line naming
- * each skipped file and why is written into it ("" when none was skipped).
+ * each skipped file and why is written into it, without a "warning:" prefix
+ * ("skipped checkpoint P: reason; skipped ..."; "" when none was skipped).
  * Returns 0 with the path in path; 1 when there is no checkpoint at all (dir
  * missing, or no ckpt-*.amdckpt in it; path untouched); -1 on error: dir is
  * unreadable, path_len is too small, or checkpoint files exist but none

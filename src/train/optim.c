@@ -35,12 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* sqrtf must not set errno, or GCC will not vectorise the loops that call it
- * (its argument is never negative here). Equivalent to -fno-math-errno for
- * this file only. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-math-errno")
-#endif
+/* The loops vectorise at -O3 only with -fno-math-errno (otherwise GCC keeps
+ * a scalar sqrtf call for errno; the argument is never negative here): the
+ * build should pass it project-wide (GCC's optimize attribute and pragma do
+ * not reach sqrtf in GCC 12). */
 #define AMD_OPTIM_LOOP __attribute__((always_inline)) static inline
 
 #ifdef __FMA__

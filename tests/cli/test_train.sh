@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# End-to-end training from the command line, on a subset of Fashion-MNIST
+# (Debian dataset-fashion-mnist):
+#  - one epoch of LeNet-5 reaches an accuracy that a broken backward cannot;
+#  - the trained model reloads and `eval` gives the accuracy `train` reported;
+#  - a run stopped (--stop-after, and SIGTERM) and resumed ends with the same
+#    weights, byte for byte, as an uninterrupted run;
+#  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
+#  - bad input ends with one line and nothing written.
+# usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
+set -u
+amd=$1 models=$2 fashion=$3
+[ -f "$fashion/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $fashion"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+data="mnist:$fashion"
+common=(--data "$data" --limit 6000 --batch 64 --lr 0.05 --seed 3)
+
+# 1. one epoch learns
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" --epochs 1 -o "$tmp/a.onnx" --metrics "$tmp/a.tsv" >"$tmp/a.log" 2>&1
+rc=$?
+acc=$(sed -n 's/.*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/a.log" | tail -1)
+echo "     one epoch: test top1 ${acc:-?}%"
+if [ $rc -eq 0 ] && awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 70) }'; then ok "one epoch of LeNet-5 reaches >= 70% (a broken backward stays near 10-40%)"; else bad "train exit $rc, top1 ${acc:-none}"; cat "$tmp/a.log"; fi
+[ "$(wc -l <"$tmp/a.tsv")" -eq 2 ] && head -1 "$tmp/a.tsv" | grep -q "^epoch	hours	train_loss	train_acc	test_loss	test_top1	lr	images_per_s" \
+  && ok "metrics TSV: header and one row" || bad "metrics TSV"; 
+
+# 2. the written model evaluates to the same accuracy
+"$amd" eval "$tmp/a.onnx" --data "$data" --limit 6000 >"$tmp/e.log" 2>&1
+eacc=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/e.log")
+[ -n "$eacc" ] && [ "$eacc" = "$acc" ] && ok "eval of the written model: top1 $eacc% as in training" || { bad "eval top1 '$eacc' vs train '$acc'"; cat "$tmp/e.log"; }
+
+# 3. stop and resume = uninterrupted (2 epochs = 188 steps; with dropout-free LeNet, augmentation on)
+run2=(--epochs 2 --augment crop:2,flip)
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" -o "$tmp/full.onnx" >/dev/null 2>&1
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck" --stop-after 50 -o "$tmp/part.onnx" >"$tmp/s1.log" 2>&1
+rc1=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck" --stop-after 120 --resume -o "$tmp/part.onnx" >"$tmp/s2.log" 2>&1
+rc2=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck" --resume -o "$tmp/part.onnx" >"$tmp/s3.log" 2>&1
+rc3=$?
+if [ $rc1 -eq 3 ] && [ $rc2 -eq 3 ] && [ $rc3 -eq 0 ] && cmp -s "$tmp/full.onnx" "$tmp/part.onnx"; then
+  ok "stopped at steps 50 and 120, resumed twice: identical weights to the uninterrupted run"
+else
+  bad "resume: exits $rc1 $rc2 $rc3, models $(cmp "$tmp/full.onnx" "$tmp/part.onnx" 2>&1 | head -1)"; tail -3 "$tmp/s1.log" "$tmp/s2.log" "$tmp/s3.log"
+fi
+[ "$(ls "$tmp/ck" | wc -l)" -le 2 ] && ok "checkpoint folder keeps at most two" || bad "checkpoints kept: $(ls "$tmp/ck")"
+
+# SIGTERM at an arbitrary moment, then resume
+rm -rf "$tmp/ck2"
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck2" -o "$tmp/sig.onnx" >"$tmp/t1.log" 2>&1 &
+pid=$!
+sleep 3
+kill -TERM $pid
+wait $pid
+rct=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck2" --resume -o "$tmp/sig.onnx" >"$tmp/t2.log" 2>&1
+if [ $rct -eq 3 ] && grep -q "stopped by SIGTERM" "$tmp/t1.log" && cmp -s "$tmp/full.onnx" "$tmp/sig.onnx"; then
+  ok "SIGTERM: exit 3 with a checkpoint; resumed run identical"
+elif [ $rct -eq 0 ]; then
+  bad "SIGTERM came too late (the run had finished)"
+else
+  bad "SIGTERM: exit $rct"; tail -2 "$tmp/t1.log" "$tmp/t2.log"
+fi
+
+# 4. NaN: an absurd learning rate
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" --epochs 2 --lr 1e30 --checkpoint-dir "$tmp/ck3" -o "$tmp/nan.onnx" >"$tmp/n.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q "the loss became \(NaN\|Inf\) at epoch" "$tmp/n.log" && [ ! -e "$tmp/nan.onnx" ] \
+  && ok "NaN loss: exit 4, step named, no model written: $(grep -o 'the loss became.*' "$tmp/n.log" | head -1)" || { bad "NaN: exit $rc"; tail -3 "$tmp/n.log"; }
+
+# 5. bad input: one line, exit 1 or 2, nothing written
+check() { # name, expected rc, stderr substring, args...
+  local name=$1 want=$2 msg=$3; shift 3
+  "$amd" "$@" >"$tmp/o" 2>"$tmp/err"; local rc=$?
+  if [ $rc -eq "$want" ] && grep -qF -- "$msg" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 2 ] && [ ! -e "$tmp/out.onnx" ]; then
+    ok "$name: $(head -1 "$tmp/err")"
+  else
+    bad "$name: exit $rc"; cat "$tmp/err"
+  fi
+}
+check "missing data folder" 1 "does not exist" train "$models/lenet5_train.onnx" --data mnist:/nonexistent -o "$tmp/out.onnx"
+check "data of the wrong shape" 1 "expects [3, 32, 32] per sample; the data has [1, 28, 28]" train "$models/resnet8_train.onnx" --data "$data" --limit 100 -o "$tmp/out.onnx"
+check "unknown optimizer" 1 "sgd" train "$models/lenet5_train.onnx" --data "$data" --optimizer sgdd -o "$tmp/out.onnx"
+check "unknown mode" 1 "acc32" train "$models/lenet5_train.onnx" --data "$data" --mode am17 -o "$tmp/out.onnx"
+check "bad schedule" 1 "constant" train "$models/lenet5_train.onnx" --data "$data" --schedule zigzag -o "$tmp/out.onnx"
+check "missing -o" 2 "required" train "$models/lenet5_train.onnx" --data "$data"
+check "bad number" 2 "--epochs" train "$models/lenet5_train.onnx" --data "$data" --epochs -3 -o "$tmp/out.onnx"
+check "resume without a folder" 2 "--checkpoint-dir" train "$models/lenet5_train.onnx" --data "$data" --resume -o "$tmp/out.onnx"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
