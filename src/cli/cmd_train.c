@@ -60,7 +60,9 @@ static const char usage[] =
     "  --label-smoothing EPS  (default 0)\n"
     "  --freeze LIST          comma list of substrings: initializers whose name\n"
     "                         contains one are not trained\n"
-    "  --seed N               data order, augmentation, dropout (default 1)\n"
+    "  --seed N               data order, augmentation, dropout, --reinit (default 1)\n"
+    "  --reinit               start from fresh weights, initialised as PyTorch does by\n"
+    "                         default (default: the model's own weights: fine-tuning)\n"
     "multiplier:\n"
     "  --mode MODE            product of every Conv/Gemm/MatMul GEMM, forward and both\n"
     "                         backward GEMMs (default acc32; see `amdnn-onnx --help`)\n"
@@ -89,7 +91,7 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set;
+  int nesterov, no_shuffle, resume, momentum_set, reinit;
 } train_cfg;
 
 /* What a checkpoint holds besides the blocks. Plain integers and doubles. */
@@ -170,9 +172,9 @@ static int parse_augment(const char *s, amd_augment *a, char *err, size_t n) {
 static void config_string(const train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
   snprintf(buf, n, "data=%s batch=%lld optimizer=%s lr=%g momentum=%g nesterov=%d wd=%g schedule=%s warmup=%lld "
-           "seed=%lld val=%lld limit=%lld mode=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
+           "seed=%lld val=%lld limit=%lld reinit=%d mode=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
            c->data, (long long)c->batch, c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
-           (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->mode, c->bmode ? c->bmode : c->mode,
+           (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->bmode ? c->bmode : c->mode,
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
 }
 
@@ -216,6 +218,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (!strcmp(a, "--nesterov")) c->nesterov = 1;
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
     else if (!strcmp(a, "--resume")) c->resume = 1;
+    else if (!strcmp(a, "--reinit")) c->reinit = 1;
     else if (a[0] != '-' && !c->model) c->model = a;
     else {
       fprintf(stderr, "amdnn-onnx train: unknown or incomplete argument '%s' (see --help)\n", a);
@@ -367,8 +370,7 @@ static int setup(run_state *r, amd_status *st) {
   if (r->opt.kind == AMD_OPT_SGD || c->momentum_set) r->opt.momentum = c->momentum;
   r->opt.nesterov = c->nesterov;
   r->opt.weight_decay = c->wd;
-  if (c->nesterov && (r->opt.kind != AMD_OPT_SGD || r->opt.momentum <= 0))
-    return amd_fail(st, "--nesterov needs --optimizer sgd with --momentum > 0");
+  if (amd_optim_check(&r->opt, st)) return -1;
   if (amd_schedule_parse(c->schedule, c->lr, c->warmup, &r->sched, st)) return -1;
   if (parse_augment(c->augment, &r->aug, st->msg, sizeof st->msg)) return -1;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
@@ -396,6 +398,7 @@ static int setup(run_state *r, amd_status *st) {
   }
   if (amd_trainer_init(&r->t, r->g, &topts, st)) return -1;
   if (r->t.warning[0]) fprintf(stderr, "amdnn-onnx train: warning: %s\n", r->t.warning);
+  if (c->reinit) printf("--reinit: %d initializers re-initialised from seed %lld\n", amd_trainer_reinit(&r->t, (uint64_t)c->seed), (long long)c->seed);
   int64_t n_out;
   if (amd_trainer_n_outputs(&r->t, &r->ds, &n_out, st)) return -1;
   if (r->ds.n_classes > n_out)
@@ -475,7 +478,7 @@ int amd_cmd_train(int argc, char **argv) {
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
-  float lr = 0;
+  double lr = 0;
   for (; r.pos.epoch < c->epochs; r.pos.epoch++) {
     position *p = &r.pos;
     /* the epoch's order depends only on the seed and the epoch: a resumed run sees the same */

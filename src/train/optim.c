@@ -66,16 +66,17 @@ int amd_optim_init(const char *name, amd_optim *o, amd_status *st) {
   return amd_fail(st, "unknown optimizer '%s' (choices: sgd, adam, adamw, rmsprop)", name ? name : "(null)");
 }
 
-const char *amd_optim_name(const amd_optim *o) {
-  return (unsigned)o->kind < 4 ? opt_names[o->kind] : "?";
-}
+const char *amd_optim_name(const amd_optim *o) { return (unsigned)o->kind < 4 ? opt_names[o->kind] : "?"; }
 
 int amd_optim_state_blocks(const amd_optim *o) {
   switch (o->kind) {
-  case AMD_OPT_SGD: return o->momentum != 0 ? 1 : 0;
+  case AMD_OPT_SGD:
+    return o->momentum != 0 ? 1 : 0;
   case AMD_OPT_ADAM:
-  case AMD_OPT_ADAMW: return 2;
-  case AMD_OPT_RMSPROP: return o->momentum > 0 ? 2 : 1;
+  case AMD_OPT_ADAMW:
+    return 2;
+  case AMD_OPT_RMSPROP:
+    return o->momentum > 0 ? 2 : 1;
   }
   return 0;
 }
@@ -88,7 +89,8 @@ int amd_optim_check(const amd_optim *o, amd_status *st) {
     return amd_fail(st, "%s: invalid momentum %g (must be >= 0)", name, o->momentum);
   if (!(o->weight_decay >= 0) || !isfinite(o->weight_decay))
     return amd_fail(st, "%s: invalid weight decay %g (must be >= 0)", name, o->weight_decay);
-  if (!(o->eps >= 0) || !isfinite(o->eps)) return amd_fail(st, "%s: invalid eps %g (must be >= 0)", name, o->eps);
+  if (!(o->eps >= 0) || !isfinite(o->eps))
+    return amd_fail(st, "%s: invalid eps %g (must be >= 0)", name, o->eps);
   if (o->nesterov && (o->kind != AMD_OPT_SGD || !(o->momentum > 0)))
     return amd_fail(st, "%s: Nesterov momentum needs SGD with momentum > 0", name);
   if ((o->kind == AMD_OPT_ADAM || o->kind == AMD_OPT_ADAMW) &&
@@ -110,7 +112,8 @@ void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_co
   c->eps = (float)o->eps;
   c->decay = 1.0f;
   switch (o->kind) {
-  case AMD_OPT_SGD: break;
+  case AMD_OPT_SGD:
+    break;
   case AMD_OPT_ADAMW:
     c->decay = (float)(1 - dlr * o->weight_decay);
     c->weight_decay = 0; /* decoupled */
@@ -136,7 +139,8 @@ void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_co
 /* ---- the loops (flags are compile-time constants at each call) ---- */
 
 AMD_OPTIM_LOOP void sgd_loop(const amd_optim_coeffs *c, float *restrict p, const float *restrict g,
-                             float *restrict buf, int64_t n, const int wd, const int mom, const int nesterov) {
+                             float *restrict buf, int64_t n, const int wd, const int mom,
+                             const int nesterov) {
   const float neg_lr = c->neg_lr, w = c->weight_decay, m = c->momentum;
   for (int64_t i = 0; i < n; i++) {
     float d = g[i];
@@ -151,7 +155,8 @@ AMD_OPTIM_LOOP void sgd_loop(const amd_optim_coeffs *c, float *restrict p, const
 }
 
 AMD_OPTIM_LOOP void adam_loop(const amd_optim_coeffs *c, float *restrict p, const float *restrict g,
-                              float *restrict m1, float *restrict v2, int64_t n, const int wd, const int decoupled) {
+                              float *restrict m1, float *restrict v2, int64_t n, const int wd,
+                              const int decoupled) {
   const float w = c->weight_decay, b1 = c->beta1, omb1 = c->one_minus_beta1, b2 = c->beta2,
               omb2 = c->one_minus_beta2, nss = c->neg_step_size, bc2s = c->bc2_sqrt, eps = c->eps,
               decay = c->decay;
@@ -170,9 +175,10 @@ AMD_OPTIM_LOOP void adam_loop(const amd_optim_coeffs *c, float *restrict p, cons
 }
 
 AMD_OPTIM_LOOP void rmsprop_loop(const amd_optim_coeffs *c, float *restrict p, const float *restrict g,
-                                 float *restrict sq, float *restrict buf, int64_t n, const int wd, const int mom) {
-  const float neg_lr = c->neg_lr, w = c->weight_decay, m = c->momentum, a = c->alpha, oma = c->one_minus_alpha,
-              eps = c->eps;
+                                 float *restrict sq, float *restrict buf, int64_t n, const int wd,
+                                 const int mom) {
+  const float neg_lr = c->neg_lr, w = c->weight_decay, m = c->momentum, a = c->alpha,
+              oma = c->one_minus_alpha, eps = c->eps;
   for (int64_t i = 0; i < n; i++) {
     float d = g[i];
     if (wd) d = FMA(w, p[i], d);
@@ -190,35 +196,49 @@ AMD_OPTIM_LOOP void rmsprop_loop(const amd_optim_coeffs *c, float *restrict p, c
 }
 
 void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                                      int64_t n) {
+                    int64_t n) {
   amd_optim_coeffs c;
   amd_optim_get_coeffs(o, lr, t, &c);
   const int wd = o->weight_decay != 0;
   switch (o->kind) {
   case AMD_OPT_SGD:
     if (o->momentum == 0) {
-      if (wd) sgd_loop(&c, p, g, NULL, n, 1, 0, 0);
-      else sgd_loop(&c, p, g, NULL, n, 0, 0, 0);
+      if (wd)
+        sgd_loop(&c, p, g, NULL, n, 1, 0, 0);
+      else
+        sgd_loop(&c, p, g, NULL, n, 0, 0, 0);
     } else if (o->nesterov) {
-      if (wd) sgd_loop(&c, p, g, state, n, 1, 1, 1);
-      else sgd_loop(&c, p, g, state, n, 0, 1, 1);
+      if (wd)
+        sgd_loop(&c, p, g, state, n, 1, 1, 1);
+      else
+        sgd_loop(&c, p, g, state, n, 0, 1, 1);
     } else {
-      if (wd) sgd_loop(&c, p, g, state, n, 1, 1, 0);
-      else sgd_loop(&c, p, g, state, n, 0, 1, 0);
+      if (wd)
+        sgd_loop(&c, p, g, state, n, 1, 1, 0);
+      else
+        sgd_loop(&c, p, g, state, n, 0, 1, 0);
     }
     break;
   case AMD_OPT_ADAM:
-    if (wd) adam_loop(&c, p, g, state, state + n, n, 1, 0);
-    else adam_loop(&c, p, g, state, state + n, n, 0, 0);
+    if (wd)
+      adam_loop(&c, p, g, state, state + n, n, 1, 0);
+    else
+      adam_loop(&c, p, g, state, state + n, n, 0, 0);
     break;
-  case AMD_OPT_ADAMW: adam_loop(&c, p, g, state, state + n, n, 0, 1); break;
+  case AMD_OPT_ADAMW:
+    adam_loop(&c, p, g, state, state + n, n, 0, 1);
+    break;
   case AMD_OPT_RMSPROP:
     if (o->momentum > 0) {
-      if (wd) rmsprop_loop(&c, p, g, state, state + n, n, 1, 1);
-      else rmsprop_loop(&c, p, g, state, state + n, n, 0, 1);
+      if (wd)
+        rmsprop_loop(&c, p, g, state, state + n, n, 1, 1);
+      else
+        rmsprop_loop(&c, p, g, state, state + n, n, 0, 1);
     } else {
-      if (wd) rmsprop_loop(&c, p, g, state, NULL, n, 1, 0);
-      else rmsprop_loop(&c, p, g, state, NULL, n, 0, 0);
+      if (wd)
+        rmsprop_loop(&c, p, g, state, NULL, n, 1, 0);
+      else
+        rmsprop_loop(&c, p, g, state, NULL, n, 0, 0);
     }
     break;
   }
@@ -238,7 +258,10 @@ const char *amd_schedule_help(void) {
 }
 
 static int sched_bad(amd_status *st, const char *spec, const char *why) {
-  return amd_fail(st, "bad learning-rate schedule '%s': %s; accepted forms:\n%s", spec, why, amd_schedule_help());
+  return amd_fail(st,
+                  "bad learning-rate schedule '%s': %s (accepted forms: constant, step:E1,E2,...[:GAMMA], "
+                  "cosine[:MIN_LR], onecycle[:PCT_START])",
+                  spec, why);
 }
 
 /* A finite double filling [s, end), or -1. */
@@ -322,7 +345,8 @@ int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_s
 
 /* torch.optim.lr_scheduler.OneCycleLR.get_lr (three_phase=False, cos). */
 static double onecycle_lr(const amd_schedule *s, int64_t step, int64_t total_steps) {
-  const double max_lr = s->base_lr, initial_lr = max_lr / s->div_factor, min_lr = initial_lr / s->final_div_factor;
+  const double max_lr = s->base_lr, initial_lr = max_lr / s->div_factor,
+               min_lr = initial_lr / s->final_div_factor;
   if (step > total_steps - 1) step = total_steps - 1; /* PyTorch raises past the end */
   const double ends[2] = {(double)(s->pct_start * (double)total_steps) - 1, (double)(total_steps - 1)};
   const double starts_lr[2] = {initial_lr, max_lr}, ends_lr[2] = {max_lr, min_lr};
@@ -348,7 +372,8 @@ double amd_schedule_lr(const amd_schedule *s, int64_t step, int64_t steps_per_ep
   double lr = s->base_lr;
   switch (s->kind) {
   case AMD_SCHED_CONSTANT:
-  case AMD_SCHED_ONECYCLE: break;
+  case AMD_SCHED_ONECYCLE:
+    break;
   case AMD_SCHED_STEP: {
     /* MultiStepLR's chained form: one multiplication per milestone passed */
     const int64_t epoch = step / steps_per_epoch;

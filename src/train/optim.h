@@ -43,21 +43,22 @@ int amd_optim_check(const amd_optim *o, amd_status *st);
  * correction). state holds amd_optim_state_blocks() * n floats, zero at t = 1
  * (block b at state + b * n). One branch-free pass over the n values; the
  * result equals PyTorch's single-tensor (foreach=False) step to rounding. */
-void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state, int64_t n);
+void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+                    int64_t n);
 
 /* The float constants of one step, rounded from double as PyTorch rounds its
  * Python-float scalars, for a fused GPU kernel that must match
  * amd_optim_step (which uses them with the per-element formulas documented
  * in optim.c). Unused fields are 0. */
 typedef struct amd_optim_coeffs {
-  float neg_lr;         /* -lr (SGD, RMSprop) */
-  float weight_decay;   /* coupled decay: g + wd * p */
-  float momentum;       /* SGD / RMSprop */
+  float neg_lr;       /* -lr (SGD, RMSprop) */
+  float weight_decay; /* coupled decay: g + wd * p */
+  float momentum;     /* SGD / RMSprop */
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float neg_step_size;  /* Adam: -lr / (1 - beta1^t) */
-  float bc2_sqrt;       /* Adam: sqrt(1 - beta2^t) */
+  float neg_step_size; /* Adam: -lr / (1 - beta1^t) */
+  float bc2_sqrt;      /* Adam: sqrt(1 - beta2^t) */
   float eps;
-  float decay;          /* AdamW: 1 - lr * wd (1 otherwise) */
+  float decay;                  /* AdamW: 1 - lr * wd (1 otherwise) */
   float alpha, one_minus_alpha; /* RMSprop */
 } amd_optim_coeffs;
 void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_coeffs *c);
@@ -83,7 +84,7 @@ typedef struct amd_schedule {
 
 /* Parses SPEC (see amd_schedule_help()) with base learning rate lr. A
  * malformed spec, or warm-up with onecycle (which has its own), is an error
- * whose message lists the accepted forms. */
+ * whose message (one line) lists the accepted forms. */
 int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_schedule *s, amd_status *st);
 /* The learning rate for 0-based step `step` of a run of total_steps steps
  * with steps_per_epoch steps per epoch, in double like PyTorch's schedulers

@@ -33,6 +33,18 @@ if [ $rc -eq 0 ] && awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 70) }'; then ok "o
 eacc=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/e.log")
 [ -n "$eacc" ] && [ "$eacc" = "$acc" ] && ok "eval of the written model: top1 $eacc% as in training" || { bad "eval top1 '$eacc' vs train '$acc'"; cat "$tmp/e.log"; }
 
+# 2b. onnxruntime loads the trained model for inference and agrees on top-1
+if python3 "$(dirname "$0")/fashion_tensors.py" "$fashion" 2000 "$tmp" 2>"$tmp/py.err"; then
+  "$amd" train "$models/lenet5_train.onnx" --data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 1 --batch 64 --lr 0.05 -o "$tmp/t.onnx" >/dev/null 2>&1
+  mine=$("$amd" eval "$tmp/t.onnx" --data "tensors:$tmp/X.pb,$tmp/Y.pb" 2>&1 | sed -n 's/^\(top1 [0-9.]*%\).*/\1/p')
+  theirs=$(python3 "$(dirname "$0")/ort_top1.py" "$tmp/t.onnx" "$tmp/X.pb" "$tmp/Y.pb" 2>&1)
+  if [ -n "$mine" ] && [ "$mine" = "$theirs" ]; then ok "onnxruntime on the trained model: $theirs, as eval"
+  elif echo "$theirs" | grep -q SKIP; then echo "SKIP onnxruntime check: $theirs"
+  else bad "onnxruntime '$theirs' vs eval '$mine'"; fi
+else
+  echo "SKIP onnxruntime check: $(tail -1 "$tmp/py.err")"
+fi
+
 # 3. stop and resume = uninterrupted (2 epochs = 188 steps; with dropout-free LeNet, augmentation on)
 run2=(--epochs 2 --augment crop:2,flip)
 "$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" -o "$tmp/full.onnx" >/dev/null 2>&1

@@ -22,14 +22,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      failures++;                                             \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);             \
-      printf(__VA_ARGS__);                                    \
-      printf("\n");                                           \
-    }                                                         \
+#define CHECK(cond, ...)                                                                                     \
+  do {                                                                                                       \
+    if (!(cond)) {                                                                                           \
+      failures++;                                                                                            \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                            \
+      printf(__VA_ARGS__);                                                                                   \
+      printf("\n");                                                                                          \
+    }                                                                                                        \
   } while (0)
 
 static double rel_err(double got, double want) {
@@ -42,10 +42,10 @@ static double rel_err(double got, double want) {
 static amd_optim optim_of(const golden_optim *c) {
   amd_optim o;
   amd_status st;
-  int rc = amd_optim_init(c->kind == AMD_OPT_SGD       ? "sgd"
-                          : c->kind == AMD_OPT_ADAM    ? "adam"
-                          : c->kind == AMD_OPT_ADAMW   ? "adamw"
-                                                       : "rmsprop",
+  int rc = amd_optim_init(c->kind == AMD_OPT_SGD     ? "sgd"
+                          : c->kind == AMD_OPT_ADAM  ? "adam"
+                          : c->kind == AMD_OPT_ADAMW ? "adamw"
+                                                     : "rmsprop",
                           &o, &st);
   AMD_ASSERT(rc == 0 && o.kind == c->kind);
   o.momentum = c->momentum;
@@ -89,10 +89,14 @@ static void test_optim_golden(void) {
 
     /* the comparison must see a wrong hyper-parameter */
     amd_optim bad = o;
-    if (o.momentum != 0) bad.momentum = o.momentum * 0.99;
-    else if (o.kind == AMD_OPT_ADAM || o.kind == AMD_OPT_ADAMW) bad.beta2 = 0.99 * o.beta2;
-    else if (o.kind == AMD_OPT_RMSPROP) bad.alpha = 0.999;
-    else bad.weight_decay = 1e-3;
+    if (o.momentum != 0)
+      bad.momentum = o.momentum * 0.99;
+    else if (o.kind == AMD_OPT_ADAM || o.kind == AMD_OPT_ADAMW)
+      bad.beta2 = 0.99 * o.beta2;
+    else if (o.kind == AMD_OPT_RMSPROP)
+      bad.alpha = 0.999;
+    else
+      bad.weight_decay = 1e-3;
     double bad_worst = run_golden(c, &bad);
     CHECK(bad_worst > RTOL, "%s: perturbed hyper-parameter went unnoticed (%.3g)", c->name, bad_worst);
   }
@@ -226,18 +230,50 @@ static void test_schedule_formula(void) {
 
 static void test_schedule_bad(void) {
   static const char *const bad[] = {
-      "",           "foo",          "Constant",    "constant:1", "constant:",    "step",       "step:",
-      "step:3,",    "step:,3",      "step:3,,4",   "step:3,2",   "step:3,3",     "step:0",     "step:a",
-      "step:-1",    "step:1.5",     "step:3:0",    "step:3:-1",  "step:3:x",     "step:3:",    "step:3:0.1:2",
-      "cosine:",    "cosine:-1",    "cosine:abc",  "cosine:inf", "cosine:1e-3x", "onecycle:",  "onecycle:0",
-      "onecycle:1", "onecycle:1.5", "onecycle:nan", "cosine :1", "step: 3",      "step:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+      "",
+      "foo",
+      "Constant",
+      "constant:1",
+      "constant:",
+      "step",
+      "step:",
+      "step:3,",
+      "step:,3",
+      "step:3,,4",
+      "step:3,2",
+      "step:3,3",
+      "step:0",
+      "step:a",
+      "step:-1",
+      "step:1.5",
+      "step:3:0",
+      "step:3:-1",
+      "step:3:x",
+      "step:3:",
+      "step:3:0.1:2",
+      "cosine:",
+      "cosine:-1",
+      "cosine:abc",
+      "cosine:inf",
+      "cosine:1e-3x",
+      "onecycle:",
+      "onecycle:0",
+      "onecycle:1",
+      "onecycle:1.5",
+      "onecycle:nan",
+      "cosine :1",
+      "step: 3",
+      "step:1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     amd_schedule s;
     amd_status st = {{0}};
     int rc = amd_schedule_parse(bad[k], 0.1, 0, &s, &st);
     CHECK(rc < 0, "bad spec '%s' accepted", bad[k]);
-    CHECK(rc == 0 || strstr(st.msg, "accepted forms") != NULL, "'%s': message lists no forms: %s", bad[k], st.msg);
+    CHECK(rc == 0 ||
+              (strstr(st.msg, "constant, step:E1,E2,...[:GAMMA], cosine[:MIN_LR], onecycle[:PCT_START]") &&
+               !strchr(st.msg, '\n')),
+          "'%s': message is not one line listing the forms: %s", bad[k], st.msg);
   }
   amd_schedule s;
   amd_status st;
