@@ -7,7 +7,21 @@
  * tolerance scaled by sum |a*b| (fp32 accumulation in any order). The generic
  * (per-product) path is compared with a naive loop that calls the same
  * amd_mult_product in the same order (tight tolerance while K fits one block). beta == 0 must not read C: C
- * starts as NaN there. Exits non-zero on any mismatch and prints the largest error. */
+ * starts as NaN there.
+ *
+ * Every mode (acc16, am16, am32, fp16, mit16, mit32, mbm14, mbm12, lut: with
+ * the MBM_7 table, a random 7-bit table and a random 5-bit table) runs
+ * through the fast mode kernels of amd_gemm:
+ * - K = 1 (C = A * B, an outer product): every output is one product and must
+ *   equal amd_mult_product bit for bit (any NaN equals any NaN, -0 equals +0:
+ *   the sum starts at +0). Operand sets: exponents inside the fast range with
+ *   zeros, negative zeros and subnormals mixed in; exponent bands at the edge
+ *   of the fast range (E(a)+E(b)-127 reaching 1 or 254) and just past it
+ *   (underflow / overflow to signed zero / Inf); and fully random bit
+ *   patterns with Inf, NaN, huge and tiny values (the exact fallback).
+ * - K > 1 against the naive k-order sum of amd_mult_product (the kernels sum
+ *   in k order too), tolerance 2.5e-7 of sum |p| for K <= 256.
+ * Exits non-zero on any mismatch and prints the largest error. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,9 +105,9 @@ static void check(const amd_mult *mult, int ta, int tb, int64_t M, int64_t N, in
       checks++;
       if (!(rel <= tol)) {
         if (failures++ < 10)
-          printf("FAIL %s ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g at (%lld,%lld): got %.9g "
+          printf("FAIL %s %s ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g at (%lld,%lld): got %.9g "
                  "want %.9g\n",
-                 generic ? "generic" : "acc32", ta, tb, (long long)M, (long long)N, (long long)K, alpha, beta,
+                 generic ? "generic" : "acc32", mult ? mult->name : "null", ta, tb, (long long)M, (long long)N, (long long)K, alpha, beta,
                  (long long)i, (long long)j, got, want);
       }
     }
@@ -102,6 +116,123 @@ static void check(const amd_mult *mult, int ta, int tb, int64_t M, int64_t N, in
   free(B);
   free(C);
   free(C0);
+}
+
+/* ---- single products (K = 1) ---------------------------------------------- */
+
+static uint32_t urand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 32);
+}
+static float bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static uint32_t ubits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* A value with a biased exponent in [elo, ehi] (random sign and fraction);
+ * with `holes`, 15% zeros or negative zeros and 5% subnormals mixed in. */
+static float value(int elo, int ehi, int holes) {
+  uint32_t r = urand(), s = urand() & 0x80000000u, f = urand() & 0x7FFFFFu;
+  if (holes && r % 100 < 15) return bits(s);
+  if (holes && r % 100 < 20) return bits(s | (f ? f : 1u));
+  uint32_t e = (uint32_t)elo + (urand() % (uint32_t)(ehi - elo + 1));
+  return bits(s | e << 23 | f);
+}
+
+/* Any bit pattern, biased towards the awkward ones. */
+static float wild(void) {
+  uint32_t r = urand() % 16, s = urand() & 0x80000000u, f = urand() & 0x7FFFFFu;
+  switch (r) {
+  case 0: return bits(s | 0x7F800000u);                  /* Inf */
+  case 1: return bits(s | 0x7F800000u | (f ? f : 1u));   /* NaN (any payload) */
+  case 2: return bits(s);                                /* zero */
+  case 3: return bits(s | f);                            /* subnormal (or zero) */
+  case 4: return bits(s | (1u + urand() % 8) << 23 | f); /* tiny */
+  case 5: return bits(s | (246u + urand() % 9) << 23 | f); /* huge */
+  default: return bits(urand());
+  }
+}
+
+enum { NSETS = 7 };
+static long prod_checks, prod_failures;
+
+/* C (M x N) = A (M x 1) * B (1 x N) in mode `mult`, compared per product. */
+static void outer(const amd_mult *mult, int set) {
+  enum { M = 97, N = 700 }; /* M * N >= 65536: lut: takes its fast path too */
+  static float A[M], B[N], C[M * N];
+  /* exponent bands of A and B per set: {alo, ahi, blo, bhi}; 0 = wild */
+  static const int band[NSETS][4] = {
+      {100, 150, 90, 160}, /* inside the fast range, with zeros and subnormals */
+      {40, 200, 30, 220},  /* wide: some products under / overflow */
+      {64, 66, 64, 66},    /* E(a)+E(b)-127 down to 1: fast, smallest results */
+      {60, 66, 60, 66},    /* down to -7: underflow to signed zero */
+      {188, 190, 188, 190}, /* up to 253 (+ carry 254): fast, largest results */
+      {188, 192, 186, 192}, /* past 254: overflow to Inf */
+      {0, 0, 0, 0},        /* any bit pattern: Inf, NaN, zeros, subnormals, extremes */
+  };
+  const int *b = band[set];
+  for (int i = 0; i < M; i++) A[i] = b[0] ? value(b[0], b[1], 1) : wild();
+  for (int j = 0; j < N; j++) B[j] = b[0] ? value(b[2], b[3], 1) : wild();
+  /* both layouts of A and B (lda / ldb 1 when transposed) */
+  for (int t = 0; t < 4; t++) {
+    int ta = t & 1, tb = t >> 1;
+    for (int i = 0; i < M * N; i++) C[i] = NAN;
+    amd_gemm(mult, ta, tb, M, N, 1, 1.0f, A, ta ? M : 1, B, tb ? 1 : N, 0.0f, C, N);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        float want = amd_mult_product(mult, A[i], B[j]), got = C[i * N + j];
+        uint32_t w = ubits(want), g = ubits(got);
+        int same = (isnan(want) && isnan(got)) || w == g || ((w | g) & 0x7FFFFFFFu) == 0;
+        prod_checks++;
+        if (!same && prod_failures++ < 20)
+          printf("FAIL product %s set %d ta=%d tb=%d: %08x * %08x = %08x, gemm gave %08x\n", mult->name, set,
+                 ta, tb, ubits(A[i]), ubits(B[j]), w, g);
+      }
+  }
+}
+
+/* Every mode but acc32, plus lut: with the MBM_7 table, a random 7-bit table
+ * and a random 5-bit table. */
+static int make_modes(amd_mult *out) {
+  int n = 0;
+  for (int md = 0; md < AMD_MODE_COUNT; md++) {
+    if (md == AMD_MODE_ACC32 || md == AMD_MODE_LUT) continue;
+    memset(&out[n], 0, sizeof out[n]);
+    out[n].mode = (amd_mode)md;
+    snprintf(out[n].name, sizeof out[n].name, "%s", amd_mode_name((amd_mode)md));
+    n++;
+  }
+  for (int v = 0; v < 3; v++) {
+    int m = v == 2 ? 5 : 7;
+    amd_mult *l = &out[n++];
+    memset(l, 0, sizeof *l);
+    l->mode = AMD_MODE_LUT;
+    l->lut_bits = m;
+    l->lut = malloc((size_t)1 << (2 * m));
+    if (v == 0) {
+      amd_status st = {0};
+      if (amd_mult_make_table(AMD_MODE_AM16, l->lut, &st)) {
+        printf("FAIL cannot make the MBM_7 table\n");
+        exit(1);
+      }
+      snprintf(l->name, sizeof l->name, "lut:mbm7");
+    } else {
+      for (size_t i = 0; i < ((size_t)1 << (2 * m)); i++) {
+        uint32_t r = urand();
+        l->lut[i] = (uint8_t)((r & 0x80u) | (r & ((1u << m) - 1u)));
+      }
+      snprintf(l->name, sizeof l->name, "lut:random%d", m);
+    }
+  }
+  return n;
 }
 
 int main(void) {
@@ -126,20 +257,27 @@ int main(void) {
       for (int c = 0; c < 4; c++)
         check(NULL, t & 1, t >> 1, big[s][0], big[s][1], big[s][2], ab[c][0], ab[c][1]);
 
-  /* The generic path (another mode; the same product in the reference). */
-  amd_mult other = {.mode = AMD_MODE_ACC16};
-  strcpy(other.name, "acc16");
+  /* Every other mode: K > 1 against the k-order reference. */
+  amd_mult modes[AMD_MODE_COUNT + 2];
+  int nmodes = make_modes(modes);
   static const int64_t gs[] = {1, 3, 8, 17, 33, 70};
-  for (int t = 0; t < 4; t++)
-    for (int im = 0; im < 6; im++)
-      for (int in = 0; in < 6; in++)
-        for (int ik = 0; ik < 6; ik++) {
-          int c = (im + in + ik) % 4;
-          check(&other, t & 1, t >> 1, gs[im], gs[in], gs[ik], ab[c][0], ab[c][1]);
-        }
-  check(&other, 0, 1, 20, 30, 600, 1, 0);
+  for (int md = 0; md < nmodes; md++) {
+    for (int t = 0; t < 4; t++)
+      for (int im = 0; im < 6; im++)
+        for (int in = 0; in < 6; in++)
+          for (int ik = (md + t) % 2; ik < 6; ik += 2) {
+            int c = (im + in + ik) % 4;
+            check(&modes[md], t & 1, t >> 1, gs[im], gs[in], gs[ik], ab[c][0], ab[c][1]);
+          }
+    check(&modes[md], 0, 1, 20, 30, 600, 1, 0);
+    check(&modes[md], 1, 0, 130, 70, 200, 1, 0);
+    /* K = 1: each output one product, bit for bit. */
+    for (int set = 0; set < NSETS; set++) outer(&modes[md], set);
+  }
+  printf("test_gemm: %ld single products compared bit for bit, %ld differ\n", prod_checks, prod_failures);
+  for (int md = 0; md < nmodes; md++) amd_mult_free(&modes[md]);
 
   printf("test_gemm: %ld outputs checked, max rel error acc32 %.3g, generic %.3g, %ld failures\n", checks,
          worst_acc32, worst_generic, failures);
-  return failures ? 1 : 0;
+  return failures || prod_failures ? 1 : 0;
 }

@@ -7,17 +7,18 @@
 
 #include "../data/dataset.h"
 #include "../onnx/load.h"
+#include "../mult/mode_map.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
 #include "commands.h"
 
 static const char usage[] =
-    "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--batch N] [--split test|train]\n"
-    "                       [--limit N]\n"
+    "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                       [--batch N] [--split test|train] [--limit N]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
-    "MODE (default acc32), and prints top-1 and top-5 accuracy, the mean\n"
+    "MODE (default acc32; --mode-map overrides nodes by name or op type), and prints top-1 and top-5 accuracy, the mean\n"
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
@@ -30,7 +31,7 @@ static double now_s(void) {
 }
 
 int amd_cmd_eval(int argc, char **argv) {
-  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test";
+  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL;
   int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -39,6 +40,7 @@ int amd_cmd_eval(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
+    else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
     else if (!strcmp(a, "--split") && v) split = argv[++i];
     else if (!strcmp(a, "--batch") && v) {
       if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
@@ -64,13 +66,12 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_graph *g = NULL;
   amd_dataset ds = {0};
   amd_trainer t = {0};
-  amd_mult mult = {0};
+  amd_mode_set modes = {0};
   int64_t *confusion = NULL;
   int rc = 1;
-  if (amd_mult_parse(mode, &mult, &st) || amd_graph_load(model, 0, &g, &st) || amd_dataset_load(data, &ds, &st))
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
+      amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st))
     goto fail;
-  amd_trainer_opts opts = {.mult = &mult, .bwd_mult = &mult};
-  if (amd_trainer_init(&t, g, &opts, &st)) goto fail;
   int64_t n_out;
   if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
   if (ds.n_classes > n_out) {
@@ -119,6 +120,6 @@ done:
   amd_trainer_free(&t);
   amd_graph_free(g);
   amd_dataset_free(&ds);
-  amd_mult_free(&mult);
+  amd_mode_set_free(&modes);
   return rc;
 }

@@ -7,13 +7,15 @@
 
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
+#include "../mult/mode_map.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
 #include "commands.h"
 
 static const char usage[] =
     "usage: amdnn-onnx grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
-    "                       [--mode MODE] [--backward-mode exact|MODE] [--label-smoothing EPS]\n"
+    "                       [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                       [--backward-mode exact|MODE] [--label-smoothing EPS]\n"
     "\n"
     "Runs one batch X (TensorProto, the model's input) with labels Y (int64 or\n"
     "int32 [N]) in training mode, takes the mean softmax cross-entropy of the\n"
@@ -22,7 +24,8 @@ static const char usage[] =
     "every trainable initializer (names with characters other than letters,\n"
     "digits, '.', '_' and '-' written with '_').\n"
     "--mode sets the multiplier of every Conv/Gemm/MatMul (default acc32);\n"
-    "--backward-mode that of both backward GEMMs (default: the same as --mode).\n";
+    "--mode-map overrides it for nodes named, or of an op type (Conv, Gemm, MatMul);\n"
+    "--backward-mode sets both backward GEMMs (default: each node's forward mode).\n";
 
 /* Reads labels as int64 [N] (from int64 or int32, [N] or [N,1]). */
 static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *st) {
@@ -41,7 +44,7 @@ static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *s
 }
 
 int amd_cmd_grad(int argc, char **argv) {
-  const char *model = NULL, *xin = NULL, *yin = NULL, *outdir = NULL, *mode = "acc32", *bmode = NULL;
+  const char *model = NULL, *xin = NULL, *yin = NULL, *outdir = NULL, *mode = "acc32", *bmode = NULL, *map = NULL;
   float smoothing = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -54,6 +57,7 @@ int amd_cmd_grad(int argc, char **argv) {
     else if (!strcmp(a, "--output-dir") && has) outdir = argv[++i];
     else if (!strcmp(a, "--mode") && has) mode = argv[++i];
     else if (!strcmp(a, "--backward-mode") && has) bmode = argv[++i];
+    else if (!strcmp(a, "--mode-map") && has) map = argv[++i];
     else if (!strcmp(a, "--label-smoothing") && has) {
       if (amd_parse_float(argv[++i], &smoothing) || smoothing < 0 || smoothing >= 1) {
         fprintf(stderr, "amdnn-onnx grad: --label-smoothing needs a number in [0, 1)\n");
@@ -73,22 +77,20 @@ int amd_cmd_grad(int argc, char **argv) {
   amd_trainer t = {0};
   amd_tensor x = {0};
   int64_t *labels = NULL;
-  amd_mult fwd = {0}, bwd = {0};
+  amd_mode_set modes = {0};
   int rc = 1;
-  if (amd_mult_parse(mode, &fwd, &st)) goto fail;
-  if (bmode && amd_mult_parse(strcmp(bmode, "exact") == 0 ? "acc32" : bmode, &bwd, &st)) goto fail;
   if (amd_graph_load(model, 0, &g, &st)) goto fail;
+  if (amd_mode_apply(g, mode, map, bmode, &modes, &st)) goto fail;
   if (amd_tensor_read_file(xin, &x, NULL, &st)) goto fail;
   if (x.rank < 1) {
     amd_fail(&st, "%s: the input needs a batch dimension", xin);
     goto fail;
   }
   if (read_labels(yin, x.dims[0], &labels, &st)) goto fail;
-  amd_trainer_opts opts = {.mult = &fwd, .bwd_mult = bmode ? &bwd : &fwd};
-  if (amd_trainer_init(&t, g, &opts, &st)) goto fail;
+  if (amd_trainer_init(&t, g, NULL, &st)) goto fail;
   if (t.warning[0]) fprintf(stderr, "amdnn-onnx grad: warning: %s\n", t.warning);
   double loss;
-  if (amd_trainer_step_grads(&t, &x, labels, smoothing, &loss, NULL, &st)) goto fail;
+  if (amd_trainer_step_grads(&t, &x, labels, smoothing, 1.0f, &loss, NULL, &st)) goto fail;
   if (amd_make_dir(outdir, st.msg, sizeof st.msg)) goto fail;
   char path[4096], safe[256];
   amd_tensor lt = {.dtype = AMD_FLOAT, .rank = 0};
@@ -114,7 +116,6 @@ done:
   amd_graph_free(g);
   amd_tensor_free(&x);
   free(labels);
-  amd_mult_free(&fwd);
-  amd_mult_free(&bwd);
+  amd_mode_set_free(&modes);
   return rc;
 }

@@ -6,17 +6,20 @@
 #include <string.h>
 
 #include "../exec/exec.h"
+#include "../mult/mode_map.h"
 #include "../onnx/load.h"
 #include "commands.h"
 #include "onnx.pb-c.h"
 
 static const char usage[] =
-    "usage: amdnn-onnx info MODEL.onnx\n"
+    "usage: amdnn-onnx info MODEL.onnx [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                       [--backward-mode exact|MODE]\n"
     "\n"
     "Prints the model's inputs and outputs with their shapes (symbolic dims by\n"
     "name), the parameter count, the multiply-accumulates per sample, and a node\n"
     "table: output shape at batch 1, MACs, and whether the node runs on the\n"
-    "multiplier GEMM (Conv, Gemm, MatMul) or exactly in fp32.\n";
+    "multiplier GEMM (Conv, Gemm, MatMul) or exactly in fp32. With the mode\n"
+    "options it shows the multiplier each GEMM node would use, forward / backward.\n";
 
 typedef struct node_info {
   char shape[160];
@@ -80,11 +83,18 @@ static void print_value(const amd_value *v) {
 }
 
 int amd_cmd_info(int argc, char **argv) {
-  const char *model = NULL;
+  const char *model = NULL, *mode = "acc32", *map = NULL, *bmode = NULL;
   for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(usage, stdout);
       return 0;
+    } else if (strcmp(argv[i], "--mode") == 0 && v) {
+      mode = argv[++i];
+    } else if (strcmp(argv[i], "--mode-map") == 0 && v) {
+      map = argv[++i];
+    } else if (strcmp(argv[i], "--backward-mode") == 0 && v) {
+      bmode = argv[++i];
     } else if (argv[i][0] == '-' || model) {
       fprintf(stderr, "amdnn-onnx info: unexpected argument '%s'\n\n%s", argv[i], usage);
       return 2;
@@ -98,8 +108,11 @@ int amd_cmd_info(int argc, char **argv) {
   }
   amd_status st = {{0}};
   amd_graph *g = NULL;
-  if (amd_graph_load(model, 1, &g, &st)) {
+  amd_mode_set modes = {0};
+  if (amd_graph_load(model, 1, &g, &st) || amd_mode_apply(g, mode, map, bmode, &modes, &st)) {
     fprintf(stderr, "amdnn-onnx info: %s\n", st.msg);
+    amd_graph_free(g);
+    amd_mode_set_free(&modes);
     return 1;
   }
   const Onnx__ModelProto *mp = g->proto;
@@ -146,14 +159,18 @@ int amd_cmd_info(int argc, char **argv) {
   else
     printf("MACs per sample: unknown (shape inference stopped: %s)\n", st.msg);
   printf("nodes: %d\n", g->n_nodes);
-  printf("  %4s  %-36s %-20s %-18s %14s  %s\n", "#", "name", "op", "output (batch 1)", "MACs", "multiplier");
+  printf("  %4s  %-36s %-20s %-18s %14s  %s\n", "#", "name", "op", "output (batch 1)", "MACs",
+         "multiplier (forward / backward)");
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
     const node_info *ni = pass.nodes ? &pass.nodes[i] : NULL;
     char macs_s[32] = "-";
     if (ni && ni->known && n->op->is_gemm) snprintf(macs_s, sizeof macs_s, "%lld", (long long)ni->macs);
+    char mult_s[160] = "exact";
+    if (n->op->is_gemm)
+      snprintf(mult_s, sizeof mult_s, "GEMM %s / %s", amd_mode_of(n->mult), amd_mode_of(n->bwd_mult));
     printf("  %4d  %-36s %-20s %-18s %14s  %s\n", i, n->name, n->op->name, ni && ni->known ? ni->shape : "?",
-           macs_s, n->op->is_gemm ? "GEMM (acc32)" : "exact");
+           macs_s, mult_s);
   }
   for (int i = 0; inputs && i < g->n_inputs; i++) amd_tensor_free(&inputs[i]);
   for (int i = 0; outputs && shapes_ok && i < g->n_outputs; i++) amd_tensor_free(&outputs[i]);
@@ -161,5 +178,6 @@ int amd_cmd_info(int argc, char **argv) {
   free(outputs);
   free(pass.nodes);
   amd_graph_free(g);
+  amd_mode_set_free(&modes);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "../exec/exec.h"
+#include "../mult/mode_map.h"
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "cli_util.h"
@@ -14,17 +15,21 @@
 
 static const char usage[] =
     "usage: amdnn-onnx run MODEL.onnx --input [NAME=]FILE.pb ... --output-dir DIR\n"
+    "                      [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "\n"
     "Runs MODEL on the CPU in inference mode. Each --input gives one graph input\n"
     "as a serialized TensorProto file; without NAME= the inputs are taken in the\n"
     "graph's order. Each output is written to DIR/<output name>.pb (DIR is\n"
     "created if missing; characters other than letters, digits, '.', '_' and '-'\n"
-    "in the name become '_').\n";
+    "in the name become '_'). --mode sets the multiplier of every Conv, Gemm and\n"
+    "MatMul (default acc32), --mode-map overrides it per node name or op type.\n"
+    "The model runs with its own ONNX semantics (a BatchNormalization exported in\n"
+    "training mode normalises with the batch's statistics).\n";
 
 #define MAX_INPUTS 64
 
 int amd_cmd_run(int argc, char **argv) {
-  const char *model = NULL, *outdir = NULL;
+  const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL;
   const char *in_spec[MAX_INPUTS];
   int n_spec = 0;
   for (int i = 1; i < argc; i++) {
@@ -39,6 +44,10 @@ int amd_cmd_run(int argc, char **argv) {
       in_spec[n_spec++] = argv[++i];
     } else if (strcmp(argv[i], "--output-dir") == 0 && i + 1 < argc) {
       outdir = argv[++i];
+    } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
+      mode = argv[++i];
+    } else if (strcmp(argv[i], "--mode-map") == 0 && i + 1 < argc) {
+      map = argv[++i];
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "amdnn-onnx run: unknown or incomplete option '%s'\n\n%s", argv[i], usage);
       return 2;
@@ -58,8 +67,9 @@ int amd_cmd_run(int argc, char **argv) {
   amd_graph *g = NULL;
   amd_tensor inputs[MAX_INPUTS], *outputs = NULL;
   int have[MAX_INPUTS] = {0}, rc = 1;
+  amd_mode_set modes = {0};
   memset(inputs, 0, sizeof inputs);
-  if (amd_graph_load(model, 0, &g, &st)) goto fail;
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
   if (g->n_inputs > MAX_INPUTS) {
     amd_fail(&st, "the model has %d inputs (at most %d supported)", g->n_inputs, MAX_INPUTS);
     goto fail;
@@ -121,5 +131,6 @@ done:
     for (int k = 0; k < g->n_outputs; k++) amd_tensor_free(&outputs[k]);
   free(outputs);
   amd_graph_free(g);
+  amd_mode_set_free(&modes);
   return rc;
 }

@@ -21,6 +21,7 @@
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "../onnx/write.h"
+#include "../mult/mode_map.h"
 #include "../train/checkpoint.h"
 #include "../train/optim.h"
 #include "../train/trainer.h"
@@ -66,7 +67,11 @@ static const char usage[] =
     "multiplier:\n"
     "  --mode MODE            product of every Conv/Gemm/MatMul GEMM, forward and both\n"
     "                         backward GEMMs (default acc32; see `amdnn-onnx --help`)\n"
-    "  --backward-mode M      'exact' (acc32) or a mode for both backward GEMMs\n"
+    "  --mode-map LIST        NAME_OR_OPTYPE=MODE,... overrides --mode for the nodes of\n"
+    "                         that name (see `amdnn-onnx info`) or op type (Conv, Gemm,\n"
+    "                         MatMul), e.g. the first Conv and the classifier exact\n"
+    "  --backward-mode M      'exact' (acc32) or a mode for both backward GEMMs of every\n"
+    "                         node (default: each node's forward mode)\n"
     "output:\n"
     "  -o FILE                the trained model: the original graph with the trained\n"
     "                         initializers and BN statistics, for inference\n"
@@ -87,7 +92,8 @@ static const char usage[] =
 #define METRICS_BYTES 65536
 
 typedef struct train_cfg {
-  const char *model, *data, *out, *metrics, *ckpt_dir, *mode, *bmode, *optimizer, *schedule, *augment, *freeze;
+  const char *model, *data, *out, *metrics, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
+      *freeze;
   int64_t epochs, batch, seed, val, ckpt_every, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
@@ -105,6 +111,9 @@ typedef struct position {
   double train_seconds; /* training time so far (for the hours column) */
   uint64_t aug_rng, dropout_rng;
   uint64_t model_hash;
+  double loss_scale;      /* fp16 dynamic loss scaling (1 when unused) */
+  int64_t scale_good;     /* finite steps since the scale last changed */
+  int64_t skipped;        /* steps skipped for overflowing gradients */
 } position;
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -172,9 +181,9 @@ static int parse_augment(const char *s, amd_augment *a, char *err, size_t n) {
 static void config_string(const train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
   snprintf(buf, n, "data=%s batch=%lld optimizer=%s lr=%g momentum=%g nesterov=%d wd=%g schedule=%s warmup=%lld "
-           "seed=%lld val=%lld limit=%lld reinit=%d mode=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
+           "seed=%lld val=%lld limit=%lld reinit=%d mode=%s map=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
            c->data, (long long)c->batch, c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
-           (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->bmode ? c->bmode : c->mode,
+           (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
 }
 
@@ -196,6 +205,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--checkpoint-dir")) c->ckpt_dir = v;
     else if (OPT("--mode")) c->mode = v;
     else if (OPT("--backward-mode")) c->bmode = v;
+    else if (OPT("--mode-map")) c->mode_map = v;
     else if (OPT("--optimizer")) c->optimizer = v;
     else if (OPT("--schedule")) c->schedule = v;
     else if (OPT("--augment")) c->augment = v;
@@ -251,7 +261,7 @@ typedef struct run_state {
   amd_optim opt;
   amd_schedule sched;
   amd_augment aug;
-  amd_mult fwd, bwd;
+  amd_mode_set modes;
   float *opt_state;
   int64_t n_opt;
   int64_t *train_idx, n_train, *val_idx, n_val, *perm;
@@ -364,8 +374,6 @@ static void progress_clear(int tty) {
 
 static int setup(run_state *r, amd_status *st) {
   train_cfg *c = &r->cfg;
-  if (amd_mult_parse(c->mode, &r->fwd, st)) return -1;
-  if (c->bmode && amd_mult_parse(strcmp(c->bmode, "exact") == 0 ? "acc32" : c->bmode, &r->bwd, st)) return -1;
   if (amd_optim_init(c->optimizer, &r->opt, st)) return -1;
   if (r->opt.kind == AMD_OPT_SGD || c->momentum_set) r->opt.momentum = c->momentum;
   r->opt.nesterov = c->nesterov;
@@ -374,6 +382,7 @@ static int setup(run_state *r, amd_status *st) {
   if (amd_schedule_parse(c->schedule, c->lr, c->warmup, &r->sched, st)) return -1;
   if (parse_augment(c->augment, &r->aug, st->msg, sizeof st->msg)) return -1;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
+  if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
   if (amd_dataset_load(c->data, &r->ds, st)) return -1;
   if (c->limit) {
     if (r->ds.train.n > c->limit) r->ds.train.n = c->limit;
@@ -390,7 +399,7 @@ static int setup(run_state *r, amd_status *st) {
       return amd_fail(st, "the model's input '%s' expects [%lld, %lld, %lld] per sample; the data has [%lld, %lld, %lld]",
                       in->name, (long long)in->dims[1], (long long)in->dims[2], (long long)in->dims[3],
                       (long long)want[0], (long long)want[1], (long long)want[2]);
-  amd_trainer_opts topts = {.mult = &r->fwd, .bwd_mult = c->bmode ? &r->bwd : &r->fwd};
+  amd_trainer_opts topts = {0};
   if (c->freeze) {
     static char fz[1024];
     snprintf(fz, sizeof fz, "%s", c->freeze);
@@ -429,6 +438,8 @@ static int setup(run_state *r, amd_status *st) {
   r->pos.model_hash = file_hash(c->model) ^ (uint64_t)r->t.n_floats;
   r->pos.aug_rng = (uint64_t)c->seed * 0x9e3779b97f4a7c15ull + 1;
   r->t.ctx.rng = (uint64_t)c->seed * 0xd1b54a32d192ed03ull + 7;
+  /* fp16 products underflow small gradients: scale the loss as PyTorch's GradScaler does */
+  r->pos.loss_scale = amd_trainer_uses_fp16(&r->t) ? 65536.0 : 1.0;
   snprintf(r->metrics, sizeof r->metrics, "epoch\thours\ttrain_loss\ttrain_acc\ttest_loss\ttest_top1\tlr\timages_per_s%s\n",
            c->val ? "\tval_loss\tval_top1" : "");
   return 0;
@@ -438,8 +449,7 @@ static void free_state(run_state *r) {
   amd_trainer_free(&r->t);
   amd_graph_free(r->g);
   amd_dataset_free(&r->ds);
-  amd_mult_free(&r->fwd);
-  amd_mult_free(&r->bwd);
+  amd_mode_set_free(&r->modes);
   free(r->opt_state);
   free(r->train_idx);
   free(r->perm);
@@ -497,7 +507,7 @@ int amd_cmd_train(int argc, char **argv) {
       amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start, b, &r.aug, &r.pos.aug_rng, x.data, y);
       double loss;
       amd_batch_stats bs = {0};
-      if (amd_trainer_step_grads(&r.t, &x, y, c->smoothing, &loss, &bs, &st)) goto fail;
+      if (amd_trainer_step_grads(&r.t, &x, y, c->smoothing, (float)p->loss_scale, &loss, &bs, &st)) goto fail;
       if (!isfinite(loss)) {
         fprintf(stderr, "amdnn-onnx train: the loss became %s at epoch %lld, batch %lld (step %lld); stopping%s\n",
                 isnan(loss) ? "NaN" : "Inf", (long long)p->epoch + 1, (long long)p->batch + 1, (long long)p->step + 1,
@@ -506,9 +516,20 @@ int amd_cmd_train(int argc, char **argv) {
         goto done;
       }
       lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
-      p->step++;
-      amd_optim_step(&r.opt, lr, p->step, r.t.params, r.t.grads, r.opt_state, r.t.n_floats);
-      amd_trainer_update_stats(&r.t);
+      if (p->loss_scale != 1.0 && !amd_trainer_grads_finite(&r.t)) {
+        /* an overflowing product: skip the step, halve the scale */
+        p->loss_scale = p->loss_scale > 1.0 ? p->loss_scale * 0.5 : 1.0;
+        p->scale_good = 0;
+        p->skipped++;
+      } else {
+        if (p->loss_scale != 1.0) {
+          amd_trainer_scale_grads(&r.t, (float)(1.0 / p->loss_scale));
+          if (++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
+        }
+        p->step++;
+        amd_optim_step(&r.opt, lr, p->step, r.t.params, r.t.grads, r.opt_state, r.t.n_floats);
+        amd_trainer_update_stats(&r.t);
+      }
       p->seen += b;
       p->loss_sum += bs.loss_sum;
       p->top1 += bs.top1;
@@ -554,7 +575,9 @@ int amd_cmd_train(int argc, char **argv) {
     printf("epoch %lld/%lld  train loss %.4f acc %.2f%%  test loss %.4f top1 %.2f%%", (long long)p->epoch + 1,
            (long long)c->epochs, tl, 100 * ta, el, 100 * ea);
     if (r.n_val) printf("  val loss %.4f top1 %.2f%%", val.loss_sum / (double)val.n, 100.0 * (double)val.top1 / (double)val.n);
-    printf("  lr %.4g  %.0f img/s  %.1f s\n", lr, ips, train_s);
+    printf("  lr %.4g  %.0f img/s  %.1f s", lr, ips, train_s);
+    if (p->loss_scale != 1.0) printf("  loss scale %g (%lld steps skipped)", p->loss_scale, (long long)p->skipped);
+    printf("\n");
     fflush(stdout);
     size_t len = strlen(r.metrics);
     if (len + 256 < sizeof r.metrics) {

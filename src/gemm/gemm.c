@@ -17,9 +17,14 @@
  *   with tile shapes that fit each register file) and picked once at run time.
  *   Products and sums are separate IEEE fp32 operations (the build uses
  *   -ffp-contract=off, and the AVX2 / AVX-512 clones do not enable FMA).
- * - every other mode: the same packed panels, but each product is
- *   amd_mult_product(mult, a, b), accumulated in fp32 (simple and exact to the
- *   mode's contract; vectorising it is a later step).
+ * - every other mode (see "Mode kernels" below): the same blocking,
+ *   threading and per-ISA compilation, but the operands are pre-decoded once
+ *   while packing (uint32 encodings, zero masks, per-panel exponent ranges) so
+ *   that the micro-kernel's inner loop is a few integer adds, a table lookup
+ *   or a min/max, and one fp32 add; each product stays bit-identical to
+ *   amd_mult_product. A panel pair whose operands could give a special case
+ *   the fast kernel does not handle (Inf/NaN operands, exponent underflow or
+ *   overflow of some product) runs the exact per-product path instead.
  *
  * On the acc32 path, products with at most SMALL_M rows skip the packing
  * (see small_m).
@@ -38,6 +43,7 @@
 
 #include "../core/status.h"
 #include "../mult/mult.h"
+#include "../mult/products.h"
 
 /* OpenMP pragmas that vanish (without unknown-pragma warnings) when the build
  * has no OpenMP. */
@@ -55,6 +61,12 @@ enum {
   MAX_NR = 16,
 };
 
+/* What packing learnt about one packed panel of a mode (see "Mode kernels"). */
+typedef struct panel_info {
+  int emin, emax; /* range of the biased exponents of the normal operands (emin > emax: none) */
+  int special;    /* an operand the fast kernel cannot take (Inf or NaN) */
+} panel_info;
+
 /* The arguments one tile of the macro-kernel needs. */
 typedef struct tile_args {
   int64_t mc, nc, kc; /* tile size (rows, columns, depth) */
@@ -65,6 +77,17 @@ typedef struct tile_args {
   float alpha, beta;    /* beta < 0 sentinel not used: see first */
   int first;            /* first K block: apply beta (or ignore C when beta == 0) */
   const amd_mult *mult; /* generic kernel only */
+  /* mode kernels only (see "Mode kernels") */
+  int kind;                      /* mode_kind */
+  int64_t pstride_a, pstride_b;  /* uint32 elements between the packed planes */
+  const struct panel_info *ia;   /* per A panel */
+  const struct panel_info *ib;   /* per B panel */
+  const uint32_t *tab;           /* lookup table (MBM 1-D, lut 2-D) */
+  uint32_t tabmask;              /* index mask of the 2-D table */
+  /* where the tile's operands live in the caller's matrices (exact fallback) */
+  const float *A, *B;
+  int64_t lda, ldb, r0, c0, p0;
+  int trans_a, trans_b;
 } tile_args;
 
 /* Writes an mr x nr accumulator tile (row stride nr_full) into C. */
@@ -155,13 +178,290 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
   }
 }
 
+
+/* ---- Mode kernels --------------------------------------------------------
+ *
+ * Each mode falls in one kind of micro-kernel; packing turns every operand
+ * into up to three uint32 planes (enc, mask, frac) once, so the inner loop
+ * over a packed B row is integer adds plus at most a table lookup or a few
+ * min/max, then one fp32 add (never FMA: -ffp-contract=off and no FMA
+ * target). Notation of ../shared/spec/multipliers.md: s sign, E biased
+ * exponent, F fraction, ONE = 2^23.
+ *
+ * KIND_ACC16: enc = T16(x) as float; product = T16(a * b) by masking the
+ *   fp32 product (the product of two bfloat16 values; x86 and the spec both
+ *   make every NaN product quiet, which T16 keeps a NaN).
+ * KIND_FP16: enc = half(x) as float; product = the fp32 product (exact:
+ *   22 significant bits, in range) rounded to half with integer ops (normal
+ *   range) or the 0.5 + x - 0.5 trick (half subnormals, a multiple of 2^-24),
+ *   overflow to Inf. Panels with an Inf or NaN half operand use the exact path.
+ * KIND_MIT (mit16, mit32): enc(a) = (s|E|F&T_m) - 127<<23, enc(b) = s|E|F&T_m;
+ *   their 32-bit sum is the Mitchell product itself: the carry of the
+ *   fraction sum increments the exponent, the signs add to s(a)^s(b).
+ * KIND_MBM1 (am16, mbm14, mbm12: MBM_m, m in {7,5,3}): the product depends on
+ *   the fractions only through their sum. With h = (F & T_m) >> (24 - m) (the
+ *   kept bits without the forced one), enc(a) = s|(E-127)<<23 + h<<16 and
+ *   enc(b) = s|E<<23 + h<<16; in x = enc(a)+enc(b) bits 16..22 hold
+ *   idx = h(a)+h(b) < 2^(m) <= 128 and bits 23..31 s and E(a)+E(b)-127, so the
+ *   product is x + tab[idx] with tab[idx] = (carry<<23 | M) - idx<<16, a
+ *   table of 128 entries built from the scalar product.
+ * KIND_LUT (lut:FILE, 2-D table of 4^m bytes): enc(a) = s|(E-127)<<23 | i<<m,
+ *   enc(b) = s|E<<23 | j (i, j = the top m fraction bits); the low 2m bits of
+ *   the sum are the table index, product = x + tab[idx], tab[idx] =
+ *   (carry<<23 | M) - idx (a gather: slower, allowed).
+ * KIND_MBM23 (am32): frac planes hold F, enc(a) = s|E<<23 - 127<<23,
+ *   enc(b) = s|E<<23; with S = F(a) + F(b), K = 0xA0000 the significand part
+ *   G = carry<<23 | M of section 3 is the median of G1 = S+K,
+ *   G2 = (S+K+ONE)>>1 (the c = 0 overflow) and G3 = S+K/2 (c = 1), i.e.
+ *   min(max(G2, G3), G1), except G = S where G3 >= 2 ONE (the corner that drops
+ *   the correction); product = enc(a) + enc(b) + G.
+ * For MIT, MBM1, LUT and MBM23 the mask plane is 0 for a zero or subnormal
+ * operand (the product is then a signed zero, which adds nothing to an fp32
+ * sum that starts at +0) and all ones otherwise. Those encodings are right
+ * while 1 <= E(a) + E(b) - 127 <= 253 (no product can underflow or overflow,
+ * carry included), so each panel records the range of its exponents and
+ * whether it has an Inf or NaN; a panel pair outside that range runs the exact
+ * per-product path (amd_mult_product on the caller's matrices). */
+enum mode_kind { KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM1, KIND_LUT, KIND_MBM23, KIND_NONE };
+
+static inline __attribute__((always_inline)) float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline __attribute__((always_inline)) uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* Rounds the exact fp32 product of two finite binary16 values to binary16
+ * (as fp32 bits): round to nearest even, half subnormals, overflow to Inf.
+ * Branch-free so that it vectorises; the same results as
+ * amd_round_half_bits for every non-NaN input. */
+static inline __attribute__((always_inline)) uint32_t half_round(uint32_t u) {
+  uint32_t s = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+  uint32_t rn = (a + 0x0FFFu + ((a >> 13) & 1u)) & ~0x1FFFu;
+  rn = rn > 0x477FE000u ? 0x7F800000u : rn;
+  /* below 2^-14: round to a multiple of 2^-24, the ulp of [0.5, 1) */
+  uint32_t sub = f2u((u2f(a) + 0.5f) - 0.5f);
+  return s | (a < 0x38800000u ? sub : rn);
+}
+
+/* One MR x NR panel pair of a mode, accumulated into acc (MR x NR floats,
+ * zeroed here). a0/a1/a2: enc, mask and frac planes of the A panel (kc x MR),
+ * b0/b1/b2 of the B panel (kc x NR). */
+static inline __attribute__((always_inline)) void micro_mode(const int kind, const int MR, const int NR,
+                                                             int64_t kc, const uint32_t *a0, const uint32_t *a1,
+                                                             const uint32_t *a2, const uint32_t *b0,
+                                                             const uint32_t *b1, const uint32_t *b2,
+                                                             const uint32_t *tab, uint32_t tabmask, float *acc) {
+  for (int i = 0; i < MR * NR; i++) acc[i] = 0;
+  for (int64_t p = 0; p < kc; p++, a0 += MR, a1 += MR, a2 += MR, b0 += NR, b1 += NR, b2 += NR) {
+    for (int i = 0; i < MR; i++) {
+      const uint32_t ea = a0[i];
+      float *ac = acc + i * NR;
+      if (kind == KIND_ACC16) {
+        const float fa = u2f(ea);
+        AMD_PRAGMA(omp simd)
+        for (int j = 0; j < NR; j++) ac[j] += u2f(f2u(fa * u2f(b0[j])) & 0xFFFF0000u);
+      } else if (kind == KIND_FP16) {
+        const float fa = u2f(ea);
+        AMD_PRAGMA(omp simd)
+        for (int j = 0; j < NR; j++) ac[j] += u2f(half_round(f2u(fa * u2f(b0[j]))));
+      } else {
+        const uint32_t ma = a1[i];
+        if (kind == KIND_MIT) {
+          AMD_PRAGMA(omp simd)
+          for (int j = 0; j < NR; j++) ac[j] += u2f((ea + b0[j]) & ma & b1[j]);
+        } else if (kind == KIND_MBM1) {
+          AMD_PRAGMA(omp simd)
+          for (int j = 0; j < NR; j++) {
+            uint32_t x = ea + b0[j];
+            ac[j] += u2f((x + tab[(x >> 16) & 127u]) & ma & b1[j]);
+          }
+        } else if (kind == KIND_LUT) {
+          AMD_PRAGMA(omp simd)
+          for (int j = 0; j < NR; j++) {
+            uint32_t x = ea + b0[j];
+            ac[j] += u2f((x + tab[x & tabmask]) & ma & b1[j]);
+          }
+        } else { /* KIND_MBM23 */
+          const uint32_t fa = a2[i];
+          AMD_PRAGMA(omp simd)
+          for (int j = 0; j < NR; j++) {
+            uint32_t S = fa + b2[j];
+            uint32_t g1 = S + 0xA0000u, g2 = (g1 + AMD_PROD_ONE) >> 1, g3 = S + 0x50000u;
+            uint32_t g = g2 > g3 ? g2 : g3;
+            g = g < g1 ? g : g1;
+            g = g3 >= 2 * AMD_PROD_ONE ? S : g;
+            ac[j] += u2f((ea + b0[j] + g) & ma & b1[j]);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* The exact path for one panel pair: products from the caller's matrices. */
+static void micro_exact(const tile_args *t, int64_t ir, int64_t jr, int64_t mr, int64_t nr, int NR, float *acc) {
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++) {
+      const int64_t gi = t->r0 + ir + i, gj = t->c0 + jr + j;
+      float s = 0;
+      for (int64_t p = 0; p < t->kc; p++) {
+        const int64_t gp = t->p0 + p;
+        const float a = t->trans_a ? t->A[gp * t->lda + gi] : t->A[gi * t->lda + gp];
+        const float b = t->trans_b ? t->B[gj * t->ldb + gp] : t->B[gp * t->ldb + gj];
+        s += amd_mult_product(t->mult, a, b);
+      }
+      acc[i * NR + j] = s;
+    }
+}
+
+/* Whether every product of two panels stays inside the fast kernel's range. */
+static inline int panels_fast(const panel_info *a, const panel_info *b) {
+  if (a->special || b->special) return 0;
+  if (a->emin > a->emax || b->emin > b->emax) return 1; /* only zeros on a side */
+  return a->emin + b->emin >= 128 && a->emax + b->emax <= 380;
+}
+
+/* The macro-kernel of a mode for one tile (MR, NR constant after inlining). */
+static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t, const int kind, const int MR,
+                                                              const int NR) {
+  const int64_t sa = t->pstride_a, sb = t->pstride_b;
+  const uint32_t *pa = (const uint32_t *)t->pa, *pb = (const uint32_t *)t->pb;
+  const int check = kind != KIND_ACC16;
+  for (int64_t jr = 0; jr < t->nc; jr += NR) {
+    const int64_t qb = jr / NR;
+    const uint32_t *b = pb + qb * t->kc * NR;
+    int64_t nr = t->nc - jr < NR ? t->nc - jr : NR;
+    for (int64_t ir = 0; ir < t->mc; ir += MR) {
+      const int64_t qa = ir / MR;
+      const uint32_t *a = pa + qa * t->kc * MR;
+      int64_t mr = t->mc - ir < MR ? t->mc - ir : MR;
+      float acc[MAX_MR * MAX_NR] __attribute__((aligned(64)));
+      if (check && !panels_fast(&t->ia[qa], &t->ib[qb]))
+        micro_exact(t, ir, jr, mr, nr, NR, acc);
+      else
+        micro_mode(kind, MR, NR, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, acc);
+      float *c = t->c + ir * t->ldc + jr;
+      if (mr == MR && nr == NR)
+        store_tile(t, c, t->ldc, acc, NR, MR, NR);
+      else
+        store_tile(t, c, t->ldc, acc, NR, mr, nr);
+    }
+  }
+}
+
+#define AMD_TILE_MODE_SWITCH(t, MR, NR)                                                                    \
+  switch ((t)->kind) {                                                                                     \
+  case KIND_ACC16: tile_mode_k(t, KIND_ACC16, MR, NR); break;                                              \
+  case KIND_FP16: tile_mode_k(t, KIND_FP16, MR, NR); break;                                                \
+  case KIND_MIT: tile_mode_k(t, KIND_MIT, MR, NR); break;                                                  \
+  case KIND_MBM1: tile_mode_k(t, KIND_MBM1, MR, NR); break;                                                \
+  case KIND_LUT: tile_mode_k(t, KIND_LUT, MR, NR); break;                                                  \
+  default: tile_mode_k(t, KIND_MBM23, MR, NR); break;                                                      \
+  }
+
+static void tile_mode_default(const tile_args *t) { AMD_TILE_MODE_SWITCH(t, SSE_MR, SSE_NR) }
+#ifdef AMD_GEMM_X86
+__attribute__((target("avx2"))) static void tile_mode_avx2(const tile_args *t) {
+  AMD_TILE_MODE_SWITCH(t, AVX2_MR, AVX2_NR)
+}
+__attribute__((target("avx512f"))) static void tile_mode_avx512(const tile_args *t) {
+  AMD_TILE_MODE_SWITCH(t, AVX512_MR, AVX512_NR)
+}
+#endif
+
+/* The kind of micro-kernel of a mode, and its fraction width m. */
+static int mode_kind(const amd_mult *mult, int *m) {
+  switch (mult->mode) {
+  case AMD_MODE_ACC16: *m = 7; return KIND_ACC16;
+  case AMD_MODE_FP16: *m = 10; return KIND_FP16;
+  case AMD_MODE_MIT16: *m = 7; return KIND_MIT;
+  case AMD_MODE_MIT32: *m = 23; return KIND_MIT;
+  case AMD_MODE_AM16: *m = 7; return KIND_MBM1;
+  case AMD_MODE_MBM14: *m = 5; return KIND_MBM1;
+  case AMD_MODE_MBM12: *m = 3; return KIND_MBM1;
+  case AMD_MODE_AM32: *m = 23; return KIND_MBM23;
+  case AMD_MODE_LUT:
+    *m = mult->lut_bits;
+    return mult->lut && mult->lut_bits >= 1 && mult->lut_bits <= 7 ? KIND_LUT : KIND_NONE;
+  default: *m = 23; return KIND_NONE;
+  }
+}
+
+/* Builds the table of KIND_MBM1 (128 entries) or KIND_LUT (4^m entries). */
+static void build_table(const amd_mult *mult, int kind, int m, uint32_t *tab) {
+  if (kind == KIND_MBM1) {
+    const uint32_t hmax = (1u << (m - 1)) - 1u;
+    for (uint32_t idx = 0; idx < 128; idx++) {
+      uint32_t ha = idx < hmax ? idx : hmax, hb = idx - ha;
+      if (hb > hmax) { tab[idx] = 0; continue; } /* never reached */
+      uint32_t ua = 0x3F800000u | (((ha << 1) | 1u) << (23 - m));
+      uint32_t ub = 0x3F800000u | (((hb << 1) | 1u) << (23 - m));
+      uint32_t p = f2u(amd_mult_product(mult, u2f(ua), u2f(ub)));
+      tab[idx] = (p - (127u << 23)) - (idx << 16);
+    }
+  } else { /* KIND_LUT */
+    const uint32_t n = 1u << (2 * m), fm = (1u << m) - 1u;
+    for (uint32_t idx = 0; idx < n; idx++) {
+      uint32_t e = mult->lut[idx];
+      tab[idx] = (((e >> 7) << 23) | ((e & fm) << (23 - m))) - idx;
+    }
+  }
+}
+
+/* Turns a packed panel of n floats (in place) into the planes of its kind:
+ * plane 0 at p, mask at p + stride, frac at p + 2 * stride. `first` selects
+ * the A side (which carries the -127 bias). Fills *info. */
+static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first, panel_info *info) {
+  int emin = 255, emax = 0, special = 0;
+  const uint32_t bias = first ? 127u << 23 : 0u;
+  for (int64_t e = 0; e < n; e++) {
+    const uint32_t u = p[e], E = (u >> 23) & 0xFFu, sE = u & 0xFF800000u;
+    if (kind == KIND_ACC16) {
+      p[e] = amd_t16_bits(u);
+      continue;
+    }
+    if (kind == KIND_FP16) {
+      uint32_t h = amd_round_half_bits(u);
+      if ((h & 0x7F800000u) == 0x7F800000u) special = 1;
+      p[e] = h;
+      continue;
+    }
+    if (E == 255) special = 1;
+    if (E != 0 && E != 255) {
+      emin = (int)E < emin ? (int)E : emin;
+      emax = (int)E > emax ? (int)E : emax;
+    }
+    p[stride + e] = E == 0 ? 0u : 0xFFFFFFFFu;
+    if (kind == KIND_MIT) {
+      p[e] = (sE | (u & amd_prod_topmask(m))) - bias;
+    } else if (kind == KIND_MBM1) {
+      p[e] = (sE - bias) + (((u & amd_prod_topmask(m)) >> (24 - m)) << 16);
+    } else if (kind == KIND_LUT) {
+      uint32_t f = (u & AMD_PROD_FRAC) >> (23 - m);
+      p[e] = (sE - bias) + (first ? f << m : f);
+    } else { /* KIND_MBM23 */
+      p[2 * stride + e] = u & AMD_PROD_FRAC;
+      p[e] = sE - bias;
+    }
+  }
+  info->emin = emin;
+  info->emax = emax;
+  info->special = special;
+}
+
 typedef struct kernel_choice {
   int mr, nr;
   void (*acc32)(const tile_args *t);
+  void (*mode)(const tile_args *t);
 } kernel_choice;
 
 static kernel_choice choose_kernel(void) {
-  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default};
+  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default};
 #ifdef AMD_GEMM_X86
   const char *force = getenv("AMD_GEMM_ISA"); /* "sse", "avx2", "avx512": for benchmarks */
   __builtin_cpu_init();
@@ -169,9 +469,9 @@ static kernel_choice choose_kernel(void) {
   if (force && strcmp(force, "sse") == 0) has512 = has2 = 0;
   if (force && strcmp(force, "avx2") == 0) has512 = 0;
   if (has512) {
-    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512};
+    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512, tile_mode_avx512};
   } else if (has2) {
-    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2};
+    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2};
   }
 #endif
   return k;
@@ -316,15 +616,28 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
     small_m(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
+  const double work = (double)M * (double)N * (double)K;
+  int m_bits = 23;
+  int kind = fast ? KIND_NONE : mode_kind(mult, &m_bits);
+  /* A lut: table of 4^m entries costs more to build than a tiny product. */
+  if (kind == KIND_LUT && work < 65536.0) kind = KIND_NONE;
+  uint32_t *tab = NULL;
+  uint32_t tabmask = 0;
+  if (kind == KIND_MBM1 || kind == KIND_LUT) {
+    size_t n = kind == KIND_MBM1 ? 128 : (size_t)1 << (2 * m_bits);
+    tab = malloc(n * sizeof *tab);
+    AMD_ASSERT(tab);
+    build_table(mult, kind, m_bits, tab);
+    tabmask = (uint32_t)(n - 1);
+  }
   const kernel_choice kern = kernel();
   const int MR = kern.mr, NR = kern.nr;
   const int64_t MC = (int64_t)MC_PANELS * MR;
   int64_t nc_t = (int64_t)NC_PANELS * NR;
 
   /* Threads only when the work pays for waking them (about 1M products for
-   * the fast kernel; the per-product path is much slower per product). */
-  const double work = (double)M * (double)N * (double)K;
-  const int par = work >= (fast ? 1048576.0 : 32768.0);
+   * the fast kernels; the per-product path is much slower per product). */
+  const int par = work >= (fast || kind != KIND_NONE ? 1048576.0 : 32768.0);
   (void)par; /* unused without OpenMP */
   int64_t tiles_m = (M + MC - 1) / MC, tiles_n = (N + nc_t - 1) / nc_t;
 #ifdef _OPENMP
@@ -340,28 +653,39 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
 #endif
   const int64_t ntiles = tiles_m * tiles_n;
   const int64_t kcmax = K < KC ? K : KC;
-  const size_t abytes = (size_t)(MC * kcmax * 4 + 63) / 64 * 64;
-  const size_t bbytes = (size_t)(nc_t * kcmax * 4 + 63) / 64 * 64;
+  /* Mode kernels use three uint32 planes per packed element. */
+  const int planes = kind == KIND_NONE ? 1 : 3;
+  const size_t abytes = (size_t)(planes * MC * kcmax * 4 + 63) / 64 * 64;
+  const size_t bbytes = (size_t)(planes * nc_t * kcmax * 4 + 63) / 64 * 64;
+  const int64_t npa = (MC + MR - 1) / MR, npb = (nc_t + NR - 1) / NR;
 
   /* Each tile packs its own A rows and B columns per K block: no barrier
    * inside the loop (robust when the machine is oversubscribed), and the
    * result does not depend on the number of threads. */
   AMD_PRAGMA(omp parallel if (par)) {
     float *pa = aligned_alloc(64, abytes), *pb = aligned_alloc(64, bbytes);
-    AMD_ASSERT(pa && pb);
+    panel_info *ia = malloc(sizeof *ia * (size_t)npa), *ib = malloc(sizeof *ib * (size_t)npb);
+    AMD_ASSERT(pa && pb && ia && ib);
     AMD_PRAGMA(omp for schedule(dynamic, 1))
     for (int64_t t = 0; t < ntiles; t++) {
       const int64_t r0 = (t / tiles_n) * MC, c0 = (t % tiles_n) * nc_t;
       const int64_t mc = M - r0 < MC ? M - r0 : MC, nc = N - c0 < nc_t ? N - c0 : nc_t;
       for (int64_t p0 = 0; p0 < K; p0 += KC) {
         const int64_t kc = K - p0 < KC ? K - p0 : KC;
+        /* plane strides: whole packed blocks, so panel q's planes sit at
+         * q*kc*MR + plane*stride */
+        const int64_t sa = ((mc + MR - 1) / MR) * MR * kc, sb = ((nc + NR - 1) / NR) * NR * kc;
         for (int64_t q = 0; q * MR < mc; q++) {
           int64_t mr = mc - q * MR < MR ? mc - q * MR : MR;
-          pack_a_panel(A, lda, trans_a, r0 + q * MR, mr, p0, kc, MR, pa + q * kc * MR);
+          float *dst = pa + q * kc * MR;
+          pack_a_panel(A, lda, trans_a, r0 + q * MR, mr, p0, kc, MR, dst);
+          if (kind != KIND_NONE) encode_panel((uint32_t *)dst, kc * MR, sa, kind, m_bits, 1, &ia[q]);
         }
         for (int64_t q = 0; q * NR < nc; q++) {
           int64_t nr = nc - q * NR < NR ? nc - q * NR : NR;
-          pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, pb + q * kc * NR);
+          float *dst = pb + q * kc * NR;
+          pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, dst);
+          if (kind != KIND_NONE) encode_panel((uint32_t *)dst, kc * NR, sb, kind, m_bits, 0, &ib[q]);
         }
         tile_args ta = {
             .mc = mc,
@@ -375,14 +699,35 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
             .beta = beta,
             .first = p0 == 0,
             .mult = mult,
+            .kind = kind,
+            .pstride_a = sa,
+            .pstride_b = sb,
+            .ia = ia,
+            .ib = ib,
+            .tab = tab,
+            .tabmask = tabmask,
+            .A = A,
+            .B = B,
+            .lda = lda,
+            .ldb = ldb,
+            .r0 = r0,
+            .c0 = c0,
+            .p0 = p0,
+            .trans_a = trans_a,
+            .trans_b = trans_b,
         };
         if (fast)
           kern.acc32(&ta);
+        else if (kind != KIND_NONE)
+          kern.mode(&ta);
         else
           tile_generic(&ta, MR, NR);
       }
     }
+    free(ia);
+    free(ib);
     free(pa);
     free(pb);
   }
+  free(tab);
 }

@@ -83,11 +83,6 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   t->g = g;
   if (g->n_inputs != 1) return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
   if (prepare_batchnorm(t, st)) goto fail;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op->is_gemm) {
-      g->nodes[i].mult = o && o->mult && o->mult->mode != AMD_MODE_ACC32 ? o->mult : NULL;
-      g->nodes[i].bwd_mult = o && o->bwd_mult && o->bwd_mult->mode != AMD_MODE_ACC32 ? o->bwd_mult : NULL;
-    }
   t->logits_value = find_logits(g);
 
   int nv = g->n_values;
@@ -234,7 +229,7 @@ static int logits_shape(const amd_tensor *z, int64_t *n, int64_t *c, amd_status 
 }
 
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
-                           double *loss, amd_batch_stats *bs, amd_status *st) {
+                           float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
   memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
   for (int v = 0; v < g->n_values; v++)
@@ -251,6 +246,10 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
   *loss = amd_softmax_xent(z->data, labels, n, c, smoothing, dz->data, NULL, bs);
+  if (loss_scale != 1.0f) {
+    float *d = dz->data;
+    for (int64_t i = 0; i < n * c; i++) d[i] *= loss_scale;
+  }
 
   uint64_t rng_after = t->ctx.rng;
   const amd_tensor *dout[16];
@@ -414,4 +413,22 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
     }
   }
   return count;
+}
+
+int amd_trainer_grads_finite(const amd_trainer *t) {
+  int ok = 1;
+  for (int64_t i = 0; i < t->n_floats; i++) ok &= isfinite(t->grads[i]) != 0;
+  return ok;
+}
+
+void amd_trainer_scale_grads(amd_trainer *t, float f) {
+  for (int64_t i = 0; i < t->n_floats; i++) t->grads[i] *= f;
+}
+
+int amd_trainer_uses_fp16(const amd_trainer *t) {
+  for (int i = 0; i < t->g->n_nodes; i++) {
+    const amd_node *n = &t->g->nodes[i];
+    if ((n->mult && n->mult->mode == AMD_MODE_FP16) || (n->bwd_mult && n->bwd_mult->mode == AMD_MODE_FP16)) return 1;
+  }
+  return 0;
 }

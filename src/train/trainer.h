@@ -24,8 +24,6 @@
 typedef struct amd_trainer_opts {
   const char *freeze[16]; /* substrings of initializer names to keep fixed */
   int n_freeze;
-  const amd_mult *mult;     /* forward GEMMs (NULL: acc32) */
-  const amd_mult *bwd_mult; /* both backward GEMMs (NULL: acc32) */
 } amd_trainer_opts;
 
 typedef struct amd_trainer {
@@ -50,11 +48,18 @@ typedef struct amd_trainer {
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st);
 void amd_trainer_free(amd_trainer *t);
 
-/* Forward + loss + backward on one batch x with labels; grads are overwritten.
+/* Forward + loss + backward on one batch x with labels; grads are overwritten
+ * with the gradient of loss_scale * (mean loss) (1 unless loss scaling).
  * Returns -1 on error; the mean loss goes to *loss (NaN/Inf is not an error
  * here: the caller decides). */
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
-                           double *loss, amd_batch_stats *bs, amd_status *st);
+                           float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st);
+/* 1 if every gradient is finite. */
+int amd_trainer_grads_finite(const amd_trainer *t);
+/* Multiplies every gradient by f. */
+void amd_trainer_scale_grads(amd_trainer *t, float f);
+/* 1 if a GEMM node multiplies in fp16 (training then needs loss scaling). */
+int amd_trainer_uses_fp16(const amd_trainer *t);
 /* Copies the new BatchNormalization statistics of the last training forward
  * into their initializers (call after a step that was not skipped). */
 void amd_trainer_update_stats(amd_trainer *t);
