@@ -210,7 +210,12 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--schedule")) c->schedule = v;
     else if (OPT("--augment")) c->augment = v;
     else if (OPT("--freeze")) c->freeze = v;
-    else if (OPT("--device")) bad = strcmp(v, "cpu") != 0;
+    else if (OPT("--device")) {
+      if (strcmp(v, "cpu") != 0) {
+        fprintf(stderr, "amdnn-onnx train: --device %s: this build has only the CPU backend\n", v);
+        return -1;
+      }
+    }
     else if (OPT("--epochs")) bad = amd_parse_i64(v, &c->epochs) || c->epochs < 1;
     else if (OPT("--batch")) bad = amd_parse_i64(v, &c->batch) || c->batch < 1;
     else if (OPT("--seed")) bad = amd_parse_i64(v, &c->seed);
@@ -307,7 +312,7 @@ static int save_checkpoint(run_state *r, amd_status *st) {
 }
 
 static int load_checkpoint(run_state *r, int *found, amd_status *st) {
-  char path[4096], warning[512] = "";
+  char path[4096], warning[2048] = "";
   *found = 0;
   int rc = amd_ckpt_find_latest(r->cfg.ckpt_dir, path, sizeof path, warning, sizeof warning, st);
   if (warning[0]) fprintf(stderr, "amdnn-onnx train: warning: %s\n", warning);
@@ -319,7 +324,7 @@ static int load_checkpoint(run_state *r, int *found, amd_status *st) {
   int n = ckpt_sections(r, s);
   s[3].data = &saved;
   s[4].data = saved_config;
-  if (amd_ckpt_read(path, s, n, st)) return amd_fail_prefix(st, "%s", path);
+  if (amd_ckpt_read(path, s, n, st)) return -1;
   if (saved.model_hash != r->pos.model_hash)
     return amd_fail(st, "%s was written for another model (or the model file changed)", path);
   if (strcmp(saved_config, r->config) != 0)
@@ -488,7 +493,8 @@ int amd_cmd_train(int argc, char **argv) {
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
-  double lr = 0;
+  /* the rate of the last step taken (a run resumed at an epoch's end reports it too) */
+  double lr = r.pos.step ? amd_schedule_lr(&r.sched, r.pos.step - 1, batches, total_steps) : 0;
   for (; r.pos.epoch < c->epochs; r.pos.epoch++) {
     position *p = &r.pos;
     /* the epoch's order depends only on the seed and the epoch: a resumed run sees the same */

@@ -67,6 +67,12 @@ typedef struct panel_info {
   int special;    /* an operand the fast kernel cannot take (Inf or NaN) */
 } panel_info;
 
+/* The constants of an MBM_m kernel (m in {23, 7, 5}): the correction K for
+ * c = 0 and c = 1, and the mask that truncates G2 to m fraction bits. */
+typedef struct mbm_consts {
+  uint32_t k0, k1, trunc;
+} mbm_consts;
+
 /* The arguments one tile of the macro-kernel needs. */
 typedef struct tile_args {
   int64_t mc, nc, kc; /* tile size (rows, columns, depth) */
@@ -84,6 +90,8 @@ typedef struct tile_args {
   const struct panel_info *ib;   /* per B panel */
   const uint32_t *tab;           /* lookup table (MBM 1-D, lut 2-D) */
   uint32_t tabmask;              /* index mask of the 2-D table */
+  mbm_consts mbm;                /* KIND_MBM */
+  int mbits;                     /* the mode's fraction width m */
   /* where the tile's operands live in the caller's matrices (exact fallback) */
   const float *A, *B;
   int64_t lda, ldb, r0, c0, p0;
@@ -222,7 +230,8 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  * carry included), so each panel records the range of its exponents and
  * whether it has an Inf or NaN; a panel pair outside that range runs the exact
  * per-product path (amd_mult_product on the caller's matrices). */
-enum mode_kind { KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM1, KIND_LUT, KIND_MBM23, KIND_NONE };
+enum mode_kind { KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM, KIND_LUT, KIND_MBM23, KIND_NONE };
+
 
 static inline __attribute__((always_inline)) float u2f(uint32_t u) {
   float f;
@@ -255,7 +264,8 @@ static inline __attribute__((always_inline)) void micro_mode(const int kind, con
                                                              int64_t kc, const uint32_t *a0, const uint32_t *a1,
                                                              const uint32_t *a2, const uint32_t *b0,
                                                              const uint32_t *b1, const uint32_t *b2,
-                                                             const uint32_t *tab, uint32_t tabmask, float *acc) {
+                                                             const uint32_t *tab, uint32_t tabmask,
+                                                             const mbm_consts mc, float *acc) {
   for (int i = 0; i < MR * NR; i++) acc[i] = 0;
   for (int64_t p = 0; p < kc; p++, a0 += MR, a1 += MR, a2 += MR, b0 += NR, b1 += NR, b2 += NR) {
     for (int i = 0; i < MR; i++) {
@@ -274,24 +284,20 @@ static inline __attribute__((always_inline)) void micro_mode(const int kind, con
         if (kind == KIND_MIT) {
           AMD_PRAGMA(omp simd)
           for (int j = 0; j < NR; j++) ac[j] += u2f((ea + b0[j]) & ma & b1[j]);
-        } else if (kind == KIND_MBM1) {
-          AMD_PRAGMA(omp simd)
-          for (int j = 0; j < NR; j++) {
-            uint32_t x = ea + b0[j];
-            ac[j] += u2f((x + tab[(x >> 16) & 127u]) & ma & b1[j]);
-          }
         } else if (kind == KIND_LUT) {
           AMD_PRAGMA(omp simd)
           for (int j = 0; j < NR; j++) {
             uint32_t x = ea + b0[j];
             ac[j] += u2f((x + tab[x & tabmask]) & ma & b1[j]);
           }
-        } else { /* KIND_MBM23 */
+        } else { /* KIND_MBM23, KIND_MBM */
           const uint32_t fa = a2[i];
+          const uint32_t k0 = kind == KIND_MBM23 ? 0xA0000u : mc.k0, k1 = kind == KIND_MBM23 ? 0x50000u : mc.k1;
           AMD_PRAGMA(omp simd)
           for (int j = 0; j < NR; j++) {
             uint32_t S = fa + b2[j];
-            uint32_t g1 = S + 0xA0000u, g2 = (g1 + AMD_PROD_ONE) >> 1, g3 = S + 0x50000u;
+            uint32_t g1 = S + k0, g2 = (g1 + AMD_PROD_ONE) >> 1, g3 = S + k1;
+            if (kind == KIND_MBM) g2 &= mc.trunc;
             uint32_t g = g2 > g3 ? g2 : g3;
             g = g < g1 ? g : g1;
             g = g3 >= 2 * AMD_PROD_ONE ? S : g;
@@ -344,7 +350,8 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       if (check && !panels_fast(&t->ia[qa], &t->ib[qb]))
         micro_exact(t, ir, jr, mr, nr, NR, acc);
       else
-        micro_mode(kind, MR, NR, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, acc);
+        micro_mode(kind, MR, NR, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask,
+                   t->mbm, acc);
       float *c = t->c + ir * t->ldc + jr;
       if (mr == MR && nr == NR)
         store_tile(t, c, t->ldc, acc, NR, MR, NR);
@@ -359,7 +366,7 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
   case KIND_ACC16: tile_mode_k(t, KIND_ACC16, MR, NR); break;                                              \
   case KIND_FP16: tile_mode_k(t, KIND_FP16, MR, NR); break;                                                \
   case KIND_MIT: tile_mode_k(t, KIND_MIT, MR, NR); break;                                                  \
-  case KIND_MBM1: tile_mode_k(t, KIND_MBM1, MR, NR); break;                                                \
+  case KIND_MBM: tile_mode_k(t, KIND_MBM, MR, NR); break;                                                  \
   case KIND_LUT: tile_mode_k(t, KIND_LUT, MR, NR); break;                                                  \
   default: tile_mode_k(t, KIND_MBM23, MR, NR); break;                                                      \
   }
@@ -381,9 +388,9 @@ static int mode_kind(const amd_mult *mult, int *m) {
   case AMD_MODE_FP16: *m = 10; return KIND_FP16;
   case AMD_MODE_MIT16: *m = 7; return KIND_MIT;
   case AMD_MODE_MIT32: *m = 23; return KIND_MIT;
-  case AMD_MODE_AM16: *m = 7; return KIND_MBM1;
-  case AMD_MODE_MBM14: *m = 5; return KIND_MBM1;
-  case AMD_MODE_MBM12: *m = 3; return KIND_MBM1;
+  case AMD_MODE_AM16: *m = 7; return KIND_MBM;
+  case AMD_MODE_MBM14: *m = 5; return KIND_MBM;
+  case AMD_MODE_MBM12: *m = 3; return KIND_MIT; /* MBM_3 has no correction: Mitchell with the forced bit */
   case AMD_MODE_AM32: *m = 23; return KIND_MBM23;
   case AMD_MODE_LUT:
     *m = mult->lut_bits;
@@ -392,24 +399,12 @@ static int mode_kind(const amd_mult *mult, int *m) {
   }
 }
 
-/* Builds the table of KIND_MBM1 (128 entries) or KIND_LUT (4^m entries). */
-static void build_table(const amd_mult *mult, int kind, int m, uint32_t *tab) {
-  if (kind == KIND_MBM1) {
-    const uint32_t hmax = (1u << (m - 1)) - 1u;
-    for (uint32_t idx = 0; idx < 128; idx++) {
-      uint32_t ha = idx < hmax ? idx : hmax, hb = idx - ha;
-      if (hb > hmax) { tab[idx] = 0; continue; } /* never reached */
-      uint32_t ua = 0x3F800000u | (((ha << 1) | 1u) << (23 - m));
-      uint32_t ub = 0x3F800000u | (((hb << 1) | 1u) << (23 - m));
-      uint32_t p = f2u(amd_mult_product(mult, u2f(ua), u2f(ub)));
-      tab[idx] = (p - (127u << 23)) - (idx << 16);
-    }
-  } else { /* KIND_LUT */
-    const uint32_t n = 1u << (2 * m), fm = (1u << m) - 1u;
-    for (uint32_t idx = 0; idx < n; idx++) {
-      uint32_t e = mult->lut[idx];
-      tab[idx] = (((e >> 7) << 23) | ((e & fm) << (23 - m))) - idx;
-    }
+/* Builds the table of KIND_LUT (4^m entries). */
+static void build_table(const amd_mult *mult, int m, uint32_t *tab) {
+  const uint32_t n = 1u << (2 * m), fm = (1u << m) - 1u;
+  for (uint32_t idx = 0; idx < n; idx++) {
+    uint32_t e = mult->lut[idx];
+    tab[idx] = (((e >> 7) << 23) | ((e & fm) << (23 - m))) - idx;
   }
 }
 
@@ -437,15 +432,13 @@ static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m
       emax = (int)E > emax ? (int)E : emax;
     }
     p[stride + e] = E == 0 ? 0u : 0xFFFFFFFFu;
-    if (kind == KIND_MIT) {
-      p[e] = (sE | (u & amd_prod_topmask(m))) - bias;
-    } else if (kind == KIND_MBM1) {
-      p[e] = (sE - bias) + (((u & amd_prod_topmask(m)) >> (24 - m)) << 16);
+    if (kind == KIND_MIT) { /* m == 3: MBM_3, with its forced bit */
+      p[e] = (sE | (u & amd_prod_topmask(m)) | (m == 3 ? 1u << 20 : 0u)) - bias;
     } else if (kind == KIND_LUT) {
       uint32_t f = (u & AMD_PROD_FRAC) >> (23 - m);
       p[e] = (sE - bias) + (first ? f << m : f);
-    } else { /* KIND_MBM23 */
-      p[2 * stride + e] = u & AMD_PROD_FRAC;
+    } else { /* KIND_MBM23, KIND_MBM: F & T_m with the forced bit */
+      p[2 * stride + e] = m == 23 ? u & AMD_PROD_FRAC : (u & amd_prod_topmask(m)) | 1u << (23 - m);
       p[e] = sE - bias;
     }
   }
@@ -623,12 +616,17 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   if (kind == KIND_LUT && work < 65536.0) kind = KIND_NONE;
   uint32_t *tab = NULL;
   uint32_t tabmask = 0;
-  if (kind == KIND_MBM1 || kind == KIND_LUT) {
-    size_t n = kind == KIND_MBM1 ? 128 : (size_t)1 << (2 * m_bits);
+  if (kind == KIND_LUT) {
+    size_t n = (size_t)1 << (2 * m_bits);
     tab = malloc(n * sizeof *tab);
     AMD_ASSERT(tab);
-    build_table(mult, kind, m_bits, tab);
+    build_table(mult, m_bits, tab);
     tabmask = (uint32_t)(n - 1);
+  }
+  mbm_consts mbm = {0xA0000u, 0x50000u, 0xFFFFFFFFu};
+  if (kind == KIND_MBM) {
+    const uint32_t T = amd_prod_topmask(m_bits);
+    mbm = (mbm_consts){0xA0000u & T, 0x50000u & T, ~((1u << (23 - m_bits)) - 1u)};
   }
   const kernel_choice kern = kernel();
   const int MR = kern.mr, NR = kern.nr;
@@ -706,6 +704,8 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
             .ib = ib,
             .tab = tab,
             .tabmask = tabmask,
+            .mbm = mbm,
+            .mbits = m_bits,
             .A = A,
             .B = B,
             .lda = lda,
