@@ -40,6 +40,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "../core/status.h"
 #include "../mult/mult.h"
@@ -166,6 +169,12 @@ __attribute__((target("avx512f"))) static void tile_acc32_avx512(const tile_args
 }
 #endif
 
+#ifdef AMD_GEMM_X86
+#define AMD_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AMD_ISA_CLONES
+#endif
+
 /* The generic kernel: each product through the mode. */
 static void tile_generic(const tile_args *t, int MR, int NR) {
   for (int64_t jr = 0; jr < t->nc; jr += NR) {
@@ -213,10 +222,26 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   idx = h(a)+h(b) < 2^(m) <= 128 and bits 23..31 s and E(a)+E(b)-127, so the
  *   product is x + tab[idx] with tab[idx] = (carry<<23 | M) - idx<<16, a
  *   table of 128 entries built from the scalar product.
+ * KIND_MBM (am16, mbm14: MBM_7, MBM_5) as KIND_MBM23 below, with the forced
+ *   bit in the frac planes, K & T_m and G2 truncated to m bits.
+ * KIND_MBM1 (am16, mbm14 where the CPU has AVX-512 VBMI): the product depends
+ *   on the fractions only through their sum. With h = (F & T_m) >> (24 - m)
+ *   (the kept bits without the forced one), enc(a) = s|(E-127)<<23 + h<<16 and
+ *   enc(b) = s|E<<23 + h<<16; in x = enc(a)+enc(b) bits 16..22 hold
+ *   idx = h(a)+h(b) < 2^m <= 128 and bits 23..31 s and E(a)+E(b)-127, so the
+ *   product is x + tab[idx]<<16 with tab[idx] = (carry<<23 | M)>>16 - idx, a
+ *   byte table of 128 entries (12..133) built from the scalar product, looked
+ *   up 64 lanes at a time by one two-register byte permute (vpermi2b).
  * KIND_LUT (lut:FILE, 2-D table of 4^m bytes): enc(a) = s|(E-127)<<23 | i<<m,
  *   enc(b) = s|E<<23 | j (i, j = the top m fraction bits); the low 2m bits of
  *   the sum are the table index, product = x + tab[idx], tab[idx] =
  *   (carry<<23 | M) - idx (a gather: slower, allowed).
+ * KIND_LUT1 (lut:FILE where the CPU has AVX-512 VBMI): for a fixed first
+ *   operand the table row (2^m <= 128 bytes, padded to 128) fits two vector
+ *   registers, so the lookup is one byte permute per 16 products: enc(a) =
+ *   s|E<<23 - 127<<23 and frac plane = i*128 (the row's byte offset), enc(b)
+ *   = s|E<<23 and frac plane = j<<16; the table byte is carry<<7 | M<<(7-m),
+ *   so product = enc(a) + enc(b) + byte<<16.
  * KIND_MBM23 (am32): frac planes hold F, enc(a) = s|E<<23 - 127<<23,
  *   enc(b) = s|E<<23; with S = F(a) + F(b), K = 0xA0000 the significand part
  *   G = carry<<23 | M of section 3 is the median of G1 = S+K,
@@ -230,7 +255,9 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  * carry included), so each panel records the range of its exponents and
  * whether it has an Inf or NaN; a panel pair outside that range runs the exact
  * per-product path (amd_mult_product on the caller's matrices). */
-enum mode_kind { KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM, KIND_LUT, KIND_MBM23, KIND_NONE };
+enum mode_kind {
+  KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM, KIND_LUT, KIND_MBM23, KIND_MBM1, KIND_LUT1, KIND_NONE
+};
 
 
 static inline __attribute__((always_inline)) float u2f(uint32_t u) {
@@ -309,6 +336,143 @@ static inline __attribute__((always_inline)) void micro_mode(const int kind, con
   }
 }
 
+#ifdef AMD_GEMM_X86
+/* fp16 with the hardware conversions (vcvtps2ph with round to nearest even,
+ * then back): the same rounding as half_round, subnormals and overflow
+ * included. AVX-512F: 12 x 16 tile; AVX2 + F16C: 6 x 16 (two ymm a row). */
+__attribute__((target("avx512f"))) static void
+micro_fp16_avx512(int64_t kc, const uint32_t *a0, const uint32_t *b0, float *acc) {
+  __m512 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, a0 += 12, b0 += 16) {
+    const __m512 b = _mm512_loadu_ps((const float *)b0);
+    for (int i = 0; i < 12; i++) {
+      __m512 prod = _mm512_mul_ps(_mm512_set1_ps(u2f(a0[i])), b);
+      __m256i h = _mm512_cvtps_ph(prod, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      c[i] = _mm512_add_ps(c[i], _mm512_cvtph_ps(h));
+    }
+  }
+  for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void
+micro_fp16_avx2(int64_t kc, const uint32_t *a0, const uint32_t *b0, float *acc) {
+  __m256 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, a0 += 6, b0 += 16) {
+    const __m256 b_lo = _mm256_loadu_ps((const float *)b0), b_hi = _mm256_loadu_ps((const float *)b0 + 8);
+    for (int i = 0; i < 6; i++) {
+      const __m256 a = _mm256_set1_ps(u2f(a0[i]));
+      __m128i h0 = _mm256_cvtps_ph(_mm256_mul_ps(a, b_lo), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m128i h1 = _mm256_cvtps_ph(_mm256_mul_ps(a, b_hi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      c[2 * i] = _mm256_add_ps(c[2 * i], _mm256_cvtph_ps(h0));
+      c[2 * i + 1] = _mm256_add_ps(c[2 * i + 1], _mm256_cvtph_ps(h1));
+    }
+  }
+  for (int i = 0; i < 6; i++) {
+    _mm256_storeu_ps(acc + i * 16, c[2 * i]);
+    _mm256_storeu_ps(acc + i * 16 + 8, c[2 * i + 1]);
+  }
+}
+#endif
+
+#ifdef AMD_GEMM_X86
+/* KIND_MBM1 on AVX-512 VBMI, 12 x 16 tile: per product an add, a byte
+ * permute (zero-masked to byte 2 of each lane), an add, the zero masks (one
+ * ternary-logic op) and the fp32 add. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+micro_mbm1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1,
+                const uint8_t *tb, float *acc) {
+  const __m512i t0 = _mm512_loadu_si512((const void *)tb), t1 = _mm512_loadu_si512((const void *)(tb + 64));
+  const __mmask64 byte2 = 0x4444444444444444ull;
+  __m512 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, b0 += 16, b1 += 16) {
+    const __m512i eb = _mm512_loadu_si512((const void *)b0), mb = _mm512_loadu_si512((const void *)b1);
+    for (int i = 0; i < 12; i++) {
+      __m512i x = _mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb);
+      __m512i t = _mm512_maskz_permutex2var_epi8(byte2, t0, x, t1);
+      __m512i r = _mm512_add_epi32(x, t);
+      r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80); /* r & ma & mb */
+      c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+    }
+  }
+  for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
+}
+#endif
+
+#ifdef AMD_GEMM_X86
+/* The integer and acc16 kinds on AVX-512F with the 12 x 16 tile and the
+ * accumulators held in registers (GCC spills the plain-C tile of these kinds
+ * to memory). The same arithmetic as micro_mode, lane for lane. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
+micro_avx512_k(const int kind, int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+               const uint32_t *b0, const uint32_t *b1, const uint32_t *b2, const uint32_t *tab, uint32_t tabmask,
+               const mbm_consts mc, float *acc) {
+  __m512 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+  const __m512i k0 = _mm512_set1_epi32((int)(kind == KIND_MBM23 ? 0xA0000u : mc.k0));
+  const __m512i k1 = _mm512_set1_epi32((int)(kind == KIND_MBM23 ? 0x50000u : mc.k1));
+  const __m512i trunc = _mm512_set1_epi32((int)mc.trunc), one = _mm512_set1_epi32((int)AMD_PROD_ONE);
+  const __m512i two = _mm512_set1_epi32((int)(2 * AMD_PROD_ONE)), tm = _mm512_set1_epi32((int)tabmask);
+  const __m512i hi16 = _mm512_set1_epi32((int)0xFFFF0000u);
+  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12, b0 += 16, b1 += 16, b2 += 16) {
+    const __m512i eb = _mm512_loadu_si512((const void *)b0);
+    if (kind == KIND_ACC16) {
+      const __m512 fb = _mm512_castsi512_ps(eb);
+      for (int i = 0; i < 12; i++) {
+        __m512 prod = _mm512_mul_ps(_mm512_set1_ps(u2f(a0[i])), fb);
+        c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(prod), hi16)));
+      }
+      continue;
+    }
+    const __m512i mb = _mm512_loadu_si512((const void *)b1);
+    if (kind == KIND_MIT) {
+      for (int i = 0; i < 12; i++) {
+        __m512i r = _mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb);
+        r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80);
+        c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+      }
+    } else if (kind == KIND_LUT) {
+      for (int i = 0; i < 12; i++) {
+        __m512i x = _mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb);
+        __m512i t = _mm512_i32gather_epi32(_mm512_and_si512(x, tm), (const void *)tab, 4);
+        __m512i r = _mm512_ternarylogic_epi32(_mm512_add_epi32(x, t), _mm512_set1_epi32((int)a1[i]), mb, 0x80);
+        c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+      }
+    } else { /* KIND_MBM23, KIND_MBM */
+      const __m512i fb = _mm512_loadu_si512((const void *)b2);
+      for (int i = 0; i < 12; i++) {
+        __m512i S = _mm512_add_epi32(_mm512_set1_epi32((int)a2[i]), fb);
+        __m512i g1 = _mm512_add_epi32(S, k0), g3 = _mm512_add_epi32(S, k1);
+        __m512i g2 = _mm512_srli_epi32(_mm512_add_epi32(g1, one), 1);
+        if (kind == KIND_MBM) g2 = _mm512_and_si512(g2, trunc);
+        __m512i g = _mm512_min_epu32(_mm512_max_epu32(g2, g3), g1);
+        g = _mm512_mask_mov_epi32(g, _mm512_cmpge_epu32_mask(g3, two), S);
+        __m512i r = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb), g);
+        r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80);
+        c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+      }
+    }
+  }
+  for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
+}
+
+__attribute__((target("avx512f"))) static void micro_avx512(const int kind, int64_t kc, const uint32_t *a0,
+                                                            const uint32_t *a1, const uint32_t *a2,
+                                                            const uint32_t *b0, const uint32_t *b1,
+                                                            const uint32_t *b2, const uint32_t *tab,
+                                                            uint32_t tabmask, const mbm_consts mc, float *acc) {
+  switch (kind) {
+  case KIND_ACC16: micro_avx512_k(KIND_ACC16, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  case KIND_MIT: micro_avx512_k(KIND_MIT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  case KIND_LUT: micro_avx512_k(KIND_LUT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  case KIND_MBM: micro_avx512_k(KIND_MBM, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  default: micro_avx512_k(KIND_MBM23, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  }
+}
+#endif
+
 /* The exact path for one panel pair: products from the caller's matrices. */
 static void micro_exact(const tile_args *t, int64_t ir, int64_t jr, int64_t mr, int64_t nr, int NR, float *acc) {
   for (int64_t i = 0; i < mr; i++)
@@ -334,7 +498,7 @@ static inline int panels_fast(const panel_info *a, const panel_info *b) {
 
 /* The macro-kernel of a mode for one tile (MR, NR constant after inlining). */
 static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t, const int kind, const int MR,
-                                                              const int NR) {
+                                                              const int NR, const int isa) {
   const int64_t sa = t->pstride_a, sb = t->pstride_b;
   const uint32_t *pa = (const uint32_t *)t->pa, *pb = (const uint32_t *)t->pb;
   const int check = kind != KIND_ACC16;
@@ -349,6 +513,18 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       float acc[MAX_MR * MAX_NR] __attribute__((aligned(64)));
       if (check && !panels_fast(&t->ia[qa], &t->ib[qb]))
         micro_exact(t, ir, jr, mr, nr, NR, acc);
+#ifdef AMD_GEMM_X86
+      else if (kind == KIND_FP16 && isa == 512 && MR == 12 && NR == 16)
+        micro_fp16_avx512(t->kc, a, b, acc);
+      else if (kind == KIND_FP16 && isa == 2 && MR == 6 && NR == 16)
+        micro_fp16_avx2(t->kc, a, b, acc);
+      else if (kind == KIND_MBM1 && MR == 12 && NR == 16)
+        micro_mbm1_vbmi(t->kc, a, a + sa, b, b + sb, (const uint8_t *)t->tab, acc);
+      else if (kind == KIND_LUT1 && MR == 12 && NR == 16)
+        micro_lut1_vbmi(t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, (const uint8_t *)t->tab, acc);
+      else if (isa == 512 && MR == 12 && NR == 16)
+        micro_avx512(kind, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, t->mbm, acc);
+#endif
       else
         micro_mode(kind, MR, NR, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask,
                    t->mbm, acc);
@@ -361,23 +537,25 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
   }
 }
 
-#define AMD_TILE_MODE_SWITCH(t, MR, NR)                                                                    \
+#define AMD_TILE_MODE_SWITCH(t, MR, NR, ISA)                                                                    \
   switch ((t)->kind) {                                                                                     \
-  case KIND_ACC16: tile_mode_k(t, KIND_ACC16, MR, NR); break;                                              \
-  case KIND_FP16: tile_mode_k(t, KIND_FP16, MR, NR); break;                                                \
-  case KIND_MIT: tile_mode_k(t, KIND_MIT, MR, NR); break;                                                  \
-  case KIND_MBM: tile_mode_k(t, KIND_MBM, MR, NR); break;                                                  \
-  case KIND_LUT: tile_mode_k(t, KIND_LUT, MR, NR); break;                                                  \
-  default: tile_mode_k(t, KIND_MBM23, MR, NR); break;                                                      \
+  case KIND_ACC16: tile_mode_k(t, KIND_ACC16, MR, NR, ISA); break;                                              \
+  case KIND_FP16: tile_mode_k(t, KIND_FP16, MR, NR, ISA); break;                                                \
+  case KIND_MIT: tile_mode_k(t, KIND_MIT, MR, NR, ISA); break;                                                  \
+  case KIND_MBM: tile_mode_k(t, KIND_MBM, MR, NR, ISA); break;                                                  \
+  case KIND_LUT: tile_mode_k(t, KIND_LUT, MR, NR, ISA); break; \
+  case KIND_MBM1: tile_mode_k(t, KIND_MBM1, MR, NR, ISA); break; \
+  case KIND_LUT1: tile_mode_k(t, KIND_LUT1, MR, NR, ISA); break;                                                  \
+  default: tile_mode_k(t, KIND_MBM23, MR, NR, ISA); break;                                                      \
   }
 
-static void tile_mode_default(const tile_args *t) { AMD_TILE_MODE_SWITCH(t, SSE_MR, SSE_NR) }
+static void tile_mode_default(const tile_args *t) { AMD_TILE_MODE_SWITCH(t, SSE_MR, SSE_NR, 0) }
 #ifdef AMD_GEMM_X86
-__attribute__((target("avx2"))) static void tile_mode_avx2(const tile_args *t) {
-  AMD_TILE_MODE_SWITCH(t, AVX2_MR, AVX2_NR)
+__attribute__((target("avx2,f16c"))) static void tile_mode_avx2(const tile_args *t) {
+  AMD_TILE_MODE_SWITCH(t, AVX2_MR, AVX2_NR, 2)
 }
 __attribute__((target("avx512f"))) static void tile_mode_avx512(const tile_args *t) {
-  AMD_TILE_MODE_SWITCH(t, AVX512_MR, AVX512_NR)
+  AMD_TILE_MODE_SWITCH(t, AVX512_MR, AVX512_NR, 512)
 }
 #endif
 
@@ -408,38 +586,92 @@ static void build_table(const amd_mult *mult, int m, uint32_t *tab) {
   }
 }
 
+/* Builds the byte table of KIND_MBM1 (128 entries, see above). */
+static void build_table1(const amd_mult *mult, int m, uint8_t *tab) {
+  const uint32_t hmax = (1u << (m - 1)) - 1u;
+  for (uint32_t idx = 0; idx < 128; idx++) {
+    uint32_t ha = idx < hmax ? idx : hmax, hb = idx - ha;
+    tab[idx] = 0;
+    if (hb > hmax) continue; /* no pair of operands gives this index */
+    uint32_t ua = 0x3F800000u | (((ha << 1) | 1u) << (23 - m));
+    uint32_t ub = 0x3F800000u | (((hb << 1) | 1u) << (23 - m));
+    uint32_t g = f2u(amd_mult_product(mult, u2f(ua), u2f(ub))) - (127u << 23); /* carry<<23 | M */
+    AMD_ASSERT((g & 0xFFFFu) == 0 && (g >> 16) >= idx && (g >> 16) - idx < 256);
+    tab[idx] = (uint8_t)((g >> 16) - idx);
+  }
+}
+
 /* Turns a packed panel of n floats (in place) into the planes of its kind:
  * plane 0 at p, mask at p + stride, frac at p + 2 * stride. `first` selects
- * the A side (which carries the -127 bias). Fills *info. */
-static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first, panel_info *info) {
+ * the A side (which carries the -127 bias). Fills *info. Branch-free loops
+ * (one per kind) that the compiler vectorises; compiled per ISA. */
+AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first,
+                                        panel_info *info) {
   int emin = 255, emax = 0, special = 0;
   const uint32_t bias = first ? 127u << 23 : 0u;
-  for (int64_t e = 0; e < n; e++) {
-    const uint32_t u = p[e], E = (u >> 23) & 0xFFu, sE = u & 0xFF800000u;
-    if (kind == KIND_ACC16) {
-      p[e] = amd_t16_bits(u);
-      continue;
+  const uint32_t T = amd_prod_topmask(m > 23 ? 23 : m);
+  uint32_t *restrict p0 = p, *restrict p1 = p + stride, *restrict p2 = p + 2 * stride;
+  if (kind == KIND_ACC16) {
+    AMD_PRAGMA(omp simd)
+    for (int64_t e = 0; e < n; e++) {
+      const uint32_t u = p0[e];
+      p0[e] = ((u & 0x7FFFFFFFu) > AMD_PROD_INF ? u | 0x00400000u : u) & 0xFFFF0000u; /* amd_t16_bits */
     }
-    if (kind == KIND_FP16) {
-      uint32_t h = amd_round_half_bits(u);
-      if ((h & 0x7F800000u) == 0x7F800000u) special = 1;
-      p[e] = h;
-      continue;
+  } else if (kind == KIND_FP16) {
+    AMD_PRAGMA(omp simd reduction(| : special))
+    for (int64_t e = 0; e < n; e++) {
+      const uint32_t u = p0[e];
+      /* amd_round_half_bits: half_round is exact for every non-NaN input */
+      const uint32_t h = (u & 0x7FFFFFFFu) > AMD_PROD_INF ? u | 0x00400000u : half_round(u);
+      special |= (h & 0x7F800000u) == 0x7F800000u;
+      p0[e] = h;
     }
-    if (E == 255) special = 1;
-    if (E != 0 && E != 255) {
-      emin = (int)E < emin ? (int)E : emin;
-      emax = (int)E > emax ? (int)E : emax;
+  } else {
+    uint32_t lo = 255, hi = 0, sp = 0;
+    AMD_PRAGMA(omp simd reduction(min : lo) reduction(max : hi) reduction(| : sp))
+    for (int64_t e = 0; e < n; e++) {
+      const uint32_t E = (p0[e] >> 23) & 0xFFu;
+      const uint32_t normal = E - 1u < 254u; /* 1 <= E <= 254 */
+      sp |= E == 255u;
+      lo = lo < (normal ? E : 255u) ? lo : (normal ? E : 255u);
+      hi = hi > (normal ? E : 0u) ? hi : (normal ? E : 0u);
+      p1[e] = E == 0 ? 0u : 0xFFFFFFFFu;
     }
-    p[stride + e] = E == 0 ? 0u : 0xFFFFFFFFu;
-    if (kind == KIND_MIT) { /* m == 3: MBM_3, with its forced bit */
-      p[e] = (sE | (u & amd_prod_topmask(m)) | (m == 3 ? 1u << 20 : 0u)) - bias;
+    emin = (int)lo;
+    emax = (int)hi;
+    special = (int)sp;
+    if (kind == KIND_MBM1) {
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e];
+        p0[e] = ((u & 0xFF800000u) - bias) + (((u & T) >> (24 - m)) << 16);
+      }
+    } else if (kind == KIND_MIT) { /* m == 3: MBM_3, with its forced bit */
+      const uint32_t forced = m == 3 ? 1u << 20 : 0u;
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) p0[e] = ((p0[e] & (0xFF800000u | T)) | forced) - bias;
+    } else if (kind == KIND_LUT1) {
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e], j = (u & AMD_PROD_FRAC) >> (23 - m);
+        p2[e] = first ? j * 128u : j << 16;
+        p0[e] = (u & 0xFF800000u) - bias;
+      }
     } else if (kind == KIND_LUT) {
-      uint32_t f = (u & AMD_PROD_FRAC) >> (23 - m);
-      p[e] = (sE - bias) + (first ? f << m : f);
+      const int sh = first ? m : 0;
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e];
+        p0[e] = ((u & 0xFF800000u) - bias) + (((u & AMD_PROD_FRAC) >> (23 - m)) << sh);
+      }
     } else { /* KIND_MBM23, KIND_MBM: F & T_m with the forced bit */
-      p[2 * stride + e] = m == 23 ? u & AMD_PROD_FRAC : (u & amd_prod_topmask(m)) | 1u << (23 - m);
-      p[e] = sE - bias;
+      const uint32_t forced = m == 23 ? 0u : 1u << (23 - m);
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e];
+        p2[e] = (u & T) | forced;
+        p0[e] = (u & 0xFF800000u) - bias;
+      }
     }
   }
   info->emin = emin;
@@ -451,20 +683,24 @@ typedef struct kernel_choice {
   int mr, nr;
   void (*acc32)(const tile_args *t);
   void (*mode)(const tile_args *t);
+  int vbmi; /* KIND_MBM1 available (AVX-512 VBMI with the 12 x 16 tile) */
 } kernel_choice;
 
 static kernel_choice choose_kernel(void) {
-  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default};
+  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default, 0};
 #ifdef AMD_GEMM_X86
   const char *force = getenv("AMD_GEMM_ISA"); /* "sse", "avx2", "avx512": for benchmarks */
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f"), has2 = __builtin_cpu_supports("avx2");
   if (force && strcmp(force, "sse") == 0) has512 = has2 = 0;
   if (force && strcmp(force, "avx2") == 0) has512 = 0;
+  const int novbmi = force && strcmp(force, "avx512-novbmi") == 0;
   if (has512) {
-    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512, tile_mode_avx512};
+    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512, tile_mode_avx512,
+                        !novbmi && __builtin_cpu_supports("avx512vbmi") &&
+                            __builtin_cpu_supports("avx512bw")};
   } else if (has2) {
-    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2};
+    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2, 0};
   }
 #endif
   return k;
@@ -505,7 +741,13 @@ static void pack_a_panel(const float *A, int64_t lda, int trans_a, int64_t i0, i
  * panel: element (p, j) at [p*NR + j], zero padded. */
 static void pack_b_panel(const float *B, int64_t ldb, int trans_b, int64_t j0, int64_t nr, int64_t p0,
                          int64_t kc, int NR, float *dst) {
-  if (!trans_b) {
+  if (!trans_b && nr == 16 && NR == 16) { /* whole panels: a fixed-size copy, no memmove call per row */
+    for (int64_t p = 0; p < kc; p++) {
+      const float *restrict src = B + (p0 + p) * ldb + j0;
+      float *restrict d = dst + p * 16;
+      for (int j = 0; j < 16; j++) d[j] = src[j];
+    }
+  } else if (!trans_b) {
     for (int64_t p = 0; p < kc; p++) {
       const float *src = B + (p0 + p) * ldb + j0;
       float *d = dst + p * NR;
@@ -529,11 +771,6 @@ static void pack_b_panel(const float *B, int64_t ldb, int trans_b, int64_t j0, i
  * most SMALL_NC columns at a time. Compiled per ISA with target_clones. */
 enum { SMALL_M = 4, SMALL_NC = 512 };
 
-#ifdef AMD_GEMM_X86
-#define AMD_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define AMD_ISA_CLONES
-#endif
 
 AMD_ISA_CLONES static void small_m_chunk(int trans_a, int trans_b, int64_t M, int64_t j0, int64_t nc,
                                          int64_t K, float alpha, const float *A, int64_t lda, const float *B,
@@ -614,6 +851,10 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   int kind = fast ? KIND_NONE : mode_kind(mult, &m_bits);
   /* A lut: table of 4^m entries costs more to build than a tiny product. */
   if (kind == KIND_LUT && work < 65536.0) kind = KIND_NONE;
+  const kernel_choice kern = kernel();
+  const int MR = kern.mr, NR = kern.nr;
+  if (kind == KIND_MBM && kern.vbmi) kind = KIND_MBM1;
+  if (kind == KIND_LUT && kern.vbmi) kind = KIND_LUT1;
   uint32_t *tab = NULL;
   uint32_t tabmask = 0;
   if (kind == KIND_LUT) {
@@ -628,8 +869,23 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
     const uint32_t T = amd_prod_topmask(m_bits);
     mbm = (mbm_consts){0xA0000u & T, 0x50000u & T, ~((1u << (23 - m_bits)) - 1u)};
   }
-  const kernel_choice kern = kernel();
-  const int MR = kern.mr, NR = kern.nr;
+  if (kind == KIND_LUT1) { /* 128 rows of 128 bytes: carry<<7 | M<<(7-m) */
+    uint8_t *t8 = malloc(128 * 128);
+    AMD_ASSERT(t8);
+    memset(t8, 0, 128 * 128);
+    const uint32_t fm = (1u << m_bits) - 1u;
+    for (uint32_t i = 0; i <= fm; i++)
+      for (uint32_t j = 0; j <= fm; j++) {
+        uint32_t e = mult->lut[(i << m_bits) | j];
+        t8[i * 128 + j] = (uint8_t)((e & 0x80u) | ((e & fm) << (7 - m_bits)));
+      }
+    tab = (uint32_t *)(void *)t8;
+  }
+  if (kind == KIND_MBM1) {
+    tab = malloc(128);
+    AMD_ASSERT(tab);
+    build_table1(mult, m_bits, (uint8_t *)tab);
+  }
   const int64_t MC = (int64_t)MC_PANELS * MR;
   int64_t nc_t = (int64_t)NC_PANELS * NR;
 

@@ -52,6 +52,17 @@ int amd_attr_tensor(const Onnx__NodeProto *p, const char *name, amd_tensor *out,
   return amd_tensor_from_proto(a->t, NULL, out, st);
 }
 
+int amd_attr_auto_pad(const Onnx__NodeProto *p, int *out, amd_status *st) {
+  char buf[32];
+  const char *ap = amd_attr_string(p, "auto_pad", "NOTSET", buf, sizeof buf);
+  if (strcmp(ap, "NOTSET") == 0 || ap[0] == 0) *out = AMD_PAD_NOTSET;
+  else if (strcmp(ap, "SAME_UPPER") == 0) *out = AMD_PAD_SAME_UPPER;
+  else if (strcmp(ap, "SAME_LOWER") == 0) *out = AMD_PAD_SAME_LOWER;
+  else if (strcmp(ap, "VALID") == 0) *out = AMD_PAD_VALID;
+  else return amd_fail(st, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+  return 0;
+}
+
 void *amd_attrs_new(amd_node *n, size_t size, amd_status *st) {
   n->attrs = calloc(1, size);
   if (!n->attrs) amd_fail(st, "out of memory");

@@ -36,7 +36,6 @@
 
 #define SP (AMD_MAX_RANK - 2) /* at most this many spatial dimensions */
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 
 typedef struct conv_attrs {
   int auto_pad;
@@ -66,18 +65,7 @@ static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, i
 static int conv_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
   conv_attrs *a = amd_attrs_new(node, sizeof *a, st);
   if (!a) return -1;
-  char buf[32];
-  const char *ap = amd_attr_string(p, "auto_pad", "NOTSET", buf, sizeof buf);
-  if (strcmp(ap, "NOTSET") == 0 || ap[0] == 0)
-    a->auto_pad = PAD_NOTSET;
-  else if (strcmp(ap, "SAME_UPPER") == 0)
-    a->auto_pad = PAD_SAME_UPPER;
-  else if (strcmp(ap, "SAME_LOWER") == 0)
-    a->auto_pad = PAD_SAME_LOWER;
-  else if (strcmp(ap, "VALID") == 0)
-    a->auto_pad = PAD_VALID;
-  else
-    return amd_fail(st, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+  if (amd_attr_auto_pad(p, &a->auto_pad, st)) return -1;
   a->group = amd_attr_int(p, "group", 1);
   if (a->group < 1) return amd_fail(st, "group %lld must be at least 1", (long long)a->group);
   if (ints_attr(p, "kernel_shape", a->kernel_shape, SP, &a->n_kernel, st) ||
@@ -126,7 +114,7 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
     return amd_fail(st, "strides has %d values for %d spatial dimensions", a->n_strides, nsp);
   if (a->n_dilations >= 0 && a->n_dilations != nsp)
     return amd_fail(st, "dilations has %d values for %d spatial dimensions", a->n_dilations, nsp);
-  if (a->auto_pad == PAD_NOTSET && a->n_pads >= 0 && a->n_pads != 2 * nsp)
+  if (a->auto_pad == AMD_PAD_NOTSET && a->n_pads >= 0 && a->n_pads != 2 * nsp)
     return amd_fail(st, "pads has %d values for %d spatial dimensions (expected %d)", a->n_pads, nsp,
                     2 * nsp);
   g->isize = g->osize = g->kvol = 1;
@@ -140,15 +128,15 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
     int64_t ek = (g->k[d] - 1) * g->dil[d] + 1; /* effective (dilated) kernel extent */
     int64_t in = g->in[d], s = g->stride[d], out;
     switch (a->auto_pad) {
-    case PAD_SAME_UPPER:
-    case PAD_SAME_LOWER: {
+    case AMD_PAD_SAME_UPPER:
+    case AMD_PAD_SAME_LOWER: {
       out = (in + s - 1) / s;
       int64_t total = (out - 1) * s + ek - in;
       if (total < 0) total = 0;
-      g->pad0[d] = a->auto_pad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+      g->pad0[d] = a->auto_pad == AMD_PAD_SAME_UPPER ? total / 2 : total - total / 2;
       break;
     }
-    case PAD_VALID:
+    case AMD_PAD_VALID:
       if (in < ek) goto too_small;
       out = (in - ek) / s + 1;
       g->pad0[d] = 0;

@@ -80,6 +80,10 @@ int amd_attr_floats(const Onnx__NodeProto *p, const char *name, float *out, int 
 /* The attribute's tensor converted to an amd_tensor (caller frees), or 1 if absent. */
 int amd_attr_tensor(const Onnx__NodeProto *p, const char *name, amd_tensor *out, amd_status *st);
 
+/* The auto_pad attribute of Conv and the pools. */
+enum { AMD_PAD_NOTSET, AMD_PAD_SAME_UPPER, AMD_PAD_SAME_LOWER, AMD_PAD_VALID };
+int amd_attr_auto_pad(const Onnx__NodeProto *p, int *out, amd_status *st);
+
 /* Allocates the node's zeroed attrs block of the given size. Returns the
  * block or NULL (with st set). */
 void *amd_attrs_new(amd_node *n, size_t size, amd_status *st);

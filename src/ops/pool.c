@@ -36,7 +36,6 @@
 
 #include "op.h"
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 enum { POOL_MAX, POOL_AVG };
 
 #define POOL_MAX_SPATIAL (AMD_MAX_RANK - 2)
@@ -98,18 +97,7 @@ static int pool_parse_common(amd_node *n, const Onnx__NodeProto *p, int kind, am
   if (read_ints(p, "strides", a->strides, cnt, 1, 1, st)) return -1;
   if (read_ints(p, "dilations", a->dilations, cnt, 1, 1, st)) return -1;
   if (read_ints(p, "pads", a->pads, 2 * cnt, 0, 0, st)) return -1;
-  char buf[32];
-  const char *ap = amd_attr_string(p, "auto_pad", "NOTSET", buf, sizeof buf);
-  if (strcmp(ap, "NOTSET") == 0 || ap[0] == 0)
-    a->auto_pad = PAD_NOTSET;
-  else if (strcmp(ap, "SAME_UPPER") == 0)
-    a->auto_pad = PAD_SAME_UPPER;
-  else if (strcmp(ap, "SAME_LOWER") == 0)
-    a->auto_pad = PAD_SAME_LOWER;
-  else if (strcmp(ap, "VALID") == 0)
-    a->auto_pad = PAD_VALID;
-  else
-    return amd_fail(st, "unknown auto_pad \"%s\"", ap);
+  if (amd_attr_auto_pad(p, &a->auto_pad, st)) return -1;
   a->ceil_mode = (int)amd_attr_int(p, "ceil_mode", 0);
   a->count_include_pad = (int)amd_attr_int(p, "count_include_pad", 0);
   a->storage_order = (int)amd_attr_int(p, "storage_order", 0);
@@ -146,16 +134,16 @@ static int pool_geometry(const pool_attrs *a, const amd_tensor *x, pool_geom *g,
     int64_t in = x->dims[2 + i], k = a->kernel[i], s = a->strides[i], d = a->dilations[i];
     int64_t ek = (k - 1) * d + 1, o, pb, pe;
     switch (a->auto_pad) {
-    case PAD_SAME_UPPER:
-    case PAD_SAME_LOWER: {
+    case AMD_PAD_SAME_UPPER:
+    case AMD_PAD_SAME_LOWER: {
       o = (in + s - 1) / s;
       int64_t total = (o - 1) * s + ek - in;
       if (total < 0) total = 0;
-      pb = a->auto_pad == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+      pb = a->auto_pad == AMD_PAD_SAME_UPPER ? total / 2 : total - total / 2;
       pe = total - pb;
       break;
     }
-    case PAD_VALID:
+    case AMD_PAD_VALID:
       pb = pe = 0;
       if (in < ek)
         return amd_fail(st, "spatial dim %d: input %lld is smaller than the kernel extent %lld", i,

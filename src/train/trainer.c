@@ -228,6 +228,13 @@ static int logits_shape(const amd_tensor *z, int64_t *n, int64_t *c, amd_status 
   return 0;
 }
 
+static int check_labels(const int64_t *labels, int64_t n, int64_t c, amd_status *st) {
+  for (int64_t i = 0; i < n; i++)
+    if (labels[i] < 0 || labels[i] >= c)
+      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+  return 0;
+}
+
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
@@ -240,9 +247,7 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   const amd_tensor *z = &t->run.vals[t->logits_value];
   int64_t n = 0, c = 0;
   if (logits_shape(z, &n, &c, st)) return -1;
-  for (int64_t i = 0; i < n; i++)
-    if (labels[i] < 0 || labels[i] >= c)
-      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+  if (check_labels(labels, n, c, st)) return -1;
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
   *loss = amd_softmax_xent(z->data, labels, n, c, smoothing, dz->data, NULL, bs);
@@ -303,9 +308,7 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
   const amd_tensor *z = &t->run.vals[t->logits_value];
   int64_t n = 0, c = 0;
   if (logits_shape(z, &n, &c, st)) return -1;
-  for (int64_t i = 0; i < n; i++)
-    if (labels[i] < 0 || labels[i] >= c)
-      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+  if (check_labels(labels, n, c, st)) return -1;
   amd_softmax_xent(z->data, labels, n, c, 0, NULL, pred, bs);
   return 0;
 }

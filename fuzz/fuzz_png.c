@@ -1,0 +1,27 @@
+/* libFuzzer target: images:DIR with one class folder 'a': the input is
+ * DIR/train/a/x.png. If the first byte is odd, the input (after that byte) is
+ * split in two halves at byte1/255: the first is train/a/x.png and the second
+ * test/a/y.png (different sizes and formats meet); else the whole input (after
+ * the first byte) is both files. */
+#include "../src/data/dataset.h"
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2) return 0;
+  if (data[0] & 1) {
+    size_t rest = size - 2, k = rest * data[1] / 255;
+    fuzz_write("images/train/a/x.png", data + 2, k);
+    fuzz_write("images/test/a/y.png", data + 2 + k, rest - k);
+  } else {
+    fuzz_write("images/train/a/x.png", data + 1, size - 1);
+    fuzz_write("images/test/a/y.png", data + 1, size - 1);
+  }
+  char spec[4200];
+  snprintf(spec, sizeof spec, "images:%s/images", fuzz_tmpdir());
+  amd_dataset ds;
+  amd_status st = {{0}};
+  int rc = amd_dataset_load(spec, &ds, &st);
+  if (fuzz_verbose()) fprintf(stderr, "png: %s\n", rc ? st.msg : "ok");
+  if (rc == 0) amd_dataset_free(&ds);
+  return 0;
+}
