@@ -18,7 +18,8 @@
  *   zeros, negative zeros and subnormals mixed in; exponent bands at the edge
  *   of the fast range (E(a)+E(b)-127 reaching 1 or 254) and just past it
  *   (underflow / overflow to signed zero / Inf); and fully random bit
- *   patterns with Inf, NaN, huge and tiny values (the exact fallback).
+ *   patterns with Inf, NaN, huge and tiny values (the exact fallback); and
+ *   fraction sums on and next to the breakpoints of the MBM kernels.
  * - K > 1 against the naive k-order sum of amd_mult_product (the kernels sum
  *   in k order too), tolerance 2.5e-7 of sum |p| for K <= 256.
  * Exits non-zero on any mismatch and prints the largest error. */
@@ -107,8 +108,8 @@ static void check(const amd_mult *mult, int ta, int tb, int64_t M, int64_t N, in
         if (failures++ < 10)
           printf("FAIL %s %s ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g at (%lld,%lld): got %.9g "
                  "want %.9g\n",
-                 generic ? "generic" : "acc32", mult ? mult->name : "null", ta, tb, (long long)M, (long long)N, (long long)K, alpha, beta,
-                 (long long)i, (long long)j, got, want);
+                 generic ? "generic" : "acc32", mult ? mult->name : "null", ta, tb, (long long)M,
+                 (long long)N, (long long)K, alpha, beta, (long long)i, (long long)j, got, want);
       }
     }
   }
@@ -151,17 +152,43 @@ static float value(int elo, int ehi, int holes) {
 static float wild(void) {
   uint32_t r = urand() % 16, s = urand() & 0x80000000u, f = urand() & 0x7FFFFFu;
   switch (r) {
-  case 0: return bits(s | 0x7F800000u);                  /* Inf */
-  case 1: return bits(s | 0x7F800000u | (f ? f : 1u));   /* NaN (any payload) */
-  case 2: return bits(s);                                /* zero */
-  case 3: return bits(s | f);                            /* subnormal (or zero) */
-  case 4: return bits(s | (1u + urand() % 8) << 23 | f); /* tiny */
-  case 5: return bits(s | (246u + urand() % 9) << 23 | f); /* huge */
-  default: return bits(urand());
+  case 0:
+    return bits(s | 0x7F800000u); /* Inf */
+  case 1:
+    return bits(s | 0x7F800000u | (f ? f : 1u)); /* NaN (any payload) */
+  case 2:
+    return bits(s); /* zero */
+  case 3:
+    return bits(s | f); /* subnormal (or zero) */
+  case 4:
+    return bits(s | (1u + urand() % 8) << 23 | f); /* tiny */
+  case 5:
+    return bits(s | (246u + urand() % 9) << 23 | f); /* huge */
+  default:
+    return bits(urand());
   }
 }
 
-enum { NSETS = 7 };
+enum { NSETS = 8 };
+
+/* Set 7: fraction sums S = F(a) + F(b) on and next to the breakpoints of the
+ * MBM kernels (ONE - K, ONE, 2 ONE - K/2 for every m and K), exponents in the
+ * fast range. A's fractions come from 8 values; each B fraction is a
+ * breakpoint (+-2) minus one of them, so every column meets its row. */
+static const uint32_t frac_set[8] = {0, 1, 0x10000, 0x2A0000, 0x400000, 0x555555, 0x7B0000, 0x7FFFFF};
+static float edge_a(void) {
+  uint32_t s = urand() & 0x80000000u, e = 100u + urand() % 50u;
+  return bits(s | e << 23 | frac_set[urand() % 8]);
+}
+static float edge_b(void) {
+  static const uint32_t brk[] = {0x760000, 0x780000, 0x800000, 0xFB0000, 0xFC0000, 0xF80000, 0x7F0000};
+  uint32_t s = urand() & 0x80000000u, e = 100u + urand() % 50u;
+  int32_t S = (int32_t)brk[urand() % 7] + (int32_t)(urand() % 5) - 2;
+  int32_t f = S - (int32_t)frac_set[urand() % 8];
+  if (f < 0) f = 0;
+  if (f > 0x7FFFFF) f = 0x7FFFFF;
+  return bits(s | e << 23 | (uint32_t)f);
+}
 static long prod_checks, prod_failures;
 
 /* C (M x N) = A (M x 1) * B (1 x N) in mode `mult`, compared per product. */
@@ -170,17 +197,18 @@ static void outer(const amd_mult *mult, int set) {
   static float A[M], B[N], C[M * N];
   /* exponent bands of A and B per set: {alo, ahi, blo, bhi}; 0 = wild */
   static const int band[NSETS][4] = {
-      {100, 150, 90, 160}, /* inside the fast range, with zeros and subnormals */
-      {40, 200, 30, 220},  /* wide: some products under / overflow */
-      {64, 66, 64, 66},    /* E(a)+E(b)-127 down to 1: fast, smallest results */
-      {60, 66, 60, 66},    /* down to -7: underflow to signed zero */
+      {100, 150, 90, 160},  /* inside the fast range, with zeros and subnormals */
+      {40, 200, 30, 220},   /* wide: some products under / overflow */
+      {64, 66, 64, 66},     /* E(a)+E(b)-127 down to 1: fast, smallest results */
+      {60, 66, 60, 66},     /* down to -7: underflow to signed zero */
       {188, 190, 188, 190}, /* up to 253 (+ carry 254): fast, largest results */
       {188, 192, 186, 192}, /* past 254: overflow to Inf */
-      {0, 0, 0, 0},        /* any bit pattern: Inf, NaN, zeros, subnormals, extremes */
+      {0, 0, 0, 0},         /* any bit pattern: Inf, NaN, zeros, subnormals, extremes */
+      {1, 1, 1, 1},         /* fraction sums at the MBM breakpoints (edge_a, edge_b) */
   };
   const int *b = band[set];
-  for (int i = 0; i < M; i++) A[i] = b[0] ? value(b[0], b[1], 1) : wild();
-  for (int j = 0; j < N; j++) B[j] = b[0] ? value(b[2], b[3], 1) : wild();
+  for (int i = 0; i < M; i++) A[i] = b[0] == 1 ? edge_a() : b[0] ? value(b[0], b[1], 1) : wild();
+  for (int j = 0; j < N; j++) B[j] = b[0] == 1 ? edge_b() : b[0] ? value(b[2], b[3], 1) : wild();
   /* both layouts of A and B (lda / ldb 1 when transposed) */
   for (int t = 0; t < 4; t++) {
     int ta = t & 1, tb = t >> 1;

@@ -87,14 +87,14 @@ typedef struct tile_args {
   int first;            /* first K block: apply beta (or ignore C when beta == 0) */
   const amd_mult *mult; /* generic kernel only */
   /* mode kernels only (see "Mode kernels") */
-  int kind;                      /* mode_kind */
-  int64_t pstride_a, pstride_b;  /* uint32 elements between the packed planes */
-  const struct panel_info *ia;   /* per A panel */
-  const struct panel_info *ib;   /* per B panel */
-  const uint32_t *tab;           /* lookup table (MBM 1-D, lut 2-D) */
-  uint32_t tabmask;              /* index mask of the 2-D table */
-  mbm_consts mbm;                /* KIND_MBM */
-  int mbits;                     /* the mode's fraction width m */
+  int kind;                     /* mode_kind */
+  int64_t pstride_a, pstride_b; /* uint32 elements between the packed planes */
+  const struct panel_info *ia;  /* per A panel */
+  const struct panel_info *ib;  /* per B panel */
+  const uint32_t *tab;          /* lookup table (MBM 1-D, lut 2-D) */
+  uint32_t tabmask;             /* index mask of the 2-D table */
+  mbm_consts mbm;               /* KIND_MBM */
+  int mbits;                    /* the mode's fraction width m */
   /* where the tile's operands live in the caller's matrices (exact fallback) */
   const float *A, *B;
   int64_t lda, ldb, r0, c0, p0;
@@ -195,7 +195,6 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
   }
 }
 
-
 /* ---- Mode kernels --------------------------------------------------------
  *
  * Each mode falls in one kind of micro-kernel; packing turns every operand
@@ -209,21 +208,18 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   fp32 product (the product of two bfloat16 values; x86 and the spec both
  *   make every NaN product quiet, which T16 keeps a NaN).
  * KIND_FP16: enc = half(x) as float; product = the fp32 product (exact:
- *   22 significant bits, in range) rounded to half with integer ops (normal
- *   range) or the 0.5 + x - 0.5 trick (half subnormals, a multiple of 2^-24),
- *   overflow to Inf. Panels with an Inf or NaN half operand use the exact path.
- * KIND_MIT (mit16, mit32): enc(a) = (s|E|F&T_m) - 127<<23, enc(b) = s|E|F&T_m;
- *   their 32-bit sum is the Mitchell product itself: the carry of the
- *   fraction sum increments the exponent, the signs add to s(a)^s(b).
- * KIND_MBM1 (am16, mbm14, mbm12: MBM_m, m in {7,5,3}): the product depends on
- *   the fractions only through their sum. With h = (F & T_m) >> (24 - m) (the
- *   kept bits without the forced one), enc(a) = s|(E-127)<<23 + h<<16 and
- *   enc(b) = s|E<<23 + h<<16; in x = enc(a)+enc(b) bits 16..22 hold
- *   idx = h(a)+h(b) < 2^(m) <= 128 and bits 23..31 s and E(a)+E(b)-127, so the
- *   product is x + tab[idx] with tab[idx] = (carry<<23 | M) - idx<<16, a
- *   table of 128 entries built from the scalar product.
+ *   22 significant bits, in range) rounded to half: vcvtps2ph/vcvtph2ps (round
+ *   to nearest even) on AVX-512F and AVX2+F16C, else half_round (integer ops
+ *   in the normal range, the x + 0.5 - 0.5 trick for half subnormals, overflow
+ *   to Inf). Panels with an Inf or NaN half operand use the exact path.
+ * KIND_MIT (mit16, mit32, and mbm12: MBM_3 has no correction, so it is
+ *   Mitchell on fractions with the forced bit): enc(a) = (s|E|F&T_m) -
+ *   127<<23, enc(b) = s|E|F&T_m; their 32-bit sum is the product itself: the
+ *   carry of the fraction sum increments the exponent, the signs add to
+ *   s(a)^s(b), and the kept fraction bits need no further truncation.
  * KIND_MBM (am16, mbm14: MBM_7, MBM_5) as KIND_MBM23 below, with the forced
- *   bit in the frac planes, K & T_m and G2 truncated to m bits.
+ *   bit in f, K & T_m for both corrections and G2 - S truncated to m bits
+ *   (S is a multiple of 2^(23-m), so truncating G2 - S truncates G2).
  * KIND_MBM1 (am16, mbm14 where the CPU has AVX-512 VBMI): the product depends
  *   on the fractions only through their sum. With h = (F & T_m) >> (24 - m)
  *   (the kept bits without the forced one), enc(a) = s|(E-127)<<23 + h<<16 and
@@ -242,23 +238,40 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   s|E<<23 - 127<<23 and frac plane = i*128 (the row's byte offset), enc(b)
  *   = s|E<<23 and frac plane = j<<16; the table byte is carry<<7 | M<<(7-m),
  *   so product = enc(a) + enc(b) + byte<<16.
- * KIND_MBM23 (am32): frac planes hold F, enc(a) = s|E<<23 - 127<<23,
- *   enc(b) = s|E<<23; with S = F(a) + F(b), K = 0xA0000 the significand part
- *   G = carry<<23 | M of section 3 is the median of G1 = S+K,
- *   G2 = (S+K+ONE)>>1 (the c = 0 overflow) and G3 = S+K/2 (c = 1), i.e.
- *   min(max(G2, G3), G1), except G = S where G3 >= 2 ONE (the corner that drops
- *   the correction); product = enc(a) + enc(b) + G.
- * For MIT, MBM1, LUT and MBM23 the mask plane is 0 for a zero or subnormal
+ * KIND_MBM23 (am32): with f = F, S = f(a) + f(b), K = 0xA0000: section 3
+ *   gives the significand part G = carry<<23 | M as G1 = S+K (S < ONE-K),
+ *   G2 = (S+K+ONE)>>1 (the c = 0 overflow), G3 = S+K/2 (c = 1) and S (the
+ *   corner S >= 2 ONE - K/2 that drops the correction). enc is the Mitchell
+ *   encoding of KIND_MIT, whose sum is Xoff + S (Xoff = s|E(a)+E(b)-127), so
+ *   product = enc(a) + enc(b) + D with D = G - S = clamp(G2 - S, K/2, K), or 0
+ *   in the corner; G2 - S = (K + ONE - S) >> 1 (arithmetic), and the frac
+ *   planes hold K + ONE - f(a) (A) and f(b) (B) so that u = K + ONE - S is one
+ *   subtraction; the corner is u <= K + K/2 - ONE.
+ * The AVX-512 builds run these kinds through intrinsic micro-kernels that
+ * keep the 12 x 16 accumulator tile in registers (micro_avx512, and the VBMI
+ * and fp16 ones); the plain-C micro_mode is the portable version (SSE2,
+ * AVX2) of the same arithmetic. AMD_GEMM_ISA=avx512-novbmi (like sse, avx2)
+ * forces a narrower choice, for tests and benchmarks.
+ * For every kind but ACC16 and FP16 the mask plane is 0 for a zero or subnormal
  * operand (the product is then a signed zero, which adds nothing to an fp32
  * sum that starts at +0) and all ones otherwise. Those encodings are right
  * while 1 <= E(a) + E(b) - 127 <= 253 (no product can underflow or overflow,
  * carry included), so each panel records the range of its exponents and
  * whether it has an Inf or NaN; a panel pair outside that range runs the exact
  * per-product path (amd_mult_product on the caller's matrices). */
+/* KIND_MBM1 and KIND_LUT1 exist only with the AVX-512 VBMI kernels (chosen
+ * only when the 12 x 16 AVX-512 tile is). */
 enum mode_kind {
-  KIND_ACC16, KIND_FP16, KIND_MIT, KIND_MBM, KIND_LUT, KIND_MBM23, KIND_MBM1, KIND_LUT1, KIND_NONE
+  KIND_ACC16,
+  KIND_FP16,
+  KIND_MIT,
+  KIND_MBM,
+  KIND_LUT,
+  KIND_MBM23,
+  KIND_MBM1,
+  KIND_LUT1,
+  KIND_NONE
 };
-
 
 static inline __attribute__((always_inline)) float u2f(uint32_t u) {
   float f;
@@ -287,12 +300,10 @@ static inline __attribute__((always_inline)) uint32_t half_round(uint32_t u) {
 /* One MR x NR panel pair of a mode, accumulated into acc (MR x NR floats,
  * zeroed here). a0/a1/a2: enc, mask and frac planes of the A panel (kc x MR),
  * b0/b1/b2 of the B panel (kc x NR). */
-static inline __attribute__((always_inline)) void micro_mode(const int kind, const int MR, const int NR,
-                                                             int64_t kc, const uint32_t *a0, const uint32_t *a1,
-                                                             const uint32_t *a2, const uint32_t *b0,
-                                                             const uint32_t *b1, const uint32_t *b2,
-                                                             const uint32_t *tab, uint32_t tabmask,
-                                                             const mbm_consts mc, float *acc) {
+static inline __attribute__((always_inline)) void
+micro_mode(const int kind, const int MR, const int NR, int64_t kc, const uint32_t *a0, const uint32_t *a1,
+           const uint32_t *a2, const uint32_t *b0, const uint32_t *b1, const uint32_t *b2,
+           const uint32_t *tab, uint32_t tabmask, const mbm_consts mc, float *acc) {
   for (int i = 0; i < MR * NR; i++) acc[i] = 0;
   for (int64_t p = 0; p < kc; p++, a0 += MR, a1 += MR, a2 += MR, b0 += NR, b1 += NR, b2 += NR) {
     for (int i = 0; i < MR; i++) {
@@ -317,18 +328,20 @@ static inline __attribute__((always_inline)) void micro_mode(const int kind, con
             uint32_t x = ea + b0[j];
             ac[j] += u2f((x + tab[x & tabmask]) & ma & b1[j]);
           }
-        } else { /* KIND_MBM23, KIND_MBM */
-          const uint32_t fa = a2[i];
-          const uint32_t k0 = kind == KIND_MBM23 ? 0xA0000u : mc.k0, k1 = kind == KIND_MBM23 ? 0x50000u : mc.k1;
+        } else {                             /* KIND_MBM23, KIND_MBM: product = Mitchell sum + D */
+          const int32_t ua = (int32_t)a2[i]; /* K + ONE - f(a): see encode_panel */
+          const int32_t k0 = (int32_t)(kind == KIND_MBM23 ? 0xA0000u : mc.k0);
+          const int32_t k1 = (int32_t)(kind == KIND_MBM23 ? 0x50000u : mc.k1);
+          const int32_t lim = k0 + k1 - (int32_t)AMD_PROD_ONE, tr = (int32_t)mc.trunc;
           AMD_PRAGMA(omp simd)
           for (int j = 0; j < NR; j++) {
-            uint32_t S = fa + b2[j];
-            uint32_t g1 = S + k0, g2 = (g1 + AMD_PROD_ONE) >> 1, g3 = S + k1;
-            if (kind == KIND_MBM) g2 &= mc.trunc;
-            uint32_t g = g2 > g3 ? g2 : g3;
-            g = g < g1 ? g : g1;
-            g = g3 >= 2 * AMD_PROD_ONE ? S : g;
-            ac[j] += u2f((ea + b0[j] + g) & ma & b1[j]);
+            const int32_t u = ua - (int32_t)b2[j]; /* K + ONE - S */
+            int32_t d = u >> 1;                    /* G2 - S (arithmetic shift: floor) */
+            if (kind == KIND_MBM) d &= tr;
+            d = d > k1 ? d : k1;
+            d = d < k0 ? d : k0;
+            d = u > lim ? d : 0; /* S >= 2 ONE - K/2: the correction is dropped */
+            ac[j] += u2f((ea + b0[j] + (uint32_t)d) & ma & b1[j]);
           }
         }
       }
@@ -340,8 +353,8 @@ static inline __attribute__((always_inline)) void micro_mode(const int kind, con
 /* fp16 with the hardware conversions (vcvtps2ph with round to nearest even,
  * then back): the same rounding as half_round, subnormals and overflow
  * included. AVX-512F: 12 x 16 tile; AVX2 + F16C: 6 x 16 (two ymm a row). */
-__attribute__((target("avx512f"))) static void
-micro_fp16_avx512(int64_t kc, const uint32_t *a0, const uint32_t *b0, float *acc) {
+__attribute__((target("avx512f"))) static void micro_fp16_avx512(int64_t kc, const uint32_t *a0,
+                                                                 const uint32_t *b0, float *acc) {
   __m512 c[12];
   for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; p++, a0 += 12, b0 += 16) {
@@ -355,8 +368,8 @@ micro_fp16_avx512(int64_t kc, const uint32_t *a0, const uint32_t *b0, float *acc
   for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
 }
 
-__attribute__((target("avx2,f16c"))) static void
-micro_fp16_avx2(int64_t kc, const uint32_t *a0, const uint32_t *b0, float *acc) {
+__attribute__((target("avx2,f16c"))) static void micro_fp16_avx2(int64_t kc, const uint32_t *a0,
+                                                                 const uint32_t *b0, float *acc) {
   __m256 c[12];
   for (int i = 0; i < 12; i++) c[i] = _mm256_setzero_ps();
   for (int64_t p = 0; p < kc; p++, a0 += 6, b0 += 16) {
@@ -402,19 +415,43 @@ micro_mbm1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32
 #endif
 
 #ifdef AMD_GEMM_X86
+/* KIND_LUT1 on AVX-512 VBMI, 12 x 16 tile (see above). */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+micro_lut1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2, const uint32_t *b0,
+                const uint32_t *b1, const uint32_t *b2, const uint8_t *tb, float *acc) {
+  const __mmask64 byte2 = 0x4444444444444444ull;
+  __m512 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12, b0 += 16, b1 += 16, b2 += 16) {
+    const __m512i eb = _mm512_loadu_si512((const void *)b0), mb = _mm512_loadu_si512((const void *)b1);
+    const __m512i jb = _mm512_loadu_si512((const void *)b2);
+    for (int i = 0; i < 12; i++) {
+      const uint8_t *row = tb + a2[i];
+      const __m512i r0 = _mm512_loadu_si512((const void *)row),
+                    r1 = _mm512_loadu_si512((const void *)(row + 64));
+      __m512i t = _mm512_maskz_permutex2var_epi8(byte2, r0, jb, r1);
+      __m512i r = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb), t);
+      r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80);
+      c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+    }
+  }
+  for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
+}
+
 /* The integer and acc16 kinds on AVX-512F with the 12 x 16 tile and the
  * accumulators held in registers (GCC spills the plain-C tile of these kinds
  * to memory). The same arithmetic as micro_mode, lane for lane. */
 __attribute__((target("avx512f"))) static inline __attribute__((always_inline)) void
 micro_avx512_k(const int kind, int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
-               const uint32_t *b0, const uint32_t *b1, const uint32_t *b2, const uint32_t *tab, uint32_t tabmask,
-               const mbm_consts mc, float *acc) {
+               const uint32_t *b0, const uint32_t *b1, const uint32_t *b2, const uint32_t *tab,
+               uint32_t tabmask, const mbm_consts mc, float *acc) {
   __m512 c[12];
   for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
   const __m512i k0 = _mm512_set1_epi32((int)(kind == KIND_MBM23 ? 0xA0000u : mc.k0));
   const __m512i k1 = _mm512_set1_epi32((int)(kind == KIND_MBM23 ? 0x50000u : mc.k1));
-  const __m512i trunc = _mm512_set1_epi32((int)mc.trunc), one = _mm512_set1_epi32((int)AMD_PROD_ONE);
-  const __m512i two = _mm512_set1_epi32((int)(2 * AMD_PROD_ONE)), tm = _mm512_set1_epi32((int)tabmask);
+  const __m512i lim =
+      _mm512_set1_epi32((int)((kind == KIND_MBM23 ? 0xF0000u : mc.k0 + mc.k1) - AMD_PROD_ONE));
+  const __m512i trunc = _mm512_set1_epi32((int)mc.trunc), tm = _mm512_set1_epi32((int)tabmask);
   const __m512i hi16 = _mm512_set1_epi32((int)0xFFFF0000u);
   for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12, b0 += 16, b1 += 16, b2 += 16) {
     const __m512i eb = _mm512_loadu_si512((const void *)b0);
@@ -437,19 +474,19 @@ micro_avx512_k(const int kind, int64_t kc, const uint32_t *a0, const uint32_t *a
       for (int i = 0; i < 12; i++) {
         __m512i x = _mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb);
         __m512i t = _mm512_i32gather_epi32(_mm512_and_si512(x, tm), (const void *)tab, 4);
-        __m512i r = _mm512_ternarylogic_epi32(_mm512_add_epi32(x, t), _mm512_set1_epi32((int)a1[i]), mb, 0x80);
+        __m512i r =
+            _mm512_ternarylogic_epi32(_mm512_add_epi32(x, t), _mm512_set1_epi32((int)a1[i]), mb, 0x80);
         c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
       }
     } else { /* KIND_MBM23, KIND_MBM */
       const __m512i fb = _mm512_loadu_si512((const void *)b2);
       for (int i = 0; i < 12; i++) {
-        __m512i S = _mm512_add_epi32(_mm512_set1_epi32((int)a2[i]), fb);
-        __m512i g1 = _mm512_add_epi32(S, k0), g3 = _mm512_add_epi32(S, k1);
-        __m512i g2 = _mm512_srli_epi32(_mm512_add_epi32(g1, one), 1);
-        if (kind == KIND_MBM) g2 = _mm512_and_si512(g2, trunc);
-        __m512i g = _mm512_min_epu32(_mm512_max_epu32(g2, g3), g1);
-        g = _mm512_mask_mov_epi32(g, _mm512_cmpge_epu32_mask(g3, two), S);
-        __m512i r = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb), g);
+        __m512i u = _mm512_sub_epi32(_mm512_set1_epi32((int)a2[i]), fb); /* K + ONE - S */
+        __m512i d = _mm512_srai_epi32(u, 1);                             /* G2 - S */
+        if (kind == KIND_MBM) d = _mm512_and_si512(d, trunc);
+        d = _mm512_max_epi32(d, k1);
+        d = _mm512_maskz_min_epi32(_mm512_cmpgt_epi32_mask(u, lim), d, k0); /* 0 where dropped */
+        __m512i r = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb), d);
         r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80);
         c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
       }
@@ -458,23 +495,33 @@ micro_avx512_k(const int kind, int64_t kc, const uint32_t *a0, const uint32_t *a
   for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
 }
 
-__attribute__((target("avx512f"))) static void micro_avx512(const int kind, int64_t kc, const uint32_t *a0,
-                                                            const uint32_t *a1, const uint32_t *a2,
-                                                            const uint32_t *b0, const uint32_t *b1,
-                                                            const uint32_t *b2, const uint32_t *tab,
-                                                            uint32_t tabmask, const mbm_consts mc, float *acc) {
+__attribute__((target("avx512f"))) static void
+micro_avx512(const int kind, int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+             const uint32_t *b0, const uint32_t *b1, const uint32_t *b2, const uint32_t *tab,
+             uint32_t tabmask, const mbm_consts mc, float *acc) {
   switch (kind) {
-  case KIND_ACC16: micro_avx512_k(KIND_ACC16, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
-  case KIND_MIT: micro_avx512_k(KIND_MIT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
-  case KIND_LUT: micro_avx512_k(KIND_LUT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
-  case KIND_MBM: micro_avx512_k(KIND_MBM, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
-  default: micro_avx512_k(KIND_MBM23, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc); break;
+  case KIND_ACC16:
+    micro_avx512_k(KIND_ACC16, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc);
+    break;
+  case KIND_MIT:
+    micro_avx512_k(KIND_MIT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc);
+    break;
+  case KIND_LUT:
+    micro_avx512_k(KIND_LUT, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc);
+    break;
+  case KIND_MBM:
+    micro_avx512_k(KIND_MBM, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc);
+    break;
+  default:
+    micro_avx512_k(KIND_MBM23, kc, a0, a1, a2, b0, b1, b2, tab, tabmask, mc, acc);
+    break;
   }
 }
 #endif
 
 /* The exact path for one panel pair: products from the caller's matrices. */
-static void micro_exact(const tile_args *t, int64_t ir, int64_t jr, int64_t mr, int64_t nr, int NR, float *acc) {
+static void micro_exact(const tile_args *t, int64_t ir, int64_t jr, int64_t mr, int64_t nr, int NR,
+                        float *acc) {
   for (int64_t i = 0; i < mr; i++)
     for (int64_t j = 0; j < nr; j++) {
       const int64_t gi = t->r0 + ir + i, gj = t->c0 + jr + j;
@@ -497,8 +544,8 @@ static inline int panels_fast(const panel_info *a, const panel_info *b) {
 }
 
 /* The macro-kernel of a mode for one tile (MR, NR constant after inlining). */
-static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t, const int kind, const int MR,
-                                                              const int NR, const int isa) {
+static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t, const int kind,
+                                                              const int MR, const int NR, const int isa) {
   const int64_t sa = t->pstride_a, sb = t->pstride_b;
   const uint32_t *pa = (const uint32_t *)t->pa, *pb = (const uint32_t *)t->pb;
   const int check = kind != KIND_ACC16;
@@ -511,8 +558,7 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       const uint32_t *a = pa + qa * t->kc * MR;
       int64_t mr = t->mc - ir < MR ? t->mc - ir : MR;
       float acc[MAX_MR * MAX_NR] __attribute__((aligned(64)));
-      if (check && !panels_fast(&t->ia[qa], &t->ib[qb]))
-        micro_exact(t, ir, jr, mr, nr, NR, acc);
+      if (check && !panels_fast(&t->ia[qa], &t->ib[qb])) micro_exact(t, ir, jr, mr, nr, NR, acc);
 #ifdef AMD_GEMM_X86
       else if (kind == KIND_FP16 && isa == 512 && MR == 12 && NR == 16)
         micro_fp16_avx512(t->kc, a, b, acc);
@@ -523,7 +569,8 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       else if (kind == KIND_LUT1 && MR == 12 && NR == 16)
         micro_lut1_vbmi(t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, (const uint8_t *)t->tab, acc);
       else if (isa == 512 && MR == 12 && NR == 16)
-        micro_avx512(kind, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, t->mbm, acc);
+        micro_avx512(kind, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, t->mbm,
+                     acc);
 #endif
       else
         micro_mode(kind, MR, NR, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask,
@@ -537,16 +584,32 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
   }
 }
 
-#define AMD_TILE_MODE_SWITCH(t, MR, NR, ISA)                                                                    \
-  switch ((t)->kind) {                                                                                     \
-  case KIND_ACC16: tile_mode_k(t, KIND_ACC16, MR, NR, ISA); break;                                              \
-  case KIND_FP16: tile_mode_k(t, KIND_FP16, MR, NR, ISA); break;                                                \
-  case KIND_MIT: tile_mode_k(t, KIND_MIT, MR, NR, ISA); break;                                                  \
-  case KIND_MBM: tile_mode_k(t, KIND_MBM, MR, NR, ISA); break;                                                  \
-  case KIND_LUT: tile_mode_k(t, KIND_LUT, MR, NR, ISA); break; \
-  case KIND_MBM1: tile_mode_k(t, KIND_MBM1, MR, NR, ISA); break; \
-  case KIND_LUT1: tile_mode_k(t, KIND_LUT1, MR, NR, ISA); break;                                                  \
-  default: tile_mode_k(t, KIND_MBM23, MR, NR, ISA); break;                                                      \
+#define AMD_TILE_MODE_SWITCH(t, MR, NR, ISA)                                                                 \
+  switch ((t)->kind) {                                                                                       \
+  case KIND_ACC16:                                                                                           \
+    tile_mode_k(t, KIND_ACC16, MR, NR, ISA);                                                                 \
+    break;                                                                                                   \
+  case KIND_FP16:                                                                                            \
+    tile_mode_k(t, KIND_FP16, MR, NR, ISA);                                                                  \
+    break;                                                                                                   \
+  case KIND_MIT:                                                                                             \
+    tile_mode_k(t, KIND_MIT, MR, NR, ISA);                                                                   \
+    break;                                                                                                   \
+  case KIND_MBM:                                                                                             \
+    tile_mode_k(t, KIND_MBM, MR, NR, ISA);                                                                   \
+    break;                                                                                                   \
+  case KIND_LUT:                                                                                             \
+    tile_mode_k(t, KIND_LUT, MR, NR, ISA);                                                                   \
+    break;                                                                                                   \
+  case KIND_MBM1:                                                                                            \
+    tile_mode_k(t, KIND_MBM1, MR, NR, ISA);                                                                  \
+    break;                                                                                                   \
+  case KIND_LUT1:                                                                                            \
+    tile_mode_k(t, KIND_LUT1, MR, NR, ISA);                                                                  \
+    break;                                                                                                   \
+  default:                                                                                                   \
+    tile_mode_k(t, KIND_MBM23, MR, NR, ISA);                                                                 \
+    break;                                                                                                   \
   }
 
 static void tile_mode_default(const tile_args *t) { AMD_TILE_MODE_SWITCH(t, SSE_MR, SSE_NR, 0) }
@@ -562,18 +625,36 @@ __attribute__((target("avx512f"))) static void tile_mode_avx512(const tile_args 
 /* The kind of micro-kernel of a mode, and its fraction width m. */
 static int mode_kind(const amd_mult *mult, int *m) {
   switch (mult->mode) {
-  case AMD_MODE_ACC16: *m = 7; return KIND_ACC16;
-  case AMD_MODE_FP16: *m = 10; return KIND_FP16;
-  case AMD_MODE_MIT16: *m = 7; return KIND_MIT;
-  case AMD_MODE_MIT32: *m = 23; return KIND_MIT;
-  case AMD_MODE_AM16: *m = 7; return KIND_MBM;
-  case AMD_MODE_MBM14: *m = 5; return KIND_MBM;
-  case AMD_MODE_MBM12: *m = 3; return KIND_MIT; /* MBM_3 has no correction: Mitchell with the forced bit */
-  case AMD_MODE_AM32: *m = 23; return KIND_MBM23;
+  case AMD_MODE_ACC16:
+    *m = 7;
+    return KIND_ACC16;
+  case AMD_MODE_FP16:
+    *m = 10;
+    return KIND_FP16;
+  case AMD_MODE_MIT16:
+    *m = 7;
+    return KIND_MIT;
+  case AMD_MODE_MIT32:
+    *m = 23;
+    return KIND_MIT;
+  case AMD_MODE_AM16:
+    *m = 7;
+    return KIND_MBM;
+  case AMD_MODE_MBM14:
+    *m = 5;
+    return KIND_MBM;
+  case AMD_MODE_MBM12:
+    *m = 3;
+    return KIND_MIT; /* MBM_3 has no correction: Mitchell with the forced bit */
+  case AMD_MODE_AM32:
+    *m = 23;
+    return KIND_MBM23;
   case AMD_MODE_LUT:
     *m = mult->lut_bits;
     return mult->lut && mult->lut_bits >= 1 && mult->lut_bits <= 7 ? KIND_LUT : KIND_NONE;
-  default: *m = 23; return KIND_NONE;
+  default:
+    *m = 23;
+    return KIND_NONE;
   }
 }
 
@@ -664,13 +745,15 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
         const uint32_t u = p0[e];
         p0[e] = ((u & 0xFF800000u) - bias) + (((u & AMD_PROD_FRAC) >> (23 - m)) << sh);
       }
-    } else { /* KIND_MBM23, KIND_MBM: F & T_m with the forced bit */
+    } else { /* KIND_MBM23, KIND_MBM: f = F & T_m with the forced bit; enc as
+              * KIND_MIT (Mitchell sum), frac plane K + ONE - f (A), f (B) */
       const uint32_t forced = m == 23 ? 0u : 1u << (23 - m);
+      const uint32_t k = (0xA0000u & T) + AMD_PROD_ONE;
       AMD_PRAGMA(omp simd)
       for (int64_t e = 0; e < n; e++) {
-        const uint32_t u = p0[e];
-        p2[e] = (u & T) | forced;
-        p0[e] = (u & 0xFF800000u) - bias;
+        const uint32_t u = p0[e], f = (u & T) | forced;
+        p2[e] = first ? k - f : f;
+        p0[e] = ((u & 0xFF800000u) | f) - bias;
       }
     }
   }
@@ -770,7 +853,6 @@ static void pack_b_panel(const float *B, int64_t ldb, int trans_b, int64_t j0, i
  * MR-row tile and pay for packing B, so they run unpacked, one chunk of at
  * most SMALL_NC columns at a time. Compiled per ISA with target_clones. */
 enum { SMALL_M = 4, SMALL_NC = 512 };
-
 
 AMD_ISA_CLONES static void small_m_chunk(int trans_a, int trans_b, int64_t M, int64_t j0, int64_t nc,
                                          int64_t K, float alpha, const float *A, int64_t lda, const float *B,
