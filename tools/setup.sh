@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  meson ninja-build pkg-config gcc
+  meson ninja-build pkg-config gcc clang libclang-rt-14-dev valgrind
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-  libpng-dev zlib1g-dev
+  libpng-dev zlib1g-dev libcairo2-dev
   libonnx-testdata dataset-fashion-mnist
   python3-torch python3-onnx python3-numpy
 )

@@ -7,6 +7,7 @@
 
 #include "../data/dataset.h"
 #include "../onnx/load.h"
+#include "../report/plot.h"
 #include "../mult/mode_map.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
@@ -14,7 +15,7 @@
 
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
-    "                       [--batch N] [--split test|train] [--limit N]\n"
+    "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -22,7 +23,7 @@ static const char usage[] =
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
-    "samples of the split.\n";
+    "samples of the split. --confusion draws the confusion matrix as a picture.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -31,7 +32,7 @@ static double now_s(void) {
 }
 
 int amd_cmd_eval(int argc, char **argv) {
-  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL;
+  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL;
   int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -41,6 +42,13 @@ int amd_cmd_eval(int argc, char **argv) {
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
     else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
+    else if (!strcmp(a, "--confusion") && v) {
+      confusion_png = argv[++i];
+      if (!amd_plot_available()) {
+        fprintf(stderr, "amdnn-onnx eval: --confusion: built without cairo (install libcairo2-dev and rebuild)\n");
+        return 2;
+      }
+    }
     else if (!strcmp(a, "--split") && v) split = argv[++i];
     else if (!strcmp(a, "--batch") && v) {
       if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
@@ -111,6 +119,10 @@ int amd_cmd_eval(int argc, char **argv) {
     for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)confusion[k * c + j]);
     printf("\n");
   }
+  if (confusion_png) {
+    if (amd_plot_confusion(confusion, c, (const char *const *)ds.class_names, confusion_png, &st)) goto fail;
+    printf("confusion matrix picture: %s\n", confusion_png);
+  }
   rc = 0;
   goto done;
 fail:
@@ -121,5 +133,6 @@ done:
   amd_graph_free(g);
   amd_dataset_free(&ds);
   amd_mode_set_free(&modes);
+  if (confusion_png) amd_plot_release();
   return rc;
 }

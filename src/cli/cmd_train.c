@@ -21,6 +21,7 @@
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "../onnx/write.h"
+#include "../report/plot.h"
 #include "../mult/mode_map.h"
 #include "../train/checkpoint.h"
 #include "../train/optim.h"
@@ -77,6 +78,7 @@ static const char usage[] =
     "                         initializers and BN statistics, for inference\n"
     "  --metrics FILE.tsv     a row per epoch: epoch, hours, train_loss, train_acc,\n"
     "                         test_loss, test_top1, lr, images_per_s (+ val columns)\n"
+    "  --plot FILE.png        loss and accuracy curves per epoch, redrawn after each epoch\n"
     "  --checkpoint-dir DIR   save checkpoints there (the last two are kept)\n"
     "  --checkpoint-every N   every N epochs (default 1 with --checkpoint-dir)\n"
     "  --checkpoint-minutes M also every M minutes of training\n"
@@ -92,7 +94,7 @@ static const char usage[] =
 #define METRICS_BYTES 65536
 
 typedef struct train_cfg {
-  const char *model, *data, *out, *metrics, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
+  const char *model, *data, *out, *metrics, *plot, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
       *freeze;
   int64_t epochs, batch, seed, val, ckpt_every, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
@@ -202,6 +204,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     } else if (OPT("--data")) c->data = v;
     else if (OPT("-o") || OPT("--output")) c->out = v;
     else if (OPT("--metrics")) c->metrics = v;
+    else if (OPT("--plot")) c->plot = v;
     else if (OPT("--checkpoint-dir")) c->ckpt_dir = v;
     else if (OPT("--mode")) c->mode = v;
     else if (OPT("--backward-mode")) c->bmode = v;
@@ -254,6 +257,10 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     return -1;
   }
   if (c->ckpt_dir && !c->ckpt_every) c->ckpt_every = 1;
+  if (c->plot && !amd_plot_available()) {
+    fprintf(stderr, "amdnn-onnx train: --plot: built without cairo (install libcairo2-dev and rebuild)\n");
+    return -1;
+  }
   return 0;
 }
 
@@ -595,6 +602,8 @@ int amd_cmd_train(int argc, char **argv) {
       snprintf(r.metrics + len, sizeof r.metrics - len, "\n");
     }
     write_metrics_file(&r);
+    if (c->plot && amd_plot_metrics(r.metrics, c->plot, 1200, 480, &st))
+      fprintf(stderr, "amdnn-onnx train: warning: %s\n", st.msg);
     p->batch = 0, p->seen = 0, p->loss_sum = 0, p->top1 = 0;
     if (c->ckpt_dir && ((p->epoch + 1) % c->ckpt_every == 0 || p->epoch + 1 == c->epochs)) {
       p->epoch++;
@@ -615,5 +624,6 @@ done:
   amd_tensor_free(&x);
   free(y);
   free_state(&r);
+  if (c->plot) amd_plot_release();
   return rc;
 }

@@ -35,7 +35,7 @@ static int load_pair(const char *dir, const char *img_name, const char *lbl_name
     return amd_fail(st, "%s: empty images (header says %lld x %lld x %lld)", ipath, (long long)n,
                     (long long)r, (long long)c);
   }
-  if (n * r > AMD_DATA_MAX_BYTES / c) { /* each factor < 2^32: n * r fits */
+  if (n > AMD_DATA_MAX_BYTES / c / r) { /* n * r * c > limit, without overflow (each < 2^32) */
     free(img);
     return amd_fail(st, "%s: header asks for %lld x %lld x %lld pixels (more than the %lld-byte limit)",
                     ipath, (long long)n, (long long)r, (long long)c, (long long)AMD_DATA_MAX_BYTES);

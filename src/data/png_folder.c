@@ -141,8 +141,11 @@ static int decode_png(const char *path, uint8_t **pix, int64_t *h, int64_t *w, i
   } else {
     if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
     if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-    if (ctype & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
-    /* a tRNS chunk is ignored: no expansion to alpha was requested */
+    /* png_set_palette_to_rgb also turns a tRNS chunk into an alpha channel
+     * (gray and RGB tRNS are not expanded): strip that too */
+    if ((ctype & PNG_COLOR_MASK_ALPHA) ||
+        (ctype == PNG_COLOR_TYPE_PALETTE && png_get_valid(png, info, PNG_INFO_tRNS)))
+      png_set_strip_alpha(png);
     png_set_interlace_handling(png); /* Adam7 images are de-interlaced by png_read_image */
     png_read_update_info(png, info);
     int ch = png_get_channels(png, info);

@@ -118,6 +118,7 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     if (!be->supports(n))
       return amd_fail(st, "node '%s': op %s is not implemented on the %s backend", n->name, n->op->name,
                       be->name);
+    memset(in, 0, sizeof in); /* an op that looks past n_in finds NULL, not the last node's inputs */
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? &vals[n->in[k]] : NULL;
     memset(out, 0, sizeof out);
     if (n->op->infer(n, in, out, st)) return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);

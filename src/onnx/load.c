@@ -203,6 +203,8 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     if (!n->name || !n->in || !n->out) return amd_fail(st, "out of memory");
     n->n_in = (int)p->n_input;
     n->n_out = (int)p->n_output;
+    if (p->n_output == 0) /* every supported op has an output; the executor writes out[0] */
+      return amd_fail(st, "node '%s' (%s) has no outputs", n->name, p->op_type ? p->op_type : "");
     if (amd_node_bind(n, p, g->opset, st)) return -1;
     for (size_t o = 0; o < p->n_output; o++) {
       const char *name = p->output[o] ? p->output[o] : "";

@@ -37,7 +37,8 @@ int amd_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *le
   return 0;
 }
 
-/* Reads external data (location relative to base_dir, offset, length). */
+/* Reads external data (location relative to base_dir, offset, length); with
+ * dst NULL only checks that the file holds nbytes at the offset. */
 static int read_external(const Onnx__TensorProto *tp, const char *base_dir, uint8_t *dst, size_t nbytes,
                          amd_status *st) {
   const char *location = NULL;
@@ -60,7 +61,10 @@ static int read_external(const Onnx__TensorProto *tp, const char *base_dir, uint
   snprintf(path, sizeof path, "%s/%s", base_dir, location);
   FILE *f = fopen(path, "rb");
   if (!f) return amd_fail(st, "cannot open external data '%s': %s", path, strerror(errno));
-  int ok = fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst, 1, nbytes, f) == nbytes;
+  struct stat sb;
+  int ok = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)offset <= (uint64_t)sb.st_size &&
+           nbytes <= (uint64_t)sb.st_size - (uint64_t)offset;
+  if (ok && dst) ok = fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst, 1, nbytes, f) == nbytes;
   fclose(f);
   if (!ok) return amd_fail(st, "external data '%s' is shorter than %zu bytes at offset %lld", path, nbytes, offset);
   return 0;
@@ -73,17 +77,17 @@ static int from_typed_fields(const Onnx__TensorProto *tp, amd_tensor *t, int64_t
   case AMD_FLOAT:
     have = tp->n_float_data;
     if ((int64_t)have != n) break;
-    memcpy(t->data, tp->float_data, (size_t)n * 4);
+    if (n) memcpy(t->data, tp->float_data, (size_t)n * 4); /* the field is NULL when empty */
     return 0;
   case AMD_DOUBLE:
     have = tp->n_double_data;
     if ((int64_t)have != n) break;
-    memcpy(t->data, tp->double_data, (size_t)n * 8);
+    if (n) memcpy(t->data, tp->double_data, (size_t)n * 8);
     return 0;
   case AMD_INT64:
     have = tp->n_int64_data;
     if ((int64_t)have != n) break;
-    memcpy(t->data, tp->int64_data, (size_t)n * 8);
+    if (n) memcpy(t->data, tp->int64_data, (size_t)n * 8);
     return 0;
   case AMD_UINT32:
   case AMD_UINT64:
@@ -115,6 +119,17 @@ static int from_typed_fields(const Onnx__TensorProto *tp, amd_tensor *t, int64_t
   return amd_fail(st, "tensor has %zu values in its typed field, its dims say %lld", have, (long long)n);
 }
 
+/* How many values the typed field that holds dtype t has. */
+static size_t typed_count(const Onnx__TensorProto *tp, amd_dtype t) {
+  switch (t) {
+  case AMD_FLOAT: return tp->n_float_data;
+  case AMD_DOUBLE: return tp->n_double_data;
+  case AMD_INT64: return tp->n_int64_data;
+  case AMD_UINT32: case AMD_UINT64: return tp->n_uint64_data;
+  default: return tp->n_int32_data; /* narrow types, float16, bfloat16 */
+  }
+}
+
 int amd_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, amd_tensor *out,
                           amd_status *st) {
   const char *name = tp->name ? tp->name : "";
@@ -128,11 +143,33 @@ int amd_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, amd
   out->rank = (int)tp->n_dims;
   for (size_t i = 0; i < tp->n_dims; i++) out->dims[i] = tp->dims[i];
   if (tp->segment) return amd_fail(st, "tensor '%s' is segmented (unsupported)", name);
+  /* Check the values the file really holds against the dims before allocating
+   * what the dims claim (a few bytes must not make us allocate gigabytes).
+   * Invalid or too large dims are left to amd_tensor_alloc to report. */
+  int64_t claimed = 1;
+  for (int i = 0; i < out->rank && claimed >= 0; i++) {
+    int64_t d = out->dims[i];
+    claimed = d < 0 || (d > 0 && claimed > AMD_MAX_TENSOR_BYTES / d) ? -1 : claimed * d;
+  }
+  int external =
+      tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (claimed >= 0 && external &&
+      read_external(tp, base_dir, NULL, (size_t)claimed * amd_dtype_size(dt), st))
+    return amd_fail_prefix(st, "tensor '%s'", name);
+  if (claimed >= 0 && !external) {
+    size_t esize = amd_dtype_size(dt);
+    if (tp->has_raw_data && tp->raw_data.len != (size_t)claimed * esize)
+      return amd_fail(st, "tensor '%s': raw_data has %zu bytes, dims and dtype say %zu", name,
+                      tp->raw_data.len, (size_t)claimed * esize);
+    if (!tp->has_raw_data && typed_count(tp, dt) != (size_t)claimed)
+      return amd_fail(st, "tensor '%s': tensor has %zu values in its typed field, its dims say %lld", name,
+                      typed_count(tp, dt), (long long)claimed);
+  }
   if (amd_tensor_alloc(out, st)) return amd_fail_prefix(st, "tensor '%s'", name);
   int64_t n = amd_tensor_numel(out);
   size_t nbytes = amd_tensor_nbytes(out);
   int rc;
-  if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+  if (external) {
     rc = read_external(tp, base_dir, out->data, nbytes, st);
   } else if (tp->has_raw_data) {
     if (tp->raw_data.len != nbytes)

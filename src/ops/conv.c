@@ -165,8 +165,8 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
 
 static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const conv_attrs *a = node->attrs;
+  if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "Conv needs inputs X and W");
   const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
-  if (!x || !w) return amd_fail(st, "Conv needs inputs X and W");
   if (amd_require_float(x, "input X", st) || amd_require_float(w, "weight W", st)) return -1;
   conv_geom g;
   if (conv_geometry(a, x, w, &g, st)) return -1;

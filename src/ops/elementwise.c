@@ -87,7 +87,7 @@ static int ew_operand_b(const amd_node *n, const amd_tensor *a, const amd_tensor
 }
 
 static int ew_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  if (!in[0] || !in[1]) return amd_fail(st, "needs two inputs");
+  if (n->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "needs two inputs");
   const amd_tensor *a = in[0], *b = in[1];
   if (a->dtype != b->dtype)
     return amd_fail(st, "input dtypes differ (%s and %s)", amd_dtype_name(a->dtype),

@@ -45,9 +45,9 @@ static int gemm_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) 
 
 static int gemm_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const gemm_attrs *a = node->attrs;
+  if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "Gemm needs inputs A and B");
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL;
   char s1[128], s2[128];
-  if (!A || !B) return amd_fail(st, "Gemm needs inputs A and B");
   if (amd_require_float(A, "input A", st) || amd_require_float(B, "input B", st)) return -1;
   if (A->rank != 2 || B->rank != 2)
     return amd_fail(st, "A %s and B %s must both be 2-D", amd_shape_str(A, s1, sizeof s1),
@@ -194,9 +194,8 @@ static int mm_shapes(const amd_tensor *A, const amd_tensor *B, mm_shape *s, amd_
 }
 
 static int matmul_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  (void)node;
+  if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "MatMul needs inputs A and B");
   const amd_tensor *A = in[0], *B = in[1];
-  if (!A || !B) return amd_fail(st, "MatMul needs inputs A and B");
   if (amd_require_float(A, "input A", st) || amd_require_float(B, "input B", st)) return -1;
   mm_shape s;
   if (mm_shapes(A, B, &s, st)) return -1;

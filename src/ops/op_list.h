@@ -1,7 +1,8 @@
 /* Every op the project implements, as X-macro entries AMD_OP(OnnxName).
  * Each entry is defined as `const amd_op amd_op_<OnnxName>` in one op-family file:
  *   conv.c: Conv                      matmul.c: Gemm MatMul
- *   norm.c: BatchNormalization        pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
+ *   norm.c: BatchNormalization        lrn.c: LRN
+ *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
  *   shape.c: Flatten ... Pad */
@@ -9,6 +10,7 @@ AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
 AMD_OP(BatchNormalization)
+AMD_OP(LRN)
 AMD_OP(MaxPool)
 AMD_OP(AveragePool)
 AMD_OP(GlobalAveragePool)

@@ -106,7 +106,7 @@ static int red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, a
 
 static int red_infer_kind(int kind, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
                           amd_status *st) {
-  if (!in[0]) return amd_fail(st, "missing input");
+  if (n->n_in < 1 || !in[0]) return amd_fail(st, "missing input");
   const amd_tensor *x = in[0];
   if (!red_dtype_ok(x->dtype, kind)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
   int mask[AMD_MAX_RANK];

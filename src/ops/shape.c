@@ -173,6 +173,7 @@ static int flatten_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 }
 
 static int flatten_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "input", st)) return -1;
   const axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   size_t es;
@@ -214,6 +215,7 @@ static int reshape_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 }
 
 static int reshape_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const reshape_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   size_t es;
@@ -318,6 +320,7 @@ static int transpose_perm(const transpose_attrs *a, int rank, int *perm, amd_sta
 }
 
 static int transpose_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const amd_tensor *x = in[0];
   size_t es;
   if (elem_size(x, "data", &es, st)) return -1;
@@ -434,6 +437,7 @@ static int get_axes(const amd_node *n, const amd_tensor *const *in, int64_t *axe
 }
 
 static int squeeze_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const amd_tensor *x = in[0];
   size_t es;
   if (elem_size(x, "data", &es, st)) return -1;
@@ -470,6 +474,7 @@ const amd_op amd_op_Squeeze = {.name = "Squeeze",
                                .nondiff_inputs = 1u << 1};
 
 static int unsqueeze_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const amd_tensor *x = in[0];
   size_t es;
   if (elem_size(x, "data", &es, st)) return -1;
@@ -618,7 +623,7 @@ static void shape_range(const shape_attrs *a, int rank, int *start, int *end) {
 }
 
 static int shape_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  (void)st;
+  if (need_in(n, in, 0, "data", st)) return -1;
   int s, e;
   shape_range(n->attrs, in[0]->rank, &s, &e);
   int64_t len = e - s;
@@ -652,6 +657,7 @@ static int gather_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 }
 
 static int gather_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *idx = in[1];
   if (need_in(n, in, 1, "indices", st)) return -1;
@@ -743,7 +749,7 @@ const amd_op amd_op_Gather = {.name = "Gather",
 /* ---------------------------------------------------------------- Identity */
 
 static int identity_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  (void)n;
+  if (need_in(n, in, 0, "input", st)) return -1;
   size_t es;
   if (elem_size(in[0], "input", &es, st)) return -1;
   copy_shape(&out[0], in[0]);
@@ -867,6 +873,7 @@ static int cast_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 }
 
 static int cast_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "input", st)) return -1;
   const cast_attrs *a = n->attrs;
   if (in[0]->dtype == AMD_STRING) return amd_fail(st, "Cast from string is not supported");
   size_t es;
@@ -932,6 +939,7 @@ static int dropout_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 }
 
 static int dropout_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const amd_tensor *x = in[0];
   size_t es;
   if (elem_size(x, "data", &es, st)) return -1;
@@ -1105,6 +1113,7 @@ static int pad_amounts(const amd_node *n, const amd_tensor *const *in, int64_t *
 }
 
 static int pad_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (need_in(n, in, 0, "data", st)) return -1;
   const pad_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   size_t es;

@@ -54,7 +54,7 @@ static int sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64
 }
 
 static int sm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  if (!in[0]) return amd_fail(st, "missing input");
+  if (n->n_in < 1 || !in[0]) return amd_fail(st, "missing input");
   const amd_tensor *x = in[0];
   switch (x->dtype) {
   case AMD_FLOAT: case AMD_DOUBLE: case AMD_FLOAT16: case AMD_BFLOAT16: break;

@@ -272,6 +272,8 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
       any_out |= dout[o] != NULL;
     }
     if (!any_out) continue;
+    memset(in, 0, sizeof in);
+    memset(din, 0, sizeof din);
     for (int k = 0; k < n_->n_in; k++) {
       int v = n_->in[k];
       in[k] = v >= 0 ? &t->run.vals[v] : NULL;
