@@ -2,7 +2,9 @@
 # Memory check of the training path under valgrind (memcheck): a small
 # LeNet-5 `train` on Fashion-MNIST (--limit 256, 1 epoch, batch 64), stopped
 # after 2 steps with a checkpoint and resumed (so checkpoint writing and
-# reading are covered), then an `eval` of the trained model. Each run must
+# reading are covered), then an `eval` of the trained model, and two error
+# exits that must unwind cleanly too: a checkpoint that hits a full disk
+# (AMD_FAULT_WRITE_BYTES, exit 1) and a NaN loss (--lr 1e30, exit 4). Each run must
 # give no memcheck error and no definite leak ("possibly lost" blocks of the
 # OpenMP runtime's threads are shown in the log, not counted). Prints each
 # run's summary lines; exits 0 when clean, 1 otherwise, 77 when valgrind or
@@ -46,6 +48,10 @@ check() {
   fi
 }
 check train-stop 3 "${train[@]}" --stop-after 2
+# error paths, before the resume consumes the step-2 checkpoint
+AMD_FAULT_WRITE_BYTES=1000 check train-full-disk 1 "${train[@]}" --resume --stop-after 3
+check train-nan 4 train "$models/lenet5_train.onnx" --data "mnist:$fashion" --limit 256 --epochs 1 --batch 64 --lr 1e30 \
+  --checkpoint-dir "$tmp/ck-nan" -o "$tmp/nan.onnx"
 check train-resume 0 "${train[@]}" --resume
 if [ -f "$tmp/out.onnx" ]; then
   check eval 0 eval "$tmp/out.onnx" --data "mnist:$fashion" --limit 256
