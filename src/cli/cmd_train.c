@@ -9,6 +9,8 @@
  * states, the position in the epoch, the partial epoch sums and the metrics
  * rows so far. Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early
  * (walltime, SIGTERM, SIGINT) with a checkpoint, 4 the loss became NaN/Inf. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -384,6 +386,19 @@ static void progress_clear(int tty) {
   if (tty) fprintf(stderr, "\r%*s\r", 100, "");
 }
 
+/* Fails now, not after days of training, when FILE cannot be created next to
+ * `path`: makes and removes an empty probe file. */
+static int check_writable(const char *path, const char *what, amd_status *st) {
+  char probe[4096];
+  int k = snprintf(probe, sizeof probe, "%s.probe.%ld", path, (long)getpid());
+  if (k < 0 || (size_t)k >= sizeof probe) return amd_fail(st, "cannot write %s '%s': path too long", what, path);
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return amd_fail(st, "cannot write %s '%s': %s", what, path, strerror(errno));
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
 static int setup(run_state *r, amd_status *st) {
   train_cfg *c = &r->cfg;
   if (amd_optim_init(c->optimizer, &r->opt, st)) return -1;
@@ -477,8 +492,14 @@ int amd_cmd_train(int argc, char **argv) {
   int rc = 1;
   amd_tensor x = {0};
   int64_t *y = NULL;
+  if (check_writable(c->out, "the model", &st)) goto fail;
+  if (c->ckpt_dir) {
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/x", c->ckpt_dir);
+    if (amd_make_dir(c->ckpt_dir, st.msg, sizeof st.msg) || check_writable(probe, "into the checkpoint folder", &st))
+      goto fail;
+  }
   if (setup(&r, &st)) goto fail;
-  if (c->ckpt_dir && amd_make_dir(c->ckpt_dir, st.msg, sizeof st.msg)) goto fail;
   if (c->resume) {
     int found;
     if (load_checkpoint(&r, &found, &st)) goto fail;
@@ -500,6 +521,7 @@ int amd_cmd_train(int argc, char **argv) {
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
+  int saved_any = c->resume;
   /* the rate of the last step taken (a run resumed at an epoch's end reports it too) */
   double lr = r.pos.step ? amd_schedule_lr(&r.sched, r.pos.step - 1, batches, total_steps) : 0;
   for (; r.pos.epoch < c->epochs; r.pos.epoch++) {
@@ -521,10 +543,15 @@ int amd_cmd_train(int argc, char **argv) {
       double loss;
       amd_batch_stats bs = {0};
       if (amd_trainer_step_grads(&r.t, &x, y, c->smoothing, (float)p->loss_scale, &loss, &bs, &st)) goto fail;
-      if (!isfinite(loss)) {
-        fprintf(stderr, "amdnn-onnx train: the loss became %s at epoch %lld, batch %lld (step %lld); stopping%s\n",
-                isnan(loss) ? "NaN" : "Inf", (long long)p->epoch + 1, (long long)p->batch + 1, (long long)p->step + 1,
-                c->ckpt_dir ? ": the last checkpoint in the checkpoint folder is intact" : "");
+      /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
+      int bad_grads = p->loss_scale == 1.0 && isfinite(loss) && !amd_trainer_grads_finite(&r.t);
+      if (!isfinite(loss) || bad_grads) {
+        fprintf(stderr,
+                "amdnn-onnx train: the %s at epoch %lld, batch %lld (step %lld); stopping before the step%s\n",
+                bad_grads ? "gradients overflowed" : isnan(loss) ? "loss became NaN" : "loss became Inf",
+                (long long)p->epoch + 1, (long long)p->batch + 1, (long long)p->step + 1,
+                !c->ckpt_dir || !saved_any ? ""
+                : ": the checkpoints are intact (if a resume fails again, move the newest away to use the one before)");
         rc = 4;
         goto done;
       }
@@ -561,6 +588,7 @@ int amd_cmd_train(int argc, char **argv) {
         if (c->ckpt_dir) {
           if (save_checkpoint(&r, &st)) goto fail;
           last_ckpt = now_s();
+          saved_any = 1;
         }
         p->batch--;
         if (stop_signal || out_of_time) {
@@ -611,6 +639,7 @@ int amd_cmd_train(int argc, char **argv) {
       p->epoch--;
       if (e) goto fail;
       last_ckpt = now_s();
+      saved_any = 1;
     }
   }
   if (amd_graph_write(r.g, c->out, 1, &st)) goto fail;
