@@ -234,10 +234,31 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   (carry<<23 | M) - idx (a gather: slower, allowed).
  * KIND_LUT1 (lut:FILE where the CPU has AVX-512 VBMI): for a fixed first
  *   operand the table row (2^m <= 128 bytes, padded to 128) fits two vector
- *   registers, so the lookup is one byte permute per 16 products: enc(a) =
- *   s|E<<23 - 127<<23 and frac plane = i*128 (the row's byte offset), enc(b)
- *   = s|E<<23 and frac plane = j<<16; the table byte is carry<<7 | M<<(7-m),
- *   so product = enc(a) + enc(b) + byte<<16.
+ *   registers, so the lookup is one byte permute per 16 products. The A side
+ *   goes into the fp32 accumulation instead of the integer sum (see "scale"
+ *   below): A planes = i*128 (the row's byte offset) and the scale, B planes
+ *   = s|E<<23, the zero mask and j<<16; the table byte is carry<<7 |
+ *   M<<(7-m), so r = enc(b) + byte<<16 = s(b)|(E(b)+carry)<<23|M, and the
+ *   product is r * scale(a). The kernel runs two B panels per A row (12 x 32)
+ *   so that each loaded table row serves 32 products.
+ * KIND_MBM23X (am32 where the CPU has AVX-512 VBMI2): KIND_MBM23 with B
+ *   folded into the clamp bounds and A's sign and exponent in the scale. With
+ *   u = K + ONE - S and eb = s|E<<23|F of b: w = (K + ONE - f(a)) + (E(b)<<24
+ *   + f(b)) = 2 (E(b)<<23 + f(b)) + u (no wrap while E(b) <= 253), v = s(b)<<31
+ *   | w>>1 (one concatenating shift, vpshrdd) = eb + floor(u/2), then
+ *   v' = min(max(v, eb + K/2), eb + K), or eb in the corner (w <= E(b)<<24 +
+ *   2 f(b) + K + K/2 - ONE, i.e. u <= K + K/2 - ONE), so v' = eb + D and
+ *   r = v' + f(a) = s(b)|(E(b)+carry)<<23|M; product = r * scale(a). B planes:
+ *   E(b)<<24 + f(b), eb + K/2, eb + K, eb, the corner limit, sign | zero bit;
+ *   A planes: f(a), scale, K + ONE - f(a).
+ * Scale (KIND_LUT1, KIND_MBM23X): scale(a) = s(a)|E(a)<<23 as a float
+ *   (+-2^(E(a)-127), exact), 0 for a zero or subnormal a; the accumulation is
+ *   one fused multiply-add c + r * scale, which is exactly the fp32 add
+ *   c + product since r * scale is exact (a power-of-two scaling of a normal
+ *   value into the normal range) and c + r * 0 = c (c is never -0: it starts
+ *   at +0). B zeros are a write mask on the FMA. r itself must stay finite
+ *   (E(b) + carry <= 254, so B panels with E = 254 take the exact path);
+ *   for a zero a, f(a) = 0.
  * KIND_MBM23 (am32): with f = F, S = f(a) + f(b), K = 0xA0000: section 3
  *   gives the significand part G = carry<<23 | M as G1 = S+K (S < ONE-K),
  *   G2 = (S+K+ONE)>>1 (the c = 0 overflow), G3 = S+K/2 (c = 1) and S (the
@@ -259,8 +280,8 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  * carry included), so each panel records the range of its exponents and
  * whether it has an Inf or NaN; a panel pair outside that range runs the exact
  * per-product path (amd_mult_product on the caller's matrices). */
-/* KIND_MBM1 and KIND_LUT1 exist only with the AVX-512 VBMI kernels (chosen
- * only when the 12 x 16 AVX-512 tile is). */
+/* KIND_MBM1 and KIND_LUT1 exist only with the AVX-512 VBMI kernels, KIND_MBM23X
+ * only with VBMI2 (chosen only when the 12 x 16 AVX-512 tile is). */
 enum mode_kind {
   KIND_ACC16,
   KIND_FP16,
@@ -270,6 +291,7 @@ enum mode_kind {
   KIND_MBM23,
   KIND_MBM1,
   KIND_LUT1,
+  KIND_MBM23X,
   KIND_NONE
 };
 
@@ -415,24 +437,83 @@ micro_mbm1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32
 #endif
 
 #ifdef AMD_GEMM_X86
-/* KIND_LUT1 on AVX-512 VBMI, 12 x 16 tile (see above). */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
-micro_lut1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2, const uint32_t *b0,
-                const uint32_t *b1, const uint32_t *b2, const uint8_t *tb, float *acc) {
+/* KIND_LUT1 on AVX-512 VBMI (see above): 12 rows x nb B panels of 16 (nb 1
+ * or 2: each table row loaded serves nb * 16 products). Per product a byte
+ * permute (zero-masked to byte 2 of each lane), an add and the fused
+ * multiply-add by the A scale, write-masked by the B zeros. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static inline __attribute__((always_inline)) void
+micro_lut1_k(const int nb, int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0,
+             const uint32_t *b1, const uint32_t *b2, const uint32_t *d0, const uint32_t *d1,
+             const uint32_t *d2, const uint8_t *tb, float *acc, float *acc2) {
   const __mmask64 byte2 = 0x4444444444444444ull;
-  __m512 c[12];
-  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12, b0 += 16, b1 += 16, b2 += 16) {
-    const __m512i eb = _mm512_loadu_si512((const void *)b0), mb = _mm512_loadu_si512((const void *)b1);
-    const __m512i jb = _mm512_loadu_si512((const void *)b2);
+  __m512 c[12], e[12];
+  for (int i = 0; i < 12; i++) c[i] = e[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++) {
+    const __m512i eb = _mm512_loadu_si512((const void *)(b0 + p * 16));
+    const __m512i jb = _mm512_loadu_si512((const void *)(b2 + p * 16));
+    const __m512i mb = _mm512_loadu_si512((const void *)(b1 + p * 16));
+    const __mmask16 kb = _mm512_test_epi32_mask(mb, mb);
+    __m512i ed = eb, jd = jb;
+    __mmask16 kd = 0;
+    if (nb == 2) {
+      ed = _mm512_loadu_si512((const void *)(d0 + p * 16));
+      jd = _mm512_loadu_si512((const void *)(d2 + p * 16));
+      const __m512i md = _mm512_loadu_si512((const void *)(d1 + p * 16));
+      kd = _mm512_test_epi32_mask(md, md);
+    }
     for (int i = 0; i < 12; i++) {
-      const uint8_t *row = tb + a2[i];
+      const uint8_t *row = tb + a0[p * 12 + i];
       const __m512i r0 = _mm512_loadu_si512((const void *)row),
                     r1 = _mm512_loadu_si512((const void *)(row + 64));
-      __m512i t = _mm512_maskz_permutex2var_epi8(byte2, r0, jb, r1);
-      __m512i r = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)a0[i]), eb), t);
-      r = _mm512_ternarylogic_epi32(r, _mm512_set1_epi32((int)a1[i]), mb, 0x80);
-      c[i] = _mm512_add_ps(c[i], _mm512_castsi512_ps(r));
+      const __m512 sa = _mm512_set1_ps(u2f(a1[p * 12 + i]));
+      __m512i r = _mm512_add_epi32(eb, _mm512_maskz_permutex2var_epi8(byte2, r0, jb, r1));
+      c[i] = _mm512_mask3_fmadd_ps(_mm512_castsi512_ps(r), sa, c[i], kb);
+      if (nb == 2) {
+        __m512i q = _mm512_add_epi32(ed, _mm512_maskz_permutex2var_epi8(byte2, r0, jd, r1));
+        e[i] = _mm512_mask3_fmadd_ps(_mm512_castsi512_ps(q), sa, e[i], kd);
+      }
+    }
+  }
+  for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
+  if (nb == 2)
+    for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc2 + i * 16, e[i]);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+micro_lut1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1,
+                const uint32_t *b2, const uint8_t *tb, float *acc) {
+  micro_lut1_k(1, kc, a0, a1, b0, b1, b2, b0, b1, b2, tb, acc, acc);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
+micro_lut1_vbmi2p(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1,
+                  const uint32_t *b2, const uint32_t *d0, const uint32_t *d1, const uint32_t *d2,
+                  const uint8_t *tb, float *acc, float *acc2) {
+  micro_lut1_k(2, kc, a0, a1, b0, b1, b2, d0, d1, d2, tb, acc, acc2);
+}
+
+/* KIND_MBM23X on AVX-512 VBMI2, 12 x 16 tile (see above): per product an
+ * add, vpshrdd, an unsigned max, a compare, a merge-masked unsigned min, an
+ * add and the fused multiply-add by the A scale. b[0..5]: the B planes. */
+__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) static void
+micro_mbm23_vbmi2(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
+                  const uint32_t *const b[6], float *acc) {
+  const uint32_t *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5];
+  const __m512i two = _mm512_set1_epi32(2);
+  __m512 c[12];
+  for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12) {
+    const int64_t o = p * 16;
+    const __m512i nb = _mm512_loadu_si512((const void *)(b0 + o)), lo = _mm512_loadu_si512((const void *)(b1 + o));
+    const __m512i hi = _mm512_loadu_si512((const void *)(b2 + o)), cs = _mm512_loadu_si512((const void *)(b3 + o));
+    const __m512i lim = _mm512_loadu_si512((const void *)(b4 + o)), sg = _mm512_loadu_si512((const void *)(b5 + o));
+    const __mmask16 kb = _mm512_test_epi32_mask(sg, two);
+    for (int i = 0; i < 12; i++) {
+      const __m512i w = _mm512_add_epi32(nb, _mm512_set1_epi32((int)a2[i]));
+      const __m512i v = _mm512_max_epu32(_mm512_shrdi_epi32(w, sg, 1), lo);
+      const __m512i d = _mm512_mask_min_epu32(cs, _mm512_cmpgt_epu32_mask(w, lim), v, hi);
+      const __m512i r = _mm512_add_epi32(d, _mm512_set1_epi32((int)a0[i]));
+      c[i] = _mm512_mask3_fmadd_ps(_mm512_castsi512_ps(r), _mm512_set1_ps(u2f(a1[i])), c[i], kb);
     }
   }
   for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
@@ -537,8 +618,10 @@ static void micro_exact(const tile_args *t, int64_t ir, int64_t jr, int64_t mr, 
 }
 
 /* Whether every product of two panels stays inside the fast kernel's range. */
-static inline int panels_fast(const panel_info *a, const panel_info *b) {
+static inline int panels_fast(const panel_info *a, const panel_info *b, int kind) {
   if (a->special || b->special) return 0;
+  /* the scaled kinds: r = s(b)|(E(b)+carry)<<23|M must stay finite */
+  if ((kind == KIND_LUT1 || kind == KIND_MBM23X) && b->emax > 253) return 0;
   if (a->emin > a->emax || b->emin > b->emax) return 1; /* only zeros on a side */
   return a->emin + b->emin >= 128 && a->emax + b->emax <= 380;
 }
@@ -549,17 +632,55 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
   const int64_t sa = t->pstride_a, sb = t->pstride_b;
   const uint32_t *pa = (const uint32_t *)t->pa, *pb = (const uint32_t *)t->pb;
   const int check = kind != KIND_ACC16;
-  for (int64_t jr = 0; jr < t->nc; jr += NR) {
+  for (int64_t jr = 0; jr < t->nc;) {
     const int64_t qb = jr / NR;
     const uint32_t *b = pb + qb * t->kc * NR;
     int64_t nr = t->nc - jr < NR ? t->nc - jr : NR;
+    /* KIND_LUT1: two B panels per A panel where there are two */
+    const int pair = kind == KIND_LUT1 && MR == 12 && NR == 16 && jr + NR < t->nc;
+    (void)pair;
     for (int64_t ir = 0; ir < t->mc; ir += MR) {
       const int64_t qa = ir / MR;
       const uint32_t *a = pa + qa * t->kc * MR;
       int64_t mr = t->mc - ir < MR ? t->mc - ir : MR;
       float acc[MAX_MR * MAX_NR] __attribute__((aligned(64)));
-      if (check && !panels_fast(&t->ia[qa], &t->ib[qb])) micro_exact(t, ir, jr, mr, nr, NR, acc);
 #ifdef AMD_GEMM_X86
+      if (pair) {
+        float acc2[MAX_MR * MAX_NR] __attribute__((aligned(64)));
+        const uint32_t *d = b + t->kc * NR;
+        const int64_t nr2 = t->nc - jr - NR < NR ? t->nc - jr - NR : NR;
+        const int f1 = panels_fast(&t->ia[qa], &t->ib[qb], kind), f2 = panels_fast(&t->ia[qa], &t->ib[qb + 1], kind);
+        const uint8_t *tb = (const uint8_t *)t->tab;
+        if (f1 && f2) {
+          micro_lut1_vbmi2p(t->kc, a, a + sa, b, b + sb, b + 2 * sb, d, d + sb, d + 2 * sb, tb, acc, acc2);
+        } else {
+          if (f1)
+            micro_lut1_vbmi(t->kc, a, a + sa, b, b + sb, b + 2 * sb, tb, acc);
+          else
+            micro_exact(t, ir, jr, mr, nr, NR, acc);
+          if (f2)
+            micro_lut1_vbmi(t->kc, a, a + sa, d, d + sb, d + 2 * sb, tb, acc2);
+          else
+            micro_exact(t, ir, jr + NR, mr, nr2, NR, acc2);
+        }
+        float *c = t->c + ir * t->ldc + jr;
+        if (mr == MR)
+          store_tile(t, c, t->ldc, acc, NR, MR, NR);
+        else
+          store_tile(t, c, t->ldc, acc, NR, mr, NR);
+        if (mr == MR && nr2 == NR)
+          store_tile(t, c + NR, t->ldc, acc2, NR, MR, NR);
+        else
+          store_tile(t, c + NR, t->ldc, acc2, NR, mr, nr2);
+        continue;
+      }
+#endif
+      if (check && !panels_fast(&t->ia[qa], &t->ib[qb], kind)) micro_exact(t, ir, jr, mr, nr, NR, acc);
+#ifdef AMD_GEMM_X86
+      else if (kind == KIND_MBM23X && MR == 12 && NR == 16) {
+        const uint32_t *const bp[6] = {b, b + sb, b + 2 * sb, b + 3 * sb, b + 4 * sb, b + 5 * sb};
+        micro_mbm23_vbmi2(t->kc, a, a + sa, a + 2 * sa, bp, acc);
+      }
       else if (kind == KIND_FP16 && isa == 512 && MR == 12 && NR == 16)
         micro_fp16_avx512(t->kc, a, b, acc);
       else if (kind == KIND_FP16 && isa == 2 && MR == 6 && NR == 16)
@@ -567,7 +688,7 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       else if (kind == KIND_MBM1 && MR == 12 && NR == 16)
         micro_mbm1_vbmi(t->kc, a, a + sa, b, b + sb, (const uint8_t *)t->tab, acc);
       else if (kind == KIND_LUT1 && MR == 12 && NR == 16)
-        micro_lut1_vbmi(t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, (const uint8_t *)t->tab, acc);
+        micro_lut1_vbmi(t->kc, a, a + sa, b, b + sb, b + 2 * sb, (const uint8_t *)t->tab, acc);
       else if (isa == 512 && MR == 12 && NR == 16)
         micro_avx512(kind, t->kc, a, a + sa, a + 2 * sa, b, b + sb, b + 2 * sb, t->tab, t->tabmask, t->mbm,
                      acc);
@@ -581,6 +702,7 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       else
         store_tile(t, c, t->ldc, acc, NR, mr, nr);
     }
+    jr += pair ? 2 * NR : NR;
   }
 }
 
@@ -606,6 +728,9 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
     break;                                                                                                   \
   case KIND_LUT1:                                                                                            \
     tile_mode_k(t, KIND_LUT1, MR, NR, ISA);                                                                  \
+    break;                                                                                                   \
+  case KIND_MBM23X:                                                                                          \
+    tile_mode_k(t, KIND_MBM23X, MR, NR, ISA);                                                                \
     break;                                                                                                   \
   default:                                                                                                   \
     tile_mode_k(t, KIND_MBM23, MR, NR, ISA);                                                                 \
@@ -731,12 +856,39 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
       const uint32_t forced = m == 3 ? 1u << 20 : 0u;
       AMD_PRAGMA(omp simd)
       for (int64_t e = 0; e < n; e++) p0[e] = ((p0[e] & (0xFF800000u | T)) | forced) - bias;
-    } else if (kind == KIND_LUT1) {
+    } else if (kind == KIND_LUT1 && first) { /* row offset, scale */
       AMD_PRAGMA(omp simd)
       for (int64_t e = 0; e < n; e++) {
-        const uint32_t u = p0[e], j = (u & AMD_PROD_FRAC) >> (23 - m);
-        p2[e] = first ? j * 128u : j << 16;
-        p0[e] = (u & 0xFF800000u) - bias;
+        const uint32_t u = p0[e];
+        p1[e] &= u & 0xFF800000u;
+        p0[e] = ((u & AMD_PROD_FRAC) >> (23 - m)) * 128u;
+      }
+    } else if (kind == KIND_LUT1) { /* s|E<<23, zero mask, j<<16 */
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e];
+        p2[e] = ((u & AMD_PROD_FRAC) >> (23 - m)) << 16;
+        p0[e] = u & 0xFF800000u;
+      }
+    } else if (kind == KIND_MBM23X && first) { /* f (0 for a zero), scale, K + ONE - f */
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e], z = p1[e], f = u & AMD_PROD_FRAC & z;
+        p2[e] = 0xA0000u + AMD_PROD_ONE - f;
+        p1[e] = u & 0xFF800000u & z;
+        p0[e] = f;
+      }
+    } else if (kind == KIND_MBM23X) { /* six planes, see KIND_MBM23X */
+      uint32_t *restrict p3 = p + 3 * stride, *restrict p4 = p + 4 * stride, *restrict p5 = p + 5 * stride;
+      AMD_PRAGMA(omp simd)
+      for (int64_t e = 0; e < n; e++) {
+        const uint32_t u = p0[e], f = u & AMD_PROD_FRAC, eh = (u & 0x7F800000u) << 1;
+        p5[e] = (u >> 31) | (p1[e] & 2u);
+        p4[e] = eh + 2u * f + (0xF0000u - AMD_PROD_ONE); /* wraps: K + K/2 - ONE < 0 */
+        p3[e] = u;
+        p2[e] = u + 0xA0000u;
+        p1[e] = u + 0x50000u;
+        p0[e] = eh + f;
       }
     } else if (kind == KIND_LUT) {
       const int sh = first ? m : 0;
@@ -766,11 +918,12 @@ typedef struct kernel_choice {
   int mr, nr;
   void (*acc32)(const tile_args *t);
   void (*mode)(const tile_args *t);
-  int vbmi; /* KIND_MBM1 available (AVX-512 VBMI with the 12 x 16 tile) */
+  int vbmi;  /* KIND_MBM1 available (AVX-512 VBMI with the 12 x 16 tile) */
+  int vbmi2; /* KIND_MBM23X available (AVX-512 VBMI2 with the 12 x 16 tile) */
 } kernel_choice;
 
 static kernel_choice choose_kernel(void) {
-  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default, 0};
+  kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default, 0, 0};
 #ifdef AMD_GEMM_X86
   const char *force = getenv("AMD_GEMM_ISA"); /* "sse", "avx2", "avx512": for benchmarks */
   __builtin_cpu_init();
@@ -781,9 +934,11 @@ static kernel_choice choose_kernel(void) {
   if (has512) {
     k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512, tile_mode_avx512,
                         !novbmi && __builtin_cpu_supports("avx512vbmi") &&
+                            __builtin_cpu_supports("avx512bw"),
+                        !novbmi && __builtin_cpu_supports("avx512vbmi2") &&
                             __builtin_cpu_supports("avx512bw")};
   } else if (has2) {
-    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2, 0};
+    k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2, 0, 0};
   }
 #endif
   return k;
@@ -937,6 +1092,7 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   const int MR = kern.mr, NR = kern.nr;
   if (kind == KIND_MBM && kern.vbmi) kind = KIND_MBM1;
   if (kind == KIND_LUT && kern.vbmi) kind = KIND_LUT1;
+  if (kind == KIND_MBM23 && kern.vbmi2) kind = KIND_MBM23X;
   uint32_t *tab = NULL;
   uint32_t tabmask = 0;
   if (kind == KIND_LUT) {
@@ -989,10 +1145,11 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
 #endif
   const int64_t ntiles = tiles_m * tiles_n;
   const int64_t kcmax = K < KC ? K : KC;
-  /* Mode kernels use three uint32 planes per packed element. */
-  const int planes = kind == KIND_NONE ? 1 : 3;
+  /* Mode kernels use three uint32 planes per packed element (six for B of
+   * KIND_MBM23X). */
+  const int planes = kind == KIND_NONE ? 1 : 3, planes_b = kind == KIND_MBM23X ? 6 : planes;
   const size_t abytes = (size_t)(planes * MC * kcmax * 4 + 63) / 64 * 64;
-  const size_t bbytes = (size_t)(planes * nc_t * kcmax * 4 + 63) / 64 * 64;
+  const size_t bbytes = (size_t)(planes_b * nc_t * kcmax * 4 + 63) / 64 * 64;
   const int64_t npa = (MC + MR - 1) / MR, npb = (nc_t + NR - 1) / NR;
 
   /* Each tile packs its own A rows and B columns per K block: no barrier

@@ -59,6 +59,11 @@ static int read_value_info(const Onnx__ValueInfoProto *vi, amd_value *v, amd_sta
     if (tt->shape->n_dim > AMD_MAX_RANK)
       return amd_fail(st, "value '%s' has rank %zu (at most %d supported)", v->name, tt->shape->n_dim,
                       AMD_MAX_RANK);
+    /* a value may be described twice (an input also listed in value_info): the last one wins */
+    for (int i = 0; i < AMD_MAX_RANK; i++) {
+      free(v->dim_param[i]);
+      v->dim_param[i] = NULL;
+    }
     v->rank = (int)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
       const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
