@@ -6,7 +6,10 @@
 #
 # Environment: FUZZ_TARGETS="fuzz_model fuzz_lut" runs only those;
 # FUZZ_BUILD (default build-fuzz, relative to the source root) is the build
-# folder; FUZZ_SRC is the source root (default: this script's parent folder).
+# folder; FUZZ_SRC is the source root (default: this script's parent folder);
+# FUZZ_SEED=N makes the mutation sequence repeatable (a shorter run with the
+# same seed tries a prefix of a longer run's inputs: CI runs a prefix of what
+# was run before a submission).
 # Per target it prints executions, coverage (cov = edges, ft = features), the
 # corpus size before and after, and the crashes found; crashing inputs are
 # kept in FUZZ_BUILD/artifacts/<target>/ (reproduce: FUZZ_BUILD/fuzz/<target>
@@ -47,7 +50,7 @@ for t in $targets; do
   cp "$src/fuzz/corpus/$t"/* "$work"/
   before=$(ls "$work" | wc -l)
   TMPDIR=$tmp UBSAN_OPTIONS=print_stacktrace=1 "$build/fuzz/$t" "$work" -max_total_time="$secs" \
-    -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" -print_final_stats=1 \
+    -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
     -artifact_prefix="$arts/" >"$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

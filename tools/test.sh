@@ -13,5 +13,5 @@ fi
 fuzz_seconds=${AMD_FUZZ_SECONDS:-}
 [ -z "$fuzz_seconds" ] && [ "${CI:-}" = true ] && fuzz_seconds=60
 if [ -n "$fuzz_seconds" ] && [ "$fuzz_seconds" != 0 ]; then
-  fuzz/run.sh "$fuzz_seconds"
+  FUZZ_SEED=${FUZZ_SEED:-1} fuzz/run.sh "$fuzz_seconds"
 fi
