@@ -17,7 +17,9 @@
  *   the sum starts at +0). Operand sets: exponents inside the fast range with
  *   zeros, negative zeros and subnormals mixed in; exponent bands at the edge
  *   of the fast range (E(a)+E(b)-127 reaching 1 or 254) and just past it
- *   (underflow / overflow to signed zero / Inf); and fully random bit
+ *   (underflow / overflow to signed zero / Inf); one operand's exponent up
+ *   to 254 with the other's small (the B limit of the kernels that scale by
+ *   a); and fully random bit
  *   patterns with Inf, NaN, huge and tiny values (the exact fallback); and
  *   fraction sums on and next to the breakpoints of the MBM kernels.
  * - K > 1 against the naive k-order sum of amd_mult_product (the kernels sum
@@ -169,7 +171,7 @@ static float wild(void) {
   }
 }
 
-enum { NSETS = 8 };
+enum { NSETS = 10 };
 
 /* Set 7: fraction sums S = F(a) + F(b) on and next to the breakpoints of the
  * MBM kernels (ONE - K, ONE, 2 ONE - K/2 for every m and K), exponents in the
@@ -205,6 +207,9 @@ static void outer(const amd_mult *mult, int set) {
       {188, 192, 186, 192}, /* past 254: overflow to Inf */
       {0, 0, 0, 0},         /* any bit pattern: Inf, NaN, zeros, subnormals, extremes */
       {1, 1, 1, 1},         /* fraction sums at the MBM breakpoints (edge_a, edge_b) */
+      {2, 6, 248, 254},     /* E(b) up to 254 with a small: in range, but past the B limit
+                             * of the kernels that scale by a (lut:, am32 on AVX-512) */
+      {248, 254, 2, 6},     /* the same with the roles swapped */
   };
   const int *b = band[set];
   for (int i = 0; i < M; i++) A[i] = b[0] == 1 ? edge_a() : b[0] ? value(b[0], b[1], 1) : wild();

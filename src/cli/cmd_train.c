@@ -84,6 +84,7 @@ static const char usage[] =
     "  --checkpoint-dir DIR   save checkpoints there (the last two are kept)\n"
     "  --checkpoint-every N   every N epochs (default 1 with --checkpoint-dir)\n"
     "  --checkpoint-minutes M also every M minutes of training\n"
+    "  --checkpoint-steps N   also every N optimizer steps\n"
     "  --resume               continue from the newest valid checkpoint in DIR\n"
     "  --walltime T           stop with a checkpoint before T (e.g. 47h30m, 90m, 3600s)\n"
     "                         and exit 3; SIGTERM and SIGINT do the same\n"
@@ -98,7 +99,7 @@ static const char usage[] =
 typedef struct train_cfg {
   const char *model, *data, *out, *metrics, *plot, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
       *freeze;
-  int64_t epochs, batch, seed, val, ckpt_every, warmup, limit, stop_after;
+  int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
   int nesterov, no_shuffle, resume, momentum_set, reinit;
@@ -230,6 +231,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--stop-after")) bad = amd_parse_i64(v, &c->stop_after) || c->stop_after < 1;
     else if (OPT("--checkpoint-every")) bad = amd_parse_i64(v, &c->ckpt_every) || c->ckpt_every < 1;
     else if (OPT("--checkpoint-minutes")) bad = amd_parse_float(v, &c->ckpt_minutes) || c->ckpt_minutes <= 0;
+    else if (OPT("--checkpoint-steps")) bad = amd_parse_i64(v, &c->ckpt_steps) || c->ckpt_steps < 1;
     else if (OPT("--lr")) bad = amd_parse_float(v, &c->lr) || c->lr < 0;
     else if (OPT("--momentum")) bad = amd_parse_float(v, &c->momentum) || c->momentum < 0, c->momentum_set = 1;
     else if (OPT("--wd")) bad = amd_parse_float(v, &c->wd) || c->wd < 0;
@@ -582,7 +584,8 @@ int amd_cmd_train(int argc, char **argv) {
       double elapsed = now_s() - run_start;
       int out_of_time = (c->walltime_s > 0 && elapsed + 3 * step_avg + 5 > c->walltime_s) ||
                         (c->stop_after && p->step >= c->stop_after);
-      int periodic = c->ckpt_dir && c->ckpt_minutes > 0 && now_s() - last_ckpt > 60.0 * c->ckpt_minutes;
+      int periodic = c->ckpt_dir && ((c->ckpt_minutes > 0 && now_s() - last_ckpt > 60.0 * c->ckpt_minutes) ||
+                                     (c->ckpt_steps && p->step % c->ckpt_steps == 0));
       if (stop_signal || out_of_time || periodic) {
         p->batch++; /* this batch is done */
         if (c->ckpt_dir) {

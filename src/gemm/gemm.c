@@ -486,7 +486,7 @@ micro_lut1_vbmi(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void
-micro_lut1_vbmi2p(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1,
+micro_lut1_vbmi_pair(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *b0, const uint32_t *b1,
                   const uint32_t *b2, const uint32_t *d0, const uint32_t *d1, const uint32_t *d2,
                   const uint8_t *tb, float *acc, float *acc2) {
   micro_lut1_k(2, kc, a0, a1, b0, b1, b2, d0, d1, d2, tb, acc, acc2);
@@ -652,7 +652,7 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
         const int f1 = panels_fast(&t->ia[qa], &t->ib[qb], kind), f2 = panels_fast(&t->ia[qa], &t->ib[qb + 1], kind);
         const uint8_t *tb = (const uint8_t *)t->tab;
         if (f1 && f2) {
-          micro_lut1_vbmi2p(t->kc, a, a + sa, b, b + sb, b + 2 * sb, d, d + sb, d + 2 * sb, tb, acc, acc2);
+          micro_lut1_vbmi_pair(t->kc, a, a + sa, b, b + sb, b + 2 * sb, d, d + sb, d + 2 * sb, tb, acc, acc2);
         } else {
           if (f1)
             micro_lut1_vbmi(t->kc, a, a + sa, b, b + sb, b + 2 * sb, tb, acc);

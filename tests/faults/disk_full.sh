@@ -47,7 +47,7 @@ full_disk() {
     rm -rf "$ck"; cp -a "$tmp/before" "$ck"  # go on from the original state
   fi
 }
-every=(--checkpoint-minutes 0.0005)
+every=(--checkpoint-steps 1)
 full_disk "nothing written, periodic checkpoint" 0 "${every[@]}"
 full_disk "inside the file header" 9 "${every[@]}"
 full_disk "end of the file header" 16 "${every[@]}"

@@ -19,7 +19,7 @@ trials=${FAULTS_KILL_TRIALS:-12}
 RANDOM=${FAULTS_SEED:-20240611}
 run=(train "$model" --data "mnist:$fashion" --limit 2000 --batch 64 --epochs 2 --lr 0.02
   --augment crop:2,flip --seed 7)
-ckpt=(--checkpoint-minutes 0.0005) # 30 ms: a checkpoint after every step (each ~0.5 MB, fsync'd)
+ckpt=(--checkpoint-steps 1) # a checkpoint after every step (each ~0.5 MB, fsync'd)
 ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # the uninterrupted reference, and the same with checkpoints (must not change the result)

@@ -60,7 +60,7 @@ same_dir "$ck" "$tmp/before" && ok "checkpoint folder byte-identical after the N
   || bad "checkpoint folder changed by the NaN stop: $(describe_dir "$ck")"
 
 # the same with a checkpoint after every step: 4 and 5 are written, nothing of step >= 6
-"$amd" "${run[@]}" --checkpoint-dir "$ck" --resume --checkpoint-minutes 0.0005 -o "$tmp/out.onnx" >"$tmp/p.out" 2>"$tmp/p.err"
+"$amd" "${run[@]}" --checkpoint-dir "$ck" --resume --checkpoint-steps 1 -o "$tmp/out.onnx" >"$tmp/p.out" 2>"$tmp/p.err"
 poisoned "poisoned batch $nan_batch with a checkpoint after every step: exit 4" $?
 last=$((nan_batch - 1))
 last_file=$(printf 'ckpt-%010d.amdckpt' $last)

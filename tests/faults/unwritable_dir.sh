@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 run=(train "$model" --data "mnist:$fashion" --limit 1000 --batch 64 --epochs 2 --lr 0.02
   --augment crop:2,flip --seed 13)
-every=(--checkpoint-minutes 0.0005)
+every=(--checkpoint-steps 1)
 touch "$tmp/afile"
 
 # fails at once, before any training: args: name, stderr substring, args...
