@@ -31,7 +31,7 @@ python3 -c "import onnxruntime, onnx" 2>/dev/null || python3 -m pip install -q o
 [ -d build ] || meson setup build
 ninja -C build
 if [ "${AMD_SKIP_ASAN:-0}" != 1 ]; then
-  [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized
+  [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled
   ninja -C build-asan
 fi
 echo "setup: built build/src/amdnn-onnx"
