@@ -186,6 +186,40 @@ class CifarResNet(nn.Module):
         return self.linear(out)
 
 
+class ResNet9(nn.Module):
+    """The fast CIFAR-10 network of the DAWNBench entries (issue 8): a prep
+    conv of 64, three stages of 128 / 256 / 512 channels that each convolve
+    and halve the resolution with a 2x2 max-pool, a residual pair of convs
+    after the first and the last stage, a global max pool and an FC layer
+    whose output is scaled by 1/8 (it keeps the logits small at the start,
+    as those entries do). Every conv is 3x3, pad 1, bias-free, then BN, ReLU."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+
+        def unit(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+        self.prep = unit(3, 64)
+        self.stage1 = nn.Sequential(unit(64, 128), nn.MaxPool2d(2))
+        self.res1 = nn.Sequential(unit(128, 128), unit(128, 128))
+        self.stage2 = nn.Sequential(unit(128, 256), nn.MaxPool2d(2))
+        self.stage3 = nn.Sequential(unit(256, 512), nn.MaxPool2d(2))
+        self.res3 = nn.Sequential(unit(512, 512), unit(512, 512))
+        self.linear = nn.Linear(512, num_classes, bias=False)
+
+    def forward(self, x):
+        x = self.prep(x)
+        x = self.stage1(x)
+        x = x + self.res1(x)
+        x = self.stage2(x)
+        x = self.stage3(x)
+        x = x + self.res3(x)
+        x = F.adaptive_max_pool2d(x, 1)  # GlobalMaxPool
+        x = torch.flatten(x, 1)
+        return self.linear(x) * 0.125
+
+
 WIDE = ([64, 128, 256, 512], [1, 2, 2, 2])
 
 MODELS = {
@@ -196,6 +230,7 @@ MODELS = {
     "resnet18": (lambda: CifarResNet(BasicBlock, [2, 2, 2, 2], *WIDE), (3, 32, 32)),
     "resnet34": (lambda: CifarResNet(BasicBlock, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
     "resnet50": (lambda: CifarResNet(Bottleneck, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
+    "resnet9": (ResNet9, (3, 32, 32)),
 }
 
 
