@@ -8,6 +8,7 @@
 #include "../data/dataset.h"
 #include "../onnx/load.h"
 #include "../report/plot.h"
+#include "../report/profile.h"
 #include "../mult/mode_map.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
@@ -16,6 +17,7 @@
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
+    "                       [--profile FILE.tsv]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -23,7 +25,9 @@ static const char usage[] =
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
-    "samples of the split. --confusion draws the confusion matrix as a picture.\n";
+    "samples of the split. --confusion draws the confusion matrix as a picture.\n"
+    "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
+    "and writes the same rows to FILE.tsv.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -32,7 +36,8 @@ static double now_s(void) {
 }
 
 int amd_cmd_eval(int argc, char **argv) {
-  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL;
+  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
+             *profile = NULL;
   int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -50,6 +55,7 @@ int amd_cmd_eval(int argc, char **argv) {
       }
     }
     else if (!strcmp(a, "--split") && v) split = argv[++i];
+    else if (!strcmp(a, "--profile") && v) profile = argv[++i];
     else if (!strcmp(a, "--batch") && v) {
       if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
         fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --batch\n", v);
@@ -96,9 +102,11 @@ int amd_cmd_eval(int argc, char **argv) {
   const amd_data_split *s = strcmp(split, "test") == 0 ? &ds.test : &ds.train;
   int64_t count = limit && limit < s->n ? limit : s->n;
   amd_batch_stats bs = {0};
+  if (profile) amd_prof_start();
   double t0 = now_s();
   if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, confusion, c, &st)) goto fail;
   double secs = now_s() - t0;
+  amd_prof_on = 0;
   printf("model %s, mode %s, %s split of %s: %lld images\n", model, mode, split, data, (long long)bs.n);
   printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,
          100.0 * (double)bs.top5 / (double)bs.n, bs.loss_sum / (double)bs.n, secs > 0 ? (double)bs.n / secs : 0);
@@ -123,11 +131,13 @@ int amd_cmd_eval(int argc, char **argv) {
     if (amd_plot_confusion(confusion, c, (const char *const *)ds.class_names, confusion_png, &st)) goto fail;
     printf("confusion matrix picture: %s\n", confusion_png);
   }
+  if (profile && amd_prof_report(stdout, profile, secs, (count + batch - 1) / batch, &st)) goto fail;
   rc = 0;
   goto done;
 fail:
   fprintf(stderr, "amdnn-onnx eval: %s\n", st.msg);
 done:
+  amd_prof_on = 0;
   free(confusion);
   amd_trainer_free(&t);
   amd_graph_free(g);

@@ -24,6 +24,7 @@
 #include "../onnx/tensor_proto.h"
 #include "../onnx/write.h"
 #include "../report/plot.h"
+#include "../report/profile.h"
 #include "../mult/mode_map.h"
 #include "../train/checkpoint.h"
 #include "../train/optim.h"
@@ -81,6 +82,9 @@ static const char usage[] =
     "  --metrics FILE.tsv     a row per epoch: epoch, hours, train_loss, train_acc,\n"
     "                         test_loss, test_top1, lr, images_per_s (+ val columns)\n"
     "  --plot FILE.png        loss and accuracy curves per epoch, redrawn after each epoch\n"
+    "  --profile FILE.tsv     time per stage (im2col, GEMM, backward-data, backward-weights)\n"
+    "                         and per op family over the training steps: a table at the end\n"
+    "                         and the same rows in FILE.tsv\n"
     "  --checkpoint-dir DIR   save checkpoints there (the last two are kept)\n"
     "  --checkpoint-every N   every N epochs (default 1 with --checkpoint-dir)\n"
     "  --checkpoint-minutes M also every M minutes of training\n"
@@ -97,7 +101,7 @@ static const char usage[] =
 #define METRICS_BYTES 65536
 
 typedef struct train_cfg {
-  const char *model, *data, *out, *metrics, *plot, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
+  const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
       *freeze;
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
@@ -208,6 +212,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("-o") || OPT("--output")) c->out = v;
     else if (OPT("--metrics")) c->metrics = v;
     else if (OPT("--plot")) c->plot = v;
+    else if (OPT("--profile")) c->profile = v;
     else if (OPT("--checkpoint-dir")) c->ckpt_dir = v;
     else if (OPT("--mode")) c->mode = v;
     else if (OPT("--backward-mode")) c->bmode = v;
@@ -492,9 +497,12 @@ int amd_cmd_train(int argc, char **argv) {
   train_cfg *c = &r.cfg;
   amd_status st = {{0}};
   int rc = 1;
+  double prof_wall = 0; /* --profile: wall time and count of the measured steps */
+  int64_t prof_steps = 0;
   amd_tensor x = {0};
   int64_t *y = NULL;
   if (check_writable(c->out, "the model", &st)) goto fail;
+  if (c->profile && check_writable(c->profile, "the --profile table", &st)) goto fail;
   if (c->ckpt_dir) {
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/x", c->ckpt_dir);
@@ -523,6 +531,7 @@ int amd_cmd_train(int argc, char **argv) {
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
+  if (c->profile) amd_prof_start();
   int saved_any = c->resume;
   /* the rate of the last step taken (a run resumed at an epoch's end reports it too) */
   double lr = r.pos.step ? amd_schedule_lr(&r.sched, r.pos.step - 1, batches, total_steps) : 0;
@@ -539,9 +548,11 @@ int amd_cmd_train(int argc, char **argv) {
     int64_t report_every = batches / 10 > 0 ? batches / 10 : 1;
     for (; p->batch < batches; p->batch++) {
       double t0 = now_s();
+      amd_prof_on = c->profile != NULL; /* training steps only, not the evaluations */
       int64_t start = p->batch * c->batch, b = r.n_train - start < c->batch ? r.n_train - start : c->batch;
       x.dims[0] = b;
       amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start, b, &r.aug, &r.pos.aug_rng, x.data, y);
+      if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
       double loss;
       amd_batch_stats bs = {0};
       if (amd_trainer_step_grads(&r.t, &x, y, c->smoothing, (float)p->loss_scale, &loss, &bs, &st)) goto fail;
@@ -569,8 +580,15 @@ int amd_cmd_train(int argc, char **argv) {
           if (++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
         }
         p->step++;
+        double t_opt = now_s();
         amd_optim_step(&r.opt, lr, p->step, r.t.params, r.t.grads, r.opt_state, r.t.n_floats);
         amd_trainer_update_stats(&r.t);
+        if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
+      }
+      if (amd_prof_on) {
+        prof_wall += now_s() - t0;
+        prof_steps++;
+        amd_prof_on = 0;
       }
       p->seen += b;
       p->loss_sum += bs.loss_sum;
@@ -653,6 +671,11 @@ fail:
   fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
   rc = 1;
 done:
+  if (rc != 1 && c->profile && prof_steps > 0 && amd_prof_report(stdout, c->profile, prof_wall, prof_steps, &st)) {
+    fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
+    rc = 1;
+  }
+  amd_prof_on = 0;
   amd_tensor_free(&x);
   free(y);
   free_state(&r);

@@ -7,6 +7,7 @@
 #include "exec.h"
 
 #include "backend.h"
+#include "../report/profile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -135,10 +136,12 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
         if (out[o].dtype != AMD_FLOAT) run_it = 1;
     }
     r->node_rng[i] = ctx->rng;
+    double t0 = AMD_PROF_T0;
     if (run_it && be->forward(n, ctx, in, out, st)) {
       for (int o = 0; o < n->n_out; o++) be->free(&out[o]);
       return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
     }
+    if (amd_prof_on) amd_prof_op_add(n->op->name, n->op->is_gemm, 0, amd_prof_clock() - t0);
     if (ctx->on_node) ctx->on_node(ctx->user, n, in, out);
     for (int o = 0; o < n->n_out; o++) {
       int v = n->out[o];

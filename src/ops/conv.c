@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../gemm/gemm.h"
+#include "../report/profile.h"
 #include "op.h"
 
 #ifdef _OPENMP
@@ -265,11 +266,15 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
       const float *wg = wd + gi * g.mg * kdim;
       float *yg = yd + (n * g.m + gi * g.mg) * g.osize;
       const float *bmat = xg;
+      double t0 = AMD_PROF_T0;
       if (col) {
         im2col(&g, xg, col);
         bmat = col;
+        AMD_PROF_STAGE(t0, AMD_PROF_FWD_IM2COL, 0);
+        t0 = AMD_PROF_T0;
       }
       amd_gemm(node->mult, 0, 0, g.mg, g.osize, kdim, 1.0f, wg, kdim, bmat, g.osize, 0.0f, yg, g.osize);
+      AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, g.mg * g.osize * kdim);
       if (b) {
         const float *bd = (const float *)b->data + gi * g.mg;
         for (int64_t m = 0; m < g.mg; m++) {
@@ -379,22 +384,31 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
       const float *dyg = dyd + (n * g.m + gi * g.mg) * g.osize;
       if (dw) { /* dW_g [mg, kdim] += dY_g [mg, osize] * col^T [osize, kdim] */
         const float *cm = xg;
+        double t0 = AMD_PROF_T0;
         if (col) {
           im2col(&g, xg, col);
           cm = col;
+          AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
+          t0 = AMD_PROF_T0;
         }
         amd_gemm(node->bwd_mult, 0, 1, g.mg, kdim, g.osize, 1.0f, dyg, g.osize, cm, g.osize, 1.0f,
                  dwd + gi * g.mg * kdim, kdim);
+        AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, g.mg * kdim * g.osize);
       }
       if (dx) { /* dcol [kdim, osize] = W_g^T [kdim, mg] * dY_g [mg, osize] */
         float *dxg = dxd + (n * g.c + gi * g.cg) * g.isize;
+        double t0 = AMD_PROF_T0;
         if (col) {
           amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, col,
                    g.osize);
+          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
+          t0 = AMD_PROF_T0;
           col2im_add(&g, col, dxg);
+          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
         } else {
           amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg,
                    g.isize);
+          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
         }
       }
     }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../gemm/gemm.h"
+#include "../report/profile.h"
 #include "op.h"
 
 /* ---- Gemm ---- */
@@ -94,8 +95,10 @@ static int gemm_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
       for (int64_t j = 0; j < N; j++) y[i * N + j] = c[i * rs + j * cs];
     beta = a->beta;
   }
+  double t0 = AMD_PROF_T0;
   amd_gemm(node->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, A->data, A->dims[1], B->data, B->dims[1],
            beta, y, N);
+  AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, M * N * K);
   return 0;
 }
 
@@ -111,17 +114,21 @@ static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
   const int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->trans_a ? A->dims[0] : A->dims[1];
   const int64_t lda = A->dims[1], ldb = B->dims[1];
   const float *dy = dY->data;
+  double t0 = AMD_PROF_T0;
   if (dA) {
     if (!a->trans_a) /* dA [M,K] += alpha * dY [M,N] op(B)^T [N,K] */
       amd_gemm(node->bwd_mult, 0, !a->trans_b, M, K, N, a->alpha, dy, N, B->data, ldb, 1.0f, dA->data, K);
     else /* dA [K,M] += alpha * op(B) [K,N] dY^T [N,M] */
       amd_gemm(node->bwd_mult, a->trans_b, 1, K, M, N, a->alpha, B->data, ldb, dy, N, 1.0f, dA->data, M);
+    AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, M * N * K);
   }
+  t0 = AMD_PROF_T0;
   if (dB) {
     if (!a->trans_b) /* dB [K,N] += alpha * op(A)^T [K,M] dY [M,N] */
       amd_gemm(node->bwd_mult, !a->trans_a, 0, K, N, M, a->alpha, A->data, lda, dy, N, 1.0f, dB->data, N);
     else /* dB [N,K] += alpha * dY^T [N,M] op(A) [M,K] */
       amd_gemm(node->bwd_mult, 1, a->trans_a, N, K, M, a->alpha, dy, N, A->data, lda, 1.0f, dB->data, K);
+    AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, M * N * K);
   }
   if (dC && a->beta != 0) {
     float *dc = dC->data;
@@ -221,8 +228,10 @@ static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *
   const int64_t nb = amd_tensor_numel(&s.batch);
   const int64_t nb_b = amd_tensor_numel(&s.batch_b);
   /* B shared by every batch entry and A not broadcast: one tall GEMM. */
+  double t0 = AMD_PROF_T0;
   if (nb_b == 1 && amd_tensor_numel(&s.batch_a) == nb) {
     amd_gemm(node->mult, 0, 0, nb * M, N, K, 1.0f, a, K, b, N, 0.0f, y, N);
+    AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, nb * M * N * K);
     return 0;
   }
   int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
@@ -242,6 +251,7 @@ static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *
       idx[d] = 0;
     }
   }
+  AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, nb * M * N * K);
   return 0;
 }
 
@@ -262,8 +272,12 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
   const int64_t nb = amd_tensor_numel(&s.batch);
   const int64_t nb_b = amd_tensor_numel(&s.batch_b);
   if (nb_b == 1 && amd_tensor_numel(&s.batch_a) == nb) { /* forward's one tall GEMM */
+    double t0 = AMD_PROF_T0;
     if (da) amd_gemm(node->bwd_mult, 0, 1, nb * M, K, N, 1.0f, dy, N, b, N, 1.0f, da, K);
+    if (da) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, nb * M * N * K);
+    t0 = AMD_PROF_T0;
     if (db) amd_gemm(node->bwd_mult, 1, 0, K, N, nb * M, 1.0f, a, K, dy, N, 1.0f, db, N);
+    if (db) AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, nb * M * N * K);
     return 0;
   }
   int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
@@ -273,10 +287,16 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
   int64_t oa = 0, ob = 0;
   for (int64_t t = 0; t < nb; t++) {
     const float *dyt = dy + t * mn;
-    if (da) /* dA [M,K] += dY [M,N] B^T [N,K] */
+    double t0 = AMD_PROF_T0;
+    if (da) { /* dA [M,K] += dY [M,N] B^T [N,K] */
       amd_gemm(node->bwd_mult, 0, 1, M, K, N, 1.0f, dyt, N, b + ob * kn, N, 1.0f, da + oa * mk, K);
-    if (db) /* dB [K,N] += A^T [K,M] dY [M,N] */
+      AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, M * N * K);
+      t0 = AMD_PROF_T0;
+    }
+    if (db) { /* dB [K,N] += A^T [K,M] dY [M,N] */
       amd_gemm(node->bwd_mult, 1, 0, K, N, M, 1.0f, a + oa * mk, K, dyt, N, 1.0f, db + ob * kn, N);
+      AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, M * N * K);
+    }
     for (int d = r - 1; d >= 0; d--) {
       idx[d]++;
       oa += sa[d];

@@ -7,6 +7,7 @@
 #include "trainer.h"
 
 #include "../data/dataset.h"
+#include "../report/profile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -250,7 +251,9 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   if (check_labels(labels, n, c, st)) return -1;
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
+  double t0 = AMD_PROF_T0;
   *loss = amd_softmax_xent(z->data, labels, n, c, smoothing, dz->data, NULL, bs);
+  if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
   if (loss_scale != 1.0f) {
     float *d = dz->data;
     for (int64_t i = 0; i < n * c; i++) d[i] *= loss_scale;
@@ -285,8 +288,10 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
     }
     if (!any_in) continue;
     t->ctx.rng = t->run.node_rng[i];
+    double t0 = AMD_PROF_T0;
     if (n_->op->backward(n_, &t->ctx, in, outs, dout, din, st))
       return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
+    if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
   }
   t->ctx.rng = rng_after;
   return 0;
@@ -311,7 +316,9 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
   int64_t n = 0, c = 0;
   if (logits_shape(z, &n, &c, st)) return -1;
   if (check_labels(labels, n, c, st)) return -1;
+  double t0 = AMD_PROF_T0;
   amd_softmax_xent(z->data, labels, n, c, 0, NULL, pred, bs);
+  if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
   return 0;
 }
 
