@@ -32,14 +32,15 @@
  * - MBM1 (am16, mbm14): the product depends on the fractions only through
  *   the sum of their kept bits above the forced one, h (6 or 4 bits).
  *   enc(a) = (s|E<<23) - 127<<23 + h<<7, enc(b) = s|E<<23 + h<<7; in
- *   x = enc(a) + enc(b) bits 7..13 hold idx = h(a) + h(b), so x & 0x3F80 is
- *   the byte offset of a 128-byte row of the table, replicated once per warp
- *   lane (no bank conflicts); tab[idx] = (carry<<23 | M) - idx<<7, product =
- *   x + tab[idx].
+ *   x = enc(a) + enc(b) bits 7..13 hold idx = h(a) + h(b), so the low 16 bits
+ *   of x (the sum of the operands' low 16 bits, formed once per operand and
+ *   K step, plus the lane) are the byte offset of tab[idx] in a table
+ *   replicated once per warp lane (no bank conflicts); tab[idx] =
+ *   (carry<<23 | M) - idx<<7, product = x + tab[idx].
  * - LUT (lut:FILE, m bits): enc(a) = (s|E<<23) - 127<<23 + i<<(m+2),
- *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); x & (4^m-1)<<2
- *   is the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy of
- *   4^m words; lookups may conflict).
+ *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); the low 16 bits
+ *   of x are the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy
+ *   of 4^m words; lookups may conflict).
  * - MBM23 (am32): the MIT encoding with F, plus the correction
  *   d = clamp((K + ONE - S) >> 1, K/2, K), or 0 in the corner
  *   S >= 2 ONE - K/2 (K = 0xA0000, S = F(a) + F(b)).
@@ -219,7 +220,7 @@ __device__ __forceinline__ void lds4(const uint32_t *p, uint32_t *out) {
  * (columns tx*4+j, then 64+tx*4+j) to keep fewer operands live. */
 template <int MODE, int MI>
 __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t *tabs,
-                                             float (&acc)[4 * MI][8], uint32_t lane4, uint32_t lutmask) {
+                                             float (&acc)[4 * MI][8], uint32_t lane4) {
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const uint32_t *Ae = st, *Am = st + PLANE, *Be = st + 2 * PLANE, *Bm = st + 3 * PLANE;
   const char *tb = reinterpret_cast<const char *>(tabs);
@@ -231,6 +232,13 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
     if (ModeTraits<MODE>::masks)
 #pragma unroll
       for (int h = 0; h < MI; h++) lds4(Am + k * LDS + h * 64 + ty * 4, ma + 4 * h);
+    /* table kinds: the byte offsets of the lookups split into an A part (with
+     * this lane's column of the replicated MBM1 table) and a B part, so that a
+     * product is offset = ia + ib, lookup, r = ea + eb + t (three-input add) */
+    uint32_t ia[4 * MI];
+    if (ModeTraits<MODE>::table)
+#pragma unroll
+      for (int i = 0; i < 4 * MI; i++) ia[i] = (ea[i] & 0xFFFFu) | (ModeTraits<MODE>::mbm1 ? lane4 : 0u);
     int32_t ua[4 * MI];
     if (MODE == AMD_MODE_AM32)
 #pragma unroll
@@ -277,21 +285,24 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
             const uint32_t r = (ea[i] + eb[j] + (uint32_t)d) & ma[i] & mb[j];
             ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r));
           }
-      } else {
+      } else if (ModeTraits<MODE>::table) {
+        uint32_t ib[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) ib[j] = eb[j] & 0xFFFFu;
 #pragma unroll
         for (int i = 0; i < 4 * MI; i++)
 #pragma unroll
           for (int j = 0; j < 4; j++) {
-            const uint32_t x = ea[i] + eb[j];
-            uint32_t r;
-            if (ModeTraits<MODE>::mbm1)
-              r = x + *reinterpret_cast<const uint32_t *>(tb + ((x & 0x3F80u) | lane4));
-            else if (ModeTraits<MODE>::lut)
-              r = x + *reinterpret_cast<const uint32_t *>(tb + (x & lutmask));
-            else
-              r = x; /* MIT kinds */
+            const uint32_t t = *reinterpret_cast<const uint32_t *>(tb + (ia[i] + ib[j]));
+            const uint32_t r = ea[i] + eb[j] + t;
             ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r & ma[i] & mb[j]));
           }
+      } else { /* MIT kinds */
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float((ea[i] + eb[j]) & ma[i] & mb[j]));
       }
     }
   }
@@ -366,7 +377,6 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
   const uint32_t lane4 = (uint32_t)(tid & 31) << 2;
   const int m = p.lut_bits;
-  const uint32_t lutmask = ModeTraits<MODE>::lut ? ((1u << (2 * m)) - 1u) << 2 : 0u;
 
   if (ModeTraits<MODE>::table)
     for (int i = tid; i < p.tab_words; i += NT) tabs[i] = p.tab[i];
@@ -412,7 +422,7 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
         load_tile<BN>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
       }
       if (fast)
-        compute_fast<MODE, MI>(cur, tabs, acc, lane4, lutmask);
+        compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       else
         compute_exact<MODE, MI>(cur, acc, p.lut, m);
       if (more) {

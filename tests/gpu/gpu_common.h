@@ -59,7 +59,7 @@ static inline int gpu_same(uint32_t want, uint32_t got) {
  * products could overflow in one summation order and not in another). */
 enum {
   SET_NORMAL,  /* uniform in [-1, 1) with zeros, -0 and subnormals mixed in */
-  SET_RANGE,   /* exponents 30..110: tiles leave the fast range (exact path), sums stay finite */
+  SET_RANGE,   /* exponents 30..140: tiles leave the fast range (exact path), sums stay finite */
   SET_SPECIAL, /* SET_NORMAL with an Inf or NaN now and then */
   SET_EDGE,    /* exponents near the ends of the fast range and past them */
   SET_WILD,    /* random bit patterns: Inf, NaN, huge, tiny */
@@ -76,7 +76,7 @@ static inline float gpu_value(int set) {
     return (float)((int32_t)(gpu_urand() >> 8) - (1 << 23)) / (float)(1 << 23);
   case SET_RANGE:
     if (r == 0) return 0.0f;
-    return gpu_bits(s | (30u + gpu_urand() % 81u) << 23 | f);
+    return gpu_bits(s | (30u + gpu_urand() % 111u) << 23 | f);
   case SET_SPECIAL:
     if (gpu_urand() % 64 == 0) return gpu_bits(s | 0x7F800000u | ((gpu_urand() & 1) ? (f | 1u) : 0u));
     return gpu_value(SET_NORMAL);
