@@ -1,0 +1,805 @@
+/* The mode GEMM family on the GPU (see mode_gemm.h for the contract).
+ *
+ * acc32 (mult NULL or AMD_MODE_ACC32): cuBLAS SGEMM, TF32 off (default math),
+ * row-major through the operand swap: C^T = op(B)^T op(A)^T in column-major.
+ *
+ * Every other mode: one SIMT kernel template per mode (mode_kernel<MODE, MI>).
+ * - Block tile BM x 128 (BM = 128 or 64: MI = BM / 64), K step BK = 8, 256
+ *   threads, each a (4 MI) x 8 register tile (rows ty*4+i and 64+ty*4+i,
+ *   columns tx*4+j and 64+tx*4+j, so operands are read as 128-bit words).
+ * - Shared memory (dynamic): the mode's table, then two stages of
+ *   [A enc | A mask | B enc | B mask], each plane BK rows of 132 uint32 (k-major,
+ *   padded so that the transposing stores do not conflict), then per-warp
+ *   exponent ranges for the fast-path check.
+ * - The next K tile is loaded into registers while the current one is
+ *   computed; it is then decoded once (the encodings below) into the other
+ *   stage. Per K tile the block reduces the exponent range and the presence
+ *   of Inf/NaN of its A and B tiles; when every product of the tile pair stays
+ *   in the normal range (E(a) + E(b) in [128, 380], no Inf/NaN) the tile is
+ *   stored encoded and runs the fast inner loop, otherwise it is stored raw
+ *   and every product is the exact function of src/mult/products.h.
+ * - Split-K for small grids: slice s of S writes its raw sums to a workspace
+ *   [S][batch][M][N]; split_reduce adds the slices in order 0..S-1 (no
+ *   atomics: bit-reproducible) and applies alpha and beta.
+ * - Accumulation: __fadd_rn in k order, then C = alpha * sum (+ beta * C).
+ *
+ * Fast encodings (notation of ../shared/spec/multipliers.md; s sign, E biased
+ * exponent, F fraction; mask = all ones for a normal operand, 0 for a zero or
+ * subnormal one, so that its product adds +0; the sum starts at +0, so a -0
+ * product would add nothing either):
+ * - MIT (mit16, mit32, mbm12 = Mitchell on the forced-bit fractions):
+ *   enc(a) = (s|E|F') - 127<<23, enc(b) = s|E|F'; product = enc(a) + enc(b).
+ * - MBM1 (am16, mbm14): the product depends on the fractions only through
+ *   the sum of their kept bits above the forced one, h (6 or 4 bits).
+ *   enc(a) = (s|E<<23) - 127<<23 + h<<7, enc(b) = s|E<<23 + h<<7; in
+ *   x = enc(a) + enc(b) bits 7..13 hold idx = h(a) + h(b), so the low 16 bits
+ *   of x (the sum of the operands' low 16 bits, formed once per operand and
+ *   K step, plus the lane) are the byte offset of tab[idx] in a table
+ *   replicated once per warp lane (no bank conflicts); tab[idx] =
+ *   (carry<<23 | M) - idx<<7, product = x + tab[idx].
+ * - LUT (lut:FILE, m bits): enc(a) = (s|E<<23) - 127<<23 + i<<(m+2),
+ *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); the low 16 bits
+ *   of x are the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy
+ *   of 4^m words; lookups may conflict).
+ * - MBM23 (am32): the MIT encoding with F, plus the correction
+ *   d = clamp((K + ONE - S) >> 1, K/2, K), or 0 in the corner
+ *   S >= 2 ONE - K/2 (K = 0xA0000, S = F(a) + F(b)).
+ * - acc16: enc = T16(x) as a float; product = T16(a * b) (one IEEE multiply,
+ *   a NaN stays a NaN). No range check (IEEE arithmetic).
+ * - fp16: enc = half(x) as a float; the products are packed half multiplies
+ *   (correctly rounded binary16, subnormals and overflow included), converted
+ *   back to fp32. No range check. */
+#include <cuda_fp16.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+#include "mode_gemm.h"
+
+extern "C" {
+#include "../src/mult/products.h"
+}
+
+extern "C" int amd_cuda_debug_sync = 0;
+
+namespace {
+
+constexpr int BN = 128, BK = 8, NT = 256, LDS = 132; /* LDS: padded row of a plane */
+constexpr int PLANE = BK * LDS;                      /* uint32 per plane */
+constexpr int MAX_SPLIT = 128;
+constexpr uint32_t MBM23_K0 = 0xA0000u, MBM23_K1 = 0x50000u;
+
+/* Everything a launch needs (by value). */
+struct Params {
+  int M, N, K; /* K: whole depth */
+  int kslice;  /* depth of one split-K slice (multiple of BK) */
+  int splits;  /* S */
+  int batch;
+  int trans_a, trans_b;
+  float alpha, beta;
+  const float *A, *B;
+  int64_t lda, ldb, sa, sb;
+  float *C;
+  int64_t ldc, sc;
+  float *ws;           /* split-K partial sums, [S][batch][M][N], or NULL */
+  const uint32_t *tab; /* the mode's table (device), or NULL */
+  int tab_words;       /* words of tab to copy into shared memory */
+  const uint8_t *lut;  /* lut: the raw byte table (exact path) */
+  int lut_bits;        /* m of lut: */
+};
+
+/* ---- per-mode arithmetic ------------------------------------------------ */
+
+template <int MODE> struct ModeTraits {
+  static constexpr bool check = MODE != AMD_MODE_ACC16 && MODE != AMD_MODE_FP16;
+  static constexpr bool masks = check;
+  static constexpr bool mbm1 = MODE == AMD_MODE_AM16 || MODE == AMD_MODE_MBM14;
+  static constexpr bool lut = MODE == AMD_MODE_LUT;
+  static constexpr bool table = mbm1 || lut;
+};
+
+/* The kept fraction F' of the Mitchell-style modes. */
+template <int MODE> __device__ __forceinline__ uint32_t mit_frac(uint32_t u) {
+  if (MODE == AMD_MODE_MIT16) return u & amd_prod_topmask(7);
+  if (MODE == AMD_MODE_MBM12) return (u & amd_prod_topmask(3)) | (1u << 20);
+  return u & AMD_PROD_FRAC; /* mit32, am32 */
+}
+
+/* Fast encoding of an A (first) or B (second) operand. */
+template <int MODE, bool IS_A> __device__ __forceinline__ uint32_t encode(uint32_t u, int m) {
+  const uint32_t se = u & 0xFF800000u, off = IS_A ? (127u << 23) : 0u;
+  if (MODE == AMD_MODE_ACC16) return amd_t16_bits(u);
+  if (MODE == AMD_MODE_FP16) return amd_round_half_bits(u);
+  if (MODE == AMD_MODE_AM16) return se - off + (((u >> 17) & 63u) << 7);
+  if (MODE == AMD_MODE_MBM14) return se - off + (((u >> 19) & 15u) << 7);
+  if (MODE == AMD_MODE_LUT) {
+    const uint32_t f = (u & AMD_PROD_FRAC) >> (23 - m);
+    return se - off + (f << (IS_A ? m + 2 : 2));
+  }
+  return (se | mit_frac<MODE>(u)) - off; /* MIT kinds, am32 */
+}
+
+/* The exact product (the shared scalar code), on bit patterns. */
+template <int MODE>
+__device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uint8_t *lut, int m) {
+  switch (MODE) {
+  case AMD_MODE_ACC16:
+    return amd_prod_acc16_bits(a, b);
+  case AMD_MODE_FP16:
+    return amd_prod_fp16_bits(a, b);
+  case AMD_MODE_AM16:
+    return amd_prod_am16_bits(a, b);
+  case AMD_MODE_AM32:
+    return amd_prod_am32_bits(a, b);
+  case AMD_MODE_MIT16:
+    return amd_prod_mit16_bits(a, b);
+  case AMD_MODE_MIT32:
+    return amd_prod_mit32_bits(a, b);
+  case AMD_MODE_MBM14:
+    return amd_prod_mbm14_bits(a, b);
+  case AMD_MODE_MBM12:
+    return amd_prod_mbm12_bits(a, b);
+  default:
+    return amd_prod_lut_bits(a, b, lut, m);
+  }
+}
+
+__device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
+
+/* Loads this thread's part of an R x BK operand tile into registers (zeros
+ * outside the matrix). kc: the tile is stored with k contiguous (X[r*ld + k]),
+ * else with r contiguous (X[k*ld + r]). Element q: k = kk(q), r = rr(q). */
+template <int R>
+__device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool kc, int rows, int r0, int k0,
+                                          int kend, uint32_t (&v)[R / 32]) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int q = 0; q < R / 32; q++) {
+    int k, r;
+    if (kc) {
+      k = tid & 7;
+      r = (tid >> 3) + 32 * q;
+    } else {
+      k = tid >> 5;
+      r = (tid & 31) + 32 * q;
+    }
+    const int gr = r0 + r, gk = k0 + k;
+    float x = 0.0f;
+    if (gr < rows && gk < kend) x = kc ? X[(int64_t)gr * ld + gk] : X[(int64_t)gk * ld + gr];
+    v[q] = __float_as_uint(x);
+  }
+}
+
+template <int R> __device__ __forceinline__ int tile_k(bool kc, int q) {
+  return kc ? (threadIdx.x & 7) : (threadIdx.x >> 5);
+}
+template <int R> __device__ __forceinline__ int tile_r(bool kc, int q) {
+  return kc ? (threadIdx.x >> 3) + 32 * q : (threadIdx.x & 31) + 32 * q;
+}
+
+/* Exponent range of the normal values among v, and whether one is Inf/NaN:
+ * folded into lo (min E), hi (max E), sp. */
+template <int NV>
+__device__ __forceinline__ void exp_range(const uint32_t (&v)[NV], uint32_t &lo, uint32_t &hi, uint32_t &sp) {
+#pragma unroll
+  for (int q = 0; q < NV; q++) {
+    const uint32_t e = (v[q] >> 23) & 0xFFu;
+    if (e == 255u) sp = 1u;
+    if (e != 0u && e != 255u) {
+      lo = min(lo, e);
+      hi = max(hi, e);
+    }
+  }
+}
+
+/* Decodes (fast: encodes, else keeps the raw bits) and stores one operand
+ * tile into its planes. */
+template <int MODE, bool IS_A, int R>
+__device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const uint32_t (&v)[R / 32],
+                                           bool kc, bool fast, int m) {
+#pragma unroll
+  for (int q = 0; q < R / 32; q++) {
+    const int idx = tile_k<R>(kc, q) * LDS + tile_r<R>(kc, q);
+    const uint32_t u = v[q];
+    enc[idx] = fast ? encode<MODE, IS_A>(u, m) : u;
+    if (ModeTraits<MODE>::masks) mask[idx] = (u & 0x7F800000u) ? 0xFFFFFFFFu : 0u;
+  }
+}
+
+/* Reads 4 consecutive uint32 of shared memory. */
+__device__ __forceinline__ void lds4(const uint32_t *p, uint32_t *out) {
+  const uint4 w = *reinterpret_cast<const uint4 *>(p);
+  out[0] = w.x;
+  out[1] = w.y;
+  out[2] = w.z;
+  out[3] = w.w;
+}
+
+/* One stage's BK steps, fast path. B is taken in two halves of 4 columns
+ * (columns tx*4+j, then 64+tx*4+j) to keep fewer operands live. */
+template <int MODE, int MI>
+__device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t *tabs,
+                                             float (&acc)[4 * MI][8], uint32_t lane4) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const uint32_t *Ae = st, *Am = st + PLANE, *Be = st + 2 * PLANE, *Bm = st + 3 * PLANE;
+  const char *tb = reinterpret_cast<const char *>(tabs);
+#pragma unroll
+  for (int k = 0; k < BK; k++) {
+    uint32_t ea[4 * MI], ma[4 * MI];
+#pragma unroll
+    for (int h = 0; h < MI; h++) lds4(Ae + k * LDS + h * 64 + ty * 4, ea + 4 * h);
+    if (ModeTraits<MODE>::masks)
+#pragma unroll
+      for (int h = 0; h < MI; h++) lds4(Am + k * LDS + h * 64 + ty * 4, ma + 4 * h);
+    /* table kinds: the byte offsets of the lookups split into an A part (with
+     * this lane's column of the replicated MBM1 table) and a B part, so that a
+     * product is offset = ia + ib, lookup, r = ea + eb + t (three-input add) */
+    uint32_t ia[4 * MI];
+    if (ModeTraits<MODE>::table)
+#pragma unroll
+      for (int i = 0; i < 4 * MI; i++) ia[i] = (ea[i] & 0xFFFFu) | (ModeTraits<MODE>::mbm1 ? lane4 : 0u);
+    int32_t ua[4 * MI];
+    if (MODE == AMD_MODE_AM32)
+#pragma unroll
+      for (int i = 0; i < 4 * MI; i++) ua[i] = (int32_t)(MBM23_K0 + AMD_PROD_ONE - (ea[i] & AMD_PROD_FRAC));
+#pragma unroll
+    for (int jh = 0; jh < 2; jh++) {
+      uint32_t eb[4], mb[4];
+      lds4(Be + k * LDS + jh * 64 + tx * 4, eb);
+      if (ModeTraits<MODE>::masks) lds4(Bm + k * LDS + jh * 64 + tx * 4, mb);
+      float(*ac)[8] = acc;
+      const int j0 = jh * 4;
+      if (MODE == AMD_MODE_FP16) {
+        const __half2 b01 = __floats2half2_rn(__uint_as_float(eb[0]), __uint_as_float(eb[1]));
+        const __half2 b23 = __floats2half2_rn(__uint_as_float(eb[2]), __uint_as_float(eb[3]));
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++) {
+          const __half2 a2 = __float2half2_rn(__uint_as_float(ea[i]));
+          const float2 p0 = __half22float2(__hmul2(a2, b01)), p1 = __half22float2(__hmul2(a2, b23));
+          ac[i][j0 + 0] = fadd(ac[i][j0 + 0], p0.x);
+          ac[i][j0 + 1] = fadd(ac[i][j0 + 1], p0.y);
+          ac[i][j0 + 2] = fadd(ac[i][j0 + 2], p1.x);
+          ac[i][j0 + 3] = fadd(ac[i][j0 + 3], p1.y);
+        }
+      } else if (MODE == AMD_MODE_ACC16) {
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            const float p = __fmul_rn(__uint_as_float(ea[i]), __uint_as_float(eb[j]));
+            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(__float_as_uint(p) & 0xFFFF0000u));
+          }
+      } else if (MODE == AMD_MODE_AM32) {
+        int32_t fb[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) fb[j] = (int32_t)(eb[j] & AMD_PROD_FRAC);
+        const int32_t lim = (int32_t)(MBM23_K0 + MBM23_K1) - (int32_t)AMD_PROD_ONE;
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            const int32_t u = ua[i] - fb[j]; /* K + ONE - S */
+            int32_t d = min(max(u >> 1, (int32_t)MBM23_K1), (int32_t)MBM23_K0);
+            d = u > lim ? d : 0;
+            const uint32_t r = (ea[i] + eb[j] + (uint32_t)d) & ma[i] & mb[j];
+            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r));
+          }
+      } else if (ModeTraits<MODE>::table) {
+        uint32_t ib[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) ib[j] = eb[j] & 0xFFFFu;
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++) {
+            const uint32_t t = *reinterpret_cast<const uint32_t *>(tb + (ia[i] + ib[j]));
+            const uint32_t r = ea[i] + eb[j] + t;
+            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r & ma[i] & mb[j]));
+          }
+      } else { /* MIT kinds */
+#pragma unroll
+        for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+          for (int j = 0; j < 4; j++)
+            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float((ea[i] + eb[j]) & ma[i] & mb[j]));
+      }
+    }
+  }
+}
+
+/* One stage's BK steps, exact path (raw bits in the enc planes). */
+template <int MODE, int MI>
+__device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4 * MI][8], const uint8_t *lut,
+                                              int m) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const uint32_t *Ae = st, *Be = st + 2 * PLANE;
+#pragma unroll 1
+  for (int k = 0; k < BK; k++) {
+    uint32_t a[4 * MI], b[8];
+#pragma unroll
+    for (int h = 0; h < MI; h++) lds4(Ae + k * LDS + h * 64 + ty * 4, a + 4 * h);
+    lds4(Be + k * LDS + tx * 4, b);
+    lds4(Be + k * LDS + 64 + tx * 4, b + 4);
+#pragma unroll
+    for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        acc[i][j] = fadd(acc[i][j], __uint_as_float(exact_prod<MODE>(a[i], b[j], lut, m)));
+  }
+}
+
+/* Block-wide decision for a tile pair: reduce the exponent ranges over the
+ * warps (red: this stage's 8 x 4 words). Contains a barrier. */
+__device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t blo, uint32_t bhi, uint32_t sp,
+                                          uint32_t *red) {
+  const unsigned full = 0xFFFFFFFFu;
+  alo = __reduce_min_sync(full, alo);
+  ahi = __reduce_max_sync(full, ahi);
+  blo = __reduce_min_sync(full, blo);
+  bhi = __reduce_max_sync(full, bhi) | (__reduce_or_sync(full, sp) << 31);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) {
+    red[warp * 4 + 0] = alo;
+    red[warp * 4 + 1] = ahi;
+    red[warp * 4 + 2] = blo;
+    red[warp * 4 + 3] = bhi;
+  }
+  __syncthreads();
+  uint32_t s = 0;
+  alo = 255u, ahi = 0u, blo = 255u, bhi = 0u;
+#pragma unroll
+  for (int w = 0; w < NT / 32; w++) {
+    const uint4 v = *reinterpret_cast<const uint4 *>(red + 4 * w);
+    alo = min(alo, v.x);
+    ahi = max(ahi, v.y);
+    blo = min(blo, v.z);
+    bhi = max(bhi, v.w & 0xFFu);
+    s |= v.w >> 31;
+  }
+  if (s) return false;
+  if (alo > ahi || blo > bhi) return true; /* only zeros on a side */
+  return alo + blo >= 128u && ahi + bhi <= 380u;
+}
+
+template <int MODE, int MI> constexpr int smem_bytes(int tab_words) {
+  return tab_words * 4 + 2 * 4 * PLANE * 4 + 2 * (NT / 32) * 4 * 4;
+}
+
+/* The mode GEMM kernel. grid: x = N tiles, y = M tiles, z = batch * splits
+ * (looped when larger than the grid). */
+template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel(const Params p) {
+  constexpr int BM = 64 * MI;
+  extern __shared__ __align__(16) uint32_t smem[];
+  uint32_t *tabs = smem;
+  uint32_t *stages = smem + p.tab_words;
+  uint32_t *red = stages + 2 * 4 * PLANE;
+  const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+  const uint32_t lane4 = (uint32_t)(tid & 31) << 2;
+  const int m = p.lut_bits;
+
+  if (ModeTraits<MODE>::table)
+    for (int i = tid; i < p.tab_words; i += NT) tabs[i] = p.tab[i];
+
+  const int r0 = blockIdx.y * BM, c0 = blockIdx.x * BN;
+  const bool kca = !p.trans_a, kcb = p.trans_b; /* k contiguous in memory */
+
+  for (int z = blockIdx.z; z < p.batch * p.splits; z += gridDim.z) {
+    const int b = z / p.splits, s = z % p.splits;
+    const float *A = p.A + (int64_t)b * p.sa, *B = p.B + (int64_t)b * p.sb;
+    const int kbeg = s * p.kslice, kend = min(p.K, kbeg + p.kslice);
+    const int ntiles = kend > kbeg ? (kend - kbeg + BK - 1) / BK : 0;
+
+    float acc[4 * MI][8];
+#pragma unroll
+    for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+
+    uint32_t va[BM / 32], vb[BN / 32];
+    bool fast = true;
+    if (ntiles > 0) {
+      load_tile<BM>(A, p.lda, kca, p.M, r0, kbeg, kend, va);
+      load_tile<BN>(B, p.ldb, kcb, p.N, c0, kbeg, kend, vb);
+      if (ModeTraits<MODE>::check) {
+        uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
+        exp_range(va, alo, ahi, sp);
+        exp_range(vb, blo, bhi, sp);
+        fast = tile_fast(alo, ahi, blo, bhi, sp, red);
+      }
+      store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
+      store_tile<MODE, false, BN>(stages + 2 * PLANE, stages + 3 * PLANE, vb, kcb, fast, m);
+    }
+    __syncthreads();
+
+    for (int t = 0; t < ntiles; t++) {
+      const uint32_t *cur = stages + (t & 1) * 4 * PLANE;
+      uint32_t *nxt = stages + ((t + 1) & 1) * 4 * PLANE;
+      const bool more = t + 1 < ntiles;
+      if (more) {
+        const int k0 = kbeg + (t + 1) * BK;
+        load_tile<BM>(A, p.lda, kca, p.M, r0, k0, kend, va);
+        load_tile<BN>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
+      }
+      if (fast)
+        compute_fast<MODE, MI>(cur, tabs, acc, lane4);
+      else
+        compute_exact<MODE, MI>(cur, acc, p.lut, m);
+      if (more) {
+        if (ModeTraits<MODE>::check) {
+          uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
+          exp_range(va, alo, ahi, sp);
+          exp_range(vb, blo, bhi, sp);
+          fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4);
+        }
+        store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
+        store_tile<MODE, false, BN>(nxt + 2 * PLANE, nxt + 3 * PLANE, vb, kcb, fast, m);
+      }
+      __syncthreads();
+    }
+
+    /* epilogue: raw sums to the workspace, or alpha/beta into C */
+    float *C = p.ws ? p.ws + (int64_t)(s * p.batch + b) * p.M * p.N : p.C + (int64_t)b * p.sc;
+    const int64_t ldc = p.ws ? p.N : p.ldc;
+#pragma unroll
+    for (int i = 0; i < 4 * MI; i++) {
+      const int r = r0 + (i >> 2) * 64 + ty * 4 + (i & 3);
+      if (r >= p.M) continue;
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const int c = c0 + (j >> 2) * 64 + tx * 4 + (j & 3);
+        if (c >= p.N) continue;
+        float *out = C + (int64_t)r * ldc + c;
+        if (p.ws)
+          *out = acc[i][j];
+        else if (p.beta == 0.0f)
+          *out = __fmul_rn(p.alpha, acc[i][j]);
+        else
+          *out = fadd(__fmul_rn(p.alpha, acc[i][j]), __fmul_rn(p.beta, *out));
+      }
+    }
+  }
+}
+
+/* Sums the split-K slices in order and applies alpha/beta; with splits == 0
+ * (K == 0) it writes C = beta * C (0 when beta == 0), like the CPU GEMM. */
+__global__ void split_reduce(const Params p) {
+  const int64_t mn = (int64_t)p.M * p.N, total = mn * p.batch;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = e / mn, rc = e % mn, r = rc / p.N, c = rc % p.N;
+    float *out = p.C + b * p.sc + r * p.ldc + c;
+    if (p.splits == 0) {
+      *out = p.beta == 0.0f ? 0.0f : __fmul_rn(p.beta, *out);
+      continue;
+    }
+    float sum = p.ws[b * mn + rc];
+    for (int s = 1; s < p.splits; s++) sum = fadd(sum, p.ws[((int64_t)s * p.batch + b) * mn + rc]);
+    if (p.beta == 0.0f)
+      *out = __fmul_rn(p.alpha, sum);
+    else
+      *out = fadd(__fmul_rn(p.alpha, sum), __fmul_rn(p.beta, *out));
+  }
+}
+
+} /* namespace */
+
+/* ---- host side ---------------------------------------------------------- */
+
+/* A device copy of a mode's table. */
+typedef struct table_entry {
+  amd_mode mode;
+  const uint8_t *lut; /* the amd_mult's table pointer (lut:) */
+  int lut_bits;
+  uint8_t *lut_copy; /* host copy of the lut: bytes (to detect a reused pointer) */
+  uint32_t *host;    /* the words uploaded (kept alive for the async copy) */
+  uint32_t *dev;     /* words, then (lut:) the raw bytes */
+  int words;
+} table_entry;
+
+struct amd_cuda_gemm_ctx {
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  int device, sms;
+  table_entry *tabs;
+  int ntabs, captabs;
+  float *ws;
+  size_t ws_bytes;
+};
+
+extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream, amd_status *st) {
+  *out = NULL;
+  amd_cuda_gemm_ctx *ctx = (amd_cuda_gemm_ctx *)calloc(1, sizeof *ctx);
+  if (!ctx) return amd_fail(st, "out of memory creating the CUDA GEMM context");
+  ctx->stream = stream;
+  int rc = 0;
+  do {
+    cudaError_t e = cudaGetDevice(&ctx->device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, ctx->device);
+    if (e != cudaSuccess) {
+      rc = amd_fail(st, "CUDA GEMM context: %s", cudaGetErrorString(e));
+      break;
+    }
+    cublasStatus_t cs = cublasCreate(&ctx->cublas);
+    if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetStream(ctx->cublas, stream);
+    /* never TF32: default math keeps SGEMM in IEEE fp32 */
+    if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH);
+    if (cs != CUBLAS_STATUS_SUCCESS) {
+      rc = amd_fail(st, "CUDA GEMM context: cuBLAS: %s", cublasGetStatusName(cs));
+      break;
+    }
+  } while (0);
+  if (rc) {
+    amd_cuda_gemm_destroy(ctx);
+    return rc;
+  }
+  *out = ctx;
+  return 0;
+}
+
+extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
+  if (!ctx) return;
+  if (ctx->stream || ctx->ntabs || ctx->ws) cudaStreamSynchronize(ctx->stream);
+  for (int i = 0; i < ctx->ntabs; i++) {
+    cudaFree(ctx->tabs[i].dev);
+    free(ctx->tabs[i].host);
+    free(ctx->tabs[i].lut_copy);
+  }
+  free(ctx->tabs);
+  cudaFree(ctx->ws);
+  if (ctx->cublas) cublasDestroy(ctx->cublas);
+  free(ctx);
+}
+
+/* Builds the words of a mode's fast table (see the file comment). */
+static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_status *st) {
+  const amd_mode mode = mult->mode;
+  int n = 0;
+  if (mode == AMD_MODE_AM16 || mode == AMD_MODE_MBM14)
+    n = 128 * 32;
+  else if (mode == AMD_MODE_LUT)
+    n = 1 << (2 * mult->lut_bits);
+  uint32_t *w = (uint32_t *)calloc((size_t)n, sizeof *w);
+  if (!w) return amd_fail(st, "out of memory building the table of mode '%s'", mult->name);
+  if (mode == AMD_MODE_LUT) {
+    const int m = mult->lut_bits;
+    for (uint32_t idx = 0; idx < (uint32_t)n; idx++) {
+      const uint32_t e = mult->lut[idx];
+      const uint32_t g = ((e >> 7) << 23) | ((e & ((1u << m) - 1u)) << (23 - m));
+      w[idx] = g - (idx << 2);
+    }
+  } else {
+    const int hbits = mode == AMD_MODE_AM16 ? 6 : 4, shift = mode == AMD_MODE_AM16 ? 17 : 19;
+    const uint32_t hmax = (1u << hbits) - 1u;
+    for (uint32_t idx = 0; idx <= 2 * hmax; idx++) {
+      const uint32_t ha = idx < hmax ? idx : hmax, hb = idx - ha;
+      const uint32_t a = 0x3F800000u | (ha << shift), b = 0x3F800000u | (hb << shift);
+      const uint32_t prod = mode == AMD_MODE_AM16 ? amd_prod_am16_bits(a, b) : amd_prod_mbm14_bits(a, b);
+      const uint32_t g = prod - 0x3F800000u; /* carry<<23 | M */
+      for (int l = 0; l < 32; l++) w[idx * 32 + l] = g - (idx << 7);
+    }
+  }
+  *words = w;
+  *nwords = n;
+  return 0;
+}
+
+/* The device table of a mode, made on first use and cached in ctx. */
+static int get_table(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const table_entry **out, amd_status *st) {
+  const int lutsz = mult->mode == AMD_MODE_LUT ? 1 << (2 * mult->lut_bits) : 0;
+  for (int i = 0; i < ctx->ntabs; i++) {
+    table_entry *t = &ctx->tabs[i];
+    if (t->mode != mult->mode) continue;
+    if (mult->mode == AMD_MODE_LUT && (t->lut != mult->lut || t->lut_bits != mult->lut_bits ||
+                                       memcmp(t->lut_copy, mult->lut, (size_t)lutsz)))
+      continue;
+    *out = t;
+    return 0;
+  }
+  if (mult->mode == AMD_MODE_LUT && (!mult->lut || mult->lut_bits < 1 || mult->lut_bits > 7))
+    return amd_fail(st, "mode '%s' has no valid table", mult->name);
+  if (ctx->ntabs == ctx->captabs) {
+    const int cap = ctx->captabs ? 2 * ctx->captabs : 8;
+    table_entry *p = (table_entry *)realloc(ctx->tabs, (size_t)cap * sizeof *p);
+    if (!p) return amd_fail(st, "out of memory caching a mode table");
+    ctx->tabs = p;
+    ctx->captabs = cap;
+  }
+  table_entry t;
+  memset(&t, 0, sizeof t);
+  t.mode = mult->mode;
+  t.lut = mult->lut;
+  t.lut_bits = mult->lut_bits;
+  if (build_table(mult, &t.host, &t.words, st)) return -1;
+  const size_t bytes = (size_t)t.words * 4 + (size_t)lutsz;
+  if (lutsz) {
+    t.lut_copy = (uint8_t *)malloc((size_t)lutsz);
+    if (!t.lut_copy) {
+      free(t.host);
+      return amd_fail(st, "out of memory caching a mode table");
+    }
+    memcpy(t.lut_copy, mult->lut, (size_t)lutsz);
+  }
+  cudaError_t e = cudaMalloc((void **)&t.dev, bytes);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(t.dev, t.host, (size_t)t.words * 4, cudaMemcpyHostToDevice, ctx->stream);
+  if (e == cudaSuccess && lutsz)
+    e = cudaMemcpyAsync(t.dev + t.words, t.lut_copy, (size_t)lutsz, cudaMemcpyHostToDevice, ctx->stream);
+  if (e != cudaSuccess) {
+    cudaFree(t.dev);
+    free(t.host);
+    free(t.lut_copy);
+    return amd_fail(st, "uploading the table of mode '%s': %s", mult->name, cudaGetErrorString(e));
+  }
+  ctx->tabs[ctx->ntabs] = t;
+  *out = &ctx->tabs[ctx->ntabs++];
+  return 0;
+}
+
+static int ensure_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
+  if (bytes <= ctx->ws_bytes) return 0;
+  if (ctx->ws) AMD_CUDA_CHECK(cudaFreeAsync(ctx->ws, ctx->stream), st);
+  ctx->ws = NULL;
+  ctx->ws_bytes = 0;
+  AMD_CUDA_CHECK(cudaMallocAsync((void **)&ctx->ws, bytes, ctx->stream), st);
+  ctx->ws_bytes = bytes;
+  return 0;
+}
+
+/* Launches one instantiation: picks the split from an occupancy model. */
+template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
+  constexpr int BM = 64 * MI;
+  const int smem = smem_bytes<MODE, MI>(p.tab_words);
+  static int attr_done = 0; /* the largest dynamic shared memory already allowed */
+  if (smem > attr_done) {
+    AMD_CUDA_CHECK(
+        cudaFuncSetAttribute(mode_kernel<MODE, MI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), st);
+    attr_done = smem;
+  }
+  int per_sm = 0;
+  AMD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mode_kernel<MODE, MI>, NT, smem), st);
+  if (per_sm < 1) return amd_fail(st, "mode GEMM kernel does not fit on the device (%d B shared)", smem);
+  const int64_t tm = (p.M + BM - 1) / BM, tn = (p.N + BN - 1) / BN;
+  if (tm > 65535) return amd_fail(st, "amd_cuda_gemm: M = %d needs more than 65535 row tiles", p.M);
+  const int64_t tiles = tm * tn * p.batch, slots = (int64_t)per_sm * ctx->sms;
+  const int64_t ksteps = (p.K + BK - 1) / BK;
+  /* cost in K steps of one block: waves * steps per block + a fixed overhead
+   * per block (prologue, epilogue) + the reduction's traffic */
+  int best = 1;
+  double best_cost = 0;
+  for (int s = 1; s <= MAX_SPLIT && s <= ksteps; s++) {
+    const int64_t steps = (ksteps + s - 1) / s;
+    if (s > 1 && (int64_t)(s - 1) * steps >= ksteps) continue; /* the last slice would be empty */
+    const int64_t waves = (tiles * s + slots - 1) / slots;
+    double cost = (double)waves * (double)(steps + 6);
+    if (s > 1) cost += (double)s * (double)p.M * p.N * p.batch * 8.0 / ((double)slots * BM * BN) * 0.25 + 4.0;
+    if (s == 1 || cost < best_cost * 0.97) {
+      best = s;
+      best_cost = cost;
+    }
+    if (tiles * s >= 8 * slots) break;
+  }
+  p.splits = best;
+  p.kslice = (int)(((ksteps + best - 1) / best) * BK);
+  if (p.K == 0) p.splits = 0;
+  if (p.splits != 1) {
+    if (p.splits > 1) {
+      if (ensure_ws(ctx, (size_t)p.splits * p.batch * p.M * p.N * sizeof(float), st)) return -1;
+      p.ws = ctx->ws;
+    }
+  } else {
+    p.ws = NULL;
+  }
+  if (p.splits >= 1) {
+    const int64_t z = (int64_t)p.batch * p.splits;
+    dim3 grid((unsigned)tn, (unsigned)tm, (unsigned)(z < 65535 ? z : 65535));
+    mode_kernel<MODE, MI><<<grid, NT, smem, ctx->stream>>>(p);
+    AMD_CUDA_CHECK_LAUNCH("mode_kernel", st);
+  }
+  if (p.splits != 1) {
+    const int64_t total = (int64_t)p.M * p.N * p.batch;
+    const int64_t blocks = (total + 255) / 256;
+    split_reduce<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, ctx->stream>>>(p);
+    AMD_CUDA_CHECK_LAUNCH("split_reduce", st);
+  }
+  return 0;
+}
+
+template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p, amd_status *st) {
+  /* 64-row tiles where a 128-row tile would be mostly padding */
+  if (p.M <= 64 || (p.M % 128 != 0 && p.M % 128 <= 64)) return launch_mode<MODE, 1>(ctx, p, st);
+  return launch_mode<MODE, 2>(ctx, p, st);
+}
+
+static int run_acc32(amd_cuda_gemm_ctx *ctx, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                     float alpha, const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
+                     int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c, int64_t batch,
+                     amd_status *st) {
+  /* column-major view: C^T (N x M, ld ldc) = op(B)^T (N x K) * op(A)^T (K x M) */
+  const cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  AMD_CUBLAS_CHECK(cublasSgemmStridedBatched_64(ctx->cublas, ob, oa, N, M, K, &alpha, B, ldb, stride_b, A,
+                                                lda, stride_a, &beta, C, ldc, stride_c, batch),
+                   st);
+  return 0;
+}
+
+extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b,
+                             int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             int64_t stride_a, const float *B, int64_t ldb, int64_t stride_b, float beta,
+                             float *C, int64_t ldc, int64_t stride_c, int64_t batch, amd_status *st) {
+  if (!ctx) return amd_fail(st, "amd_cuda_gemm: no context");
+  if (M < 0 || N < 0 || K < 0 || batch < 0)
+    return amd_fail(st, "amd_cuda_gemm: negative size (M %lld, N %lld, K %lld, batch %lld)", (long long)M,
+                    (long long)N, (long long)K, (long long)batch);
+  if (M == 0 || N == 0 || batch == 0) return 0;
+  const int64_t acols = trans_a ? M : K, bcols = trans_b ? K : N;
+  if (lda < (acols > 1 ? acols : 1) || ldb < (bcols > 1 ? bcols : 1) || ldc < N)
+    return amd_fail(st,
+                    "amd_cuda_gemm: leading dimension too small (lda %lld, ldb %lld, ldc %lld for M %lld, N "
+                    "%lld, K %lld)",
+                    (long long)lda, (long long)ldb, (long long)ldc, (long long)M, (long long)N, (long long)K);
+  if (stride_a < 0 || stride_b < 0 || stride_c < 0)
+    return amd_fail(st, "amd_cuda_gemm: negative batch stride");
+  if (!C || (K > 0 && (!A || !B))) return amd_fail(st, "amd_cuda_gemm: NULL matrix");
+  if (!mult || mult->mode == AMD_MODE_ACC32)
+    return run_acc32(ctx, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc,
+                     stride_c, batch, st);
+  if (M > INT_MAX / 2 || N > INT_MAX / 2 || K > INT_MAX / 2 || batch > INT_MAX / MAX_SPLIT)
+    return amd_fail(st,
+                    "amd_cuda_gemm: size too large for the mode kernels (M %lld, N %lld, K %lld, batch %lld)",
+                    (long long)M, (long long)N, (long long)K, (long long)batch);
+  if ((int)mult->mode <= AMD_MODE_ACC32 || mult->mode >= AMD_MODE_COUNT)
+    return amd_fail(st, "amd_cuda_gemm: invalid multiplier mode %d", (int)mult->mode);
+
+  Params p;
+  memset(&p, 0, sizeof p);
+  p.M = (int)M;
+  p.N = (int)N;
+  p.K = (int)K;
+  p.batch = (int)batch;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.A = A;
+  p.B = B;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.sa = stride_a;
+  p.sb = stride_b;
+  p.C = C;
+  p.ldc = ldc;
+  p.sc = stride_c;
+  if (mult->mode == AMD_MODE_AM16 || mult->mode == AMD_MODE_MBM14 || mult->mode == AMD_MODE_LUT) {
+    const table_entry *t;
+    if (get_table(ctx, mult, &t, st)) return -1;
+    p.tab = t->dev;
+    p.tab_words = t->words;
+    if (mult->mode == AMD_MODE_LUT) {
+      p.lut = (const uint8_t *)(t->dev + t->words);
+      p.lut_bits = t->lut_bits;
+    }
+  }
+  switch (mult->mode) {
+  case AMD_MODE_ACC16:
+    return launch_bm<AMD_MODE_ACC16>(ctx, p, st);
+  case AMD_MODE_AM16:
+    return launch_bm<AMD_MODE_AM16>(ctx, p, st);
+  case AMD_MODE_AM32:
+    return launch_bm<AMD_MODE_AM32>(ctx, p, st);
+  case AMD_MODE_FP16:
+    return launch_bm<AMD_MODE_FP16>(ctx, p, st);
+  case AMD_MODE_MIT16:
+    return launch_bm<AMD_MODE_MIT16>(ctx, p, st);
+  case AMD_MODE_MIT32:
+    return launch_bm<AMD_MODE_MIT32>(ctx, p, st);
+  case AMD_MODE_MBM14:
+    return launch_bm<AMD_MODE_MBM14>(ctx, p, st);
+  case AMD_MODE_MBM12:
+    return launch_bm<AMD_MODE_MBM12>(ctx, p, st);
+  case AMD_MODE_LUT:
+    return launch_bm<AMD_MODE_LUT>(ctx, p, st);
+  default:
+    return amd_fail(st, "amd_cuda_gemm: invalid multiplier mode %d", (int)mult->mode);
+  }
+}

@@ -1,0 +1,44 @@
+/* The mode GEMM family on the GPU: the CUDA twin of src/gemm/gemm.h.
+ *
+ * Row-major, device pointers, strided batched: for b in [0, batch),
+ *   C_b[M,N] = alpha * op(A_b) * op(B_b) + beta * C_b
+ * with X_b = X + b * stride_x (a stride of 0 broadcasts one matrix to every
+ * batch entry, e.g. Conv weights). op(A) is M x K (A stored K x M, leading
+ * dimension lda, when trans_a); op(B) is K x N. beta == 0: C is not read.
+ * Each product is the mode's function from src/mult/products.h (the same code
+ * as the CPU's, bit for bit); sums are fp32 in a fixed order, so a run is
+ * reproducible (split-K partial sums are reduced in a fixed order, never with
+ * atomics). mult NULL or acc32: cuBLAS SGEMM with TF32 off.
+ *
+ * All work is queued on the context's stream; nothing synchronises. */
+#ifndef AMD_CUDA_MODE_GEMM_H
+#define AMD_CUDA_MODE_GEMM_H
+
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../src/core/status.h"
+#include "../src/mult/mult.h"
+
+typedef struct amd_cuda_gemm_ctx amd_cuda_gemm_ctx;
+
+/* A cuBLAS handle bound to stream, device copies of the mode tables (made on
+ * first use of each amd_mult) and the split-K workspace. */
+int amd_cuda_gemm_create(amd_cuda_gemm_ctx **ctx, cudaStream_t stream, amd_status *st);
+void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx);
+
+int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b, int64_t M,
+                  int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
+                  const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,
+                  int64_t stride_c, int64_t batch, amd_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,154 @@
+/* Benchmark of amd_cuda_gemm on ResNet-18 CIFAR layer shapes (batch 128,
+ * im2col GEMMs): forward (M = Cout, N = 128 H W, K = 9 Cin), backward-weight
+ * (M = Cout, N = 9 Cin, K = 128 H W, B transposed: long K, split-K) and
+ * backward-data (M = 9 Cin, N = 128 H W, K = Cout, A transposed), for every
+ * mode; acc32 is cuBLAS SGEMM with TF32 off, the baseline of each shape.
+ * Times with CUDA events: 2 warm-up runs, then the median of 7. Prints
+ * T multiply-accumulates/s per mode and shape and the ratio to cuBLAS.
+ *
+ * usage: bench_cuda_gemm [MODE,MODE,...]   (default: all; lut = lut: with
+ * the MBM_7 table of amd_mult_make_table) */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cuda/mode_gemm.h"
+
+#define CK(expr)                                                                                             \
+  do {                                                                                                       \
+    cudaError_t e_ = (expr);                                                                                 \
+    if (e_ != cudaSuccess) {                                                                                 \
+      fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                                            \
+      exit(1);                                                                                               \
+    }                                                                                                        \
+  } while (0)
+
+/* uniform in [-1, 1) from a hash of the index; a quarter zeros (ReLU outputs) */
+__global__ void fill(float *x, size_t n, uint32_t seed, int zeros) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    x[i] = (zeros && (h & 3u) == 0) ? 0.0f : (float)(h >> 8) / 8388608.0f - 1.0f;
+  }
+}
+
+typedef struct shape {
+  const char *name;
+  int ta, tb;
+  long long M, N, K;
+} shape;
+
+static int cmpf(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  const int cin[4] = {64, 64, 128, 256}, cout[4] = {64, 128, 256, 512}, hw[4] = {32, 16, 8, 4};
+  shape shapes[12];
+  static char names[12][32];
+  for (int l = 0; l < 4; l++) {
+    /* the first conv of each stage (stage 1: 64 -> 64 at 32 x 32; later: Cout inputs, as in the stage's
+     * other convs) */
+    const long long ci = l == 0 ? cin[0] : cout[l], co = cout[l], p = 128LL * hw[l] * hw[l];
+    snprintf(names[l], 32, "fwd  L%d", l + 1);
+    shapes[l] = (shape){names[l], 0, 0, co, p, 9 * ci};
+    snprintf(names[4 + l], 32, "bwdW L%d", l + 1);
+    shapes[4 + l] = (shape){names[4 + l], 0, 1, co, 9 * ci, p};
+    snprintf(names[8 + l], 32, "bwdD L%d", l + 1);
+    shapes[8 + l] = (shape){names[8 + l], 1, 0, 9 * ci, p, co};
+  }
+  const char *all[] = {"acc32", "acc16", "am16", "am32", "fp16", "mit16", "mit32", "mbm14", "mbm12", "lut"};
+  const int nall = 10;
+  int use[10];
+  for (int i = 0; i < nall; i++) use[i] = argc < 2 || strstr(argv[1], all[i]) != NULL;
+  use[0] = 1; /* the baseline */
+
+  amd_status st = {{0}};
+  amd_mult mults[10];
+  static uint8_t tab[AMD_MULT_TABLE7_SIZE];
+  for (int i = 0; i < nall; i++) {
+    if (!strcmp(all[i], "lut")) {
+      if (amd_mult_make_table(AMD_MODE_AM16, tab, &st)) return fprintf(stderr, "%s\n", st.msg), 1;
+      memset(&mults[i], 0, sizeof mults[i]);
+      mults[i].mode = AMD_MODE_LUT;
+      mults[i].lut_bits = 7;
+      mults[i].lut = tab;
+    } else if (amd_mult_parse(all[i], &mults[i], &st)) {
+      return fprintf(stderr, "%s\n", st.msg), 1;
+    }
+  }
+
+  size_t maxa = 0, maxb = 0, maxc = 0;
+  for (int s = 0; s < 12; s++) {
+    size_t a = (size_t)(shapes[s].M * shapes[s].K), b = (size_t)(shapes[s].K * shapes[s].N),
+           c = (size_t)(shapes[s].M * shapes[s].N);
+    maxa = a > maxa ? a : maxa;
+    maxb = b > maxb ? b : maxb;
+    maxc = c > maxc ? c : maxc;
+  }
+  float *A, *B, *C;
+  CK(cudaMalloc(&A, maxa * 4));
+  CK(cudaMalloc(&B, maxb * 4));
+  CK(cudaMalloc(&C, maxc * 4));
+  fill<<<1024, 256>>>(A, maxa, 1u, 0);
+  fill<<<1024, 256>>>(B, maxb, 2u, 1);
+  CK(cudaDeviceSynchronize());
+  cudaStream_t stream;
+  CK(cudaStreamCreate(&stream));
+  amd_cuda_gemm_ctx *ctx;
+  if (amd_cuda_gemm_create(&ctx, stream, &st)) return fprintf(stderr, "%s\n", st.msg), 1;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device: %s, %d SMs; T MAC/s = 1e12 multiply-accumulates per second; ratio = mode / cuBLAS SGEMM "
+         "(TF32 off)\n",
+         prop.name, prop.multiProcessorCount);
+
+  double tmacs[12][10];
+  for (int s = 0; s < 12; s++) {
+    const shape *sh = &shapes[s];
+    const double macs = (double)sh->M * sh->N * sh->K;
+    for (int i = 0; i < nall; i++) {
+      tmacs[s][i] = 0;
+      if (!use[i]) continue;
+      const amd_mult *mult = &mults[i];
+      const long long lda = sh->ta ? sh->M : sh->K, ldb = sh->tb ? sh->K : sh->N;
+      float ms[7];
+      for (int r = 0; r < 9; r++) {
+        CK(cudaEventRecord(e0, stream));
+        if (amd_cuda_gemm(ctx, mult, sh->ta, sh->tb, sh->M, sh->N, sh->K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, C,
+                          sh->N, 0, 1, &st))
+          return fprintf(stderr, "%s %s: %s\n", sh->name, all[i], st.msg), 1;
+        CK(cudaEventRecord(e1, stream));
+        CK(cudaEventSynchronize(e1));
+        if (r >= 2) CK(cudaEventElapsedTime(&ms[r - 2], e0, e1));
+      }
+      qsort(ms, 7, sizeof ms[0], cmpf);
+      tmacs[s][i] = macs / (ms[3] * 1e-3) / 1e12;
+      printf("%s M %5lld N %6lld K %6lld ta %d tb %d  %-6s %8.3f ms  %6.2f T MAC/s  %5.3f x cuBLAS\n",
+             sh->name, sh->M, sh->N, sh->K, sh->ta, sh->tb, all[i], ms[3], tmacs[s][i],
+             tmacs[s][i] / tmacs[s][0]);
+      fflush(stdout);
+    }
+  }
+  printf("\nT MAC/s (ratio to cuBLAS SGEMM)\n%-8s", "shape");
+  for (int i = 0; i < nall; i++)
+    if (use[i]) printf(" %13s", all[i]);
+  printf("\n");
+  for (int s = 0; s < 12; s++) {
+    printf("%-8s", shapes[s].name);
+    for (int i = 0; i < nall; i++)
+      if (use[i]) printf("  %5.2f (%4.2f)", tmacs[s][i], tmacs[s][i] / tmacs[s][0]);
+    printf("\n");
+  }
+  amd_cuda_gemm_destroy(ctx);
+  return 0;
+}
