@@ -12,6 +12,7 @@ packages=(
   libpng-dev zlib1g-dev libcairo2-dev
   libonnx-testdata dataset-fashion-mnist
   python3-torch python3-onnx python3-numpy
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,7 +8,10 @@
  * the checkpoint: parameters, optimizer state, BN statistics, both RNG
  * states, the position in the epoch, the partial epoch sums and the metrics
  * rows so far. Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early
- * (walltime, SIGTERM, SIGINT) with a checkpoint, 4 the loss became NaN/Inf. */
+ * (walltime, SIGTERM, SIGINT) with a checkpoint, 4 the loss became NaN/Inf.
+ * Under mpirun each rank trains on its share of every global batch and the
+ * gradients are summed between the ranks (train/dist.h); rank 0 alone writes
+ * checkpoints, metrics and the model. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -27,6 +30,7 @@
 #include "../report/profile.h"
 #include "../mult/mode_map.h"
 #include "../train/checkpoint.h"
+#include "../train/dist.h"
 #include "../train/optim.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
@@ -94,6 +98,10 @@ static const char usage[] =
     "                         and exit 3; SIGTERM and SIGINT do the same\n"
     "  --stop-after N         stop after N optimizer steps as --walltime would (tests resuming)\n"
     "  --device cpu           (the CUDA backend comes later)\n"
+    "several processes (launched by mpirun or srun; see the README):\n"
+    "  --batch N              is per rank: the global batch is ranks x N\n"
+    "  --sync-bn              BatchNormalization statistics over the global batch\n"
+    "                         (default: each rank's own batch; running statistics averaged)\n"
     "\n"
     "Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early with a\n"
     "checkpoint (resume with --resume), 4 the loss became NaN or Inf.\n";
@@ -106,7 +114,8 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit;
+  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn;
+  int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
 /* What a checkpoint holds besides the blocks. Plain integers and doubles. */
@@ -191,7 +200,7 @@ static void config_string(const train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
   snprintf(buf, n, "data=%s batch=%lld optimizer=%s lr=%g momentum=%g nesterov=%d wd=%g schedule=%s warmup=%lld "
            "seed=%lld val=%lld limit=%lld reinit=%d mode=%s map=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
-           c->data, (long long)c->batch, c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
+           c->data, (long long)(c->batch * c->ranks), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
            (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
 }
@@ -246,6 +255,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
     else if (!strcmp(a, "--resume")) c->resume = 1;
     else if (!strcmp(a, "--reinit")) c->reinit = 1;
+    else if (!strcmp(a, "--sync-bn")) c->sync_bn = 1;
     else if (a[0] != '-' && !c->model) c->model = a;
     else {
       fprintf(stderr, "amdnn-onnx train: unknown or incomplete argument '%s' (see --help)\n", a);
@@ -276,6 +286,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
 /* Everything the run holds; freed in one place. */
 typedef struct run_state {
   train_cfg cfg;
+  amd_dist dist;
   amd_graph *g;
   amd_dataset ds;
   amd_trainer t;
@@ -317,6 +328,7 @@ static int ckpt_sections(run_state *r, amd_ckpt_section *s) {
 }
 
 static int save_checkpoint(run_state *r, amd_status *st) {
+  if (r->dist.rank != 0) return 0; /* every rank holds the same state */
   amd_ckpt_section s[8];
   r->pos.aug_rng = r->pos.aug_rng; /* kept current by the loop */
   r->pos.dropout_rng = r->t.ctx.rng;
@@ -355,8 +367,25 @@ static int load_checkpoint(run_state *r, int *found, amd_status *st) {
   return 0;
 }
 
+/* Several ranks: every rank starts from rank 0's state (its checkpoint when resuming). */
+static int share_state(run_state *r, amd_status *st) {
+  if (r->dist.size == 1) return 0;
+  amd_ckpt_section s[8];
+  r->pos.dropout_rng = r->t.ctx.rng;
+  gather_buffers(r, 1);
+  int n = ckpt_sections(r, s);
+  void *bufs[8];
+  size_t sizes[8];
+  for (int i = 0; i < n; i++) bufs[i] = s[i].data, sizes[i] = s[i].bytes;
+  if (amd_dist_broadcast_all(&r->dist, bufs, sizes, n, st))
+    return amd_fail_prefix(st, "sharing rank 0's state");
+  gather_buffers(r, 0);
+  r->t.ctx.rng = r->pos.dropout_rng;
+  return 0;
+}
+
 static void write_metrics_file(const run_state *r) {
-  if (!r->cfg.metrics) return;
+  if (!r->cfg.metrics || r->dist.rank != 0) return;
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", r->cfg.metrics);
   FILE *f = fopen(tmp, "w");
@@ -501,20 +530,28 @@ int amd_cmd_train(int argc, char **argv) {
   int64_t prof_steps = 0;
   amd_tensor x = {0};
   int64_t *y = NULL;
-  if (check_writable(c->out, "the model", &st)) goto fail;
-  if (c->profile && check_writable(c->profile, "the --profile table", &st)) goto fail;
-  if (c->ckpt_dir) {
+  amd_dist *dist = &r.dist;
+  if (amd_dist_init(dist, &st)) {
+    fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
+    return 1;
+  }
+  c->ranks = dist->size;
+  if (dist->rank == 0 && check_writable(c->out, "the model", &st)) goto fail;
+  if (dist->rank == 0 && c->profile && check_writable(c->profile, "the --profile table", &st)) goto fail;
+  if (c->ckpt_dir && dist->rank == 0) {
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/x", c->ckpt_dir);
     if (amd_make_dir(c->ckpt_dir, st.msg, sizeof st.msg) || check_writable(probe, "into the checkpoint folder", &st))
       goto fail;
   }
   if (setup(&r, &st)) goto fail;
-  if (c->resume) {
+  if (c->resume && dist->rank == 0) {
     int found;
     if (load_checkpoint(&r, &found, &st)) goto fail;
     if (!found) printf("no checkpoint in %s: starting from the model's weights\n", c->ckpt_dir);
   }
+  if (share_state(&r, &st)) goto fail;
+  if (c->sync_bn) amd_dist_sync_bn(dist, &r.t);
   char desc[256];
   printf("model %s: %d trainable initializers, %lld parameters; %s\n", c->model, r.t.n_params,
          (long long)r.t.n_floats, amd_dataset_describe(&r.ds, desc, sizeof desc));
@@ -526,7 +563,19 @@ int amd_cmd_train(int argc, char **argv) {
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   int tty = isatty(2);
-  int64_t batches = (r.n_train + c->batch - 1) / c->batch, total_steps = batches * c->epochs;
+  int64_t gbatch = c->batch * dist->size; /* the global batch */
+  int64_t batches = (r.n_train + gbatch - 1) / gbatch, total_steps = batches * c->epochs;
+  if (dist->size > 1) {
+    printf("%d ranks (%s): global batch %lld = %d x %lld%s\n", dist->size, dist->ops->name, (long long)gbatch,
+           dist->size, (long long)c->batch, dist->sync_bn ? ", BatchNormalization synchronised" : "");
+    if (dist->sync_bn && r.n_train % gbatch && r.n_train % gbatch < dist->size) {
+      amd_fail(&st,
+               "--sync-bn: the last batch of each epoch (%lld samples) leaves ranks without a sample; "
+               "change --batch or --limit",
+               (long long)(r.n_train % gbatch));
+      goto fail;
+    }
+  }
   x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {c->batch, r.ds.c, r.ds.h, r.ds.w}};
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
@@ -549,13 +598,19 @@ int amd_cmd_train(int argc, char **argv) {
     for (; p->batch < batches; p->batch++) {
       double t0 = now_s();
       amd_prof_on = c->profile != NULL; /* training steps only, not the evaluations */
-      int64_t start = p->batch * c->batch, b = r.n_train - start < c->batch ? r.n_train - start : c->batch;
-      x.dims[0] = b;
-      amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start, b, &r.aug, &r.pos.aug_rng, x.data, y);
+      int64_t start = p->batch * gbatch, b = r.n_train - start < gbatch ? r.n_train - start : gbatch;
+      int64_t own, nb; /* this rank's share of the global batch */
+      amd_dist_share(dist, b, &own, &nb);
+      uint64_t aug_rng = amd_dist_rng_split(dist, &r.pos.aug_rng);
+      x.dims[0] = nb;
+      amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug,
+                        dist->size > 1 ? &aug_rng : &r.pos.aug_rng, x.data, y);
       if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
       double loss;
       amd_batch_stats bs = {0};
-      if (amd_trainer_step_grads(&r.t, &x, y, c->smoothing, (float)p->loss_scale, &loss, &bs, &st)) goto fail;
+      if (amd_dist_step_grads(dist, &r.t, &x, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
+                              &bs, &st))
+        goto fail;
       /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
       int bad_grads = p->loss_scale == 1.0 && isfinite(loss) && !amd_trainer_grads_finite(&r.t);
       if (!isfinite(loss) || bad_grads) {
@@ -583,6 +638,7 @@ int amd_cmd_train(int argc, char **argv) {
         double t_opt = now_s();
         amd_optim_step(&r.opt, lr, p->step, r.t.params, r.t.grads, r.opt_state, r.t.n_floats);
         amd_trainer_update_stats(&r.t);
+        if (amd_dist_sync_stats(dist, &r.t, &st)) goto fail;
         if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
       }
       if (amd_prof_on) {
@@ -602,9 +658,13 @@ int amd_cmd_train(int argc, char **argv) {
       double elapsed = now_s() - run_start;
       int out_of_time = (c->walltime_s > 0 && elapsed + 3 * step_avg + 5 > c->walltime_s) ||
                         (c->stop_after && p->step >= c->stop_after);
+      int sig = stop_signal; /* all ranks stop at the same step */
+      if (dist->size > 1 && (amd_dist_max_int(dist, sig, &sig, &st) ||
+                             amd_dist_max_int(dist, out_of_time, &out_of_time, &st)))
+        goto fail;
       int periodic = c->ckpt_dir && ((c->ckpt_minutes > 0 && now_s() - last_ckpt > 60.0 * c->ckpt_minutes) ||
                                      (c->ckpt_steps && p->step % c->ckpt_steps == 0));
-      if (stop_signal || out_of_time || periodic) {
+      if (sig || out_of_time || periodic) {
         p->batch++; /* this batch is done */
         if (c->ckpt_dir) {
           if (save_checkpoint(&r, &st)) goto fail;
@@ -612,10 +672,10 @@ int amd_cmd_train(int argc, char **argv) {
           saved_any = 1;
         }
         p->batch--;
-        if (stop_signal || out_of_time) {
+        if (sig || out_of_time) {
           progress_clear(tty);
           printf("stopped by %s at epoch %lld, batch %lld%s\n",
-                 stop_signal == SIGTERM ? "SIGTERM" : stop_signal == SIGINT ? "SIGINT" : c->stop_after ? "--stop-after" : "the walltime",
+                 sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : c->stop_after ? "--stop-after" : "the walltime",
                  (long long)p->epoch + 1, (long long)p->batch + 1,
                  c->ckpt_dir ? "; checkpoint saved, continue with --resume" : " (no --checkpoint-dir: nothing saved)");
           rc = 3;
@@ -629,8 +689,8 @@ int amd_cmd_train(int argc, char **argv) {
     double ips = train_s > 0 ? (double)(p->seen - seen_at_start) / train_s : 0;
     amd_batch_stats test = {0}, val = {0};
     const amd_data_split *ts = &r.ds.test;
-    if (amd_trainer_eval_split(&r.t, &r.ds, ts, NULL, ts->n, c->batch, &test, NULL, 0, &st)) goto fail;
-    if (r.n_val && amd_trainer_eval_split(&r.t, &r.ds, &r.ds.train, r.val_idx, r.n_val, c->batch, &val, NULL, 0, &st))
+    if (amd_dist_eval_split(dist, &r.t, &r.ds, ts, NULL, ts->n, c->batch, &test, &st)) goto fail;
+    if (r.n_val && amd_dist_eval_split(dist, &r.t, &r.ds, &r.ds.train, r.val_idx, r.n_val, c->batch, &val, &st))
       goto fail;
     double tl = p->loss_sum / (double)p->seen, ta = (double)p->top1 / (double)p->seen;
     double el = test.n ? test.loss_sum / (double)test.n : 0, ea = test.n ? (double)test.top1 / (double)test.n : 0;
@@ -651,7 +711,7 @@ int amd_cmd_train(int argc, char **argv) {
       snprintf(r.metrics + len, sizeof r.metrics - len, "\n");
     }
     write_metrics_file(&r);
-    if (c->plot && amd_plot_metrics(r.metrics, c->plot, 1200, 480, &st))
+    if (c->plot && dist->rank == 0 && amd_plot_metrics(r.metrics, c->plot, 1200, 480, &st))
       fprintf(stderr, "amdnn-onnx train: warning: %s\n", st.msg);
     p->batch = 0, p->seen = 0, p->loss_sum = 0, p->top1 = 0;
     if (c->ckpt_dir && ((p->epoch + 1) % c->ckpt_every == 0 || p->epoch + 1 == c->epochs)) {
@@ -663,15 +723,23 @@ int amd_cmd_train(int argc, char **argv) {
       saved_any = 1;
     }
   }
-  if (amd_graph_write(r.g, c->out, 1, &st)) goto fail;
+  if (dist->size > 1) {
+    uint64_t sum;
+    if (amd_dist_check_identical(dist, &r.t, &sum, &st)) goto fail;
+    if (dist->check_every_step)
+      fprintf(stderr, "rank %d: parameter checksum %016llx\n", dist->rank, (unsigned long long)sum);
+    printf("parameters identical on all %d ranks (checksum %016llx)\n", dist->size, (unsigned long long)sum);
+  }
+  if (dist->rank == 0 && amd_graph_write(r.g, c->out, 1, &st)) goto fail;
   printf("wrote %s (%.1f s of training)\n", c->out, r.pos.train_seconds);
   rc = 0;
   goto done;
 fail:
-  fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
+  amd_dist_fail(dist, "amdnn-onnx train", st.msg);
   rc = 1;
 done:
-  if (rc != 1 && c->profile && prof_steps > 0 && amd_prof_report(stdout, c->profile, prof_wall, prof_steps, &st)) {
+  if (rc != 1 && c->profile && prof_steps > 0 && r.dist.rank == 0 &&
+      amd_prof_report(stdout, c->profile, prof_wall, prof_steps, &st)) {
     fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
     rc = 1;
   }
@@ -680,5 +748,6 @@ done:
   free(y);
   free_state(&r);
   if (c->plot) amd_plot_release();
+  amd_dist_finalize(dist);
   return rc;
 }

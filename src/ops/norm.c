@@ -134,10 +134,10 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
    * the sample as pc "channels" of inner size 1. */
   int64_t ch = pc, sp = a->spatial ? inner : 1;
 
-  double *buf = malloc(sizeof(double) * (size_t)(ch > 0 ? ch : 1) * 6);
+  double *buf = malloc(sizeof(double) * ((size_t)(ch > 0 ? ch : 1) * 7 + 1));
   if (!buf) return amd_fail(st, "out of memory");
   double *scale = buf, *bias = buf + ch, *mean = buf + 2 * ch, *var = buf + 3 * ch;
-  double *bmean = buf + 4 * ch, *bvar = buf + 5 * ch;
+  double *bmean = buf + 4 * ch, *bvar = buf + 5 * ch, *sums = buf + 6 * ch; /* sums: ch + 1 (the count) */
   for (int64_t c = 0; c < ch; c++) {
     scale[c] = amd_tensor_get_f64(in[1], c);
     bias[c] = amd_tensor_get_f64(in[2], c);
@@ -148,8 +148,9 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   int batch_stats = bn_use_batch_stats(n, ctx);
   const float *xf = x->dtype == AMD_FLOAT ? x->data : NULL;
   const double *xd = x->dtype == AMD_DOUBLE ? x->data : NULL;
+  int64_t count = batch * sp; /* samples behind the statistics (every rank's with sync_stats) */
   if (batch_stats) {
-    int64_t cnt = batch * sp;
+    int sync = ctx && ctx->training && ctx->sync_stats;
     for (int64_t c = 0; c < ch; c++) {
       double s = 0;
       for (int64_t b = 0; b < batch; b++) {
@@ -159,7 +160,17 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
         else
           for (int64_t i = 0; i < sp; i++) s += xd[off + i];
       }
-      double m = cnt > 0 ? s / (double)cnt : 0.0, q = 0;
+      sums[c] = s;
+    }
+    sums[ch] = (double)count;
+    if (sync && ctx->sync_stats(ctx->sync_user, sums, ch + 1, st)) {
+      free(buf);
+      return amd_fail_prefix(st, "BatchNormalization statistics over the ranks");
+    }
+    count = (int64_t)sums[ch];
+    double cnt = (double)count;
+    for (int64_t c = 0; c < ch; c++) {
+      double m = count > 0 ? sums[c] / cnt : 0.0, q = 0;
       for (int64_t b = 0; b < batch; b++) {
         int64_t off = (b * ch + c) * sp;
         for (int64_t i = 0; i < sp; i++) {
@@ -168,8 +179,13 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
         }
       }
       bmean[c] = m;
-      bvar[c] = cnt > 0 ? q / (double)cnt : 0.0;
+      bvar[c] = q;
     }
+    if (sync && ctx->sync_stats(ctx->sync_user, bvar, ch, st)) {
+      free(buf);
+      return amd_fail_prefix(st, "BatchNormalization statistics over the ranks");
+    }
+    for (int64_t c = 0; c < ch; c++) bvar[c] = count > 0 ? bvar[c] / cnt : 0.0;
   }
 
   const double *um = batch_stats ? bmean : mean, *uv = batch_stats ? bvar : var;
@@ -194,7 +210,6 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   /* The trainer updates the running variance with the unbiased batch variance,
    * as PyTorch does (the models come from there and the goldens check it);
    * `run` keeps the ONNX reference's biased one. */
-  int64_t count = batch * sp;
   double unbias = ctx && ctx->training && count > 1 ? (double)count / (double)(count - 1) : 1.0;
   for (int64_t c = 0; c < ch; c++) {
     double rm = batch_stats ? mean[c] * mom + bmean[c] * (1.0 - mom) : mean[c];
@@ -248,16 +263,30 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   int64_t ch = bn_param_count(a, x), sp = a->spatial ? inner : 1, cnt = batch * sp;
   int batch_stats = bn_use_batch_stats(n, ctx);
   int f32 = x->dtype == AMD_FLOAT;
-  for (int64_t c = 0; c < ch; c++) {
-    double m, v;
-    if (batch_stats) { /* recompute exactly as forward does */
-      double s = 0, q = 0;
+  /* Per channel: mean, (count), variance, sum(dy), sum(dy * (x - m)); with
+   * sync_stats the sums are over every rank's batch (dy is then the gradient
+   * of the global loss), while dscale and dbias get this rank's part only
+   * (the gradient all-reduce adds the others). */
+  int sync = batch_stats && ctx && ctx->training && ctx->sync_stats;
+  double *w = malloc(sizeof(double) * ((size_t)(ch > 0 ? ch : 1) * 4 + 1));
+  if (!w) return amd_fail(st, "out of memory");
+  double *mv = w, *vv = w + ch + 1, *sgv = w + 2 * ch + 1, *sgxv = w + 3 * ch + 1;
+  double total = (double)cnt;
+  if (batch_stats) { /* recompute exactly as forward does */
+    for (int64_t c = 0; c < ch; c++) {
+      double s = 0;
       for (int64_t b = 0; b < batch; b++) {
         int64_t off = (b * ch + c) * sp;
         for (int64_t i = 0; i < sp; i++)
           s += f32 ? (double)((const float *)x->data)[off + i] : ((const double *)x->data)[off + i];
       }
-      m = cnt > 0 ? s / (double)cnt : 0.0;
+      mv[c] = s;
+    }
+    mv[ch] = total;
+    if (sync && ctx->sync_stats(ctx->sync_user, mv, ch + 1, st)) goto sync_failed;
+    total = mv[ch];
+    for (int64_t c = 0; c < ch; c++) {
+      double m = total > 0 ? mv[c] / total : 0.0, q = 0;
       for (int64_t b = 0; b < batch; b++) {
         int64_t off = (b * ch + c) * sp;
         for (int64_t i = 0; i < sp; i++) {
@@ -266,30 +295,46 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
           q += d * d;
         }
       }
-      v = cnt > 0 ? q / (double)cnt : 0.0;
-    } else {
-      m = amd_tensor_get_f64(in[3], c);
-      v = amd_tensor_get_f64(in[4], c);
+      mv[c] = m;
+      vv[c] = q;
     }
-    double inv = 1.0 / sqrt(v + a->epsilon), sg = 0, sgx = 0;
+    if (sync && ctx->sync_stats(ctx->sync_user, vv, ch, st)) goto sync_failed;
+    for (int64_t c = 0; c < ch; c++) vv[c] = total > 0 ? vv[c] / total : 0.0;
+  } else {
+    for (int64_t c = 0; c < ch; c++) {
+      mv[c] = amd_tensor_get_f64(in[3], c);
+      vv[c] = amd_tensor_get_f64(in[4], c);
+    }
+  }
+  for (int64_t c = 0; c < ch; c++) {
+    double m = mv[c], inv = 1.0 / sqrt(vv[c] + a->epsilon), sg = 0, sgx = 0;
     if (f32)
       BN_CHANNEL_SUMS(float);
     else
       BN_CHANNEL_SUMS(double);
     if (dscale) amd_tensor_set_f64(dscale, c, amd_tensor_get_f64(dscale, c) + sgx * inv);
     if (dbias) amd_tensor_set_f64(dbias, c, amd_tensor_get_f64(dbias, c) + sg);
-    if (!dx) continue;
+    sgv[c] = sg;
+    sgxv[c] = sgx;
+  }
+  if (dx && sync && ctx->sync_stats(ctx->sync_user, sgv, 2 * ch, st)) goto sync_failed;
+  for (int64_t c = 0; dx && c < ch; c++) {
+    double m = mv[c], inv = 1.0 / sqrt(vv[c] + a->epsilon);
     double k = amd_tensor_get_f64(in[1], c) * inv, c0 = 0, c1 = 0;
-    if (batch_stats && cnt > 0) {
-      c0 = sg / (double)cnt;
-      c1 = sgx * inv * inv / (double)cnt;
+    if (batch_stats && total > 0) {
+      c0 = sgv[c] / total;
+      c1 = sgxv[c] * inv * inv / total;
     }
     if (f32)
       BN_DX(float);
     else
       BN_DX(double);
   }
+  free(w);
   return 0;
+sync_failed:
+  free(w);
+  return amd_fail_prefix(st, "BatchNormalization statistics over the ranks");
 }
 
 const amd_op amd_op_BatchNormalization = {

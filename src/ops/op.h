@@ -38,6 +38,11 @@ typedef struct amd_ctx {
   int shapes_only;
   void (*on_node)(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out);
   void *user;
+  /* Synchronised BatchNormalization (train --sync-bn on several ranks): when
+   * set, BN in training mode sums its per-channel sums over all ranks with it
+   * (in place; every rank gets the same sums). NULL: this process's batch. */
+  int (*sync_stats)(void *sync_user, double *buf, int64_t n, amd_status *st);
+  void *sync_user;
 } amd_ctx;
 
 typedef struct amd_op {

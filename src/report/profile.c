@@ -24,7 +24,7 @@ static const char *const stage_names[AMD_PROF_STAGE_COUNT] = {
     "forward im2col",          "forward GEMM",          "backward-data GEMM", "backward-data col2im",
     "backward-weights im2col", "backward-weights GEMM",
 };
-static const char *const part_names[AMD_PROF_PART_COUNT] = {"data", "loss", "optimizer"};
+static const char *const part_names[AMD_PROF_PART_COUNT] = {"data", "loss", "optimizer", "gradient all-reduce"};
 
 double amd_prof_clock(void) {
   struct timespec ts;

@@ -34,6 +34,7 @@ typedef enum amd_prof_part {
   AMD_PROF_DATA,      /* batch assembly, augmentation, upload */
   AMD_PROF_LOSS,      /* softmax cross-entropy and its gradient */
   AMD_PROF_OPTIMIZER, /* the parameter update, BN statistics copy */
+  AMD_PROF_ALLREDUCE, /* several processes: the gradient all-reduce, waiting included */
   AMD_PROF_PART_COUNT
 } amd_prof_part;
 

@@ -1,0 +1,326 @@
+/* Data-parallel training: the communicator, the single-process implementation
+ * and the steps built on the vtable (see dist.h for the conventions).
+ *
+ * Nothing here changes a one-rank run: every function returns at once, or
+ * calls the trainer exactly as the single-process loop does, when size == 1. */
+#include "dist.h"
+
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../data/dataset.h"
+#include "../report/profile.h"
+#include "trainer.h"
+
+#ifdef AMD_HAVE_MPI
+int amd_dist_mpi_open(amd_dist *d, amd_status *st); /* dist_mpi.c */
+#endif
+
+/* ---- one process ---------------------------------------------------------- */
+
+static int single_allreduce_f32(amd_dist *d, float *buf, int64_t n, amd_status *st) {
+  (void)d, (void)buf, (void)n, (void)st;
+  return 0;
+}
+static int single_allreduce_f64(amd_dist *d, double *buf, int64_t n, amd_status *st) {
+  (void)d, (void)buf, (void)n, (void)st;
+  return 0;
+}
+static int single_broadcast(amd_dist *d, void *buf, size_t bytes, int root, amd_status *st) {
+  (void)d, (void)buf, (void)bytes, (void)root, (void)st;
+  return 0;
+}
+static int single_barrier(amd_dist *d, amd_status *st) {
+  (void)d, (void)st;
+  return 0;
+}
+static void single_abort(amd_dist *d, int code) {
+  (void)d;
+  fflush(stdout);
+  exit(code);
+}
+static void single_finalize(amd_dist *d) { (void)d; }
+
+static const amd_dist_ops single_ops = {
+    .name = "single process",
+    .allreduce_f32 = single_allreduce_f32,
+    .allreduce_f64 = single_allreduce_f64,
+    .broadcast = single_broadcast,
+    .barrier = single_barrier,
+    .abort = single_abort,
+    .finalize = single_finalize,
+};
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+/* The number of ranks a launcher announced in the environment (0: none). */
+static long launcher_size(void) {
+  static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return strtol(v, NULL, 10);
+  }
+  return getenv("PMIX_RANK") || getenv("PMI_RANK") ? 1 : 0;
+}
+
+/* Several ranks on one node share its cores: unless OMP_NUM_THREADS says
+ * otherwise, each rank gets the cores it is bound to, or its part of them. */
+static void share_cores(const amd_dist *d) {
+#ifdef _OPENMP
+  if (d->local_size <= 1 || getenv("OMP_NUM_THREADS")) return;
+  cpu_set_t set;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)online;
+  int threads = mine < online ? mine : (int)(online / d->local_size);
+  omp_set_num_threads(threads > 0 ? threads : 1);
+#else
+  (void)d;
+#endif
+}
+
+static void parse_fault(amd_dist *d) {
+  d->fault_rank = d->fault_step = -1;
+  const char *f = getenv("AMD_FAULT_RANK");
+  long long r, s;
+  char kind[16] = "";
+  if (f && sscanf(f, "%lld:%lld:%15s", &r, &s, kind) >= 2) {
+    d->fault_rank = r;
+    d->fault_step = s;
+    d->fault_kill = strcmp(kind, "kill") == 0;
+  }
+}
+
+int amd_dist_init(amd_dist *d, amd_status *st) {
+  memset(d, 0, sizeof *d);
+  d->size = d->local_size = 1;
+  d->ops = &single_ops;
+  const char *want = getenv("AMD_DIST");
+  long launched = launcher_size();
+  int use_mpi = want ? strcmp(want, "mpi") == 0 : launched > 0;
+  if (want && strcmp(want, "mpi") != 0 && strcmp(want, "none") != 0)
+    return amd_fail(st, "AMD_DIST='%s': expected 'mpi' or 'none'", want);
+  if (use_mpi) {
+#ifdef AMD_HAVE_MPI
+    if (amd_dist_mpi_open(d, st)) return -1;
+#else
+    if (want)
+      return amd_fail(st, "AMD_DIST=mpi, but this build has no MPI (install libopenmpi-dev and rebuild)");
+    if (launched > 1)
+      return amd_fail(st,
+                      "launched as one of %ld ranks, but this build has no MPI (install libopenmpi-dev and "
+                      "rebuild): the copies would train independently",
+                      launched);
+#endif
+  }
+  parse_fault(d);
+  const char *chk = getenv("AMD_DIST_CHECK");
+  d->check_every_step = chk && strcmp(chk, "0") != 0;
+  if (d->size > 1) {
+    share_cores(d);
+    const char *all = getenv("AMD_DIST_ALL_OUTPUT");
+    if (d->rank > 0 && !(all && strcmp(all, "0") != 0)) {
+      fflush(stdout);
+      if (!freopen("/dev/null", "w", stdout)) return amd_fail(st, "rank %d: cannot silence stdout", d->rank);
+    }
+  }
+  return 0;
+}
+
+void amd_dist_finalize(amd_dist *d) {
+  if (!d->ops) return;
+  fflush(stdout);
+  d->ops->finalize(d);
+  free(d->scratch);
+  d->scratch = NULL;
+  d->ops = NULL;
+}
+
+void amd_dist_fail(amd_dist *d, const char *prog, const char *msg) {
+  if (!d->ops || d->size == 1) {
+    fprintf(stderr, "%s: %s\n", prog, msg);
+    return;
+  }
+  fflush(stdout);
+  fprintf(stderr, "%s: rank %d of %d failed: %s\n%s: rank %d ends the job (all %d ranks)\n", prog, d->rank,
+          d->size, msg, prog, d->rank, d->size);
+  fflush(stderr);
+  d->ops->abort(d, 1);
+}
+
+void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count) {
+  int64_t lo = b * d->rank / d->size, hi = b * (d->rank + 1) / d->size;
+  *offset = lo;
+  *count = hi - lo;
+}
+
+uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared) {
+  if (d->size == 1) return *shared;
+  uint64_t mixed = *shared ^ (0xd1b54a32d192ed03ull * (uint64_t)(d->rank + 1));
+  amd_rng_next(shared);
+  return amd_rng_next(&mixed);
+}
+
+/* ---- collectives built on the vtable ----------------------------------------- */
+
+int amd_dist_max_int(amd_dist *d, int flag, int *out, amd_status *st) {
+  if (d->size == 1) {
+    *out = flag;
+    return 0;
+  }
+  double *v = calloc((size_t)d->size, sizeof *v);
+  if (!v) return amd_fail(st, "out of memory");
+  v[d->rank] = flag;
+  int rc = d->ops->allreduce_f64(d, v, d->size, st);
+  int m = 0;
+  for (int i = 0; rc == 0 && i < d->size; i++)
+    if (v[i] > m) m = (int)v[i];
+  free(v);
+  *out = m;
+  return rc;
+}
+
+int amd_dist_broadcast_all(amd_dist *d, void *const *bufs, const size_t *sizes, int n, amd_status *st) {
+  for (int i = 0; d->size > 1 && i < n; i++)
+    if (d->ops->broadcast(d, bufs[i], sizes[i], 0, st)) return -1;
+  return 0;
+}
+
+uint64_t amd_dist_checksum(const amd_trainer *t) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char *p = (const unsigned char *)t->params;
+  for (size_t i = 0; i < (size_t)t->n_floats * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+  for (int s = 0; s < t->n_stats; s++) {
+    const amd_tensor *x = &t->g->values[t->stats[s][1]].init;
+    const unsigned char *q = x->data;
+    for (size_t i = 0; q && i < amd_tensor_nbytes(x); i++) h = (h ^ q[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+int amd_dist_check_identical(amd_dist *d, const amd_trainer *t, uint64_t *sum, amd_status *st) {
+  uint64_t mine = amd_dist_checksum(t), root = mine;
+  if (sum) *sum = mine;
+  if (d->size == 1) return 0;
+  if (d->ops->broadcast(d, &root, sizeof root, 0, st)) return -1;
+  int differ;
+  if (amd_dist_max_int(d, mine != root ? d->size - d->rank : 0, &differ, st)) return -1;
+  if (differ)
+    return amd_fail(st, "rank %d holds other parameters than rank 0 (checksum differs: the ranks diverged)",
+                    d->size - differ);
+  return 0;
+}
+
+/* ---- training ------------------------------------------------------------------ */
+
+int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
+                        int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
+                        double *loss, amd_batch_stats *bs, amd_status *st) {
+  if (d->size == 1) return amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st);
+  if (d->fault_rank == d->rank && step + 1 >= d->fault_step) {
+    if (d->fault_kill) raise(SIGKILL);
+    return amd_fail(st, "injected failure (AMD_FAULT_RANK) at step %lld", (long long)step + 1);
+  }
+  if (d->check_every_step && amd_dist_check_identical(d, t, NULL, st))
+    return amd_fail_prefix(st, "before step %lld", (long long)step + 1);
+  if (d->sync_bn && n_local == 0)
+    return amd_fail(st, "--sync-bn: this rank has no sample of a global batch of %lld", (long long)n_global);
+  /* dropout: a stream per rank for this step; all ranks move the shared one on alike */
+  uint64_t shared = t->ctx.rng;
+  t->ctx.rng = amd_dist_rng_split(d, &shared);
+  amd_batch_stats local = {0};
+  double local_loss = 0;
+  if (n_local > 0) {
+    float w = (float)((double)n_local / (double)n_global);
+    if (amd_trainer_step_grads(t, x, labels, smoothing, loss_scale * w, &local_loss, &local, st)) return -1;
+  } else {
+    memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
+  }
+  t->ctx.rng = shared;
+  double t0 = AMD_PROF_T0; /* the wait for the slowest rank counts here too */
+  if (d->ops->allreduce_f32(d, t->grads, t->n_floats, st))
+    return amd_fail_prefix(st, "all-reduce of the gradients at step %lld", (long long)step + 1);
+  double sums[4] = {local.loss_sum, (double)local.n, (double)local.top1, (double)local.top5};
+  if (d->ops->allreduce_f64(d, sums, 4, st)) return amd_fail_prefix(st, "all-reduce of the loss");
+  if (amd_prof_on) amd_prof_part_add(AMD_PROF_ALLREDUCE, amd_prof_clock() - t0);
+  bs->loss_sum += sums[0];
+  bs->n += (int64_t)sums[1];
+  bs->top1 += (int64_t)sums[2];
+  bs->top5 += (int64_t)sums[3];
+  *loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  return 0;
+}
+
+int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
+  if (d->size == 1 || d->sync_bn || t->n_stats == 0) return 0;
+  int64_t n = 0;
+  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(&t->g->values[t->stats[s][1]].init);
+  if (n > d->n_scratch) {
+    float *p = realloc(d->scratch, (size_t)n * sizeof *p);
+    if (!p) return amd_fail(st, "out of memory");
+    d->scratch = p;
+    d->n_scratch = n;
+  }
+  float *p = d->scratch;
+  for (int s = 0; s < t->n_stats; s++) {
+    const amd_tensor *x = &t->g->values[t->stats[s][1]].init;
+    memcpy(p, x->data, amd_tensor_nbytes(x));
+    p += amd_tensor_numel(x);
+  }
+  if (d->ops->allreduce_f32(d, d->scratch, n, st))
+    return amd_fail_prefix(st, "all-reduce of the BN statistics");
+  float inv = 1.0f / (float)d->size;
+  p = d->scratch;
+  for (int s = 0; s < t->n_stats; s++) {
+    amd_tensor *x = &t->g->values[t->stats[s][1]].init;
+    float *q = x->data;
+    for (int64_t i = 0; i < amd_tensor_numel(x); i++) q[i] = p[i] * inv;
+    p += amd_tensor_numel(x);
+  }
+  return 0;
+}
+
+static int bn_reduce(void *user, double *buf, int64_t n, amd_status *st) {
+  amd_dist *d = user;
+  return d->ops->allreduce_f64(d, buf, n, st);
+}
+
+void amd_dist_sync_bn(amd_dist *d, amd_trainer *t) {
+  if (d->size == 1) return;
+  d->sync_bn = 1;
+  t->ctx.sync_stats = bn_reduce;
+  t->ctx.sync_user = d;
+}
+
+int amd_dist_eval_split(amd_dist *d, amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
+                        const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, amd_status *st) {
+  if (d->size == 1) return amd_trainer_eval_split(t, ds, split, idx, n, batch, bs, NULL, 0, st);
+  int64_t lo, cnt;
+  amd_dist_share(d, n, &lo, &cnt);
+  int64_t *own = NULL;
+  if (!idx && cnt > 0) {
+    own = malloc((size_t)cnt * sizeof *own);
+    if (!own) return amd_fail(st, "out of memory");
+    for (int64_t i = 0; i < cnt; i++) own[i] = lo + i;
+  }
+  amd_batch_stats local = {0};
+  int rc = cnt > 0
+               ? amd_trainer_eval_split(t, ds, split, idx ? idx + lo : own, cnt, batch, &local, NULL, 0, st)
+               : 0;
+  free(own);
+  if (rc) return -1;
+  double sums[4] = {local.loss_sum, (double)local.n, (double)local.top1, (double)local.top5};
+  if (d->ops->allreduce_f64(d, sums, 4, st)) return amd_fail_prefix(st, "all-reduce of the evaluation");
+  bs->loss_sum += sums[0];
+  bs->n += (int64_t)sums[1];
+  bs->top1 += (int64_t)sums[2];
+  bs->top5 += (int64_t)sums[3];
+  return 0;
+}

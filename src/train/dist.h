@@ -1,0 +1,123 @@
+/* Data-parallel training: one process per rank, gradients averaged between them.
+ *
+ * amd_dist is a small communicator: rank, size and a vtable of collectives.
+ * Two implementations: a single process (size 1; every collective is a no-op)
+ * and MPI (dist_mpi.c, built when meson finds MPI; AMD_HAVE_MPI). A later
+ * NCCL implementation plugs in by filling the same vtable: allreduce_f32 works
+ * on the parameter / gradient blocks wherever they live (host memory for MPI,
+ * device memory for NCCL); allreduce_f64 and broadcast work on small host
+ * buffers (statistics, the checkpoint state at start-up).
+ *
+ * Conventions of a step with R ranks (see amd_dist_step_grads):
+ *  - the global batch is R x --batch samples, cut from the epoch's shared
+ *    permutation; rank r takes the contiguous share [B*r/R, B*(r+1)/R) of the
+ *    global batch of B samples (B < R x --batch only for the epoch's last one);
+ *  - each rank's loss gradient is weighted by b_r / B, so the SUM over ranks
+ *    of the gradient blocks is the gradient of the mean loss over the global
+ *    batch (with equal shares: the average of the ranks' gradients);
+ *  - loss and accuracy sums, the stop decision and the BatchNormalization
+ *    running statistics (averaged, unless --sync-bn already made them equal)
+ *    are reduced too, so every rank holds the same parameters, optimizer
+ *    state and statistics after every step, and rank 0 alone writes files.
+ * With one rank every function here leaves the single-process run exactly as
+ * it was (same calls, same arithmetic). */
+#ifndef AMD_DIST_H
+#define AMD_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/status.h"
+
+struct amd_trainer;
+struct amd_tensor;
+struct amd_dataset;
+struct amd_data_split;
+struct amd_batch_stats;
+
+typedef struct amd_dist amd_dist;
+
+typedef struct amd_dist_ops {
+  const char *name;
+  /* In-place sums over all ranks; every rank gets the same result. */
+  int (*allreduce_f32)(amd_dist *d, float *buf, int64_t n, amd_status *st);
+  int (*allreduce_f64)(amd_dist *d, double *buf, int64_t n, amd_status *st);
+  /* Copies root's bytes to every rank. */
+  int (*broadcast)(amd_dist *d, void *buf, size_t bytes, int root, amd_status *st);
+  int (*barrier)(amd_dist *d, amd_status *st);
+  /* Ends every rank of the job now with exit code `code` (does not return). */
+  void (*abort)(amd_dist *d, int code);
+  void (*finalize)(amd_dist *d);
+} amd_dist_ops;
+
+struct amd_dist {
+  int rank, size;
+  int local_size; /* ranks on this node (for the thread count) */
+  const amd_dist_ops *ops;
+  void *impl;
+  int sync_bn;                    /* BatchNormalization statistics over the global batch */
+  int check_every_step;           /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
+  int64_t fault_rank, fault_step; /* AMD_FAULT_RANK=R:S[:kill] (tests); -1 when unset */
+  int fault_kill;
+  float *scratch; /* BN statistics packed for one reduction */
+  int64_t n_scratch;
+};
+
+/* Starts the communicator: MPI when the process was launched by mpirun /
+ * srun (or AMD_DIST=mpi), a single process otherwise (or with AMD_DIST=none).
+ * A launch by mpirun of a build without MPI is an error (the copies would
+ * train independently and overwrite each other's files). Ranks above 0 stop
+ * printing to stdout (AMD_DIST_ALL_OUTPUT=1 keeps it). */
+int amd_dist_init(amd_dist *d, amd_status *st);
+/* Waits for every rank, then shuts the communicator down. */
+void amd_dist_finalize(amd_dist *d);
+/* Reports a failure of this rank on stderr ("rank R of N: msg") and, with
+ * more than one rank, ends the whole job (MPI_Abort) so that no rank waits
+ * forever in a collective. With one rank it only returns. */
+void amd_dist_fail(amd_dist *d, const char *prog, const char *msg);
+
+/* Rank r's share of a global batch of b samples: offset and count. */
+void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count);
+
+/* This step's random state for this rank, from the state all ranks share:
+ * with one rank *shared itself (the consumer advances it as before); with
+ * several a state mixed with the rank, and *shared moves on by one draw. */
+uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared);
+
+/* One data-parallel gradient computation: forward + loss + backward on this
+ * rank's n_local samples of a global batch of n_global (x, labels hold the
+ * local ones), the loss gradient weighted by n_local / n_global, then the
+ * gradient block and the loss / accuracy sums summed over the ranks. *loss is
+ * the mean loss over the global batch, *bs the global sums. `step` is the
+ * global optimizer step (fault injection, checks). With one rank: exactly
+ * amd_trainer_step_grads. */
+int amd_dist_step_grads(amd_dist *d, struct amd_trainer *t, const struct amd_tensor *x, const int64_t *labels,
+                        int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
+                        double *loss, struct amd_batch_stats *bs, amd_status *st);
+
+/* After amd_trainer_update_stats: averages the BatchNormalization running
+ * statistics over the ranks (nothing with one rank or with --sync-bn). */
+int amd_dist_sync_stats(amd_dist *d, struct amd_trainer *t, amd_status *st);
+
+/* Turns on synchronised BatchNormalization statistics for t's training steps. */
+void amd_dist_sync_bn(amd_dist *d, struct amd_trainer *t);
+
+/* amd_trainer_eval_split with the n samples spread over the ranks and the
+ * sums reduced (every rank gets them). */
+int amd_dist_eval_split(amd_dist *d, struct amd_trainer *t, const struct amd_dataset *ds,
+                        const struct amd_data_split *split, const int64_t *idx, int64_t n, int64_t batch,
+                        struct amd_batch_stats *bs, amd_status *st);
+
+/* Logical OR of `flag` (an int >= 0; the maximum is returned) over the ranks. */
+int amd_dist_max_int(amd_dist *d, int flag, int *out, amd_status *st);
+
+/* Broadcasts n buffers (pointer, size pairs) from rank 0. */
+int amd_dist_broadcast_all(amd_dist *d, void *const *bufs, const size_t *sizes, int n, amd_status *st);
+
+/* FNV-1a 64 over the parameter block and the BN statistics of t. */
+uint64_t amd_dist_checksum(const struct amd_trainer *t);
+/* Compares the checksums of all ranks; an error naming the first rank that
+ * differs from rank 0. *sum receives this rank's checksum. */
+int amd_dist_check_identical(amd_dist *d, const struct amd_trainer *t, uint64_t *sum, amd_status *st);
+
+#endif
