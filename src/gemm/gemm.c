@@ -241,22 +241,34 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   M<<(7-m), so r = enc(b) + byte<<16 = s(b)|(E(b)+carry)<<23|M, and the
  *   product is r * scale(a). The kernel runs two B panels per A row (12 x 32)
  *   so that each loaded table row serves 32 products.
- * KIND_MBM23X (am32 where the CPU has AVX-512 VBMI2): KIND_MBM23 with B
- *   folded into the clamp bounds and A's sign and exponent in the scale. With
- *   u = K + ONE - S and eb = s|E<<23|F of b: w = (K + ONE - f(a)) + (E(b)<<24
- *   + f(b)) = 2 (E(b)<<23 + f(b)) + u (no wrap while E(b) <= 253), v = s(b)<<31
- *   | w>>1 (one concatenating shift, vpshrdd) = eb + floor(u/2), then
- *   v' = min(max(v, eb + K/2), eb + K), or eb in the corner (w <= E(b)<<24 +
- *   2 f(b) + K + K/2 - ONE, i.e. u <= K + K/2 - ONE), so v' = eb + D and
- *   r = v' + f(a) = s(b)|(E(b)+carry)<<23|M; product = r * scale(a). B planes:
- *   E(b)<<24 + f(b), eb + K/2, eb + K, eb, the corner limit, sign | zero bit;
- *   A planes: f(a), scale, K + ONE - f(a).
+ * KIND_MBM23X (am32 with the 12 x 16 AVX-512 tile): section 3 in fp32
+ *   arithmetic. In units of 1/ONE, the significand of the product
+ *   (carry<<23 | M, read as 1.M * 2^carry) is V = ONE + K + S truncated to 24
+ *   bits when S < ONE (S + K < ONE: exact; the c = 0 overflow: (S+K+ONE)>>1
+ *   at carry 1 is the truncation), 2S + K when ONE <= S < 2 ONE - K/2, and
+ *   2S in the corner. As 2S + K <= ONE + K + S exactly when S <= ONE (and
+ *   truncation keeps it so: 2S + K is even), V = max(t1, t2) outside the
+ *   corner with t1 = alpha + beta rounded toward zero, alpha = (K + f(a)) /
+ *   ONE, beta = 1 + f(b) / ONE (exact floats), and t2 the float 2S + K,
+ *   whose bits are 0x3F800000 + K/2 + S once S + K/2 >= ONE (exponent 1,
+ *   an even significand) and a float below t1 otherwise: t2 = gamma + f(b)
+ *   with gamma = 0x3F800000 + K/2 + f(a), an integer add; both are positive
+ *   floats, so one signed integer max picks V. In the corner (S + K/2 >=
+ *   2 ONE, i.e. t2 >= 4.0f) V = 2S, bits t2 - K/2. r = V + (s(b)|E(b)<<23) -
+ *   127<<23 (an integer add: b's sign and exponent) and the product is
+ *   r * scale(a). The corner is only possible at a k where max f(a) of the
+ *   A row + max f(b) of the B row >= 2 ONE - K/2: packing records both
+ *   maxima per k, and the kernel runs the corner compare only at those k.
+ *   A planes: alpha, scale, gamma, per-k max f(a); B planes: the packed
+ *   values (eb), per-k max f(b); beta, f(b), the exponent offset and the
+ *   zero mask are derived from eb once per k.
  * Scale (KIND_LUT1, KIND_MBM23X): scale(a) = s(a)|E(a)<<23 as a float
  *   (+-2^(E(a)-127), exact), 0 for a zero or subnormal a; the accumulation is
  *   one fused multiply-add c + r * scale, which is exactly the fp32 add
  *   c + product since r * scale is exact (a power-of-two scaling of a normal
  *   value into the normal range) and c + r * 0 = c (c is never -0: it starts
- *   at +0). B zeros are a write mask on the FMA. r itself must stay finite
+ *   at +0). B zeros are a write mask on the FMA (KIND_LUT1) or on the add
+ *   that forms r (KIND_MBM23X: r = +0, and c + 0 * scale = c). r itself must stay finite
  *   (E(b) + carry <= 254, so B panels with E = 254 take the exact path);
  *   for a zero a, f(a) = 0.
  * KIND_MBM23 (am32): with f = F, S = f(a) + f(b), K = 0xA0000: section 3
@@ -269,10 +281,11 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  *   planes hold K + ONE - f(a) (A) and f(b) (B) so that u = K + ONE - S is one
  *   subtraction; the corner is u <= K + K/2 - ONE.
  * The AVX-512 builds run these kinds through intrinsic micro-kernels that
- * keep the 12 x 16 accumulator tile in registers (micro_avx512, and the VBMI
- * and fp16 ones); the plain-C micro_mode is the portable version (SSE2,
+ * keep the 12 x 16 accumulator tile in registers (micro_avx512, and the VBMI,
+ * am32 and fp16 ones); the plain-C micro_mode is the portable version (SSE2,
  * AVX2) of the same arithmetic. AMD_GEMM_ISA=avx512-novbmi (like sse, avx2)
- * forces a narrower choice, for tests and benchmarks.
+ * forces a narrower choice (no KIND_MBM1, KIND_LUT1, KIND_MBM23X), for tests
+ * and benchmarks.
  * For every kind but ACC16 and FP16 the mask plane is 0 for a zero or subnormal
  * operand (the product is then a signed zero, which adds nothing to an fp32
  * sum that starts at +0) and all ones otherwise. Those encodings are right
@@ -281,7 +294,7 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  * whether it has an Inf or NaN; a panel pair outside that range runs the exact
  * per-product path (amd_mult_product on the caller's matrices). */
 /* KIND_MBM1 and KIND_LUT1 exist only with the AVX-512 VBMI kernels, KIND_MBM23X
- * only with VBMI2 (chosen only when the 12 x 16 AVX-512 tile is). */
+ * only with the AVX-512 12 x 16 tile. */
 enum mode_kind {
   KIND_ACC16,
   KIND_FP16,
@@ -492,29 +505,60 @@ micro_lut1_vbmi_pair(int64_t kc, const uint32_t *a0, const uint32_t *a1, const u
   micro_lut1_k(2, kc, a0, a1, b0, b1, b2, d0, d1, d2, tb, acc, acc2);
 }
 
-/* KIND_MBM23X on AVX-512 VBMI2, 12 x 16 tile (see above): per product an
- * add, vpshrdd, an unsigned max, a compare, a merge-masked unsigned min, an
- * add and the fused multiply-add by the A scale. b[0..5]: the B planes. */
-__attribute__((target("avx512f,avx512bw,avx512vbmi2"))) static void
-micro_mbm23_vbmi2(int64_t kc, const uint32_t *a0, const uint32_t *a1, const uint32_t *a2,
-                  const uint32_t *const b[6], float *acc) {
-  const uint32_t *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3], *b4 = b[4], *b5 = b[5];
-  const __m512i two = _mm512_set1_epi32(2);
+/* KIND_MBM23X on AVX-512F, 12 x 16 tile (see above): per product an fp32
+ * add rounding toward zero (t1), two integer adds (t2 and the exponent of
+ * b), an integer max and the fused multiply-add by the A scale,
+ * write-masked by the B zeros; the B row's lane terms are derived once per
+ * k from eb. At the k where the corner is possible (ma[p] + mb[p] >= 2 ONE -
+ * K/2) a compare and a merge-masked subtraction give 2S where S + K/2 >=
+ * 2 ONE. a0..a2, ma: the A planes (alpha, scale, gamma, per-k max f); b0, b1,
+ * mb: the B planes (beta, eb, per-k max f). */
+__attribute__((target("avx512f"))) static void micro_mbm23_avx512(int64_t kc, const uint32_t *a0,
+                                                                  const uint32_t *a1, const uint32_t *a2,
+                                                                  const uint32_t *ma, const uint32_t *b0,
+                                                                  const uint32_t *mb, float *acc) {
+  const __m512i expo = _mm512_set1_epi32(0x7F800000), frac = _mm512_set1_epi32(AMD_PROD_FRAC);
+  const __m512i one = _mm512_set1_epi32(0x3F800000);
+  const __m512i hk = _mm512_set1_epi32(0x50000), four = _mm512_set1_epi32(0x40800000); /* 4.0f */
+  const uint32_t nolim = 2 * AMD_PROD_ONE - 0x50000u; /* S below this: no corner */
   __m512 c[12];
   for (int i = 0; i < 12; i++) c[i] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < kc; p++, a0 += 12, a1 += 12, a2 += 12) {
-    const int64_t o = p * 16;
-    const __m512i nb = _mm512_loadu_si512((const void *)(b0 + o)), lo = _mm512_loadu_si512((const void *)(b1 + o));
-    const __m512i hi = _mm512_loadu_si512((const void *)(b2 + o)), cs = _mm512_loadu_si512((const void *)(b3 + o));
-    const __m512i lim = _mm512_loadu_si512((const void *)(b4 + o)), sg = _mm512_loadu_si512((const void *)(b5 + o));
-    const __mmask16 kb = _mm512_test_epi32_mask(sg, two);
-    for (int i = 0; i < 12; i++) {
-      const __m512i w = _mm512_add_epi32(nb, _mm512_set1_epi32((int)a2[i]));
-      const __m512i v = _mm512_max_epu32(_mm512_shrdi_epi32(w, sg, 1), lo);
-      const __m512i d = _mm512_mask_min_epu32(cs, _mm512_cmpgt_epu32_mask(w, lim), v, hi);
-      const __m512i r = _mm512_add_epi32(d, _mm512_set1_epi32((int)a0[i]));
-      c[i] = _mm512_mask3_fmadd_ps(_mm512_castsi512_ps(r), _mm512_set1_ps(u2f(a1[i])), c[i], kb);
+  for (int64_t p = 0; p < kc;) {
+    /* a run of k without the corner, then one k with it */
+    for (; p < kc && ma[p] + mb[p] < nolim; p++) {
+      const uint32_t *al = a0 + p * 12, *sc = a1 + p * 12, *ga = a2 + p * 12;
+      const __m512i eb = _mm512_loadu_si512((const void *)(b0 + p * 16)), fb = _mm512_and_si512(eb, frac);
+      const __m512i bi = _mm512_ternarylogic_epi32(eb, frac, one, 0xEA); /* beta: (eb & frac) | one */
+      const __m512 be = _mm512_castsi512_ps(bi);
+      const __m512i eoff = _mm512_sub_epi32(eb, bi); /* s|E<<23 - 127<<23 */
+      const __mmask16 kb = _mm512_test_epi32_mask(eb, expo);
+      for (int i = 0; i < 12; i++) {
+        const __m512 t1 =
+            _mm512_add_round_ps(_mm512_set1_ps(u2f(al[i])), be, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m512i t2 = _mm512_add_epi32(fb, _mm512_set1_epi32((int)ga[i]));
+        const __m512i v = _mm512_max_epi32(_mm512_castps_si512(t1), t2);
+        const __m512 r = _mm512_castsi512_ps(_mm512_maskz_add_epi32(kb, v, eoff));
+        c[i] = _mm512_fmadd_ps(r, _mm512_set1_ps(u2f(sc[i])), c[i]);
+      }
     }
+    if (p == kc) break;
+    const uint32_t *al = a0 + p * 12, *sc = a1 + p * 12, *ga = a2 + p * 12;
+    const __m512i eb = _mm512_loadu_si512((const void *)(b0 + p * 16)), fb = _mm512_and_si512(eb, frac);
+    const __m512i bi = _mm512_ternarylogic_epi32(eb, frac, one, 0xEA); /* beta: (eb & frac) | one */
+    const __m512 be = _mm512_castsi512_ps(bi);
+    const __m512i eoff = _mm512_sub_epi32(eb, bi); /* s|E<<23 - 127<<23 */
+    const __mmask16 kb = _mm512_test_epi32_mask(eb, expo);
+    for (int i = 0; i < 12; i++) {
+      const __m512 t1 =
+          _mm512_add_round_ps(_mm512_set1_ps(u2f(al[i])), be, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m512i t2 = _mm512_add_epi32(fb, _mm512_set1_epi32((int)ga[i]));
+      __m512i v = _mm512_max_epi32(_mm512_castps_si512(t1), t2);
+      /* the corner (t2 >= 4.0f): V = 2S, t2 - K/2 */
+      v = _mm512_mask_sub_epi32(v, _mm512_cmpge_epi32_mask(t2, four), t2, hk);
+      const __m512 r = _mm512_castsi512_ps(_mm512_maskz_add_epi32(kb, v, eoff));
+      c[i] = _mm512_fmadd_ps(r, _mm512_set1_ps(u2f(sc[i])), c[i]);
+    }
+    p++;
   }
   for (int i = 0; i < 12; i++) _mm512_storeu_ps(acc + i * 16, c[i]);
 }
@@ -649,7 +693,8 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
         float acc2[MAX_MR * MAX_NR] __attribute__((aligned(64)));
         const uint32_t *d = b + t->kc * NR;
         const int64_t nr2 = t->nc - jr - NR < NR ? t->nc - jr - NR : NR;
-        const int f1 = panels_fast(&t->ia[qa], &t->ib[qb], kind), f2 = panels_fast(&t->ia[qa], &t->ib[qb + 1], kind);
+        const int f1 = panels_fast(&t->ia[qa], &t->ib[qb], kind),
+                  f2 = panels_fast(&t->ia[qa], &t->ib[qb + 1], kind);
         const uint8_t *tb = (const uint8_t *)t->tab;
         if (f1 && f2) {
           micro_lut1_vbmi_pair(t->kc, a, a + sa, b, b + sb, b + 2 * sb, d, d + sb, d + 2 * sb, tb, acc, acc2);
@@ -678,10 +723,8 @@ static inline __attribute__((always_inline)) void tile_mode_k(const tile_args *t
       if (check && !panels_fast(&t->ia[qa], &t->ib[qb], kind)) micro_exact(t, ir, jr, mr, nr, NR, acc);
 #ifdef AMD_GEMM_X86
       else if (kind == KIND_MBM23X && MR == 12 && NR == 16) {
-        const uint32_t *const bp[6] = {b, b + sb, b + 2 * sb, b + 3 * sb, b + 4 * sb, b + 5 * sb};
-        micro_mbm23_vbmi2(t->kc, a, a + sa, a + 2 * sa, bp, acc);
-      }
-      else if (kind == KIND_FP16 && isa == 512 && MR == 12 && NR == 16)
+        micro_mbm23_avx512(t->kc, a, a + sa, a + 2 * sa, a + 3 * sa, b, b + sb, acc);
+      } else if (kind == KIND_FP16 && isa == 512 && MR == 12 && NR == 16)
         micro_fp16_avx512(t->kc, a, b, acc);
       else if (kind == KIND_FP16 && isa == 2 && MR == 6 && NR == 16)
         micro_fp16_avx2(t->kc, a, b, acc);
@@ -807,6 +850,70 @@ static void build_table1(const amd_mult *mult, int m, uint8_t *tab) {
   }
 }
 
+#ifdef AMD_GEMM_X86
+/* One vector (the lanes in `lanes`) of encode_mbm23x at x: updates the
+ * exponent range, writes the A planes (first) and returns f. */
+__attribute__((target("avx512f"))) static inline __attribute__((always_inline)) __m512i
+encode_mbm23x_vec(uint32_t *x, int64_t stride, __mmask16 lanes, int first, __m512i *lo, __m512i *hi,
+                  __mmask16 *sp) {
+  const __m512i ff = _mm512_set1_epi32(0xFF);
+  const __m512i u = _mm512_maskz_loadu_epi32(lanes, (const void *)x);
+  const __m512i E = _mm512_and_si512(_mm512_srli_epi32(u, 23), ff);
+  const __mmask16 nz = _mm512_mask_test_epi32_mask(lanes, u, _mm512_set1_epi32(0x7F800000));
+  const __mmask16 normal = /* 1 <= E <= 254 */
+      _mm512_mask_cmplt_epu32_mask(lanes, _mm512_sub_epi32(E, _mm512_set1_epi32(1)), _mm512_set1_epi32(254));
+  *lo = _mm512_mask_min_epu32(*lo, normal, *lo, E);
+  *hi = _mm512_mask_max_epu32(*hi, normal, *hi, E);
+  *sp |= _mm512_mask_cmpeq_epi32_mask(lanes, E, ff);
+  const __m512i f = _mm512_maskz_and_epi32(nz, u, _mm512_set1_epi32(AMD_PROD_FRAC));
+  if (first) { /* alpha (exact), scale, gamma */
+    const __m512 al = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(f, _mm512_set1_epi32(0xA0000))),
+                                    _mm512_set1_ps(0x1p-23f));
+    _mm512_mask_storeu_epi32((void *)x, lanes, _mm512_castps_si512(al));
+    _mm512_mask_storeu_epi32((void *)(x + stride), lanes,
+                             _mm512_maskz_and_epi32(nz, u, _mm512_set1_epi32((int)0xFF800000u)));
+    _mm512_mask_storeu_epi32((void *)(x + 2 * stride), lanes,
+                             _mm512_add_epi32(f, _mm512_set1_epi32(0x3F800000 + 0x50000)));
+  }
+  return f;
+}
+
+/* KIND_MBM23X's planes of a packed panel of n floats (n / W rows of W, W = 12
+ * for A, 16 for B), in place, and *info (as encode_panel). A (first):
+ * alpha, scale, gamma and the per-k maxima of f (f = 0 for a zero or
+ * subnormal); B: the packed values stay (eb), plane 1 gets the per-k maxima
+ * of f. A goes four rows (three whole vectors) at a time: partial vectors
+ * that overlap the previous row's masked store would stall its loads. */
+__attribute__((target("avx512f"))) static void encode_mbm23x(uint32_t *p, int64_t n, int64_t stride,
+                                                             int first, panel_info *info) {
+  __m512i lo = _mm512_set1_epi32(0xFF), hi = _mm512_setzero_si512();
+  __mmask16 sp = 0;
+  int64_t r = 0;
+  if (!first) {
+    for (; r * AVX512_NR < n; r++)
+      p[stride + r] =
+          _mm512_reduce_max_epu32(encode_mbm23x_vec(p + r * 16, stride, 0xFFFF, 0, &lo, &hi, &sp));
+  } else {
+    uint32_t *mx = p + 3 * stride;
+    for (; (r + 4) * AVX512_MR <= n; r += 4) {
+      uint32_t *x = p + r * 12;
+      const __m512i f0 = encode_mbm23x_vec(x, stride, 0xFFFF, 1, &lo, &hi, &sp);
+      const __m512i f1 = encode_mbm23x_vec(x + 16, stride, 0xFFFF, 1, &lo, &hi, &sp);
+      const __m512i f2 = encode_mbm23x_vec(x + 32, stride, 0xFFFF, 1, &lo, &hi, &sp);
+      mx[r] = _mm512_mask_reduce_max_epu32(0x0FFF, f0);
+      mx[r + 1] = _mm512_mask_reduce_max_epu32(0x0FFF, _mm512_alignr_epi32(f1, f0, 12));
+      mx[r + 2] = _mm512_mask_reduce_max_epu32(0x0FFF, _mm512_alignr_epi32(f2, f1, 8));
+      mx[r + 3] = _mm512_mask_reduce_max_epu32(0xFFF0, f2);
+    }
+    for (; r * AVX512_MR < n; r++)
+      mx[r] = _mm512_reduce_max_epu32(encode_mbm23x_vec(p + r * 12, stride, 0x0FFF, 1, &lo, &hi, &sp));
+  }
+  info->emin = (int)_mm512_reduce_min_epu32(lo);
+  info->emax = (int)_mm512_reduce_max_epu32(hi);
+  info->special = sp != 0;
+}
+#endif
+
 /* Turns a packed panel of n floats (in place) into the planes of its kind:
  * plane 0 at p, mask at p + stride, frac at p + 2 * stride. `first` selects
  * the A side (which carries the -127 bias). Fills *info. Branch-free loops
@@ -870,26 +977,6 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
         p2[e] = ((u & AMD_PROD_FRAC) >> (23 - m)) << 16;
         p0[e] = u & 0xFF800000u;
       }
-    } else if (kind == KIND_MBM23X && first) { /* f (0 for a zero), scale, K + ONE - f */
-      AMD_PRAGMA(omp simd)
-      for (int64_t e = 0; e < n; e++) {
-        const uint32_t u = p0[e], z = p1[e], f = u & AMD_PROD_FRAC & z;
-        p2[e] = 0xA0000u + AMD_PROD_ONE - f;
-        p1[e] = u & 0xFF800000u & z;
-        p0[e] = f;
-      }
-    } else if (kind == KIND_MBM23X) { /* six planes, see KIND_MBM23X */
-      uint32_t *restrict p3 = p + 3 * stride, *restrict p4 = p + 4 * stride, *restrict p5 = p + 5 * stride;
-      AMD_PRAGMA(omp simd)
-      for (int64_t e = 0; e < n; e++) {
-        const uint32_t u = p0[e], f = u & AMD_PROD_FRAC, eh = (u & 0x7F800000u) << 1;
-        p5[e] = (u >> 31) | (p1[e] & 2u);
-        p4[e] = eh + 2u * f + (0xF0000u - AMD_PROD_ONE); /* wraps: K + K/2 - ONE < 0 */
-        p3[e] = u;
-        p2[e] = u + 0xA0000u;
-        p1[e] = u + 0x50000u;
-        p0[e] = eh + f;
-      }
     } else if (kind == KIND_LUT) {
       const int sh = first ? m : 0;
       AMD_PRAGMA(omp simd)
@@ -914,12 +1001,23 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
   info->special = special;
 }
 
+/* encode_panel, or encode_mbm23x for KIND_MBM23X (12 x 16 AVX-512 tile only). */
+static void encode_any(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first, panel_info *info) {
+#ifdef AMD_GEMM_X86
+  if (kind == KIND_MBM23X) {
+    encode_mbm23x(p, n, stride, first, info);
+    return;
+  }
+#endif
+  encode_panel(p, n, stride, kind, m, first, info);
+}
+
 typedef struct kernel_choice {
   int mr, nr;
   void (*acc32)(const tile_args *t);
   void (*mode)(const tile_args *t);
-  int vbmi;  /* KIND_MBM1 available (AVX-512 VBMI with the 12 x 16 tile) */
-  int vbmi2; /* KIND_MBM23X available (AVX-512 VBMI2 with the 12 x 16 tile) */
+  int vbmi; /* KIND_MBM1 available (AVX-512 VBMI with the 12 x 16 tile) */
+  int x23;  /* KIND_MBM23X available (the AVX-512 12 x 16 tile, not avx512-novbmi) */
 } kernel_choice;
 
 static kernel_choice choose_kernel(void) {
@@ -932,11 +1030,12 @@ static kernel_choice choose_kernel(void) {
   if (force && strcmp(force, "avx2") == 0) has512 = 0;
   const int novbmi = force && strcmp(force, "avx512-novbmi") == 0;
   if (has512) {
-    k = (kernel_choice){AVX512_MR, AVX512_NR, tile_acc32_avx512, tile_mode_avx512,
-                        !novbmi && __builtin_cpu_supports("avx512vbmi") &&
-                            __builtin_cpu_supports("avx512bw"),
-                        !novbmi && __builtin_cpu_supports("avx512vbmi2") &&
-                            __builtin_cpu_supports("avx512bw")};
+    k = (kernel_choice){AVX512_MR,
+                        AVX512_NR,
+                        tile_acc32_avx512,
+                        tile_mode_avx512,
+                        !novbmi && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw"),
+                        !novbmi};
   } else if (has2) {
     k = (kernel_choice){AVX2_MR, AVX2_NR, tile_acc32_avx2, tile_mode_avx2, 0, 0};
   }
@@ -1092,7 +1191,7 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   const int MR = kern.mr, NR = kern.nr;
   if (kind == KIND_MBM && kern.vbmi) kind = KIND_MBM1;
   if (kind == KIND_LUT && kern.vbmi) kind = KIND_LUT1;
-  if (kind == KIND_MBM23 && kern.vbmi2) kind = KIND_MBM23X;
+  if (kind == KIND_MBM23 && kern.x23) kind = KIND_MBM23X;
   uint32_t *tab = NULL;
   uint32_t tabmask = 0;
   if (kind == KIND_LUT) {
@@ -1145,18 +1244,20 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
 #endif
   const int64_t ntiles = tiles_m * tiles_n;
   const int64_t kcmax = K < KC ? K : KC;
-  /* Mode kernels use three uint32 planes per packed element (six for B of
+  /* Mode kernels use three uint32 planes per packed element (four for A of
    * KIND_MBM23X). */
-  const int planes = kind == KIND_NONE ? 1 : 3, planes_b = kind == KIND_MBM23X ? 6 : planes;
-  const size_t abytes = (size_t)(planes * MC * kcmax * 4 + 63) / 64 * 64;
-  const size_t bbytes = (size_t)(planes_b * nc_t * kcmax * 4 + 63) / 64 * 64;
+  const int planes = kind == KIND_NONE ? 1 : 3, planes_a = kind == KIND_MBM23X ? 4 : planes;
+  const size_t abytes = (size_t)(planes_a * MC * kcmax * 4 + 63) / 64 * 64;
+  const size_t bbytes = (size_t)(planes * nc_t * kcmax * 4 + 63) / 64 * 64;
   const int64_t npa = (MC + MR - 1) / MR, npb = (nc_t + NR - 1) / NR;
 
   /* Each tile packs its own A rows and B columns per K block: no barrier
    * inside the loop (robust when the machine is oversubscribed), and the
    * result does not depend on the number of threads. */
   AMD_PRAGMA(omp parallel if (par)) {
-    float *pa = aligned_alloc(64, abytes), *pb = aligned_alloc(64, bbytes);
+    /* one block for both (abytes is a multiple of 64): fewer large chunks
+     * for malloc to hand back to the OS and fault in again on the next call */
+    float *pa = aligned_alloc(64, abytes + bbytes), *pb = pa + abytes / sizeof *pa;
     panel_info *ia = malloc(sizeof *ia * (size_t)npa), *ib = malloc(sizeof *ib * (size_t)npb);
     AMD_ASSERT(pa && pb && ia && ib);
     AMD_PRAGMA(omp for schedule(dynamic, 1))
@@ -1172,13 +1273,13 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
           int64_t mr = mc - q * MR < MR ? mc - q * MR : MR;
           float *dst = pa + q * kc * MR;
           pack_a_panel(A, lda, trans_a, r0 + q * MR, mr, p0, kc, MR, dst);
-          if (kind != KIND_NONE) encode_panel((uint32_t *)dst, kc * MR, sa, kind, m_bits, 1, &ia[q]);
+          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * MR, sa, kind, m_bits, 1, &ia[q]);
         }
         for (int64_t q = 0; q * NR < nc; q++) {
           int64_t nr = nc - q * NR < NR ? nc - q * NR : NR;
           float *dst = pb + q * kc * NR;
           pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, dst);
-          if (kind != KIND_NONE) encode_panel((uint32_t *)dst, kc * NR, sb, kind, m_bits, 0, &ib[q]);
+          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * NR, sb, kind, m_bits, 0, &ib[q]);
         }
         tile_args ta = {
             .mc = mc,
@@ -1222,7 +1323,6 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
     free(ia);
     free(ib);
     free(pa);
-    free(pb);
   }
   free(tab);
 }
