@@ -380,7 +380,7 @@ static int matmul_backward(BWD_ARGS) {
  * for training, the new running statistics. coef[c*4 + {0..3}] = m, k, v, 0. */
 __global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x, const float *scale,
                            const float *mean_in, const float *var_in, int batch_stats, double eps, double mom,
-                           double unbias, float *rm_out, float *rv_out, double *coef) {
+                           double unbias, float *rm_out, float *rv_out, float *sm_out, float *sv_out, double *coef) {
   __shared__ double red[256];
   const int64_t c = blockIdx.x, cnt = batch * sp;
   double m, v;
@@ -419,6 +419,8 @@ __global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x
     double rv = batch_stats ? (double)var_in[c] * mom + v * unbias * (1.0 - mom) : (double)var_in[c];
     if (rm_out) rm_out[c] = (float)rm;
     if (rv_out) rv_out[c] = (float)rv;
+    if (sm_out) sm_out[c] = (float)m; /* opset < 14: saved mean / variance (the statistics used) */
+    if (sv_out) sv_out[c] = (float)v;
   }
 }
 
@@ -441,10 +443,12 @@ static int bn_forward(FWD_ARGS) {
   double unbias = ctx && ctx->training && count > 1 ? (double)count / (double)(count - 1) : 1.0;
   float *rm = n->n_out > 1 && n->out[1] >= 0 && out[1].data ? F(&out[1]) : NULL;
   float *rv = n->n_out > 2 && n->out[2] >= 0 && out[2].data ? F(&out[2]) : NULL;
+  float *sm = n->n_out > 3 && n->out[3] >= 0 && out[3].data ? F(&out[3]) : NULL;
+  float *sv = n->n_out > 4 && n->out[4] >= 0 && out[4].data ? F(&out[4]) : NULL;
   scratch coef;
   if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
   k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]), bstats,
-                                                      a->epsilon, a->momentum, unbias, rm, rv, coef.d());
+                                                      a->epsilon, a->momentum, unbias, rm, rv, sm, sv, coef.d());
   AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
   int64_t total = amd_tensor_numel(x);
   if (total) {
@@ -512,7 +516,7 @@ static int bn_backward(BWD_ARGS) {
   scratch coef;
   if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
   k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]), bstats,
-                                                      a->epsilon, a->momentum, 1.0, NULL, NULL, coef.d());
+                                                      a->epsilon, a->momentum, 1.0, NULL, NULL, NULL, NULL, coef.d());
   AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
   k_bn_bwd_sums<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(dy), F(in[1]), bstats, a->epsilon,
                                                          coef.d(), F(dscale), F(dbias));
@@ -1222,8 +1226,6 @@ int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {
     const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
     if (a && !a->spatial) return 0;
     if (n->n_in < 5) return 0;
-    for (int o = 3; o < n->n_out; o++)
-      if (n->out[o] >= 0) return 0; /* saved mean / var outputs: host */
     if (in && in[0] && in[0]->rank < 2) return 0;
     return 1;
   }
