@@ -121,8 +121,10 @@ static int cu_alloc(amd_tensor *t, amd_status *st) {
 }
 
 static void cu_free(amd_tensor *t) {
-  if (t->device == AMD_DEVICE_CPU) amd_tensor_free(t);
-  else amd_cu_free(t->data);
+  if (t->device == AMD_DEVICE_CPU)
+    amd_tensor_free(t);
+  else
+    amd_cu_free(t->data);
   t->data = NULL;
 }
 
@@ -184,8 +186,8 @@ static int cu_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
 
 /* One thread per sample: loss.c's algorithm (double sums); per sample the
  * loss, the argmax and the number of logits strictly above the label's. */
-__global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float scale,
-                       float *dz, double *loss, int64_t *arg_out, int64_t *above_out) {
+__global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                       float scale, float *dz, double *loss, int64_t *arg_out, int64_t *above_out) {
   AMD_CU_LOOP(i, n) {
     const float *zr = z + i * c;
     int64_t y = labels[i];
@@ -213,8 +215,9 @@ __global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t
   }
 }
 
-static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float scale,
-                           float *dz, int64_t *pred, amd_batch_stats *bs, double *mean, amd_status *st) {
+static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                           float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
+                           amd_status *st) {
   if (n <= 0) {
     *mean = 0;
     return 0;
@@ -232,7 +235,8 @@ static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int
     goto done;
   }
   if (cu_from_host(dlab, labels, (size_t)n * sizeof(int64_t), st)) goto done;
-  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg, dabove);
+  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg,
+                                                           dabove);
   if (cudaGetLastError() != cudaSuccess) {
     amd_fail(st, "CUDA error launching k_xent");
     goto done;
@@ -282,9 +286,7 @@ static int cu_all_finite(const float *p, int64_t n, int *ok, amd_status *st) {
   return rc;
 }
 
-__global__ void k_scale(float *p, int64_t n, float f) {
-  AMD_CU_LOOP(i, n) p[i] *= f;
-}
+__global__ void k_scale(float *p, int64_t n, float f) { AMD_CU_LOOP(i, n) p[i] *= f; }
 
 static int cu_scale(float *p, int64_t n, float f, amd_status *st) {
   if (n <= 0) return 0;
@@ -346,8 +348,8 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
   }
 }
 
-static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state, int64_t n,
-                         amd_status *st) {
+static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+                         int64_t n, amd_status *st) {
   if (n <= 0) return 0;
   amd_optim_coeffs c;
   amd_optim_get_coeffs(o, lr, t, &c);
@@ -368,8 +370,8 @@ static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, con
     break;
   }
   if (amd_optim_state_blocks(o) > 0 && !state) return amd_fail(st, "optimizer state missing");
-  k_optim<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>((int)o->kind, wd, mom, nesterov, amd_optim_fused_fma, c, p, g,
-                                                       s1, s2, n);
+  k_optim<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>((int)o->kind, wd, mom, nesterov, amd_optim_fused_fma,
+                                                       c, p, g, s1, s2, n);
   AMD_CUDA_CHECK_LAUNCH("k_optim", st);
   return 0;
 }
@@ -412,7 +414,8 @@ extern "C" int amd_cuda_device_count(char *why, size_t n) {
 extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st) {
   amd_cuda_debug_sync = debug_sync;
   if (amd_cu.open) {
-    if (amd_cu.device != index) return amd_fail(st, "the CUDA backend is open on device %d already", amd_cu.device);
+    if (amd_cu.device != index)
+      return amd_fail(st, "the CUDA backend is open on device %d already", amd_cu.device);
     *be = &amd_backend_cuda;
     return 0;
   }

@@ -34,15 +34,17 @@ static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
   if (b > 65536) b = 65536;
   return (unsigned)b;
 }
-#define AMD_CU_LOOP(i, n)                                                                                   \
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define AMD_CU_LOOP(i, n)                                                                                    \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                                  \
+       i += (int64_t)gridDim.x * blockDim.x)
 
 /* Per-op entry points (ops_cuda.cu): forward / backward of one native node,
  * with the signatures of amd_backend.forward / backward. */
 typedef int (*amd_cu_fwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                              amd_status *st);
-typedef int (*amd_cu_bwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
-                             const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st);
+typedef int (*amd_cu_bwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                             const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                             amd_status *st);
 typedef struct amd_cu_op {
   const amd_op *op;
   amd_cu_fwd_fn forward;

@@ -55,23 +55,34 @@ void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *c) {
 
 template <int MODE> __device__ __forceinline__ float mode_prod(float a, float b, const uint8_t *lut, int m) {
   switch (MODE) {
-  case AMD_MODE_ACC16: return amd_prod_acc16(a, b);
-  case AMD_MODE_AM16: return amd_prod_am16(a, b);
-  case AMD_MODE_AM32: return amd_prod_am32(a, b);
-  case AMD_MODE_FP16: return amd_prod_fp16(a, b);
-  case AMD_MODE_MIT16: return amd_prod_mit16(a, b);
-  case AMD_MODE_MIT32: return amd_prod_mit32(a, b);
-  case AMD_MODE_MBM14: return amd_prod_mbm14(a, b);
-  case AMD_MODE_MBM12: return amd_prod_mbm12(a, b);
-  case AMD_MODE_LUT: return amd_prod_lut(a, b, lut, m);
-  default: return amd_prod_acc32(a, b);
+  case AMD_MODE_ACC16:
+    return amd_prod_acc16(a, b);
+  case AMD_MODE_AM16:
+    return amd_prod_am16(a, b);
+  case AMD_MODE_AM32:
+    return amd_prod_am32(a, b);
+  case AMD_MODE_FP16:
+    return amd_prod_fp16(a, b);
+  case AMD_MODE_MIT16:
+    return amd_prod_mit16(a, b);
+  case AMD_MODE_MIT32:
+    return amd_prod_mit32(a, b);
+  case AMD_MODE_MBM14:
+    return amd_prod_mbm14(a, b);
+  case AMD_MODE_MBM12:
+    return amd_prod_mbm12(a, b);
+  case AMD_MODE_LUT:
+    return amd_prod_lut(a, b, lut, m);
+  default:
+    return amd_prod_acc32(a, b);
   }
 }
 
 template <int MODE>
 __global__ void mode_gemm_kernel(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                  int64_t lda, int64_t sa, const float *B, int64_t ldb, int64_t sb, float beta,
-                                 float *C, int64_t ldc, int64_t sc, int64_t batch, const uint8_t *lut, int lut_m) {
+                                 float *C, int64_t ldc, int64_t sc, int64_t batch, const uint8_t *lut,
+                                 int lut_m) {
   __shared__ float As[TILE][TILE + 1], Bs[TILE][TILE + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t i = (int64_t)blockIdx.y * TILE + ty, j = (int64_t)blockIdx.x * TILE + tx;
@@ -130,9 +141,10 @@ static int lut_device(amd_cuda_gemm_ctx *c, const amd_mult *m, const uint8_t **o
   return 0;
 }
 
-#define LAUNCH(MODE)                                                                                      \
-  mode_gemm_kernel<MODE><<<grid, block, 0, c->stream>>>(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, \
-                                                        ldb, stride_b, beta, C, ldc, stride_c, batch, lut, lut_m)
+#define LAUNCH(MODE)                                                                                         \
+  mode_gemm_kernel<MODE><<<grid, block, 0, c->stream>>>(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a,  \
+                                                        B, ldb, stride_b, beta, C, ldc, stride_c, batch,     \
+                                                        lut, lut_m)
 
 int amd_cuda_gemm(amd_cuda_gemm_ctx *c, const amd_mult *mult, int trans_a, int trans_b, int64_t M, int64_t N,
                   int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a, const float *B,
@@ -144,9 +156,9 @@ int amd_cuda_gemm(amd_cuda_gemm_ctx *c, const amd_mult *mult, int trans_a, int t
       return amd_fail(st, "GEMM too large for cuBLAS (%lld x %lld x %lld)", (long long)M, (long long)N,
                       (long long)K);
     AMD_CUBLAS_CHECK(cublasSgemmStridedBatched(c->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha,
-                                               B, (int)ldb, stride_b, A, (int)lda, stride_a, &beta, C, (int)ldc,
-                                               stride_c, (int)batch),
+                                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K,
+                                               &alpha, B, (int)ldb, stride_b, A, (int)lda, stride_a, &beta, C,
+                                               (int)ldc, stride_c, (int)batch),
                      st);
     AMD_CUDA_CHECK_LAUNCH("cublasSgemmStridedBatched", st);
     return 0;
@@ -164,16 +176,35 @@ int amd_cuda_gemm(amd_cuda_gemm_ctx *c, const amd_mult *mult, int trans_a, int t
   dim3 grid((unsigned)((N + TILE - 1) / TILE), (unsigned)((M + TILE - 1) / TILE),
             (unsigned)(batch < 65535 ? batch : 65535));
   switch (mult->mode) {
-  case AMD_MODE_ACC16: LAUNCH(AMD_MODE_ACC16); break;
-  case AMD_MODE_AM16: LAUNCH(AMD_MODE_AM16); break;
-  case AMD_MODE_AM32: LAUNCH(AMD_MODE_AM32); break;
-  case AMD_MODE_FP16: LAUNCH(AMD_MODE_FP16); break;
-  case AMD_MODE_MIT16: LAUNCH(AMD_MODE_MIT16); break;
-  case AMD_MODE_MIT32: LAUNCH(AMD_MODE_MIT32); break;
-  case AMD_MODE_MBM14: LAUNCH(AMD_MODE_MBM14); break;
-  case AMD_MODE_MBM12: LAUNCH(AMD_MODE_MBM12); break;
-  case AMD_MODE_LUT: LAUNCH(AMD_MODE_LUT); break;
-  default: return amd_fail(st, "invalid multiplier mode %d", (int)mult->mode);
+  case AMD_MODE_ACC16:
+    LAUNCH(AMD_MODE_ACC16);
+    break;
+  case AMD_MODE_AM16:
+    LAUNCH(AMD_MODE_AM16);
+    break;
+  case AMD_MODE_AM32:
+    LAUNCH(AMD_MODE_AM32);
+    break;
+  case AMD_MODE_FP16:
+    LAUNCH(AMD_MODE_FP16);
+    break;
+  case AMD_MODE_MIT16:
+    LAUNCH(AMD_MODE_MIT16);
+    break;
+  case AMD_MODE_MIT32:
+    LAUNCH(AMD_MODE_MIT32);
+    break;
+  case AMD_MODE_MBM14:
+    LAUNCH(AMD_MODE_MBM14);
+    break;
+  case AMD_MODE_MBM12:
+    LAUNCH(AMD_MODE_MBM12);
+    break;
+  case AMD_MODE_LUT:
+    LAUNCH(AMD_MODE_LUT);
+    break;
+  default:
+    return amd_fail(st, "invalid multiplier mode %d", (int)mult->mode);
   }
   AMD_CUDA_CHECK_LAUNCH("mode_gemm_kernel", st);
   return 0;

@@ -21,8 +21,8 @@
 #include "cuda_internal.h"
 
 #define FWD_ARGS const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out, amd_status *st
-#define BWD_ARGS                                                                                            \
-  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,                      \
+#define BWD_ARGS                                                                                             \
+  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,                       \
       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st
 
 static float *F(const amd_tensor *t) { return t ? (float *)t->data : NULL; }
@@ -40,9 +40,7 @@ struct scratch {
 
 /* ================================================================ small kernels */
 
-__global__ void k_add_into(float *d, const float *s, int64_t n) {
-  AMD_CU_LOOP(i, n) d[i] += s[i];
-}
+__global__ void k_add_into(float *d, const float *s, int64_t n) { AMD_CU_LOOP(i, n) d[i] += s[i]; }
 
 static int add_into(float *d, const float *s, int64_t n, amd_status *st) {
   if (n <= 0) return 0;
@@ -59,45 +57,55 @@ struct conv2d {
 
 static conv2d make_conv2d(const amd_conv_geom *g, int64_t nb) {
   conv2d c;
-  c.nb = nb, c.c = g->c, c.cg = g->cg, c.g = g->group, c.h = g->in[0], c.w = g->in[1], c.kh = g->k[0], c.kw = g->k[1];
-  c.oh = g->out[0], c.ow = g->out[1], c.sh = g->stride[0], c.sw = g->stride[1], c.dh = g->dil[0], c.dw = g->dil[1];
+  c.nb = nb, c.c = g->c, c.cg = g->cg, c.g = g->group, c.h = g->in[0], c.w = g->in[1], c.kh = g->k[0],
+  c.kw = g->k[1];
+  c.oh = g->out[0], c.ow = g->out[1], c.sh = g->stride[0], c.sw = g->stride[1], c.dh = g->dil[0],
+  c.dw = g->dil[1];
   c.ph = g->pad0[0], c.pw = g->pad0[1], c.kdim = g->cg * g->kvol, c.osz = g->osize, c.L = nb * g->osize;
   return c;
 }
 
+/* Index arithmetic in I: int when every index fits (the common case; 64-bit
+ * division is several times slower on the GPU), int64_t otherwise. */
+#define AMD_CU_LOOP_I(I, i, n)                                                                               \
+  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)(n); i += (I)gridDim.x * (I)blockDim.x)
+static bool fits32(int64_t n) { return n < ((int64_t)1 << 31) - ((int64_t)1 << 24); }
+
 /* col[g][r][j], r = c*kh*kw + ki*kw + kj, j = image*osz + oy*ow + ox */
-__global__ void k_im2col(conv2d p, const float *x, float *col) {
-  const int64_t total = p.g * p.kdim * p.L;
-  AMD_CU_LOOP(i, total) {
-    int64_t j = i % p.L, r = (i / p.L) % p.kdim, gi = i / (p.L * p.kdim);
-    int64_t img = j / p.osz, pos = j % p.osz, oy = pos / p.ow, ox = pos % p.ow;
-    int64_t ch = r / (p.kh * p.kw), kk = r % (p.kh * p.kw), ki = kk / p.kw, kj = kk % p.kw;
-    int64_t iy = oy * p.sh - p.ph + ki * p.dh, ix = ox * p.sw - p.pw + kj * p.dw;
+template <typename I> __global__ void k_im2col(conv2d p, const float *x, float *col) {
+  const I total = (I)(p.g * p.kdim * p.L), L = (I)p.L, kdim = (I)p.kdim, osz = (I)p.osz, ow = (I)p.ow;
+  const I kh = (I)p.kh, kw = (I)p.kw;
+  AMD_CU_LOOP_I(I, i, total) {
+    I j = i % L, r = (i / L) % kdim, gi = i / (L * kdim);
+    I img = j / osz, pos = j % osz, oy = pos / ow, ox = pos % ow;
+    I ch = r / (kh * kw), kk = r % (kh * kw), ki = kk / kw, kj = kk % kw;
+    I iy = oy * (I)p.sh - (I)p.ph + ki * (I)p.dh, ix = ox * (I)p.sw - (I)p.pw + kj * (I)p.dw;
     float v = 0.0f;
-    if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = x[((img * p.c + gi * p.cg + ch) * p.h + iy) * p.w + ix];
+    if (iy >= 0 && iy < (I)p.h && ix >= 0 && ix < (I)p.w)
+      v = x[(((int64_t)img * p.c + gi * p.cg + ch) * p.h + iy) * p.w + ix];
     col[i] = v;
   }
 }
 
 /* dx[img][c][iy][ix] += sum of dcol over the (tap, output) pairs that read it */
-__global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
-  const int64_t total = p.nb * p.c * p.h * p.w;
-  AMD_CU_LOOP(i, total) {
-    int64_t ix = i % p.w, iy = (i / p.w) % p.h, cc = (i / (p.w * p.h)) % p.c, img = i / (p.w * p.h * p.c);
-    int64_t gi = cc / p.cg, ch = cc % p.cg;
+template <typename I> __global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
+  const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
+  AMD_CU_LOOP_I(I, i, total) {
+    I ix = i % w, iy = (i / w) % h, cc = (i / (w * h)) % c, img = i / (w * h * c);
+    I gi = cc / cg, ch = cc % cg;
     float acc = 0.0f;
-    for (int64_t ki = 0; ki < p.kh; ki++) {
-      int64_t ty = iy + p.ph - ki * p.dh;
-      if (ty < 0 || ty % p.sh) continue;
-      int64_t oy = ty / p.sh;
-      if (oy >= p.oh) continue;
-      for (int64_t kj = 0; kj < p.kw; kj++) {
-        int64_t tx = ix + p.pw - kj * p.dw;
-        if (tx < 0 || tx % p.sw) continue;
-        int64_t ox = tx / p.sw;
-        if (ox >= p.ow) continue;
-        int64_t r = ch * p.kh * p.kw + ki * p.kw + kj;
-        acc += dcol[(gi * p.kdim + r) * p.L + img * p.osz + oy * p.ow + ox];
+    for (I ki = 0; ki < (I)p.kh; ki++) {
+      I ty = iy + (I)p.ph - ki * (I)p.dh;
+      if (ty < 0 || ty % (I)p.sh) continue;
+      I oy = ty / (I)p.sh;
+      if (oy >= (I)p.oh) continue;
+      for (I kj = 0; kj < (I)p.kw; kj++) {
+        I tx = ix + (I)p.pw - kj * (I)p.dw;
+        if (tx < 0 || tx % (I)p.sw) continue;
+        I ox = tx / (I)p.sw;
+        if (ox >= (I)p.ow) continue;
+        int64_t r = (int64_t)ch * p.kh * p.kw + ki * p.kw + kj;
+        acc += dcol[(gi * p.kdim + r) * p.L + (int64_t)img * p.osz + oy * p.ow + ox];
       }
     }
     dx[i] += acc;
@@ -105,10 +113,12 @@ __global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
 }
 
 /* y[img][m][pos] = yt[m][img*osz + pos] (+ bias[m]) */
-__global__ void k_conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const float *bias, float *y) {
-  const int64_t total = nb * m * osz;
-  AMD_CU_LOOP(i, total) {
-    int64_t pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+template <typename I>
+__global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt, const float *bias,
+                           float *y) {
+  const I total = (I)(nb * m_ * osz_), m = (I)m_, osz = (I)osz_;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
     float v = yt[mm * nb * osz + img * osz + pos];
     if (bias) v += bias[mm];
     y[i] = v;
@@ -116,10 +126,11 @@ __global__ void k_conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, 
 }
 
 /* dyt[m][img*osz + pos] = dy[img][m][pos] */
-__global__ void k_conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *dyt) {
-  const int64_t total = nb * m * osz;
-  AMD_CU_LOOP(i, total) {
-    int64_t pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+template <typename I>
+__global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy, float *dyt) {
+  const I total = (I)(nb * m_ * osz_), m = (I)m_, osz = (I)osz_;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
     dyt[mm * nb * osz + img * osz + pos] = dy[i];
   }
 }
@@ -161,22 +172,30 @@ static int conv_forward(FWD_ARGS) {
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   scratch col, yt;
-  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) || yt.get((size_t)(g.m * chunk * g.osize) * 4, st))
+  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
+      yt.get((size_t)(g.m * chunk * g.osize) * 4, st))
     return -1;
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
     const float *xc = F(x) + n0 * g.c * g.isize;
     int64_t tot = g.group * kdim * p.L;
-    k_im2col<<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
+    if (fits32(tot) && fits32(g.n * g.c * g.isize))
+      k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
+    else
+      k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
     AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
     for (int64_t gi = 0; gi < g.group; gi++)
       if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
                         col.f() + gi * kdim * p.L, p.L, 0, 0.0f, yt.f() + gi * g.mg * p.L, p.L, 0, 1, st))
         return -1;
     int64_t ny = nb * g.m * g.osize;
-    k_conv_out<<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, yt.f(), b ? F(b) : NULL,
-                                                            F(&out[0]) + n0 * g.m * g.osize);
+    if (fits32(ny))
+      k_conv_out<int><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, yt.f(), b ? F(b) : NULL,
+                                                                    F(&out[0]) + n0 * g.m * g.osize);
+    else
+      k_conv_out<int64_t><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(
+          nb, g.m, g.osize, yt.f(), b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize);
     AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
   }
   return 0;
@@ -197,30 +216,46 @@ static int conv_backward(BWD_ARGS) {
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   scratch col, dyt;
-  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) || dyt.get((size_t)(g.m * chunk * g.osize) * 4, st))
+  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
+      dyt.get((size_t)(g.m * chunk * g.osize) * 4, st))
     return -1;
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
     int64_t ny = nb * g.m * g.osize;
-    k_conv_dyt<<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, F(dy) + n0 * g.m * g.osize, dyt.f());
+    if (fits32(ny))
+      k_conv_dyt<int><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize,
+                                                                    F(dy) + n0 * g.m * g.osize, dyt.f());
+    else
+      k_conv_dyt<int64_t><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize,
+                                                                        F(dy) + n0 * g.m * g.osize, dyt.f());
     AMD_CUDA_CHECK_LAUNCH("k_conv_dyt", st);
     if (dw) {
       int64_t tot = g.group * kdim * p.L;
-      k_im2col<<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
+      if (fits32(tot) && fits32(g.n * g.c * g.isize))
+        k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
+      else
+        k_im2col<int64_t>
+            <<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
       AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
       for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
-        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dyt.f() + gi * g.mg * p.L, p.L, 0,
-                          col.f() + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0, 1, st))
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dyt.f() + gi * g.mg * p.L,
+                          p.L, 0, col.f() + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0,
+                          1, st))
           return -1;
     }
     if (dx) {
       for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
-        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
-                          dyt.f() + gi * g.mg * p.L, p.L, 0, 0.0f, col.f() + gi * kdim * p.L, p.L, 0, 1, st))
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
+                          kdim, 0, dyt.f() + gi * g.mg * p.L, p.L, 0, 0.0f, col.f() + gi * kdim * p.L, p.L, 0,
+                          1, st))
           return -1;
       int64_t nx = nb * g.c * g.isize;
-      k_col2im<<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
+      if (fits32(nx))
+        k_col2im<int><<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
+      else
+        k_col2im<int64_t>
+            <<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
       AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
     }
   }
@@ -235,7 +270,8 @@ __global__ void k_bcast2(int64_t M, int64_t N, const float *c, int64_t rs, int64
 }
 
 /* dC += beta * dY summed over the axes C was broadcast along (one thread per element of C) */
-__global__ void k_gemm_dc(int64_t M, int64_t N, int64_t rs, int64_t cs, float beta, const float *dy, float *dc) {
+__global__ void k_gemm_dc(int64_t M, int64_t N, int64_t rs, int64_t cs, float beta, const float *dy,
+                          float *dc) {
   int64_t nc_rows = rs ? M : 1, nc_cols = cs ? N : 1;
   AMD_CU_LOOP(e, nc_rows * nc_cols) {
     int64_t ci = e / nc_cols, cj = e % nc_cols;
@@ -267,8 +303,8 @@ static int gemm_forward(FWD_ARGS) {
     AMD_CUDA_CHECK_LAUNCH("k_bcast2", st);
     beta = a->beta;
   }
-  return amd_cuda_gemm(amd_cu.gemm, n->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, F(A), A->dims[1], 0, F(B),
-                       B->dims[1], 0, beta, F(&out[0]), N, 0, 1, st);
+  return amd_cuda_gemm(amd_cu.gemm, n->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, F(A), A->dims[1], 0,
+                       F(B), B->dims[1], 0, beta, F(&out[0]), N, 0, 1, st);
 }
 
 static int gemm_backward(BWD_ARGS) {
@@ -282,17 +318,17 @@ static int gemm_backward(BWD_ARGS) {
   const amd_mult *bm = n->bwd_mult;
   amd_cuda_gemm_ctx *gc = amd_cu.gemm;
   if (dA) {
-    int rc = !a->trans_a ? amd_cuda_gemm(gc, bm, 0, !a->trans_b, M, K, N, a->alpha, F(dY), N, 0, F(B), ldb, 0, 1.0f,
-                                         F(dA), K, 0, 1, st)
-                         : amd_cuda_gemm(gc, bm, a->trans_b, 1, K, M, N, a->alpha, F(B), ldb, 0, F(dY), N, 0, 1.0f,
-                                         F(dA), M, 0, 1, st);
+    int rc = !a->trans_a ? amd_cuda_gemm(gc, bm, 0, !a->trans_b, M, K, N, a->alpha, F(dY), N, 0, F(B), ldb, 0,
+                                         1.0f, F(dA), K, 0, 1, st)
+                         : amd_cuda_gemm(gc, bm, a->trans_b, 1, K, M, N, a->alpha, F(B), ldb, 0, F(dY), N, 0,
+                                         1.0f, F(dA), M, 0, 1, st);
     if (rc) return -1;
   }
   if (dB) {
-    int rc = !a->trans_b ? amd_cuda_gemm(gc, bm, !a->trans_a, 0, K, N, M, a->alpha, F(A), lda, 0, F(dY), N, 0, 1.0f,
-                                         F(dB), N, 0, 1, st)
-                         : amd_cuda_gemm(gc, bm, 1, a->trans_a, N, K, M, a->alpha, F(dY), N, 0, F(A), lda, 0, 1.0f,
-                                         F(dB), K, 0, 1, st);
+    int rc = !a->trans_b ? amd_cuda_gemm(gc, bm, !a->trans_a, 0, K, N, M, a->alpha, F(A), lda, 0, F(dY), N, 0,
+                                         1.0f, F(dB), N, 0, 1, st)
+                         : amd_cuda_gemm(gc, bm, 1, a->trans_a, N, K, M, a->alpha, F(dY), N, 0, F(A), lda, 0,
+                                         1.0f, F(dB), K, 0, 1, st);
     if (rc) return -1;
   }
   if (dC && a->beta != 0 && M * N > 0) {
@@ -337,10 +373,11 @@ static int matmul_forward(FWD_ARGS) {
   float *y = F(&out[0]);
   const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
   if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb)
-    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1, st);
+    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1,
+                         st);
   return mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
-    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N, 0, 0.0f,
-                         y + t * M * N, N, 0, 1, st);
+    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N,
+                         0, 0.0f, y + t * M * N, N, 0, 1, st);
   });
 }
 
@@ -355,9 +392,11 @@ static int matmul_backward(BWD_ARGS) {
   const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
   const amd_mult *bm = n->bwd_mult;
   if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb) {
-    if (da && amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, nb * M, K, N, 1.0f, dy, N, 0, b, N, 0, 1.0f, da, K, 0, 1, st))
+    if (da &&
+        amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, nb * M, K, N, 1.0f, dy, N, 0, b, N, 0, 1.0f, da, K, 0, 1, st))
       return -1;
-    if (db && amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, nb * M, 1.0f, a, K, 0, dy, N, 0, 1.0f, db, N, 0, 1, st))
+    if (db &&
+        amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, nb * M, 1.0f, a, K, 0, dy, N, 0, 1.0f, db, N, 0, 1, st))
       return -1;
     return 0;
   }
@@ -375,18 +414,29 @@ static int matmul_backward(BWD_ARGS) {
 
 /* ================================================================ BatchNormalization */
 
+/* The offset of element e of channel c (e over batch x spatial), in 32-bit
+ * arithmetic when the tensor is small enough. */
+__device__ __forceinline__ int64_t bn_off(int64_t e, int64_t sp, int64_t ch, int64_t c, int small) {
+  if (small) {
+    unsigned ue = (unsigned)e, usp = (unsigned)sp;
+    return ((int64_t)(ue / usp) * ch + c) * sp + ue % usp;
+  }
+  return ((e / sp) * ch + c) * sp + e % sp;
+}
+
 /* Per channel: the statistics used (batch: two-pass mean / biased variance in
  * double, as the CPU; running: the inputs), k = scale / sqrt(v + eps) and,
  * for training, the new running statistics. coef[c*4 + {0..3}] = m, k, v, 0. */
 __global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x, const float *scale,
                            const float *mean_in, const float *var_in, int batch_stats, double eps, double mom,
-                           double unbias, float *rm_out, float *rv_out, float *sm_out, float *sv_out, double *coef) {
+                           double unbias, float *rm_out, float *rv_out, float *sm_out, float *sv_out,
+                           double *coef, int small) {
   __shared__ double red[256];
   const int64_t c = blockIdx.x, cnt = batch * sp;
   double m, v;
   if (batch_stats) {
     double s = 0;
-    for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) s += x[((e / sp) * ch + c) * sp + e % sp];
+    for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) s += x[bn_off(e, sp, ch, c, small)];
     red[threadIdx.x] = s;
     __syncthreads();
     for (int k = blockDim.x / 2; k > 0; k >>= 1) {
@@ -397,7 +447,7 @@ __global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x
     __syncthreads();
     double q = 0;
     for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
-      double d = (double)x[((e / sp) * ch + c) * sp + e % sp] - m;
+      double d = (double)x[bn_off(e, sp, ch, c, small)] - m;
       q += d * d;
     }
     red[threadIdx.x] = q;
@@ -424,10 +474,11 @@ __global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x
   }
 }
 
+template <typename I>
 __global__ void k_bn_apply(int64_t total, int64_t ch, int64_t sp, const float *x, const float *bias,
                            const double *coef, float *y) {
-  AMD_CU_LOOP(i, total) {
-    int64_t c = (i / sp) % ch;
+  AMD_CU_LOOP_I(I, i, total) {
+    I c = (i / (I)sp) % (I)ch;
     y[i] = (float)(((double)x[i] - coef[c * 4]) * coef[c * 4 + 1] + (double)bias[c]);
   }
 }
@@ -447,12 +498,18 @@ static int bn_forward(FWD_ARGS) {
   float *sv = n->n_out > 4 && n->out[4] >= 0 && out[4].data ? F(&out[4]) : NULL;
   scratch coef;
   if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
-  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]), bstats,
-                                                      a->epsilon, a->momentum, unbias, rm, rv, sm, sv, coef.d());
+  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]),
+                                                      bstats, a->epsilon, a->momentum, unbias, rm, rv, sm, sv,
+                                                      coef.d(), fits32(batch * ch * sp));
   AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
   int64_t total = amd_tensor_numel(x);
   if (total) {
-    k_bn_apply<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(in[2]), coef.d(), F(&out[0]));
+    if (fits32(total))
+      k_bn_apply<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(in[2]),
+                                                                       coef.d(), F(&out[0]));
+    else
+      k_bn_apply<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(in[2]),
+                                                                           coef.d(), F(&out[0]));
     AMD_CUDA_CHECK_LAUNCH("k_bn_apply", st);
   }
   return 0;
@@ -461,13 +518,13 @@ static int bn_forward(FWD_ARGS) {
 /* Per channel: sums sg, sgx; dscale, dbias; then coef = m, k, c0, c1 for dx. */
 __global__ void k_bn_bwd_sums(int64_t batch, int64_t ch, int64_t sp, const float *x, const float *dy,
                               const float *scale, int batch_stats, double eps, double *coef, float *dscale,
-                              float *dbias) {
+                              float *dbias, int small) {
   __shared__ double r1[256], r2[256];
   const int64_t c = blockIdx.x, cnt = batch * sp;
   double m = coef[c * 4], v = coef[c * 4 + 2];
   double inv = 1.0 / sqrt(v + eps), sg = 0, sgx = 0;
   for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
-    int64_t off = ((e / sp) * ch + c) * sp + e % sp;
+    int64_t off = bn_off(e, sp, ch, c, small);
     double gv = dy[off];
     sg += gv;
     sgx += gv * ((double)x[off] - m);
@@ -494,10 +551,11 @@ __global__ void k_bn_bwd_sums(int64_t batch, int64_t ch, int64_t sp, const float
   }
 }
 
-__global__ void k_bn_dx(int64_t total, int64_t ch, int64_t sp, const float *x, const float *dy, const double *coef,
-                        float *dx) {
-  AMD_CU_LOOP(i, total) {
-    int64_t c = (i / sp) % ch;
+template <typename I>
+__global__ void k_bn_dx(int64_t total, int64_t ch, int64_t sp, const float *x, const float *dy,
+                        const double *coef, float *dx) {
+  AMD_CU_LOOP_I(I, i, total) {
+    I c = (i / (I)sp) % (I)ch;
     const double *k = coef + c * 4;
     dx[i] += (float)(k[1] * ((double)dy[i] - k[2] - ((double)x[i] - k[0]) * k[3]));
   }
@@ -515,15 +573,22 @@ static int bn_backward(BWD_ARGS) {
   int bstats = amd_bn_use_batch_stats(n, ctx);
   scratch coef;
   if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
-  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]), bstats,
-                                                      a->epsilon, a->momentum, 1.0, NULL, NULL, NULL, NULL, coef.d());
+  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]),
+                                                      bstats, a->epsilon, a->momentum, 1.0, NULL, NULL, NULL,
+                                                      NULL, coef.d(), fits32(batch * ch * sp));
   AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
-  k_bn_bwd_sums<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(dy), F(in[1]), bstats, a->epsilon,
-                                                         coef.d(), F(dscale), F(dbias));
+  k_bn_bwd_sums<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(dy), F(in[1]), bstats,
+                                                         a->epsilon, coef.d(), F(dscale), F(dbias),
+                                                         fits32(batch * ch * sp));
   AMD_CUDA_CHECK_LAUNCH("k_bn_bwd_sums", st);
   int64_t total = amd_tensor_numel(x);
   if (dx && total) {
-    k_bn_dx<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(dy), coef.d(), F(dx));
+    if (fits32(total))
+      k_bn_dx<int>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(dy), coef.d(), F(dx));
+    else
+      k_bn_dx<int64_t>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(dy), coef.d(), F(dx));
     AMD_CUDA_CHECK_LAUNCH("k_bn_dx", st);
   }
   return 0;
@@ -543,10 +608,18 @@ __global__ void k_act_fwd(int kind, int64_t nel, const float *x, float *y, float
   AMD_CU_LOOP(i, nel) {
     float v = x[i], r;
     switch (kind) {
-    case ACT_RELU: r = v < 0 ? 0.0f : v; break;
-    case ACT_LEAKY: r = v < 0 ? v * p0 : v; break;
-    case ACT_SIGMOID: r = sigmoid_f(v); break;
-    case ACT_TANH: r = tanhf(v); break;
+    case ACT_RELU:
+      r = v < 0 ? 0.0f : v;
+      break;
+    case ACT_LEAKY:
+      r = v < 0 ? v * p0 : v;
+      break;
+    case ACT_SIGMOID:
+      r = sigmoid_f(v);
+      break;
+    case ACT_TANH:
+      r = tanhf(v);
+      break;
     default: {
       float lo = v < p0 ? p0 : v;
       r = lo > p1 ? p1 : lo;
@@ -556,16 +629,25 @@ __global__ void k_act_fwd(int kind, int64_t nel, const float *x, float *y, float
   }
 }
 
-__global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y, const float *g, float *dx, float p0,
-                          float p1) {
+__global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y, const float *g, float *dx,
+                          float p0, float p1) {
   AMD_CU_LOOP(i, nel) {
     float v = x[i], u = y[i], gv = g[i], r;
     switch (kind) {
-    case ACT_RELU: r = v > 0 ? gv : 0.0f; break;
-    case ACT_LEAKY: r = v < 0 ? gv * p0 : gv; break;
-    case ACT_SIGMOID: r = gv * u * (1.0f - u); break;
-    case ACT_TANH: r = gv * (1.0f - u * u); break;
-    default: r = v > p0 && v < p1 ? gv : 0.0f;
+    case ACT_RELU:
+      r = v > 0 ? gv : 0.0f;
+      break;
+    case ACT_LEAKY:
+      r = v < 0 ? gv * p0 : gv;
+      break;
+    case ACT_SIGMOID:
+      r = gv * u * (1.0f - u);
+      break;
+    case ACT_TANH:
+      r = gv * (1.0f - u * u);
+      break;
+    default:
+      r = v > p0 && v < p1 ? gv : 0.0f;
     }
     dx[i] += r;
   }
@@ -617,8 +699,8 @@ static int act_backward(BWD_ARGS) {
   act_params(n, in, kind, &p0, &p1);
   int64_t nel = amd_tensor_numel(in[0]);
   if (!nel) return 0;
-  k_act_bwd<<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), F(dout[0]), F(din[0]),
-                                                           p0, p1);
+  k_act_bwd<<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), F(dout[0]),
+                                                           F(din[0]), p0, p1);
   AMD_CUDA_CHECK_LAUNCH("k_act_bwd", st);
   return 0;
 }
@@ -639,8 +721,8 @@ static pool2d make_pool2d(const amd_pool_geom *g, int include_pad) {
 }
 
 /* pool.c's win_range and win_padded_count for one dimension */
-__device__ __forceinline__ void win(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t in, int64_t k, int64_t *start,
-                                    int64_t *lo, int64_t *hi) {
+__device__ __forceinline__ void win(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t in, int64_t k,
+                                    int64_t *start, int64_t *lo, int64_t *hi) {
   int64_t s0 = o * s - pb;
   int64_t l = s0 < 0 ? (-s0 + d - 1) / d : 0;
   int64_t h = in - s0 <= 0 ? 0 : (in - s0 + d - 1) / d;
@@ -690,8 +772,9 @@ __global__ void k_pool_fwd(pool2d p, int is_max, const float *x, float *y) {
       double sum = 0;
       for (int64_t a = ly; a < hy; a++)
         for (int64_t b = lx; b < hx; b++) sum += xp[(sy + a * p.dh) * p.w + sx + b * p.dw];
-      int64_t cnt = p.include_pad ? win_padded(p.h, p.peh, sy, p.dh, p.kh) * win_padded(p.w, p.pew, sx, p.dw, p.kw)
-                                  : (hy - ly) * (hx - lx);
+      int64_t cnt = p.include_pad
+                        ? win_padded(p.h, p.peh, sy, p.dh, p.kh) * win_padded(p.w, p.pew, sx, p.dw, p.kw)
+                        : (hy - ly) * (hx - lx);
       y[i] = cnt > 0 ? (float)(sum / (double)cnt) : 0.0f;
     }
   }
@@ -742,7 +825,8 @@ static int pool_forward(FWD_ARGS) {
   pool2d p = make_pool2d(&g, a->count_include_pad);
   int64_t total = g.planes * g.out_plane;
   if (!total) return 0;
-  k_pool_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]), F(&out[0]));
+  k_pool_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]),
+                                                              F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_pool_fwd", st);
   return 0;
 }
@@ -756,8 +840,8 @@ static int pool_backward(BWD_ARGS) {
   pool2d p = make_pool2d(&g, a->count_include_pad);
   int64_t total = g.planes * g.in_plane;
   if (!total) return 0;
-  k_pool_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]), F(dout[0]),
-                                                              F(din[0]));
+  k_pool_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]),
+                                                              F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_pool_bwd", st);
   return 0;
 }
@@ -819,7 +903,8 @@ static int global_backward(BWD_ARGS) {
   plane_sizes(in[0], &planes, &inner);
   if (!planes || !inner) return 0;
   if (!strcmp(n->op->name, "GlobalMaxPool"))
-    k_gmp_bwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(planes, inner, F(in[0]), F(dout[0]), F(din[0]));
+    k_gmp_bwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(planes, inner, F(in[0]), F(dout[0]),
+                                                                     F(din[0]));
   else
     k_gap_bwd<<<amd_cu_blocks(planes * inner), 256, 0, amd_cu.stream>>>(planes, inner, F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("global pool backward", st);
@@ -837,10 +922,14 @@ struct ew_shape {
 
 __device__ __forceinline__ float ew_apply(int op, float x, float y) {
   switch (op) {
-  case EW_ADD: return x + y;
-  case EW_SUB: return x - y;
-  case EW_MUL: return x * y;
-  default: return x / y;
+  case EW_ADD:
+    return x + y;
+  case EW_SUB:
+    return x - y;
+  case EW_MUL:
+    return x * y;
+  default:
+    return x / y;
   }
 }
 
@@ -862,12 +951,18 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
   switch (op * 2 + which) {
   case EW_ADD * 2:
   case EW_ADD * 2 + 1:
-  case EW_SUB * 2: return g;
-  case EW_SUB * 2 + 1: return -g;
-  case EW_MUL * 2: return g * y;
-  case EW_MUL * 2 + 1: return g * x;
-  case EW_DIV * 2: return g / y;
-  default: return -(g * x / (y * y));
+  case EW_SUB * 2:
+    return g;
+  case EW_SUB * 2 + 1:
+    return -g;
+  case EW_MUL * 2:
+    return g * y;
+  case EW_MUL * 2 + 1:
+    return g * x;
+  case EW_DIV * 2:
+    return g / y;
+  default:
+    return -(g * x / (y * y));
   }
 }
 
@@ -904,7 +999,8 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
     double acc = 0;
     for (;;) {
       int64_t oo = 0, oa = 0, ob = 0;
-      for (int dd = 0; dd < s.rank; dd++) oo += idx[dd] * s.so[dd], oa += idx[dd] * s.sa[dd], ob += idx[dd] * s.sb[dd];
+      for (int dd = 0; dd < s.rank; dd++)
+        oo += idx[dd] * s.so[dd], oa += idx[dd] * s.sa[dd], ob += idx[dd] * s.sb[dd];
       float x = a[oa], y = b[ob], gv = g[oo];
       acc += (double)ew_grad(op, which, x, y, gv);
       int dd = s.rank - 1; /* advance the reduced dims, last fastest */
@@ -962,11 +1058,11 @@ static int ew_backward(BWD_ARGS) {
     if (!din[which]) continue;
     int64_t nop = amd_tensor_numel(which ? &bv : in[0]);
     if (nop == total)
-      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, F(in[0]), F(&bv),
-                                                                    F(dout[0]), F(din[which]));
+      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, F(in[0]),
+                                                                     F(&bv), F(dout[0]), F(din[which]));
     else
-      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, F(in[0]), F(&bv),
-                                                                       F(dout[0]), F(din[which]));
+      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, F(in[0]),
+                                                                        F(&bv), F(dout[0]), F(din[which]));
     AMD_CUDA_CHECK_LAUNCH("elementwise backward", st);
   }
   return 0;
@@ -994,8 +1090,8 @@ __global__ void k_sm_fwd(int64_t outer, int64_t len, int64_t inner, int is_log, 
   }
 }
 
-__global__ void k_sm_bwd(int64_t outer, int64_t len, int64_t inner, int is_log, const float *y, const float *g,
-                         float *dx) {
+__global__ void k_sm_bwd(int64_t outer, int64_t len, int64_t inner, int is_log, const float *y,
+                         const float *g, float *dx) {
   AMD_CU_LOOP(col, outer * inner) {
     int64_t r = col / inner, j = col % inner, base = r * len * inner + j;
     double acc = 0;
@@ -1033,12 +1129,15 @@ static int sm_backward(BWD_ARGS) {
   return 0;
 }
 
-/* ================================================================ copies: Flatten, Reshape, Identity, Squeeze, Unsqueeze */
+/* ================================================================ copies: Flatten, Reshape, Identity,
+ * Squeeze, Unsqueeze */
 
 static int copy_forward(FWD_ARGS) {
   (void)n, (void)ctx;
   size_t bytes = amd_tensor_nbytes(&out[0]);
-  if (bytes) AMD_CUDA_CHECK(cudaMemcpyAsync(out[0].data, in[0]->data, bytes, cudaMemcpyDeviceToDevice, amd_cu.stream), st);
+  if (bytes)
+    AMD_CUDA_CHECK(cudaMemcpyAsync(out[0].data, in[0]->data, bytes, cudaMemcpyDeviceToDevice, amd_cu.stream),
+                   st);
   return 0;
 }
 
@@ -1066,15 +1165,16 @@ static int concat_forward(FWD_ARGS) {
   for (int k = 0; k < n->n_in; k++) {
     size_t block = (size_t)(in[k]->dims[axis] * inner) * 4;
     if (block && outer)
-      AMD_CUDA_CHECK(cudaMemcpy2DAsync((char *)out[0].data + off, row, in[k]->data, block, block, (size_t)outer,
-                                       cudaMemcpyDeviceToDevice, amd_cu.stream),
+      AMD_CUDA_CHECK(cudaMemcpy2DAsync((char *)out[0].data + off, row, in[k]->data, block, block,
+                                       (size_t)outer, cudaMemcpyDeviceToDevice, amd_cu.stream),
                      st);
     off += block;
   }
   return 0;
 }
 
-__global__ void k_concat_bwd(int64_t outer, int64_t block, int64_t row, int64_t off, const float *g, float *d) {
+__global__ void k_concat_bwd(int64_t outer, int64_t block, int64_t row, int64_t off, const float *g,
+                             float *d) {
   AMD_CU_LOOP(i, outer * block) d[i] += g[(i / block) * row + off + i % block];
 }
 
@@ -1089,8 +1189,8 @@ static int concat_backward(BWD_ARGS) {
   for (int k = 0; k < n->n_in; k++) {
     int64_t block = in[k]->dims[axis] * inner;
     if (din[k] && block && outer) {
-      k_concat_bwd<<<amd_cu_blocks(outer * block), 256, 0, amd_cu.stream>>>(outer, block, row, off, F(dout[0]),
-                                                                            F(din[k]));
+      k_concat_bwd<<<amd_cu_blocks(outer * block), 256, 0, amd_cu.stream>>>(outer, block, row, off,
+                                                                            F(dout[0]), F(din[k]));
       AMD_CUDA_CHECK_LAUNCH("k_concat_bwd", st);
     }
     off += block;
@@ -1108,7 +1208,8 @@ __device__ __forceinline__ uint64_t splitmix_at(uint64_t s0, int64_t i) {
   return z ^ (z >> 31);
 }
 
-__global__ void k_dropout(int64_t cnt, uint64_t s0, double ratio, double scale, const float *x, float *y, int accumulate) {
+__global__ void k_dropout(int64_t cnt, uint64_t s0, double ratio, double scale, const float *x, float *y,
+                          int accumulate) {
   AMD_CU_LOOP(i, cnt) {
     double u = (double)(splitmix_at(s0, i) >> 11) * 0x1.0p-53;
     int keep = u >= ratio;
@@ -1127,14 +1228,16 @@ static int dropout_forward(FWD_ARGS) {
   int64_t cnt = amd_tensor_numel(in[0]);
   if (!training || ratio == 0) {
     if (cnt)
-      AMD_CUDA_CHECK(cudaMemcpyAsync(out[0].data, in[0]->data, (size_t)cnt * 4, cudaMemcpyDeviceToDevice, amd_cu.stream),
-                     st);
+      AMD_CUDA_CHECK(
+          cudaMemcpyAsync(out[0].data, in[0]->data, (size_t)cnt * 4, cudaMemcpyDeviceToDevice, amd_cu.stream),
+          st);
     return 0;
   }
   if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
   if (cnt) {
-    k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(in[0]), F(&out[0]), 0);
+    k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(in[0]),
+                                                             F(&out[0]), 0);
     AMD_CUDA_CHECK_LAUNCH("k_dropout", st);
   }
   ctx->rng += (uint64_t)cnt * 0x9e3779b97f4a7c15ULL; /* as cnt sequential draws */
@@ -1152,8 +1255,62 @@ static int dropout_backward(BWD_ARGS) {
   if (!training || ratio == 0) return add_into(F(din[0]), F(dout[0]), cnt, st);
   if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
-  k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(dout[0]), F(din[0]), 1);
+  k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(dout[0]), F(din[0]),
+                                                           1);
   AMD_CUDA_CHECK_LAUNCH("k_dropout", st);
+  return 0;
+}
+
+/* ================================================================ ReduceMean (trailing axes) */
+
+/* The [outer, inner] view when the reduced axes are exactly the trailing
+ * ones (dims of size 1 ignored); 0 when not. */
+static int mean_view(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *inner) {
+  amd_status st;
+  int mask[AMD_MAX_RANK];
+  const amd_tensor *x = in[0];
+  if (amd_red_mask(n, in, mask, &st) != 0) return 0;
+  int k = x->rank;
+  while (k > 0 && (mask[k - 1] || x->dims[k - 1] == 1)) k--;
+  for (int d = 0; d < k; d++)
+    if (mask[d] && x->dims[d] != 1) return 0;
+  *outer = prod(x->dims, 0, k);
+  *inner = prod(x->dims, k, x->rank);
+  return *inner > 0;
+}
+
+__global__ void k_mean_fwd(int64_t outer, int64_t inner, const float *x, float *y) {
+  AMD_CU_LOOP(o, outer) {
+    double acc = 0;
+    for (int64_t i = 0; i < inner; i++) acc += x[o * inner + i];
+    y[o] = (float)(acc / (double)inner);
+  }
+}
+
+__global__ void k_mean_bwd(int64_t total, int64_t inner, double scale, const float *g, float *dx) {
+  AMD_CU_LOOP(i, total) dx[i] += (float)(g[i / inner] * scale);
+}
+
+static int mean_forward(FWD_ARGS) {
+  (void)ctx;
+  int64_t outer, inner;
+  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  if (!outer) return 0;
+  k_mean_fwd<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_mean_fwd", st);
+  return 0;
+}
+
+static int mean_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  int64_t outer, inner;
+  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  int64_t total = outer * inner;
+  if (!total) return 0;
+  k_mean_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, inner, (double)outer / (double)total,
+                                                              F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_mean_bwd", st);
   return 0;
 }
 
@@ -1162,9 +1319,9 @@ static int dropout_backward(BWD_ARGS) {
 extern "C" {
 extern const amd_op amd_op_Conv, amd_op_Gemm, amd_op_MatMul, amd_op_BatchNormalization, amd_op_Relu,
     amd_op_LeakyRelu, amd_op_Sigmoid, amd_op_Tanh, amd_op_Clip, amd_op_MaxPool, amd_op_AveragePool,
-    amd_op_GlobalAveragePool, amd_op_GlobalMaxPool, amd_op_Add, amd_op_Sub, amd_op_Mul, amd_op_Div, amd_op_Flatten,
-    amd_op_Reshape, amd_op_Identity, amd_op_Squeeze, amd_op_Unsqueeze, amd_op_Concat, amd_op_Softmax,
-    amd_op_LogSoftmax, amd_op_Dropout;
+    amd_op_GlobalAveragePool, amd_op_GlobalMaxPool, amd_op_Add, amd_op_Sub, amd_op_Mul, amd_op_Div,
+    amd_op_Flatten, amd_op_Reshape, amd_op_Identity, amd_op_Squeeze, amd_op_Unsqueeze, amd_op_Concat,
+    amd_op_Softmax, amd_op_LogSoftmax, amd_op_Dropout, amd_op_ReduceMean;
 }
 
 static const amd_cu_op cu_ops[] = {
@@ -1194,6 +1351,7 @@ static const amd_cu_op cu_ops[] = {
     {&amd_op_Softmax, sm_forward, sm_backward, 0},
     {&amd_op_LogSoftmax, sm_forward, sm_backward, 0},
     {&amd_op_Dropout, dropout_forward, dropout_backward, 0x6u},
+    {&amd_op_ReduceMean, mean_forward, mean_backward, 0x2u},
 };
 
 const amd_cu_op *amd_cu_find_op(const amd_node *n) {
@@ -1230,5 +1388,9 @@ int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {
     return 1;
   }
   if (!strcmp(nm, "Dropout")) return !(n->n_out > 1 && n->out[1] >= 0); /* no mask output */
+  if (!strcmp(nm, "ReduceMean")) {
+    int64_t o, i;
+    return !in || (in[0] && mean_view(n, in, &o, &i));
+  }
   return 1;
 }

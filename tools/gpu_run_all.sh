@@ -40,22 +40,22 @@ if [ "$what" != bench ]; then
     done
   done
   t train-cli bash tests/gpu/train_gpu.sh $amd "$m" data/idx
+  t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \
+    --output-dir "$tmp/ds" --device cuda --debug-sync
+  t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
 fi
 if [ "$what" != tests ]; then
   echo "=== benchmarks"
-  common=(--epochs 1 --batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
-  for mode in acc32 am16; do
-    $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --mode $mode 2>&1 | grep -E "^epoch|device"
-  done
+  common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
+  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 2 --mode acc32 2>&1 | grep -E "^epoch|device"
+  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 20000 --mode am16 2>&1 | grep -E "^epoch"
   python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
   if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
     python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
-    for mode in acc32 am16; do
-      lim=2560
-      [ $mode = am16 ] && lim=512
-      $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" --limit $lim "${common[@]}" \
-        --mode $mode 2>&1 | grep -E "^epoch|device"
-    done
+    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 3 \
+      --mode acc32 2>&1 | grep -E "^epoch|device"
+    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 1 \
+      --limit 512 --mode am16 2>&1 | grep -E "^epoch"
     python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
   else
     echo "resnet18 export failed:"

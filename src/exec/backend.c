@@ -62,8 +62,8 @@ static void unstage(int n, amd_tensor *tmp, unsigned char *owned) {
     if (owned[k]) amd_tensor_free(&tmp[k]);
 }
 
-int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                             amd_tensor *out, int shapes_only, amd_status *st) {
+int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx,
+                             const amd_tensor *const *in, amd_tensor *out, int shapes_only, amd_status *st) {
   if (n->n_in > MAX_IN || n->n_out > MAX_OUT)
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
   int native = be->native(n, in);
@@ -79,7 +79,8 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
     rc = native ? be->alloc(&out[o], st) : amd_tensor_alloc(&out[o], st);
   int run_it = !shapes_only;
   for (int o = 0; shapes_only && o < n->n_out; o++) run_it |= out[o].dtype != AMD_FLOAT;
-  if (rc == 0 && run_it) rc = native ? be->forward(n, ctx, view, out, st) : n->op->forward(n, ctx, view, out, st);
+  if (rc == 0 && run_it)
+    rc = native ? be->forward(n, ctx, view, out, st) : n->op->forward(n, ctx, view, out, st);
   /* the fallback's float outputs move to the backend */
   for (int o = 0; rc == 0 && !native && be->device != AMD_DEVICE_CPU && o < n->n_out; o++) {
     if (out[o].dtype != AMD_FLOAT) continue;
@@ -94,16 +95,18 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
   if (rc)
     for (int o = 0; o < n_alloc; o++) {
       if (!out[o].data) continue;
-      if (out[o].device == AMD_DEVICE_CPU) amd_tensor_free(&out[o]);
-      else be->free(&out[o]);
+      if (out[o].device == AMD_DEVICE_CPU)
+        amd_tensor_free(&out[o]);
+      else
+        be->free(&out[o]);
     }
   unstage(n->n_in, tmp, owned);
   return rc;
 }
 
-int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                              const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
-                              amd_status *st) {
+int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx,
+                              const amd_tensor *const *in, const amd_tensor *out,
+                              const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   if (n->n_in > MAX_IN || n->n_out > MAX_OUT)
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
   if (be->native(n, in)) {
@@ -135,8 +138,10 @@ int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx 
   for (int k = 0; rc == 0 && k < n->n_in; k++) {
     vdin[k] = din[k];
     if (!din[k] || din[k]->device == AMD_DEVICE_CPU) continue;
-    if (amd_backend_download(be, din[k], &tdin[k], st)) rc = -1;
-    else own_din[k] = 1, vdin[k] = &tdin[k];
+    if (amd_backend_download(be, din[k], &tdin[k], st))
+      rc = -1;
+    else
+      own_din[k] = 1, vdin[k] = &tdin[k];
   }
   if (rc == 0) rc = n->op->backward(n, ctx, vin, hout, vdout, vdin, st);
   for (int k = 0; rc == 0 && k < n->n_in; k++)

@@ -50,8 +50,9 @@ typedef struct amd_backend {
    * definition and sums): adds to bs (may be NULL), writes the mean loss to
    * *mean, and when dz is non-NULL d(mean loss)/dz * scale into it (not
    * accumulated). pred (host, may be NULL): the argmax per sample. */
-  int (*softmax_xent)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float scale,
-                      float *dz, int64_t *pred, struct amd_batch_stats *bs, double *mean, amd_status *st);
+  int (*softmax_xent)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                      float scale, float *dz, int64_t *pred, struct amd_batch_stats *bs, double *mean,
+                      amd_status *st);
   int (*all_finite)(const float *p, int64_t n, int *ok, amd_status *st);
   int (*scale)(float *p, int64_t n, float f, amd_status *st);
   /* One optimizer step exactly as amd_optim_step (optim.c). */
@@ -65,13 +66,13 @@ extern const amd_backend amd_backend_cpu;
  * inputs of be->host_inputs staged on the host), any other with the op's CPU
  * forward on host copies, its float outputs then moved into backend memory.
  * Also runs the op's infer and allocates out[] (freed on error). */
-int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                             amd_tensor *out, int shapes_only, amd_status *st);
+int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx,
+                             const amd_tensor *const *in, amd_tensor *out, int shapes_only, amd_status *st);
 /* Backward of a node through be (native, or the op's CPU backward on host
  * copies with din downloaded, accumulated into and uploaded back). */
-int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
-                              const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
-                              amd_status *st);
+int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx *ctx,
+                              const amd_tensor *const *in, const amd_tensor *out,
+                              const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st);
 /* A host copy of t (dst owns new host memory; t on the host is copied too). */
 int amd_backend_download(const amd_backend *be, const amd_tensor *t, amd_tensor *dst, amd_status *st);
 /* A backend copy of host tensor t allocated with be->alloc. */

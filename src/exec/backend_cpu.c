@@ -43,8 +43,9 @@ static int cpu_mem_zero(void *p, size_t bytes, amd_status *st) {
   return 0;
 }
 
-static int cpu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float scale,
-                            float *dz, int64_t *pred, amd_batch_stats *bs, double *mean, amd_status *st) {
+static int cpu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                            float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
+                            amd_status *st) {
   (void)st;
   *mean = amd_softmax_xent(z, labels, n, c, smoothing, dz, pred, bs);
   if (dz && scale != 1.0f)
@@ -66,8 +67,8 @@ static int cpu_scale(float *p, int64_t n, float f, amd_status *st) {
   return 0;
 }
 
-static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state, int64_t n,
-                          amd_status *st) {
+static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+                          int64_t n, amd_status *st) {
   (void)st;
   amd_optim_step(o, lr, t, p, g, state, n);
   return 0;

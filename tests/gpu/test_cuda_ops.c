@@ -53,8 +53,8 @@ static int compare(const char *label, const char *what, int k, const amd_tensor 
 
 /* One case: in[k] host tensors (NULL: omitted); mult for the GEMM ops (NULL: acc32); train: ctx.training. */
 static void run_case(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
-                     amd_tensor **in, int n_in, int n_out, const amd_mult *mult, unsigned grad_mask, int train,
-                     int want_native, double tol) {
+                     amd_tensor **in, int n_in, int n_out, const amd_mult *mult, unsigned grad_mask,
+                     int train, int want_native, double tol) {
   amd_status st = {{0}};
   gc_node g;
   int ok = 1;
@@ -71,8 +71,10 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
   for (int k = 0; k < n_in; k++) {
     if (!in[k]) continue;
     dev_in[k] = &din_in[k];
-    if (in[k]->dtype == AMD_FLOAT) AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
-    else din_in[k] = *in[k]; /* shape and index inputs stay on the host */
+    if (in[k]->dtype == AMD_FLOAT)
+      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
+    else
+      din_in[k] = *in[k]; /* shape and index inputs stay on the host */
   }
   int native = gpu->native(&g.node, (const amd_tensor *const *)dev_in);
   if (native != want_native) {
@@ -80,7 +82,8 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     ok = 0;
   }
   amd_ctx cctx = {.training = train, .inference = !train, .rng = 777}, gctx = cctx;
-  if (amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in, cpu_out, 0, &st)) {
+  if (amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in, cpu_out, 0,
+                               &st)) {
     printf("FAIL %s: cpu forward: %s\n", label, st.msg);
     failed++;
     goto done;
@@ -111,11 +114,11 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     }
     const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
     cctx.rng = gctx.rng = 777;
-    int rc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in, cpu_out, cdo,
-                                       cdin, &st);
+    int rc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
+                                       cpu_out, cdo, cdin, &st);
     if (rc) printf("FAIL %s: cpu backward: %s\n", label, st.msg);
-    if (rc == 0 && (rc = amd_backend_backward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out,
-                                                   gdo, gdin, &st)))
+    if (rc == 0 && (rc = amd_backend_backward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in,
+                                                   gpu_out, gdo, gdin, &st)))
       printf("FAIL %s: gpu backward: %s\n", label, st.msg);
     if (rc) ok = 0;
     for (int k = 0; rc == 0 && k < n_in; k++)
@@ -179,7 +182,8 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
   { /* depthwise 3x3 stride 2 pad 1, bias */
     int64_t xd[4] = {2, 5, 8, 8}, wd[4] = {5, 1, 3, 3}, bd[1] = {5}, s[2] = {2, 2}, p[4] = {1, 1, 1, 1};
     amd_tensor x = T(4, xd, -1, 1), w = T(4, wd, -1, 1), b = T(1, bd, -1, 1), *in[3] = {&x, &w, &b};
-    Onnx__AttributeProto *a[3] = {gc_attr_ints("strides", 2, s), gc_attr_ints("pads", 4, p), gc_attr_int("group", 5)};
+    Onnx__AttributeProto *a[3] = {gc_attr_ints("strides", 2, s), gc_attr_ints("pads", 4, p),
+                                  gc_attr_int("group", 5)};
     snprintf(label, sizeof label, "Conv depthwise %s", mname);
     run_case(label, "Conv", 13, a, 3, in, 3, 1, m, 7, 1, 1, 2e-4);
     gc_attrs_free(a, 3);
@@ -204,7 +208,8 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
   { /* Gemm transA, alpha, beta, full C */
     int64_t ad[2] = {9, 5}, bd[2] = {9, 4}, cd[2] = {5, 4};
     amd_tensor A = T(2, ad, -1, 1), B = T(2, bd, -1, 1), C = T(2, cd, -1, 1), *in[3] = {&A, &B, &C};
-    Onnx__AttributeProto *a[3] = {gc_attr_int("transA", 1), gc_attr_float("alpha", 0.5f), gc_attr_float("beta", 2.0f)};
+    Onnx__AttributeProto *a[3] = {gc_attr_int("transA", 1), gc_attr_float("alpha", 0.5f),
+                                  gc_attr_float("beta", 2.0f)};
     snprintf(label, sizeof label, "Gemm transA alpha beta %s", mname);
     run_case(label, "Gemm", 13, a, 3, in, 3, 1, m, 7, 1, 1, 2e-4);
     gc_attrs_free(a, 3);
@@ -240,7 +245,8 @@ static void other_ops(void) {
     Onnx__AttributeProto *a[1] = {gc_attr_float("momentum", 0.9f)};
     run_case("BatchNormalization training", "BatchNormalization", 15, a, 1, in, 5, 3, NULL, 7, 1, 1, 1e-5);
     run_case("BatchNormalization inference", "BatchNormalization", 15, a, 1, in, 5, 1, NULL, 7, 0, 1, 1e-5);
-    run_case("BatchNormalization-9 training, 5 outputs", "BatchNormalization", 9, a, 1, in, 5, 5, NULL, 7, 1, 1, 1e-5);
+    run_case("BatchNormalization-9 training, 5 outputs", "BatchNormalization", 9, a, 1, in, 5, 5, NULL, 7, 1,
+             1, 1e-5);
     gc_attrs_free(a, 1);
     FREE(in, 5);
   }
@@ -256,7 +262,8 @@ static void other_ops(void) {
     run_case("Clip-6 (attributes)", "Clip", 6, c, 2, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(c, 2);
     amd_tensor lo = T(0, NULL, -0.7, -0.7), hi = T(0, NULL, 0.9, 0.9), *in3[3] = {&x, &lo, &hi};
-    run_case("Clip-13 (min/max inputs, staged on the host)", "Clip", 13, NULL, 0, in3, 3, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Clip-13 (min/max inputs, staged on the host)", "Clip", 13, NULL, 0, in3, 3, 1, NULL, 1, 1, 1,
+             1e-6);
     amd_tensor_free(&lo);
     amd_tensor_free(&hi);
   }
@@ -269,7 +276,8 @@ static void other_ops(void) {
     gc_attrs_free(a, 3);
     Onnx__AttributeProto *b[4] = {gc_attr_ints("kernel_shape", 2, k2), gc_attr_ints("pads", 4, p01),
                                   gc_attr_int("ceil_mode", 1), gc_attr_int("count_include_pad", 1)};
-    run_case("AveragePool 2x2 ceil count_include_pad", "AveragePool", 11, b, 4, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("AveragePool 2x2 ceil count_include_pad", "AveragePool", 11, b, 4, in1, 1, 1, NULL, 1, 1, 1,
+             1e-6);
     run_case("MaxPool 2x2 ceil", "MaxPool", 12, b, 3, in1, 1, 1, NULL, 1, 1, 1, 0);
     gc_attrs_free(b, 4);
     run_case("GlobalAveragePool", "GlobalAveragePool", 1, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
@@ -347,7 +355,14 @@ static void other_ops(void) {
     run_case("Conv-1d (host fallback)", "Conv", 13, NULL, 0, in2, 2, 1, NULL, 3, 1, 0, 1e-6);
     FREE(in2, 2);
     amd_tensor *in3[1] = {&x};
-    run_case("ReduceMean (host fallback)", "ReduceMean", 13, NULL, 0, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    run_case("ReduceMean all axes (native)", "ReduceMean", 13, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    int64_t sp[2] = {2, 3}, mid[1] = {1};
+    Onnx__AttributeProto *r[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
+    run_case("ReduceMean axes 2,3 (native)", "ReduceMean", 13, r, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    gc_attrs_free(r, 2);
+    Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)};
+    run_case("ReduceMean axis 1 (host fallback)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    gc_attrs_free(q, 1);
   }
   amd_tensor_free(&x);
 }
