@@ -23,7 +23,8 @@ logs=${VALGRIND_LOG_DIR:-$tmp}
 mkdir -p "$logs"
 pass=0 fail=0
 vg=(valgrind --tool=memcheck --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite
-  --error-exitcode=99 --track-origins=yes --num-callers=30)
+  --error-exitcode=99 --track-origins=yes --num-callers=30
+  --suppressions="$(dirname "$0")/valgrind_cuda.supp") # the CUDA libraries' load-time false positive
 train=(train "$models/lenet5_train.onnx" --data "mnist:$fashion" --limit 256 --epochs 1 --batch 64 --lr 0.02
   --checkpoint-dir "$tmp/ck" -o "$tmp/out.onnx")
 

@@ -8,6 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../exec/backend.h"
+#ifdef AMD_HAVE_CUDA
+#include "../../cuda/backend_cuda.h"
+#endif
+
 const char *amd_safe_name(const char *name, char *buf, size_t n) {
   size_t j = 0;
   for (; name[j] && j < n - 1; j++) {
@@ -49,4 +54,65 @@ int amd_parse_float(const char *s, float *out) {
   if (errno || end == s || *end || !isfinite(v)) return -1;
   *out = v;
   return 0;
+}
+
+int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, amd_status *st) {
+  *be = &amd_backend_cpu;
+  if (spec && strcmp(spec, "cpu") == 0) return 0;
+  int index = 0;
+  if (spec) {
+    const char *rest = NULL;
+    if (strcmp(spec, "cuda") == 0) rest = "";
+    else if (strncmp(spec, "cuda:", 5) == 0) rest = spec + 5;
+    if (!rest) return amd_fail(st, "--device %s: expected cpu, cuda or cuda:N", spec);
+    if (*rest) {
+      char *end;
+      long v = strtol(rest, &end, 10);
+      if (*end || v < 0 || v > 1024) return amd_fail(st, "--device %s: N must be a GPU index", spec);
+      index = (int)v;
+    }
+  }
+#ifdef AMD_HAVE_CUDA
+  char why[256] = "";
+  int count = amd_cuda_device_count(why, sizeof why);
+  if (count <= 0) {
+    if (!spec) return 0; /* no GPU: the CPU by default */
+    return amd_fail(st, "--device %s: no CUDA device is usable (%s)", spec, why);
+  }
+  if (index >= count)
+    return amd_fail(st, "--device %s: there %s only %d CUDA device%s", spec, count == 1 ? "is" : "are", count,
+                    count == 1 ? "" : "s");
+  return amd_cuda_backend_open(index, debug_sync, be, st);
+#else
+  (void)debug_sync;
+  (void)index;
+  if (!spec) return 0;
+  return amd_fail(st, "--device %s: this build has no CUDA backend (rebuild where nvcc is found)", spec);
+#endif
+}
+
+const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, char *buf, size_t n) {
+  int native = 0, listed = 0;
+  size_t k = 0;
+  char list[1024] = "";
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *nd = &g->nodes[i];
+    if (be->native(nd, NULL)) {
+      native++;
+      continue;
+    }
+    if (listed < 12 && k < sizeof list)
+      k += (size_t)snprintf(list + k, sizeof list - k, "%s%s (%s)", listed ? ", " : "", nd->name, nd->op->name);
+    else if (listed == 12 && k < sizeof list)
+      k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
+    listed++;
+  }
+  snprintf(buf, n, "%d of %d nodes native; host fallback: %s", native, g->n_nodes, listed ? list : "none");
+  return buf;
+}
+
+void amd_cli_backend_note(const char *cmd, const amd_graph *g, const amd_backend *be) {
+  if (be->device == AMD_DEVICE_CPU) return;
+  char buf[1400];
+  fprintf(stderr, "amdnn-onnx %s: device %s: %s\n", cmd, be->name, amd_cli_fallback_summary(g, be, buf, sizeof buf));
 }

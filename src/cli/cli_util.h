@@ -14,4 +14,18 @@ int amd_make_dir(const char *path, char *err, size_t err_len);
 int amd_parse_i64(const char *s, int64_t *out);
 int amd_parse_float(const char *s, float *out);
 
+struct amd_backend;
+struct amd_graph;
+struct amd_status;
+/* The backend for --device SPEC: "cpu", "cuda" or "cuda:N"; NULL picks cuda:0
+ * when this build has the CUDA backend and a GPU is present, else the CPU.
+ * Asking for cuda without one (or in a build without CUDA) is an error that
+ * says which. debug_sync: synchronise after every GPU kernel. */
+int amd_cli_backend(const char *spec, int debug_sync, const struct amd_backend **be, struct amd_status *st);
+/* One stderr line for a device backend: the device and the nodes that take
+ * the host fallback (nothing for the CPU). */
+void amd_cli_backend_note(const char *cmd, const struct amd_graph *g, const struct amd_backend *be);
+/* Writes "N of M nodes native; host fallback: name (Op), ..." for backend be into buf. */
+const char *amd_cli_fallback_summary(const struct amd_graph *g, const struct amd_backend *be, char *buf, size_t n);
+
 #endif

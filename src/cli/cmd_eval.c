@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../data/dataset.h"
+#include "../exec/backend.h"
 #include "../onnx/load.h"
 #include "../report/plot.h"
 #include "../report/profile.h"
@@ -17,7 +18,7 @@
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
-    "                       [--profile FILE.tsv]\n"
+    "                       [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -27,7 +28,9 @@ static const char usage[] =
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
     "samples of the split. --confusion draws the confusion matrix as a picture.\n"
     "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
-    "and writes the same rows to FILE.tsv.\n";
+    "and writes the same rows to FILE.tsv.\n"
+    "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
+    "--debug-sync synchronises after every GPU kernel.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -37,7 +40,8 @@ static double now_s(void) {
 
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
-             *profile = NULL;
+             *profile = NULL, *device = NULL;
+  int debug_sync = 0;
   int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -47,6 +51,8 @@ int amd_cmd_eval(int argc, char **argv) {
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
     else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
+    else if (!strcmp(a, "--device") && v) device = argv[++i];
+    else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
     else if (!strcmp(a, "--confusion") && v) {
       confusion_png = argv[++i];
       if (!amd_plot_available()) {
@@ -86,6 +92,9 @@ int amd_cmd_eval(int argc, char **argv) {
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
       amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st))
     goto fail;
+  const amd_backend *be;
+  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  amd_cli_backend_note("eval", g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
   if (ds.n_classes > n_out) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/backend.h"
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "../mult/mode_map.h"
@@ -16,6 +17,7 @@ static const char usage[] =
     "usage: amdnn-onnx grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
     "                       [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--backward-mode exact|MODE] [--label-smoothing EPS]\n"
+    "                       [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
     "Runs one batch X (TensorProto, the model's input) with labels Y (int64 or\n"
     "int32 [N]) in training mode, takes the mean softmax cross-entropy of the\n"
@@ -25,7 +27,9 @@ static const char usage[] =
     "digits, '.', '_' and '-' written with '_').\n"
     "--mode sets the multiplier of every Conv/Gemm/MatMul (default acc32);\n"
     "--mode-map overrides it for nodes named, or of an op type (Conv, Gemm, MatMul);\n"
-    "--backward-mode sets both backward GEMMs (default: each node's forward mode).\n";
+    "--backward-mode sets both backward GEMMs (default: each node's forward mode).\n"
+    "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
+    "--debug-sync synchronises after every GPU kernel.\n";
 
 /* Reads labels as int64 [N] (from int64 or int32, [N] or [N,1]). */
 static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *st) {
@@ -44,7 +48,9 @@ static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *s
 }
 
 int amd_cmd_grad(int argc, char **argv) {
-  const char *model = NULL, *xin = NULL, *yin = NULL, *outdir = NULL, *mode = "acc32", *bmode = NULL, *map = NULL;
+  const char *model = NULL, *xin = NULL, *yin = NULL, *outdir = NULL, *mode = "acc32", *bmode = NULL, *map = NULL,
+             *device = NULL;
+  int debug_sync = 0;
   float smoothing = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -58,6 +64,8 @@ int amd_cmd_grad(int argc, char **argv) {
     else if (!strcmp(a, "--mode") && has) mode = argv[++i];
     else if (!strcmp(a, "--backward-mode") && has) bmode = argv[++i];
     else if (!strcmp(a, "--mode-map") && has) map = argv[++i];
+    else if (!strcmp(a, "--device") && has) device = argv[++i];
+    else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
     else if (!strcmp(a, "--label-smoothing") && has) {
       if (amd_parse_float(argv[++i], &smoothing) || smoothing < 0 || smoothing >= 1) {
         fprintf(stderr, "amdnn-onnx grad: --label-smoothing needs a number in [0, 1)\n");
@@ -89,8 +97,12 @@ int amd_cmd_grad(int argc, char **argv) {
   if (read_labels(yin, x.dims[0], &labels, &st)) goto fail;
   if (amd_trainer_init(&t, g, NULL, &st)) goto fail;
   if (t.warning[0]) fprintf(stderr, "amdnn-onnx grad: warning: %s\n", t.warning);
+  const amd_backend *be;
+  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  amd_cli_backend_note("grad", g, be);
   double loss;
   if (amd_trainer_step_grads(&t, &x, labels, smoothing, 1.0f, &loss, NULL, &st)) goto fail;
+  if (amd_trainer_sync_host(&t, NULL, 0, &st)) goto fail;
   if (amd_make_dir(outdir, st.msg, sizeof st.msg)) goto fail;
   char path[4096], safe[256];
   amd_tensor lt = {.dtype = AMD_FLOAT, .rank = 0};

@@ -8,7 +8,11 @@
 #include "../exec/exec.h"
 #include "../mult/mode_map.h"
 #include "../onnx/load.h"
+#include "cli_util.h"
 #include "commands.h"
+#ifdef AMD_HAVE_CUDA
+#include "../../cuda/backend_cuda.h"
+#endif
 #include "onnx.pb-c.h"
 
 static const char usage[] =
@@ -159,6 +163,12 @@ int amd_cmd_info(int argc, char **argv) {
   else
     printf("MACs per sample: unknown (shape inference stopped: %s)\n", st.msg);
   printf("nodes: %d\n", g->n_nodes);
+#ifdef AMD_HAVE_CUDA
+  {
+    char summary[1400];
+    printf("CUDA backend: %s\n", amd_cli_fallback_summary(g, &amd_backend_cuda, summary, sizeof summary));
+  }
+#endif
   printf("  %4s  %-36s %-20s %-18s %14s  %s\n", "#", "name", "op", "output (batch 1)", "MACs",
          "multiplier (forward / backward)");
   for (int i = 0; i < g->n_nodes; i++) {

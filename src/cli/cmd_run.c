@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../exec/backend.h"
 #include "../exec/exec.h"
 #include "../mult/mode_map.h"
 #include "../onnx/load.h"
@@ -16,8 +17,10 @@
 static const char usage[] =
     "usage: amdnn-onnx run MODEL.onnx --input [NAME=]FILE.pb ... --output-dir DIR\n"
     "                      [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                      [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
-    "Runs MODEL on the CPU in inference mode. Each --input gives one graph input\n"
+    "Runs MODEL on the CPU or a GPU (--device; default cuda when a GPU is\n"
+    "present; --debug-sync synchronises after every GPU kernel). Each --input gives one graph input\n"
     "as a serialized TensorProto file; without NAME= the inputs are taken in the\n"
     "graph's order. Each output is written to DIR/<output name>.pb (DIR is\n"
     "created if missing; characters other than letters, digits, '.', '_' and '-'\n"
@@ -29,7 +32,8 @@ static const char usage[] =
 #define MAX_INPUTS 64
 
 int amd_cmd_run(int argc, char **argv) {
-  const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL;
+  const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL, *device = NULL;
+  int debug_sync = 0;
   const char *in_spec[MAX_INPUTS];
   int n_spec = 0;
   for (int i = 1; i < argc; i++) {
@@ -48,6 +52,10 @@ int amd_cmd_run(int argc, char **argv) {
       mode = argv[++i];
     } else if (strcmp(argv[i], "--mode-map") == 0 && i + 1 < argc) {
       map = argv[++i];
+    } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
+    } else if (strcmp(argv[i], "--debug-sync") == 0) {
+      debug_sync = 1;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "amdnn-onnx run: unknown or incomplete option '%s'\n\n%s", argv[i], usage);
       return 2;
@@ -110,6 +118,8 @@ int amd_cmd_run(int argc, char **argv) {
     goto fail;
   }
   amd_ctx ctx = {0};
+  if (amd_cli_backend(device, debug_sync, &ctx.backend, &st)) goto fail;
+  amd_cli_backend_note("run", g, ctx.backend);
   if (amd_exec_forward(g, &ctx, inputs, outputs, &st)) goto fail;
   if (amd_make_dir(outdir, st.msg, sizeof st.msg)) goto fail;
   for (int k = 0; k < g->n_outputs; k++) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../data/dataset.h"
+#include "../exec/backend.h"
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "../onnx/write.h"
@@ -97,7 +98,8 @@ static const char usage[] =
     "  --walltime T           stop with a checkpoint before T (e.g. 47h30m, 90m, 3600s)\n"
     "                         and exit 3; SIGTERM and SIGINT do the same\n"
     "  --stop-after N         stop after N optimizer steps as --walltime would (tests resuming)\n"
-    "  --device cpu           (the CUDA backend comes later)\n"
+    "  --device DEV           cpu or cuda[:N] (default: cuda when a GPU is present)\n"
+    "  --debug-sync           synchronise after every GPU kernel (finds a faulting kernel)\n"
     "several processes (launched by mpirun or srun; see the README):\n"
     "  --batch N              is per rank: the global batch is ranks x N\n"
     "  --sync-bn              BatchNormalization statistics over the global batch\n"
@@ -109,12 +111,12 @@ static const char usage[] =
 #define METRICS_BYTES 65536
 
 typedef struct train_cfg {
-  const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer, *schedule, *augment,
-      *freeze;
+  const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
+      *schedule, *augment, *freeze, *device;
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn;
+  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync;
   int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
@@ -230,12 +232,8 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--schedule")) c->schedule = v;
     else if (OPT("--augment")) c->augment = v;
     else if (OPT("--freeze")) c->freeze = v;
-    else if (OPT("--device")) {
-      if (strcmp(v, "cpu") != 0) {
-        fprintf(stderr, "amdnn-onnx train: --device %s: this build has only the CPU backend\n", v);
-        return -1;
-      }
-    }
+    else if (OPT("--device")) c->device = v;
+    else if (!strcmp(a, "--debug-sync")) c->debug_sync = 1;
     else if (OPT("--epochs")) bad = amd_parse_i64(v, &c->epochs) || c->epochs < 1;
     else if (OPT("--batch")) bad = amd_parse_i64(v, &c->batch) || c->batch < 1;
     else if (OPT("--seed")) bad = amd_parse_i64(v, &c->seed);
@@ -330,6 +328,7 @@ static int ckpt_sections(run_state *r, amd_ckpt_section *s) {
 static int save_checkpoint(run_state *r, amd_status *st) {
   if (r->dist.rank != 0) return 0; /* every rank holds the same state */
   amd_ckpt_section s[8];
+  if (amd_trainer_sync_host(&r->t, r->opt_state, r->n_opt, st)) return -1;
   r->pos.aug_rng = r->pos.aug_rng; /* kept current by the loop */
   r->pos.dropout_rng = r->t.ctx.rng;
   gather_buffers(r, 1);
@@ -360,6 +359,7 @@ static int load_checkpoint(run_state *r, int *found, amd_status *st) {
                     saved_config, r->config);
   r->pos = saved;
   gather_buffers(r, 0);
+  if (amd_trainer_sync_device(&r->t, r->opt_state, r->n_opt, st)) return -1;
   r->t.ctx.rng = saved.dropout_rng;
   *found = 1;
   printf("resuming from %s: epoch %lld, batch %lld, step %lld\n", path, (long long)saved.epoch + 1,
@@ -471,6 +471,10 @@ static int setup(run_state *r, amd_status *st) {
   if (amd_trainer_init(&r->t, r->g, &topts, st)) return -1;
   if (r->t.warning[0]) fprintf(stderr, "amdnn-onnx train: warning: %s\n", r->t.warning);
   if (c->reinit) printf("--reinit: %d initializers re-initialised from seed %lld\n", amd_trainer_reinit(&r->t, (uint64_t)c->seed), (long long)c->seed);
+  const amd_backend *be;
+  if (amd_cli_backend(c->device, c->debug_sync, &be, st)) return -1;
+  if (amd_trainer_set_backend(&r->t, be, st)) return -1;
+  amd_cli_backend_note("train", r->g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&r->t, &r->ds, &n_out, st)) return -1;
   if (r->ds.n_classes > n_out)
@@ -612,7 +616,9 @@ int amd_cmd_train(int argc, char **argv) {
                               &bs, &st))
         goto fail;
       /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
-      int bad_grads = p->loss_scale == 1.0 && isfinite(loss) && !amd_trainer_grads_finite(&r.t);
+      int finite = 1;
+      if ((p->loss_scale != 1.0 || isfinite(loss)) && amd_trainer_grads_finite(&r.t, &finite, &st)) goto fail;
+      int bad_grads = p->loss_scale == 1.0 && isfinite(loss) && !finite;
       if (!isfinite(loss) || bad_grads) {
         fprintf(stderr,
                 "amdnn-onnx train: the %s at epoch %lld, batch %lld (step %lld); stopping before the step%s\n",
@@ -624,20 +630,21 @@ int amd_cmd_train(int argc, char **argv) {
         goto done;
       }
       lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
-      if (p->loss_scale != 1.0 && !amd_trainer_grads_finite(&r.t)) {
+      if (p->loss_scale != 1.0 && !finite) {
         /* an overflowing product: skip the step, halve the scale */
         p->loss_scale = p->loss_scale > 1.0 ? p->loss_scale * 0.5 : 1.0;
         p->scale_good = 0;
         p->skipped++;
       } else {
         if (p->loss_scale != 1.0) {
-          amd_trainer_scale_grads(&r.t, (float)(1.0 / p->loss_scale));
+          if (amd_trainer_scale_grads(&r.t, (float)(1.0 / p->loss_scale), &st)) goto fail;
           if (++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
         }
         p->step++;
         double t_opt = now_s();
-        amd_optim_step(&r.opt, lr, p->step, r.t.params, r.t.grads, r.opt_state, r.t.n_floats);
-        amd_trainer_update_stats(&r.t);
+        if (amd_trainer_optim_step(&r.t, &r.opt, lr, p->step, r.opt_state, r.n_opt, &st) ||
+            amd_trainer_update_stats(&r.t, &st))
+          goto fail;
         if (amd_dist_sync_stats(dist, &r.t, &st)) goto fail;
         if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
       }
@@ -730,6 +737,7 @@ int amd_cmd_train(int argc, char **argv) {
       fprintf(stderr, "rank %d: parameter checksum %016llx\n", dist->rank, (unsigned long long)sum);
     printf("parameters identical on all %d ranks (checksum %016llx)\n", dist->size, (unsigned long long)sum);
   }
+  if (amd_trainer_sync_host(&r.t, r.opt_state, r.n_opt, &st)) goto fail;
   if (dist->rank == 0 && amd_graph_write(r.g, c->out, 1, &st)) goto fail;
   printf("wrote %s (%.1f s of training)\n", c->out, r.pos.train_seconds);
   rc = 0;

@@ -38,7 +38,9 @@ typedef enum amd_dtype {
   AMD_BFLOAT16 = 16,
 } amd_dtype;
 
-enum { AMD_DEVICE_CPU = 0 };
+/* Device tags: host memory, or device memory of the CUDA backend (the backend
+ * knows which GPU; a process uses one). */
+enum { AMD_DEVICE_CPU = 0, AMD_DEVICE_CUDA = 1 };
 
 typedef struct amd_tensor {
   amd_dtype dtype;

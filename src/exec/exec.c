@@ -57,41 +57,96 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   memset(r, 0, sizeof *r);
   r->g = g;
+  r->be = &amd_backend_cpu;
   r->pinned = -1;
   size_t nv = (size_t)g->n_values + 1;
   r->vals = calloc(nv, sizeof *r->vals);
   r->owned = calloc(nv, 1);
   r->readers = calloc(nv, sizeof *r->readers);
   r->node_rng = calloc((size_t)g->n_nodes + 1, sizeof *r->node_rng);
-  if (!r->vals || !r->owned || !r->readers || !r->node_rng) {
+  r->inits = calloc(nv, sizeof *r->inits);
+  r->init_owned = calloc(nv, 1);
+  r->in_dev = calloc((size_t)g->n_inputs + 1, sizeof *r->in_dev);
+  if (!r->vals || !r->owned || !r->readers || !r->node_rng || !r->inits || !r->init_owned || !r->in_dev) {
     amd_run_free(r);
     return amd_fail(st, "out of memory");
   }
   return 0;
 }
 
-void amd_run_clear(amd_run *r, const amd_ctx *ctx) {
-  const amd_backend *be = ctx && ctx->backend ? ctx->backend : &amd_backend_cpu;
-  if (!r->vals) return;
+/* init_owned: 0 = use the graph's initializer, 1 = a backend copy the run
+ * owns, 2 = set by amd_run_set_init (borrowed). */
+static void free_inits(amd_run *r, int keep_preset) {
+  for (int i = 0; r->inits && i < r->g->n_values; i++) {
+    if (r->init_owned[i] == 2 && keep_preset) continue;
+    if (r->init_owned[i] == 1) r->be->free(&r->inits[i]);
+    r->init_owned[i] = 0;
+    memset(&r->inits[i], 0, sizeof r->inits[i]);
+  }
+}
+
+void amd_run_set_init(amd_run *r, int v, const amd_tensor *t) {
+  if (r->init_owned[v] == 1) r->be->free(&r->inits[v]);
+  r->inits[v] = *t;
+  r->init_owned[v] = 2;
+}
+
+int amd_run_set_backend(amd_run *r, const amd_backend *be, amd_status *st) {
+  amd_run_clear(r, NULL);
+  free_inits(r, 1);
+  r->be = be;
+  if (be->device == AMD_DEVICE_CPU) return 0;
   for (int i = 0; i < r->g->n_values; i++) {
-    if (r->owned[i]) be->free(&r->vals[i]);
+    const amd_value *v = &r->g->values[i];
+    if (!v->is_initializer || v->init.dtype != AMD_FLOAT || r->init_owned[i]) continue;
+    if (amd_backend_upload(be, &v->init, &r->inits[i], st))
+      return amd_fail_prefix(st, "initializer '%s' to the %s backend", v->name, be->name);
+    r->init_owned[i] = 1;
+  }
+  return 0;
+}
+
+void amd_run_clear(amd_run *r, const amd_ctx *ctx) {
+  (void)ctx;
+  if (!r->vals) return;
+  const amd_backend *be = r->be;
+  for (int i = 0; i < r->g->n_values; i++) {
+    if (r->owned[i]) {
+      if (r->vals[i].device == AMD_DEVICE_CPU) amd_tensor_free(&r->vals[i]);
+      else be->free(&r->vals[i]);
+    }
     r->owned[i] = 0;
     memset(&r->vals[i], 0, sizeof r->vals[i]);
   }
+  for (int i = 0; r->in_dev && i < r->g->n_inputs; i++)
+    if (r->in_dev[i].data) {
+      be->free(&r->in_dev[i]);
+      memset(&r->in_dev[i], 0, sizeof r->in_dev[i]);
+    }
 }
 
 void amd_run_free(amd_run *r) {
   if (r->vals && r->g) amd_run_clear(r, NULL);
+  if (r->inits && r->g) free_inits(r, 0);
   free(r->vals);
   free(r->owned);
   free(r->readers);
   free(r->node_rng);
+  free(r->inits);
+  free(r->init_owned);
+  free(r->in_dev);
   memset(r, 0, sizeof *r);
+}
+
+/* Frees a value's tensor wherever it lives. */
+static void free_val(const amd_backend *be, amd_tensor *t) {
+  if (t->device == AMD_DEVICE_CPU) amd_tensor_free(t);
+  else be->free(t);
 }
 
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st) {
   const amd_graph *g = r->g;
-  const amd_backend *be = ctx->backend ? ctx->backend : &amd_backend_cpu;
+  const amd_backend *be = r->be;
   amd_tensor *vals = r->vals;
   amd_run_clear(r, ctx);
   const char *bound_name[64];
@@ -101,9 +156,14 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     const amd_value *v = &g->values[g->inputs[i]];
     if (check_input(g, v, &inputs[i], bound_name, bound_dim, &n_bound, st)) return -1;
     vals[g->inputs[i]] = inputs[i];
+    if (be->device != AMD_DEVICE_CPU && inputs[i].device == AMD_DEVICE_CPU && inputs[i].dtype == AMD_FLOAT) {
+      if (amd_backend_upload(be, &inputs[i], &r->in_dev[i], st))
+        return amd_fail_prefix(st, "input '%s' to the %s backend", v->name, be->name);
+      vals[g->inputs[i]] = r->in_dev[i];
+    }
   }
   for (int i = 0; i < g->n_values; i++) {
-    if (g->values[i].is_initializer) vals[i] = g->values[i].init;
+    if (g->values[i].is_initializer) vals[i] = r->init_owned[i] ? r->inits[i] : g->values[i].init;
     r->readers[i] = 0;
   }
   for (int i = 0; i < g->n_nodes; i++)
@@ -116,37 +176,22 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     const amd_node *n = &g->nodes[i];
     if (n->n_in > 64 || n->n_out > 16)
       return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
-    if (!be->supports(n))
+    if (!n->op->infer || !n->op->forward)
       return amd_fail(st, "node '%s': op %s is not implemented on the %s backend", n->name, n->op->name,
                       be->name);
     memset(in, 0, sizeof in); /* an op that looks past n_in finds NULL, not the last node's inputs */
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? &vals[n->in[k]] : NULL;
     memset(out, 0, sizeof out);
-    if (n->op->infer(n, in, out, st)) return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
-    for (int o = 0; o < n->n_out; o++) {
-      if (be->alloc(&out[o], st)) {
-        for (int q = 0; q < o; q++) be->free(&out[q]);
-        return amd_fail_prefix(st, "node '%s' (%s) output %d", n->name, n->op->name, o);
-      }
-    }
-    int run_it = 1;
-    if (ctx->shapes_only) {
-      run_it = 0;
-      for (int o = 0; o < n->n_out; o++)
-        if (out[o].dtype != AMD_FLOAT) run_it = 1;
-    }
     r->node_rng[i] = ctx->rng;
     double t0 = AMD_PROF_T0;
-    if (run_it && be->forward(n, ctx, in, out, st)) {
-      for (int o = 0; o < n->n_out; o++) be->free(&out[o]);
+    if (amd_backend_forward_node(be, n, ctx, in, out, ctx->shapes_only, st))
       return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
-    }
     if (amd_prof_on) amd_prof_op_add(n->op->name, n->op->is_gemm, 0, amd_prof_clock() - t0);
     if (ctx->on_node) ctx->on_node(ctx->user, n, in, out);
     for (int o = 0; o < n->n_out; o++) {
       int v = n->out[o];
       if (v < 0) {
-        be->free(&out[o]); /* omitted optional output */
+        free_val(be, &out[o]); /* omitted optional output */
         continue;
       }
       vals[v] = out[o];
@@ -157,7 +202,7 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
       if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned) {
-        be->free(&vals[v]);
+        free_val(be, &vals[v]);
         r->owned[v] = 0;
       }
     }
@@ -169,13 +214,15 @@ int amd_exec_forward(const amd_graph *g, amd_ctx *ctx, const amd_tensor *inputs,
                      amd_status *st) {
   amd_run r;
   if (amd_run_init(&r, g, st)) return -1;
-  int rc = amd_run_forward(&r, ctx, inputs, 0, st);
+  int rc = 0;
+  if (ctx->backend && ctx->backend != &amd_backend_cpu) rc = amd_run_set_backend(&r, ctx->backend, st);
+  if (rc == 0) rc = amd_run_forward(&r, ctx, inputs, 0, st);
   for (int k = 0; rc == 0 && k < g->n_outputs; k++) {
     int v = g->outputs[k];
-    if (r.owned[v]) { /* hand the buffer over; a value listed twice is copied the second time */
+    if (r.owned[v] && r.vals[v].device == AMD_DEVICE_CPU) { /* hand the buffer over; a value listed twice is copied the second time */
       outputs[k] = r.vals[v];
       r.owned[v] = 0;
-    } else if (amd_tensor_copy(&outputs[k], &r.vals[v], st)) {
+    } else if (amd_backend_download(r.be, &r.vals[v], &outputs[k], st)) {
       for (int j = 0; j < k; j++) amd_tensor_free(&outputs[j]);
       rc = -1;
     }

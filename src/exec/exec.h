@@ -1,9 +1,15 @@
-/* The CPU forward executor: runs the graph node by node in topological order.
+/* The forward executor: runs the graph node by node in topological order on
+ * a backend (backend.h: the CPU, or the CUDA backend with its host fallback).
  *
  * For each node: check that its op supports the input dtypes (the op's infer
  * does), infer output shapes from the actual inputs (symbolic dims such as the
  * batch are bound here, on every call), allocate the outputs, run forward,
- * free each intermediate after its last reader. */
+ * free each intermediate after its last reader.
+ *
+ * A run is bound to one backend (amd_run_set_backend; the CPU by default).
+ * On a backend with its own memory the run keeps a backend copy of every float
+ * initializer (inits[v]) and of the caller's float inputs; the graph's host
+ * initializers stay the reference for writing the model back. */
 #ifndef AMD_EXEC_H
 #define AMD_EXEC_H
 
@@ -11,8 +17,14 @@
 #include "../ops/op.h"
 
 /* The state of one pass over the graph: a runtime tensor per value. */
+struct amd_backend;
+
 typedef struct amd_run {
   const amd_graph *g;
+  const struct amd_backend *be; /* where the tensors live (never NULL after init) */
+  amd_tensor *inits;      /* per value: the initializer as this backend sees it */
+  unsigned char *init_owned; /* inits[v] was allocated by the run (a backend copy) */
+  amd_tensor *in_dev;     /* per graph input: the backend copy of the caller's tensor */
   amd_tensor *vals;       /* per value; initializers and caller inputs are borrowed */
   unsigned char *owned;   /* vals[i] was allocated by this run */
   int *readers;           /* remaining readers during a pass */
@@ -21,15 +33,22 @@ typedef struct amd_run {
 } amd_run;
 
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st);
-/* Runs every node. keep = 1 keeps every intermediate (for backward); keep = 0
+/* Binds the run to a backend: frees the last pass and the old backend's
+ * initializer copies, and makes a backend copy of every float initializer
+ * that is not already given by amd_run_set_init. */
+int amd_run_set_backend(amd_run *r, const struct amd_backend *be, amd_status *st);
+/* Points initializer v at t (backend memory, not owned by the run), e.g. a
+ * parameter inside the trainer's device block; call before amd_run_set_backend. */
+void amd_run_set_init(amd_run *r, int v, const amd_tensor *t);
+/* Runs every node on r->be (ctx->backend is ignored). keep = 1 keeps every intermediate (for backward); keep = 0
  * frees each after its last reader (graph outputs stay). The previous pass's
  * tensors are freed first. */
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st);
-/* Frees the tensors of the last pass (ctx may be NULL: CPU backend). */
+/* Frees the tensors of the last pass (ctx is not used). */
 void amd_run_clear(amd_run *r, const amd_ctx *ctx);
 void amd_run_free(amd_run *r);
 
-/* inputs[i] feeds g->inputs[i]; its dtype and rank must match the declared
+/* On ctx->backend (NULL: the CPU). inputs[i] feeds g->inputs[i]; its dtype and rank must match the declared
  * ones, and each fixed (non-symbolic) declared dim must match. On success
  * outputs[k] (n = g->n_outputs) hold newly allocated host tensors that the
  * caller frees. */

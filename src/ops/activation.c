@@ -27,17 +27,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "op.h"
+#include "attrs.h"
 
 #define BIT(t) (1u << (t))
 #define M_FLT (BIT(AMD_FLOAT) | BIT(AMD_DOUBLE))
 #define M_SINT (BIT(AMD_INT8) | BIT(AMD_INT16) | BIT(AMD_INT32) | BIT(AMD_INT64))
 #define M_UINT (BIT(AMD_UINT8) | BIT(AMD_UINT16) | BIT(AMD_UINT32) | BIT(AMD_UINT64))
 
-typedef struct act_attrs {
-  float alpha;        /* LeakyRelu */
-  float min, max;     /* Clip before opset 11 */
-} act_attrs;
+
 
 static int unary_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
                        unsigned mask, const char *types, amd_status *st) {
@@ -177,7 +174,7 @@ static int abs_forward(FWD_ARGS) {
 /* ---- LeakyRelu ---- */
 
 static int leakyrelu_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->alpha = amd_attr_float(p, "alpha", 0.01f);
   return 0;
@@ -186,7 +183,7 @@ static int leakyrelu_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st
 UNARY_INFER(leakyrelu_infer, M_FLT, "float, double")
 static int leakyrelu_forward(FWD_ARGS) {
   FWD_SETUP;
-  const act_attrs *a = n->attrs;
+  const amd_act_attrs *a = n->attrs;
   float af = a->alpha;
   double ad = a->alpha;
   switch (x->dtype) {
@@ -260,7 +257,7 @@ static int prelu_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
 /* ---- Clip ---- */
 
 static int clip_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->min = amd_attr_float(p, "min", -FLT_MAX);
   a->max = amd_attr_float(p, "max", FLT_MAX);
@@ -312,7 +309,7 @@ static int clip_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
       lo = tmin ? amd_tensor_get_f64(tmin, 0) : -INFINITY;
       hi = tmax ? amd_tensor_get_f64(tmax, 0) : INFINITY;
     } else {
-      const act_attrs *a = n->attrs;
+      const amd_act_attrs *a = n->attrs;
       lo = a->min;
       hi = a->max;
     }
@@ -402,7 +399,7 @@ UNARY_BWD(reciprocal, -g *u *u, -g *u *u)
 
 static int leakyrelu_backward(BWD_ARGS) {
   BWD_SETUP;
-  const act_attrs *a = n->attrs;
+  const amd_act_attrs *a = n->attrs;
   float af = a->alpha;
   double ad = a->alpha;
   if (x->dtype == AMD_FLOAT)
@@ -420,7 +417,7 @@ static int clip_backward(BWD_ARGS) {
     lo = tmin ? amd_tensor_get_f64(tmin, 0) : -INFINITY;
     hi = tmax ? amd_tensor_get_f64(tmax, 0) : INFINITY;
   } else {
-    const act_attrs *a = n->attrs;
+    const amd_act_attrs *a = n->attrs;
     lo = a->min;
     hi = a->max;
   }

@@ -27,7 +27,7 @@
 
 #include "../gemm/gemm.h"
 #include "../report/profile.h"
-#include "op.h"
+#include "attrs.h"
 
 #ifdef _OPENMP
 #define AMD_PRAGMA(x) _Pragma(#x)
@@ -35,26 +35,10 @@
 #define AMD_PRAGMA(x)
 #endif
 
-#define SP (AMD_MAX_RANK - 2) /* at most this many spatial dimensions */
+#define SP AMD_SP
 
 
-typedef struct conv_attrs {
-  int auto_pad;
-  int64_t group;
-  int n_kernel, n_strides, n_dilations, n_pads; /* -1: attribute absent */
-  int64_t kernel_shape[SP];
-  int64_t strides[SP];
-  int64_t dilations[SP];
-  int64_t pads[2 * SP];
-} conv_attrs;
 
-/* Everything a forward pass needs, resolved against the actual input shapes. */
-typedef struct conv_geom {
-  int nsp;                        /* spatial dimensions */
-  int64_t n, c, m, group, cg, mg; /* batch, channels in/out, per group */
-  int64_t in[SP], k[SP], out[SP], stride[SP], dil[SP], pad0[SP];
-  int64_t isize, osize, kvol; /* prod(in), prod(out), prod(k) */
-} conv_geom;
 
 static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, int *n,
                      amd_status *st) {
@@ -64,7 +48,7 @@ static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, i
 }
 
 static int conv_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
-  conv_attrs *a = amd_attrs_new(node, sizeof *a, st);
+  amd_conv_attrs *a = amd_attrs_new(node, sizeof *a, st);
   if (!a) return -1;
   if (amd_attr_auto_pad(p, &a->auto_pad, st)) return -1;
   a->group = amd_attr_int(p, "group", 1);
@@ -85,7 +69,7 @@ static int conv_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) 
   return 0;
 }
 
-static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_tensor *w, conv_geom *g,
+int amd_conv_geometry(const amd_conv_attrs *a, const amd_tensor *x, const amd_tensor *w, amd_conv_geom *g,
                          amd_status *st) {
   char s1[128], s2[128];
   if (x->rank < 3)
@@ -165,12 +149,12 @@ static int conv_geometry(const conv_attrs *a, const amd_tensor *x, const amd_ten
 }
 
 static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  const conv_attrs *a = node->attrs;
+  const amd_conv_attrs *a = node->attrs;
   if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "Conv needs inputs X and W");
   const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
   if (amd_require_float(x, "input X", st) || amd_require_float(w, "weight W", st)) return -1;
-  conv_geom g;
-  if (conv_geometry(a, x, w, &g, st)) return -1;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (b) {
     char s[128];
     if (amd_require_float(b, "bias B", st)) return -1;
@@ -189,7 +173,7 @@ static int conv_infer(const amd_node *node, const amd_tensor *const *in, amd_ten
 /* Unfolds one group's channels x (cg x isize) into col ((cg * kvol) x osize):
  * row (c, kernel position), column (output position), both row-major. The
  * last spatial dimension is the inner loop; the others advance an odometer. */
-static void im2col(const conv_geom *g, const float *x, float *col) {
+static void im2col(const amd_conv_geom *g, const float *x, float *col) {
   const int L = g->nsp - 1;
   const int64_t rows = g->cg * g->kvol, olast = g->out[L], outer = g->osize / (olast ? olast : 1);
   const int64_t s = g->stride[L], inl = g->in[L];
@@ -241,10 +225,10 @@ static void im2col(const conv_geom *g, const float *x, float *col) {
 static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
   (void)ctx;
-  const conv_attrs *a = node->attrs;
+  const amd_conv_attrs *a = node->attrs;
   const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
-  conv_geom g;
-  if (conv_geometry(a, x, w, &g, st)) return -1;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   const float *xd = x->data, *wd = w->data;
   float *yd = out[0].data;
   const int64_t kdim = g.cg * g.kvol;
@@ -290,7 +274,7 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
 /* The adjoint of im2col: adds col ((cg * kvol) x osize) onto dx (cg x isize)
  * at the input positions each entry was read from. Threads split channels, so
  * no two write the same element; rows of one channel are added in row order. */
-static void col2im_add(const conv_geom *g, const float *col, float *dx) {
+static void col2im_add(const amd_conv_geom *g, const float *col, float *dx) {
   const int L = g->nsp - 1;
   const int64_t olast = g->out[L], outer = g->osize / (olast ? olast : 1);
   const int64_t s = g->stride[L], inl = g->in[L];
@@ -340,12 +324,12 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
                          amd_status *st) {
   (void)ctx;
   (void)out;
-  const conv_attrs *a = node->attrs;
+  const amd_conv_attrs *a = node->attrs;
   const amd_tensor *x = in[0], *w = in[1], *dy = dout[0];
   amd_tensor *dx = din[0], *dw = din[1], *db = node->n_in > 2 && in[2] ? din[2] : NULL;
   if (!dy) return 0;
-  conv_geom g;
-  if (conv_geometry(a, x, w, &g, st)) return -1;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (amd_require_float(dy, "gradient dY", st)) return -1;
   const float *xd = x->data, *wd = w->data, *dyd = dy->data;
   const int64_t kdim = g.cg * g.kvol;

@@ -21,19 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
-typedef struct {
-  int legacy;     /* node binds to opset < 7 */
-  int broadcast;  /* legacy broadcast attribute */
-  int has_axis;
-  int64_t axis;   /* legacy axis attribute */
-} ew_attrs;
+
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 
 static int ew_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  ew_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_ew_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->legacy = n->since < 7;
   if (a->legacy) {
@@ -57,9 +52,9 @@ static int ew_dtype_ok(amd_dtype t) {
 
 /* The B operand as seen by numpy broadcasting: for the legacy forms, B's dims
  * placed inside a rank-of-A shape of ones. */
-static int ew_operand_b(const amd_node *n, const amd_tensor *a, const amd_tensor *b, amd_tensor *bv,
+int amd_ew_operand_b(const amd_node *n, const amd_tensor *a, const amd_tensor *b, amd_tensor *bv,
                         amd_status *st) {
-  const ew_attrs *at = n->attrs;
+  const amd_ew_attrs *at = n->attrs;
   *bv = *b;
   if (!at || !at->legacy) return 0;
   char sa[128], sb[128];
@@ -94,7 +89,7 @@ static int ew_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *
                     amd_dtype_name(b->dtype));
   if (!ew_dtype_ok(a->dtype)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(a->dtype));
   amd_tensor bv;
-  if (ew_operand_b(n, a, b, &bv, st)) return -1;
+  if (amd_ew_operand_b(n, a, b, &bv, st)) return -1;
   amd_tensor o = {0};
   if (amd_broadcast_shape(a, &bv, &o, st)) return -1;
   amd_tensor_set_shape(&out[0], a->dtype, o.rank, o.dims);
@@ -229,7 +224,7 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
                       amd_status *st) {
   const amd_tensor *a = in[0];
   amd_tensor bv;
-  if (ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  if (amd_ew_operand_b(n, a, in[1], &bv, st)) return -1;
   amd_tensor *o = &out[0];
   ew_inner_fn fn = ew_kernel(o->dtype, op);
   if (!fn) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(o->dtype));
@@ -366,7 +361,7 @@ static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, c
   if (!dout[0]) return 0;
   const amd_tensor *a = in[0], *o = &out[0];
   amd_tensor bv;
-  if (ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  if (amd_ew_operand_b(n, a, in[1], &bv, st)) return -1;
   amd_dtype t = o->dtype;
   if (t != AMD_FLOAT && t != AMD_DOUBLE)
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));

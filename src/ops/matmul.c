@@ -25,17 +25,14 @@
 
 #include "../gemm/gemm.h"
 #include "../report/profile.h"
-#include "op.h"
+#include "attrs.h"
 
 /* ---- Gemm ---- */
 
-typedef struct gemm_attrs {
-  float alpha, beta;
-  int trans_a, trans_b;
-} gemm_attrs;
+
 
 static int gemm_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
-  gemm_attrs *a = amd_attrs_new(node, sizeof *a, st);
+  amd_gemm_attrs *a = amd_attrs_new(node, sizeof *a, st);
   if (!a) return -1;
   a->alpha = amd_attr_float(p, "alpha", 1.0f);
   a->beta = amd_attr_float(p, "beta", 1.0f);
@@ -45,7 +42,7 @@ static int gemm_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) 
 }
 
 static int gemm_infer(const amd_node *node, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  const gemm_attrs *a = node->attrs;
+  const amd_gemm_attrs *a = node->attrs;
   if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "Gemm needs inputs A and B");
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL;
   char s1[128], s2[128];
@@ -81,7 +78,7 @@ static int gemm_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
                         amd_status *st) {
   (void)ctx;
   (void)st;
-  const gemm_attrs *a = node->attrs;
+  const amd_gemm_attrs *a = node->attrs;
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL;
   int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->trans_a ? A->dims[0] : A->dims[1];
   float *y = out[0].data;
@@ -106,7 +103,7 @@ static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
                          const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
                          amd_status *st) {
   (void)ctx;
-  const gemm_attrs *a = node->attrs;
+  const amd_gemm_attrs *a = node->attrs;
   const amd_tensor *A = in[0], *B = in[1], *C = node->n_in > 2 ? in[2] : NULL, *dY = dout[0];
   amd_tensor *dA = din[0], *dB = din[1], *dC = C ? din[2] : NULL;
   if (!dY) return 0;
@@ -172,12 +169,9 @@ const amd_op amd_op_Gemm = {
 /* ---- MatMul ---- */
 
 /* The batch shape (broadcast of the leading dimensions) and the matrix sizes. */
-typedef struct mm_shape {
-  int64_t M, N, K;
-  amd_tensor batch_a, batch_b, batch; /* shapes only */
-} mm_shape;
 
-static int mm_shapes(const amd_tensor *A, const amd_tensor *B, mm_shape *s, amd_status *st) {
+
+int amd_mm_shapes(const amd_tensor *A, const amd_tensor *B, amd_mm_shape *s, amd_status *st) {
   char s1[128], s2[128];
   if (A->rank < 1 || B->rank < 1)
     return amd_fail(st, "MatMul inputs must have rank >= 1 (A %s, B %s)", amd_shape_str(A, s1, sizeof s1),
@@ -204,8 +198,8 @@ static int matmul_infer(const amd_node *node, const amd_tensor *const *in, amd_t
   if (node->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "MatMul needs inputs A and B");
   const amd_tensor *A = in[0], *B = in[1];
   if (amd_require_float(A, "input A", st) || amd_require_float(B, "input B", st)) return -1;
-  mm_shape s;
-  if (mm_shapes(A, B, &s, st)) return -1;
+  amd_mm_shape s;
+  if (amd_mm_shapes(A, B, &s, st)) return -1;
   int64_t dims[AMD_MAX_RANK + 2];
   int r = s.batch.rank;
   memcpy(dims, s.batch.dims, sizeof(int64_t) * (size_t)r);
@@ -220,8 +214,8 @@ static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *
                           amd_status *st) {
   (void)ctx;
   const amd_tensor *A = in[0], *B = in[1];
-  mm_shape s;
-  if (mm_shapes(A, B, &s, st)) return -1;
+  amd_mm_shape s;
+  if (amd_mm_shapes(A, B, &s, st)) return -1;
   const float *a = A->data, *b = B->data;
   float *y = out[0].data;
   const int64_t M = s.M, N = s.N, K = s.K, mk = M * K, kn = K * N, mn = M * N;
@@ -264,8 +258,8 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
   amd_tensor *dA = din[0], *dB = din[1];
   if (!dY || (!dA && !dB)) return 0;
   if (amd_require_float(dY, "gradient dY", st)) return -1;
-  mm_shape s;
-  if (mm_shapes(A, B, &s, st)) return -1;
+  amd_mm_shape s;
+  if (amd_mm_shapes(A, B, &s, st)) return -1;
   const float *a = A->data, *b = B->data, *dy = dY->data;
   float *da = dA ? dA->data : NULL, *db = dB ? dB->data : NULL;
   const int64_t M = s.M, N = s.N, K = s.K, mk = M * K, kn = K * N, mn = M * N;

@@ -37,17 +37,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
-typedef struct bn_attrs {
-  double epsilon;
-  double momentum;
-  int training_mode;  /* opset >= 14 attribute */
-  int spatial;        /* opset <= 7 attribute (default 1) */
-} bn_attrs;
+
 
 static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  bn_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_bn_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->epsilon = amd_attr_float(p, "epsilon", 1e-5f);
   a->momentum = amd_attr_float(p, "momentum", 0.9f);
@@ -60,8 +55,8 @@ static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 }
 
 /* The single place that decides between batch and running statistics. */
-static int bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
-  const bn_attrs *a = n->attrs;
+int amd_bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
+  const amd_bn_attrs *a = n->attrs;
   /* The trainer and `eval` decide for the whole graph; `run` follows the model. */
   if (ctx && ctx->inference) return 0;
   if (ctx && ctx->training) return 1;
@@ -76,7 +71,7 @@ static int bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx) {
 static int is_float_like(amd_dtype t) { return t == AMD_FLOAT || t == AMD_DOUBLE; }
 
 /* Number of parameter entries per sample: C (spatial) or C*D1*...*Dk. */
-static int64_t bn_param_count(const bn_attrs *a, const amd_tensor *x) {
+static int64_t bn_param_count(const amd_bn_attrs *a, const amd_tensor *x) {
   int64_t c = x->dims[1];
   if (!a->spatial)
     for (int i = 2; i < x->rank; i++) c *= x->dims[i];
@@ -84,7 +79,7 @@ static int64_t bn_param_count(const bn_attrs *a, const amd_tensor *x) {
 }
 
 static int bn_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  const bn_attrs *a = n->attrs;
+  const amd_bn_attrs *a = n->attrs;
   static const char *names[] = {"X", "scale", "B", "mean", "var"};
   if (n->n_in < 5) return amd_fail(st, "BatchNormalization needs 5 inputs, got %d", n->n_in);
   for (int k = 0; k < 5; k++) {
@@ -125,7 +120,7 @@ static int out_wanted(const amd_node *n, amd_tensor *out, int k) {
 
 static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                       amd_status *st) {
-  const bn_attrs *a = n->attrs;
+  const amd_bn_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   int64_t batch = x->dims[0], inner = 1;
   for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
@@ -145,7 +140,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
     var[c] = amd_tensor_get_f64(in[4], c);
   }
 
-  int batch_stats = bn_use_batch_stats(n, ctx);
+  int batch_stats = amd_bn_use_batch_stats(n, ctx);
   const float *xf = x->dtype == AMD_FLOAT ? x->data : NULL;
   const double *xd = x->dtype == AMD_DOUBLE ? x->data : NULL;
   int64_t count = batch * sp; /* samples behind the statistics (every rank's with sync_stats) */
@@ -252,7 +247,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
 static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)out;
-  const bn_attrs *a = n->attrs;
+  const amd_bn_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *dy = dout[0];
   amd_tensor *dx = din[0], *dscale = din[1], *dbias = din[2];
   if (!dy || (!dx && !dscale && !dbias)) return 0;
@@ -261,7 +256,7 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   int64_t batch = x->dims[0], inner = 1;
   for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
   int64_t ch = bn_param_count(a, x), sp = a->spatial ? inner : 1, cnt = batch * sp;
-  int batch_stats = bn_use_batch_stats(n, ctx);
+  int batch_stats = amd_bn_use_batch_stats(n, ctx);
   int f32 = x->dtype == AMD_FLOAT;
   /* Per channel: mean, (count), variance, sum(dy), sum(dy * (x - m)); with
    * sync_stats the sums are over every rank's batch (dy is then the gradient

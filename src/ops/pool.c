@@ -34,33 +34,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
-enum { POOL_MAX, POOL_AVG };
+enum { POOL_MAX = AMD_POOL_MAX, POOL_AVG = AMD_POOL_AVG };
 
-#define POOL_MAX_SPATIAL (AMD_MAX_RANK - 2)
-
-typedef struct pool_attrs {
-  int kind;  /* POOL_MAX / POOL_AVG */
-  int nk;    /* spatial rank, from kernel_shape */
-  int64_t kernel[POOL_MAX_SPATIAL];
-  int64_t strides[POOL_MAX_SPATIAL];
-  int64_t dilations[POOL_MAX_SPATIAL];
-  int64_t pads[2 * POOL_MAX_SPATIAL]; /* begins then ends */
-  int auto_pad;
-  int ceil_mode;
-  int count_include_pad;
-  int storage_order;
-} pool_attrs;
-
-/* Resolved geometry for one input shape. */
-typedef struct pool_geom {
-  int nk;
-  int64_t in[POOL_MAX_SPATIAL], out[POOL_MAX_SPATIAL];
-  int64_t k[POOL_MAX_SPATIAL], s[POOL_MAX_SPATIAL], d[POOL_MAX_SPATIAL];
-  int64_t pb[POOL_MAX_SPATIAL], pe[POOL_MAX_SPATIAL];
-  int64_t planes, in_plane, out_plane;
-} pool_geom;
+#define POOL_MAX_SPATIAL AMD_SP
 
 /* ---- attributes ---- */
 
@@ -84,7 +62,7 @@ static int read_ints(const Onnx__NodeProto *p, const char *name, int64_t *dst, i
 }
 
 static int pool_parse_common(amd_node *n, const Onnx__NodeProto *p, int kind, amd_status *st) {
-  pool_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_pool_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->kind = kind;
   int cnt = amd_attr_ints(p, "kernel_shape", a->kernel, POOL_MAX_SPATIAL);
@@ -120,7 +98,7 @@ static int avgpool_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-static int pool_geometry(const pool_attrs *a, const amd_tensor *x, pool_geom *g, amd_status *st) {
+int amd_pool_geometry(const amd_pool_attrs *a, const amd_tensor *x, amd_pool_geom *g, amd_status *st) {
   if (x->rank != a->nk + 2) {
     char s[128];
     return amd_fail(st, "X has shape %s; kernel_shape has %d dims, so X needs rank %d (N, C, ...)",
@@ -177,7 +155,7 @@ static int pool_geometry(const pool_attrs *a, const amd_tensor *x, pool_geom *g,
 }
 
 static int pool_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  const pool_attrs *a = n->attrs;
+  const amd_pool_attrs *a = n->attrs;
   if (n->n_in < 1 || !in[0]) return amd_fail(st, "input X is required");
   const amd_tensor *x = in[0];
   if (a->kind == POOL_MAX) {
@@ -192,8 +170,8 @@ static int pool_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor
                       amd_dtype_name(x->dtype));
     if (n->n_out > 1) return amd_fail(st, "AveragePool has 1 output, got %d", n->n_out);
   }
-  pool_geom g;
-  if (pool_geometry(a, x, &g, st)) return -1;
+  amd_pool_geom g;
+  if (amd_pool_geometry(a, x, &g, st)) return -1;
   int64_t dims[AMD_MAX_RANK];
   dims[0] = x->dims[0];
   dims[1] = x->dims[1];
@@ -205,7 +183,7 @@ static int pool_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor
 
 /* Window of output coordinate o along spatial dim i: first input coordinate
  * and the range [lo, hi) of kernel taps that land inside the input. */
-static inline void win_range(const pool_geom *g, int i, int64_t o, int64_t *start, int64_t *lo,
+static inline void win_range(const amd_pool_geom *g, int i, int64_t o, int64_t *start, int64_t *lo,
                              int64_t *hi) {
   int64_t s0 = o * g->s[i] - g->pb[i], d = g->d[i];
   int64_t l = s0 < 0 ? (-s0 + d - 1) / d : 0;
@@ -217,14 +195,14 @@ static inline void win_range(const pool_geom *g, int i, int64_t o, int64_t *star
 }
 
 /* Number of taps of the window inside the padded input (count_include_pad). */
-static inline int64_t win_padded_count(const pool_geom *g, int i, int64_t start) {
+static inline int64_t win_padded_count(const amd_pool_geom *g, int i, int64_t start) {
   int64_t lim = g->in[i] + g->pe[i] - start, d = g->d[i];
   int64_t c = lim <= 0 ? 0 : (lim + d - 1) / d;
   return c > g->k[i] ? g->k[i] : c;
 }
 
 /* Flat row-major spatial offset -> column-major spatial offset. */
-static int64_t to_col_major(const pool_geom *g, int64_t off) {
+static int64_t to_col_major(const amd_pool_geom *g, int64_t off) {
   int64_t coord[POOL_MAX_SPATIAL];
   for (int i = g->nk - 1; i >= 0; i--) {
     coord[i] = off % g->in[i];
@@ -272,7 +250,7 @@ static int64_t to_col_major(const pool_geom *g, int64_t off) {
   }
 
 #define DEFINE_MAXPOOL(NAME, T, LOWEST)                                                      \
-  static void NAME(const pool_geom *g, const T *x, T *y, int64_t *ind, int col_major) {      \
+  static void NAME(const amd_pool_geom *g, const T *x, T *y, int64_t *ind, int col_major) {      \
     T best = LOWEST;                                                                         \
     int64_t bidx = -1;                                                                       \
     POOL_LOOP(                                                                               \
@@ -299,7 +277,7 @@ DEFINE_MAXPOOL(maxpool_i8, int8_t, INT8_MIN)
 DEFINE_MAXPOOL(maxpool_u8, uint8_t, 0)
 
 #define DEFINE_AVGPOOL(NAME, T)                                                              \
-  static void NAME(const pool_geom *g, const T *x, T *y, int include_pad) {                  \
+  static void NAME(const amd_pool_geom *g, const T *x, T *y, int include_pad) {                  \
     double sum = 0;                                                                          \
     int64_t cnt = 0;                                                                         \
     POOL_LOOP(                                                                               \
@@ -324,7 +302,7 @@ typedef struct win1d {
   int64_t start, lo, hi, padded; /* padded: taps inside the padded input */
 } win1d;
 
-static win1d *win_table(const pool_geom *g, int i) {
+static win1d *win_table(const amd_pool_geom *g, int i) {
   win1d *w = malloc(sizeof *w * (size_t)(g->out[i] > 0 ? g->out[i] : 1));
   if (!w) return NULL;
   for (int64_t o = 0; o < g->out[i]; o++) {
@@ -335,7 +313,7 @@ static win1d *win_table(const pool_geom *g, int i) {
 }
 
 #define DEFINE_MAXPOOL2D(NAME, T, LOWEST)                                                    \
-  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y) { \
+  static void NAME(const amd_pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y) { \
     const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
     for (int64_t p = 0; p < g->planes; p++) {                                                \
       const T *xp = x + p * g->in_plane;                                                     \
@@ -368,7 +346,7 @@ DEFINE_MAXPOOL2D(maxpool2d_i8, int8_t, INT8_MIN)
 DEFINE_MAXPOOL2D(maxpool2d_u8, uint8_t, 0)
 
 #define DEFINE_AVGPOOL2D(NAME, T)                                                            \
-  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y,   \
+  static void NAME(const amd_pool_geom *g, const win1d *wh, const win1d *ww, const T *x, T *y,   \
                    int include_pad) {                                                        \
     const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];  \
     for (int64_t p = 0; p < g->planes; p++) {                                                \
@@ -395,7 +373,7 @@ DEFINE_AVGPOOL2D(avgpool2d_f64, double)
 
 /* Runs the 2-D fast path; 1 when it does not apply (not 2-D, Indices wanted,
  * dtype), -1 on allocation failure. */
-static int pool2d_fast(const pool_attrs *a, const pool_geom *g, const amd_tensor *x, amd_tensor *y,
+static int pool2d_fast(const amd_pool_attrs *a, const amd_pool_geom *g, const amd_tensor *x, amd_tensor *y,
                        int want_indices, amd_status *st) {
   if (g->nk != 2 || want_indices) return 1;
   if (a->kind == POOL_AVG && x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE) return 1;
@@ -428,10 +406,10 @@ static int pool2d_fast(const pool_attrs *a, const pool_geom *g, const amd_tensor
 static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
   (void)ctx;
-  const pool_attrs *a = n->attrs;
+  const amd_pool_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
-  pool_geom g;
-  if (pool_geometry(a, x, &g, st)) return -1;
+  amd_pool_geom g;
+  if (amd_pool_geometry(a, x, &g, st)) return -1;
   int64_t *ind = a->kind == POOL_MAX && n->n_out > 1 && n->out[1] >= 0 ? out[1].data : NULL;
   int fast = pool2d_fast(a, &g, x, &out[0], ind != NULL, st);
   if (fast <= 0) return fast;
@@ -460,7 +438,7 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 /* Generic N-d backward over POOL_LOOP: MaxPool sends dy to the recomputed
  * argmax; AveragePool spreads dy/count over the in-bounds taps. */
 #define DEFINE_MAXPOOL_BWD(NAME, T)                                                                          \
-  static void NAME(const pool_geom *g, const T *x, const T *dy, T *dx) {                                     \
+  static void NAME(const amd_pool_geom *g, const T *x, const T *dy, T *dx) {                                     \
     T best = -INFINITY;                                                                                      \
     int64_t bidx = -1;                                                                                       \
     POOL_LOOP(                                                                                               \
@@ -481,7 +459,7 @@ DEFINE_MAXPOOL_BWD(maxpool_bwd_f32, float)
 DEFINE_MAXPOOL_BWD(maxpool_bwd_f64, double)
 
 #define DEFINE_AVGPOOL_BWD(NAME, T)                                                                          \
-  static void NAME(const pool_geom *g, const T *dy, T *dx, int include_pad) {                                \
+  static void NAME(const amd_pool_geom *g, const T *dy, T *dx, int include_pad) {                                \
     T gv = 0;                                                                                                \
     POOL_LOOP(                                                                                               \
         g,                                                                                                   \
@@ -499,7 +477,7 @@ DEFINE_AVGPOOL_BWD(avgpool_bwd_f64, double)
 
 /* 2-D backward fast paths (same window tables and tap order as forward). */
 #define DEFINE_POOL2D_BWD(NAME, T)                                                                           \
-  static void NAME(const pool_geom *g, const win1d *wh, const win1d *ww, const T *x, const T *dy, T *dx,     \
+  static void NAME(const amd_pool_geom *g, const win1d *wh, const win1d *ww, const T *x, const T *dy, T *dx,     \
                    int is_max, int include_pad) {                                                            \
     const int64_t W = g->in[1], OH = g->out[0], OW = g->out[1], dh = g->d[0], dw = g->d[1];                  \
     for (int64_t p = 0; p < g->planes; p++) {                                                                \
@@ -543,14 +521,14 @@ static int pool_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
                          const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx;
   (void)out;
-  const pool_attrs *a = n->attrs;
+  const amd_pool_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *dy = dout[0];
   amd_tensor *dx = din[0];
   if (!dy || !dx) return 0;
   if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
     return amd_fail(st, "%s: no gradient for dtype %s", n->op->name, amd_dtype_name(x->dtype));
-  pool_geom g;
-  if (pool_geometry(a, x, &g, st)) return -1;
+  amd_pool_geom g;
+  if (amd_pool_geometry(a, x, &g, st)) return -1;
   int is_max = a->kind == POOL_MAX, cip = a->count_include_pad, f32 = x->dtype == AMD_FLOAT;
   if (g.nk == 2) {
     win1d *wh = win_table(&g, 0), *ww = win_table(&g, 1);

@@ -20,20 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
 enum { RED_SUM, RED_MEAN, RED_MAX };
 
-typedef struct {
-  int keepdims;
-  int noop_with_empty_axes;
-  int axes_from_input; /* this version takes axes as input 1 */
-  int n_axes;          /* -1: attribute absent */
-  int64_t axes[AMD_MAX_RANK];
-} red_attrs;
+
 
 static int red_parse_common(amd_node *n, const Onnx__NodeProto *p, int input_since, amd_status *st) {
-  red_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_red_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->keepdims = amd_attr_int(p, "keepdims", 1) != 0;
   a->noop_with_empty_axes = amd_attr_int(p, "noop_with_empty_axes", 0) != 0;
@@ -68,8 +62,8 @@ static int red_dtype_ok(amd_dtype t, int kind) {
 
 /* Which dims are reduced (mask[d] = 1). Returns 1 when the node is a no-op
  * (empty axes with noop_with_empty_axes), 0 otherwise, -1 on error. */
-static int red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, amd_status *st) {
-  const red_attrs *a = n->attrs;
+int amd_red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, amd_status *st) {
+  const amd_red_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   int64_t axes[AMD_MAX_RANK];
   int n_axes = 0;
@@ -110,13 +104,13 @@ static int red_infer_kind(int kind, const amd_node *n, const amd_tensor *const *
   const amd_tensor *x = in[0];
   if (!red_dtype_ok(x->dtype, kind)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
   int mask[AMD_MAX_RANK];
-  int r = red_mask(n, in, mask, st);
+  int r = amd_red_mask(n, in, mask, st);
   if (r < 0) return -1;
   if (r == 1) {
     amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
     return 0;
   }
-  const red_attrs *a = n->attrs;
+  const amd_red_attrs *a = n->attrs;
   int64_t dims[AMD_MAX_RANK];
   int rank = 0;
   for (int d = 0; d < x->rank; d++) {
@@ -257,7 +251,7 @@ static int red_forward_kind(int kind, const amd_node *n, const amd_tensor *const
   const amd_tensor *x = in[0];
   amd_tensor *o = &out[0];
   int mask[AMD_MAX_RANK];
-  int r = red_mask(n, in, mask, st);
+  int r = amd_red_mask(n, in, mask, st);
   if (r < 0) return -1;
   if (r == 1) {
     memcpy(o->data, x->data, amd_tensor_nbytes(x));
@@ -396,7 +390,7 @@ static int red_backward_kind(int kind, const amd_node *n, const amd_tensor *cons
   if (t != AMD_FLOAT && t != AMD_DOUBLE)
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
   int mask[AMD_MAX_RANK];
-  int r = red_mask(n, in, mask, st);
+  int r = amd_red_mask(n, in, mask, st);
   if (r < 0) return -1;
   int64_t n_in = amd_tensor_numel(x);
   if (r == 1) { /* no-op: pass-through */

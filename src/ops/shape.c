@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -159,14 +159,12 @@ static int backward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
 }
 
 /* A single int64 axis attribute (Flatten, Concat, Gather). */
-typedef struct axis_attrs {
-  int64_t axis;
-} axis_attrs;
+
 
 /* ---------------------------------------------------------------- Flatten */
 
 static int flatten_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", 1);
   return 0;
@@ -174,7 +172,7 @@ static int flatten_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) 
 
 static int flatten_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   if (need_in(n, in, 0, "input", st)) return -1;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   size_t es;
   if (elem_size(x, "input", &es, st)) return -1;
@@ -508,7 +506,7 @@ const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze",
 /* ---------------------------------------------------------------- Concat */
 
 static int concat_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   if (n->since >= 4 && !amd_attr_find(p, "axis")) return amd_fail(st, "Concat needs an axis attribute");
   a->axis = amd_attr_int(p, "axis", 1);
@@ -516,7 +514,7 @@ static int concat_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 }
 
 static int concat_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   if (n->n_in < 1) return amd_fail(st, "Concat needs at least one input");
   for (int k = 0; k < n->n_in; k++)
     if (need_in(n, in, k, "data", st)) return -1;
@@ -547,7 +545,7 @@ static int concat_infer(const amd_node *n, const amd_tensor *const *in, amd_tens
 static int concat_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                           amd_status *st) {
   (void)ctx;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   int axis = amd_axis(a->axis, out[0].rank, st);
   if (axis < 0) return -1;
   size_t es = amd_dtype_size(out[0].dtype);
@@ -568,7 +566,7 @@ static int concat_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
                            const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx;
   if (!dout[0]) return 0;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   amd_dtype t = out[0].dtype;
   if (grad_dtype_ok(t, st)) return -1;
   int axis = amd_axis(a->axis, out[0].rank, st);
@@ -650,7 +648,7 @@ const amd_op amd_op_Shape = {.name = "Shape",
 /* ---------------------------------------------------------------- Gather */
 
 static int gather_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", 0);
   return 0;
@@ -658,7 +656,7 @@ static int gather_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
 
 static int gather_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   if (need_in(n, in, 0, "data", st)) return -1;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *idx = in[1];
   if (need_in(n, in, 1, "indices", st)) return -1;
   size_t es;
@@ -681,7 +679,7 @@ static int gather_infer(const amd_node *n, const amd_tensor *const *in, amd_tens
 static int gather_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                           amd_status *st) {
   (void)ctx;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *idx = in[1];
   int axis = amd_axis(a->axis, x->rank, st);
   if (axis < 0) return -1;
@@ -713,7 +711,7 @@ static int gather_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
                            const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx, (void)out;
   if (!dout[0] || !din[0]) return 0;
-  const axis_attrs *a = n->attrs;
+  const amd_axis_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *idx = in[1];
   if (grad_dtype_ok(x->dtype, st)) return -1;
   int axis = amd_axis(a->axis, x->rank, st);
@@ -927,12 +925,10 @@ const amd_op amd_op_Cast = {.name = "Cast",
 
 /* ---------------------------------------------------------------- Dropout */
 
-typedef struct dropout_attrs {
-  float ratio; /* opset < 12: the attribute; later the optional input 1 */
-} dropout_attrs;
+
 
 static int dropout_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  dropout_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_dropout_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->ratio = amd_attr_float(p, "ratio", 0.5f);
   return 0;
@@ -961,9 +957,9 @@ static uint64_t splitmix64(uint64_t *s) {
 }
 
 /* The ratio and whether this pass drops (shared by forward and backward). */
-static void dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
+void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
                          int *training) {
-  const dropout_attrs *a = n->attrs;
+  const amd_dropout_attrs *a = n->attrs;
   *ratio = a->ratio;
   *training = ctx && ctx->training;
   if (n->since >= 12) {
@@ -978,7 +974,7 @@ static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   const amd_tensor *x = in[0];
   double ratio;
   int training;
-  dropout_mode(n, ctx, in, &ratio, &training);
+  amd_dropout_mode(n, ctx, in, &ratio, &training);
   int has_mask = n->n_out > 1 && n->out[1] >= 0 && out[1].data;
   int64_t cnt = amd_tensor_numel(x);
   if (!training || ratio == 0) {
@@ -1013,7 +1009,7 @@ static int dropout_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
   if (grad_dtype_ok(x->dtype, st)) return -1;
   double ratio;
   int training;
-  dropout_mode(n, ctx, in, &ratio, &training);
+  amd_dropout_mode(n, ctx, in, &ratio, &training);
   int64_t cnt = amd_tensor_numel(x);
   if (!training || ratio == 0) {
     grad_add(x->dtype, din[0]->data, dout[0]->data, cnt);

@@ -15,23 +15,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
-typedef struct {
-  int64_t axis;
-} sm_attrs;
+
 
 static int sm_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  sm_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_sm_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", n->since >= 13 ? -1 : 1);
   return 0;
 }
 
 /* The [outer, n, inner] view of x; -1 with st set on a bad axis. */
-static int sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64_t *len, int64_t *inner,
+int amd_sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64_t *len, int64_t *inner,
                    amd_status *st) {
-  const sm_attrs *a = n->attrs;
+  const amd_sm_attrs *a = n->attrs;
   int r = x->rank;
   int64_t ax = a->axis < 0 ? a->axis + r : a->axis;
   if (n->since >= 13) {
@@ -61,7 +59,7 @@ static int sm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *
   default: return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
   }
   int64_t o, l, i;
-  if (sm_view(n, x, &o, &l, &i, st)) return -1;
+  if (amd_sm_view(n, x, &o, &l, &i, st)) return -1;
   amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
   return 0;
 }
@@ -133,7 +131,7 @@ static int sm_forward_kind(int is_log, const amd_node *n, const amd_tensor *cons
   const amd_tensor *x = in[0];
   amd_tensor *y = &out[0];
   int64_t outer, len, inner;
-  if (sm_view(n, x, &outer, &len, &inner, st)) return -1;
+  if (amd_sm_view(n, x, &outer, &len, &inner, st)) return -1;
   int64_t total = amd_tensor_numel(x);
   if (total == 0 || len == 0) return 0;
   double *tmp = NULL;
@@ -211,7 +209,7 @@ static int sm_backward_kind(int is_log, const amd_node *n, const amd_tensor *con
   if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(x->dtype));
   int64_t outer, len, inner;
-  if (sm_view(n, x, &outer, &len, &inner, st)) return -1;
+  if (amd_sm_view(n, x, &outer, &len, &inner, st)) return -1;
   if (amd_tensor_numel(x) == 0 || len == 0) return 0;
   double *acc = malloc((size_t)inner * sizeof *acc);
   if (!acc) return amd_fail(st, "out of memory");

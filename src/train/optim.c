@@ -47,6 +47,12 @@
 #define FMA(a, b, c) ((float)((double)(a) * (double)(b) + (double)(c)))
 #endif
 
+#ifdef __FMA__
+const int amd_optim_fused_fma = 1;
+#else
+const int amd_optim_fused_fma = 0;
+#endif
+
 static const double AMD_PI = 3.14159265358979323846; /* math.pi */
 
 static const char *const opt_names[] = {"sgd", "adam", "adamw", "rmsprop"};

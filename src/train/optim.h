@@ -62,6 +62,10 @@ typedef struct amd_optim_coeffs {
   float alpha, one_minus_alpha; /* RMSprop */
 } amd_optim_coeffs;
 void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_coeffs *c);
+/* 1 when this build's amd_optim_step uses a fused multiply-add for the fma()
+ * steps (optim.c: __FMA__), 0 when it rounds (double)a*b + c to float: a GPU
+ * kernel that must match it bit for bit computes the same. */
+extern const int amd_optim_fused_fma;
 
 typedef enum amd_sched_kind {
   AMD_SCHED_CONSTANT,

@@ -7,6 +7,8 @@
 #include "trainer.h"
 
 #include "../data/dataset.h"
+#include "../exec/backend.h"
+#include "optim.h"
 #include "../report/profile.h"
 
 #include <math.h>
@@ -185,6 +187,9 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
              "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to keep it)",
              folded);
   if (amd_run_init(&t->run, g, st)) goto fail;
+  t->be = &amd_backend_cpu;
+  t->bparams = t->params;
+  t->bgrads = t->grads;
   t->run.pinned = t->logits_value;
   t->ctx.rng = 0x2545f4914f6cdd1dull;
   return 0;
@@ -193,12 +198,33 @@ fail:
   return -1;
 }
 
+static void free_dval(amd_trainer *t, amd_tensor *d) {
+  if (!d->data) return;
+  if (d->device == AMD_DEVICE_CPU) amd_tensor_free(d);
+  else t->be->free(d);
+  d->data = NULL;
+}
+
+/* The backend blocks of a device backend. */
+static void free_device_blocks(amd_trainer *t) {
+  if (t->be && t->be->device != AMD_DEVICE_CPU) {
+    t->be->mem_free(t->bparams);
+    t->be->mem_free(t->bgrads);
+    if (t->bopt) t->be->mem_free(t->bopt);
+  }
+  t->bparams = t->params;
+  t->bgrads = t->grads;
+  t->bopt = NULL;
+  t->n_bopt = 0;
+}
+
 void amd_trainer_free(amd_trainer *t) {
   if (!t->g) return;
-  amd_run_free(&t->run);
   if (t->dvals)
     for (int v = 0; v < t->g->n_values; v++)
-      if (!t->g->values[v].init_in_block) amd_tensor_free(&t->dvals[v]);
+      if (!t->g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
+  amd_run_free(&t->run);
+  free_device_blocks(t);
   free(t->dvals);
   free(t->needs_grad);
   free(t->param_value);
@@ -215,8 +241,104 @@ static amd_tensor *grad_of(amd_trainer *t, int v, amd_status *st) {
   if (d->data) return d;
   const amd_tensor *x = &t->run.vals[v];
   amd_tensor_set_shape(d, x->dtype, x->rank, x->dims);
-  if (amd_tensor_alloc(d, st)) return NULL;
+  if (t->be->alloc(d, st)) return NULL;
   return d;
+}
+
+int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *st) {
+  amd_graph *g = t->g;
+  for (int v = 0; v < g->n_values; v++)
+    if (!g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
+  amd_run_clear(&t->run, NULL);
+  free_device_blocks(t);
+  t->be = be;
+  t->ctx.backend = be;
+  size_t bytes = (size_t)t->n_floats * sizeof(float);
+  if (be->device != AMD_DEVICE_CPU) {
+    t->bparams = t->bgrads = NULL;
+    if (be->mem_alloc((void **)&t->bparams, bytes, st) || be->mem_alloc((void **)&t->bgrads, bytes, st) ||
+        be->mem_from_host(t->bparams, t->params, bytes, st)) {
+      if (t->bparams) be->mem_free(t->bparams);
+      if (t->bgrads) be->mem_free(t->bgrads);
+      t->be = &amd_backend_cpu;
+      t->ctx.backend = t->be;
+      t->bparams = t->params;
+      t->bgrads = t->grads;
+      return amd_fail_prefix(st, "%lld parameters to the %s backend", (long long)t->n_floats, be->name);
+    }
+  }
+  /* the parameters and their gradients inside the blocks */
+  for (int p = 0; p < t->n_params; p++) {
+    int v = t->param_value[p];
+    amd_tensor pt = g->values[v].init;
+    pt.data = t->bparams + t->param_offset[p];
+    pt.device = be->device;
+    amd_run_set_init(&t->run, v, &pt);
+    t->dvals[v] = pt;
+    t->dvals[v].data = t->bgrads + t->param_offset[p];
+  }
+  return amd_run_set_backend(&t->run, be, st);
+}
+
+/* The tensor that holds BN statistic initializer v for the run's backend. */
+static amd_tensor *stat_tensor(amd_trainer *t, int v) {
+  return t->run.init_owned[v] ? &t->run.inits[v] : &t->g->values[v].init;
+}
+
+int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_status *st) {
+  const amd_backend *be = t->be;
+  if (be->device == AMD_DEVICE_CPU) return 0;
+  size_t bytes = (size_t)t->n_floats * sizeof(float);
+  if (be->mem_to_host(t->params, t->bparams, bytes, st) || be->mem_to_host(t->grads, t->bgrads, bytes, st)) return -1;
+  for (int i = 0; i < t->n_stats; i++) {
+    int v = t->stats[i][1];
+    amd_tensor *src = stat_tensor(t, v), *dst = &t->g->values[v].init;
+    if (src != dst && be->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st)) return -1;
+  }
+  if (opt_state && n_opt && t->bopt && be->mem_to_host(opt_state, t->bopt, (size_t)n_opt * sizeof(float), st))
+    return -1;
+  return 0;
+}
+
+/* The device copy of the optimizer state, n_opt floats (allocated zeroed on first use). */
+static int device_opt_state(amd_trainer *t, int64_t n_opt, amd_status *st) {
+  if (t->bopt && t->n_bopt == n_opt) return 0;
+  if (t->bopt) t->be->mem_free(t->bopt);
+  t->bopt = NULL;
+  t->n_bopt = 0;
+  if (t->be->mem_alloc((void **)&t->bopt, (size_t)n_opt * sizeof(float), st)) return -1;
+  t->n_bopt = n_opt;
+  return 0;
+}
+
+int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_opt, amd_status *st) {
+  const amd_backend *be = t->be;
+  if (be->device == AMD_DEVICE_CPU) return 0;
+  size_t bytes = (size_t)t->n_floats * sizeof(float);
+  if (be->mem_from_host(t->bparams, t->params, bytes, st)) return -1;
+  for (int i = 0; i < t->n_stats; i++) {
+    int v = t->stats[i][1];
+    amd_tensor *dst = stat_tensor(t, v), *src = &t->g->values[v].init;
+    if (src != dst && be->mem_from_host(dst->data, src->data, amd_tensor_nbytes(src), st)) return -1;
+  }
+  if (!n_opt) return 0;
+  if (device_opt_state(t, n_opt, st)) return -1;
+  if (opt_state) return be->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st);
+  return be->mem_zero(t->bopt, (size_t)n_opt * sizeof(float), st);
+}
+
+int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_t step, float *opt_state,
+                           int64_t n_opt, amd_status *st) {
+  const amd_backend *be = t->be;
+  float *state = opt_state;
+  if (be->device != AMD_DEVICE_CPU) {
+    if (n_opt && (!t->bopt || t->n_bopt != n_opt)) {
+      if (device_opt_state(t, n_opt, st)) return -1;
+      if (opt_state && be->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st)) return -1;
+    }
+    state = t->bopt;
+  }
+  return be->optim_step(o, lr, step, t->bparams, t->bgrads, state, t->n_floats, st);
 }
 
 /* Logits [N, C, 1...] -> N and C. */
@@ -239,9 +361,10 @@ static int check_labels(const int64_t *labels, int64_t n, int64_t c, amd_status 
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
-  memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
+  const amd_backend *be = t->be;
+  if (be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) return -1;
   for (int v = 0; v < g->n_values; v++)
-    if (!g->values[v].init_in_block) amd_tensor_free(&t->dvals[v]);
+    if (!g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
   t->ctx.training = 1;
   t->ctx.inference = 0;
   if (amd_run_forward(&t->run, &t->ctx, x, 1, st)) return -1;
@@ -252,12 +375,8 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
   double t0 = AMD_PROF_T0;
-  *loss = amd_softmax_xent(z->data, labels, n, c, smoothing, dz->data, NULL, bs);
+  if (be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st)) return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
-  if (loss_scale != 1.0f) {
-    float *d = dz->data;
-    for (int64_t i = 0; i < n * c; i++) d[i] *= loss_scale;
-  }
 
   uint64_t rng_after = t->ctx.rng;
   const amd_tensor *dout[16];
@@ -289,7 +408,7 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
     if (!any_in) continue;
     t->ctx.rng = t->run.node_rng[i];
     double t0 = AMD_PROF_T0;
-    if (n_->op->backward(n_, &t->ctx, in, outs, dout, din, st))
+    if (amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st))
       return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
     if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
   }
@@ -297,13 +416,22 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   return 0;
 }
 
-void amd_trainer_update_stats(amd_trainer *t) {
+int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
   for (int i = 0; i < t->n_stats; i++) {
     const amd_tensor *src = &t->run.vals[t->stats[i][0]];
-    amd_tensor *dst = &t->g->values[t->stats[i][1]].init;
-    if (src->data && src->dtype == dst->dtype && amd_tensor_numel(src) == amd_tensor_numel(dst))
-      memcpy(dst->data, src->data, amd_tensor_nbytes(dst));
+    amd_tensor *dst = stat_tensor(t, t->stats[i][1]);
+    if (!src->data || src->dtype != dst->dtype || amd_tensor_numel(src) != amd_tensor_numel(dst)) continue;
+    int rc;
+    if (src->device == dst->device)
+      rc = src->device == AMD_DEVICE_CPU ? (memcpy(dst->data, src->data, amd_tensor_nbytes(dst)), 0)
+                                         : t->be->mem_copy(dst->data, src->data, amd_tensor_nbytes(dst), st);
+    else if (dst->device == AMD_DEVICE_CPU)
+      rc = t->be->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
+    else
+      rc = t->be->mem_from_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
+    if (rc) return -1;
   }
+  return 0;
 }
 
 int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
@@ -316,8 +444,8 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
   int64_t n = 0, c = 0;
   if (logits_shape(z, &n, &c, st)) return -1;
   if (check_labels(labels, n, c, st)) return -1;
-  double t0 = AMD_PROF_T0;
-  amd_softmax_xent(z->data, labels, n, c, 0, NULL, pred, bs);
+  double mean, t0 = AMD_PROF_T0;
+  if (t->be->softmax_xent(z->data, labels, n, c, 0, 1.0f, NULL, pred, bs, &mean, st)) return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
   return 0;
 }
@@ -427,14 +555,12 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
   return count;
 }
 
-int amd_trainer_grads_finite(const amd_trainer *t) {
-  int ok = 1;
-  for (int64_t i = 0; i < t->n_floats; i++) ok &= isfinite(t->grads[i]) != 0;
-  return ok;
+int amd_trainer_grads_finite(amd_trainer *t, int *ok, amd_status *st) {
+  return t->be->all_finite(t->bgrads, t->n_floats, ok, st);
 }
 
-void amd_trainer_scale_grads(amd_trainer *t, float f) {
-  for (int64_t i = 0; i < t->n_floats; i++) t->grads[i] *= f;
+int amd_trainer_scale_grads(amd_trainer *t, float f, amd_status *st) {
+  return t->be->scale(t->bgrads, t->n_floats, f, st);
 }
 
 int amd_trainer_uses_fp16(const amd_trainer *t) {

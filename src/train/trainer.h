@@ -13,7 +13,17 @@
  * A step: forward in training mode keeping every tensor, softmax
  * cross-entropy on the logits, then backward in reverse node order. Gradients
  * ACCUMULATE (+=) into buffers zeroed once per step; only values that depend
- * on a parameter get a gradient (no data gradient for the first layer). */
+ * on a parameter get a gradient (no data gradient for the first layer).
+ *
+ * Backends (amd_trainer_set_backend): every node runs through the backend
+ * (src/exec/backend.h). On a device backend the parameter and gradient
+ * blocks are each one device allocation (bparams, bgrads), the optimizer
+ * state another, the BN statistics are updated in device copies, and the
+ * loss, finite check, scaling and optimizer run there; the host blocks
+ * (params, grads) and the graph's initializers are brought up to date only
+ * by amd_trainer_sync_host (before writing a model, a checkpoint or the
+ * gradients) and pushed with amd_trainer_sync_device (after a resume or a
+ * change on the host). On the CPU backend both are no-ops. */
 #ifndef AMD_TRAINER_H
 #define AMD_TRAINER_H
 
@@ -26,8 +36,15 @@ typedef struct amd_trainer_opts {
   int n_freeze;
 } amd_trainer_opts;
 
+struct amd_backend;
+struct amd_optim;
+
 typedef struct amd_trainer {
   amd_graph *g;
+  const struct amd_backend *be; /* the CPU unless amd_trainer_set_backend */
+  float *bparams, *bgrads; /* the blocks in backend memory (== params, grads on the CPU) */
+  float *bopt;             /* optimizer state in backend memory (device backends) */
+  int64_t n_bopt;
   amd_run run;
   amd_ctx ctx;
   int logits_value;
@@ -46,6 +63,21 @@ typedef struct amd_trainer {
 } amd_trainer;
 
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st);
+/* Runs the trainer on backend be from now on: allocates the device blocks and
+ * uploads the parameters and every float initializer (call after any host
+ * change such as amd_trainer_reinit). */
+int amd_trainer_set_backend(amd_trainer *t, const struct amd_backend *be, amd_status *st);
+/* Device -> host: the parameters (params, the graph's initializers), the
+ * gradients (grads), the BN statistics and, when opt_state is non-NULL, the
+ * n_opt floats of optimizer state. */
+int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_status *st);
+/* Host -> device: the same (opt_state may be NULL: zero state). */
+int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_opt, amd_status *st);
+/* One optimizer step over the blocks; opt_state is the host state of n_opt
+ * floats (used directly on the CPU; device backends keep their own copy,
+ * synchronised by the functions above). */
+int amd_trainer_optim_step(amd_trainer *t, const struct amd_optim *o, double lr, int64_t step, float *opt_state,
+                           int64_t n_opt, amd_status *st);
 void amd_trainer_free(amd_trainer *t);
 
 /* Forward + loss + backward on one batch x with labels; grads are overwritten
@@ -54,15 +86,15 @@ void amd_trainer_free(amd_trainer *t);
  * here: the caller decides). */
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st);
-/* 1 if every gradient is finite. */
-int amd_trainer_grads_finite(const amd_trainer *t);
+/* *ok = 1 if every gradient is finite. */
+int amd_trainer_grads_finite(amd_trainer *t, int *ok, amd_status *st);
 /* Multiplies every gradient by f. */
-void amd_trainer_scale_grads(amd_trainer *t, float f);
+int amd_trainer_scale_grads(amd_trainer *t, float f, amd_status *st);
 /* 1 if a GEMM node multiplies in fp16 (training then needs loss scaling). */
 int amd_trainer_uses_fp16(const amd_trainer *t);
 /* Copies the new BatchNormalization statistics of the last training forward
  * into their initializers (call after a step that was not skipped). */
-void amd_trainer_update_stats(amd_trainer *t);
+int amd_trainer_update_stats(amd_trainer *t, amd_status *st);
 /* Inference-mode forward (running statistics, no dropout) and the loss;
  * pred (may be NULL) receives the argmax per sample. */
 int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,

@@ -8,13 +8,16 @@
 # command writes besides loss.pb needs a golden: a missing or an unexpected
 # gradient fails. Prints the largest difference of each tensor.
 #
-# usage: grad_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE OUTDIR
+# DEVICE (optional): passed as --device DEVICE (the GPU suite runs it on cuda).
+#
+# usage: grad_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE OUTDIR [DEVICE]
 set -u
-if [ $# -ne 5 ]; then
-  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE OUTDIR" >&2
+if [ $# -ne 5 ] && [ $# -ne 6 ]; then
+  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE OUTDIR [DEVICE]" >&2
   exit 2
 fi
 model=$1 golden=$2 amdnn=$3 compare=$4 outdir=$5
+device=${6:+--device $6}
 loss_tol=1e-5
 grad_tol=1e-3
 
@@ -33,8 +36,9 @@ fi
 rm -rf "$outdir"
 mkdir -p "$outdir" || exit 1
 
-echo "+ $amdnn grad $model --input $golden/input.pb --labels $golden/labels.pb --output-dir $outdir"
-"$amdnn" grad "$model" --input "$golden/input.pb" --labels "$golden/labels.pb" --output-dir "$outdir"
+echo "+ $amdnn grad $model --input $golden/input.pb --labels $golden/labels.pb --output-dir $outdir $device"
+# shellcheck disable=SC2086 # $device is empty or two words
+"$amdnn" grad "$model" --input "$golden/input.pb" --labels "$golden/labels.pb" --output-dir "$outdir" $device
 rc=$?
 if [ $rc -ne 0 ]; then
   echo "FAIL: amdnn-onnx grad exited with $rc"

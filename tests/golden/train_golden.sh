@@ -17,13 +17,16 @@
 # committed models) must be unchanged, bit for bit. Without onnx in PYTHON
 # the test is skipped (exit 77).
 #
-# usage: train_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR
+# DEVICE (optional): passed as --device DEVICE (the GPU suite runs it on cuda).
+#
+# usage: train_golden.sh MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR [DEVICE]
 set -u
-if [ $# -ne 8 ]; then
-  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR" >&2
+if [ $# -ne 8 ] && [ $# -ne 9 ]; then
+  echo "usage: $0 MODEL.onnx GOLDEN_DIR AMDNN COMPARE PYTHON EXTRACT_PY DELTA_PY OUTDIR [DEVICE]" >&2
   exit 2
 fi
 model=$1 golden=$2 amdnn=$3 compare=$4 python=$5 extract=$6 delta=$7 outdir=$8
+device=${9:-}
 tol=1e-3
 update_tol=3e-3
 
@@ -49,6 +52,7 @@ trained=$outdir/trained.onnx
 
 set -- train "$model" --data "tensors:$golden/input.pb,$golden/labels.pb" --epochs 3 --batch 16 \
   --optimizer sgd --lr 0.05 --momentum 0.9 --wd 5e-4 --schedule constant --no-shuffle -o "$trained"
+[ -n "$device" ] && set -- "$@" --device "$device"
 echo "+ $amdnn $*"
 "$amdnn" "$@"
 rc=$?

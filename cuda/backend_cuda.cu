@@ -1,0 +1,445 @@
+/* The CUDA backend table (backend_cuda.h): device selection, the caching
+ * allocator, copies, node dispatch, and the training primitives on the
+ * device (softmax cross-entropy, finite check, scaling, the fused optimizer).
+ *
+ * Memory: float tensors are device memory from a caching allocator (blocks
+ * kept by rounded size and reused, so a training step after the first makes
+ * no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
+ * memory (amd_tensor_alloc), because the ops' infer functions read them.
+ * Everything is queued on one stream; copies to the host synchronise it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+extern "C" {
+#include "../src/train/loss.h"
+#include "../src/train/optim.h"
+}
+
+amd_cuda_state amd_cu;
+static char cu_name[160] = "cuda";
+
+/* ================================================================ caching allocator */
+
+struct cu_block {
+  void *p;
+  size_t size;
+  int used;
+};
+static cu_block *blocks;
+static int n_blocks, cap_blocks;
+static size_t held_bytes;
+static long n_mallocs;
+
+/* Sizes are rounded so that similar requests share blocks: 512 B steps up to
+ * 1 MB, then steps of 1/16 of the power of two below. */
+static size_t round_size(size_t b) {
+  if (b <= (1u << 20)) return (b + 511) & ~(size_t)511;
+  size_t p = 1;
+  while (p * 2 <= b) p *= 2;
+  size_t step = p / 16;
+  return (b + step - 1) / step * step;
+}
+
+static void release_unused(void) {
+  int k = 0;
+  for (int i = 0; i < n_blocks; i++) {
+    if (!blocks[i].used) {
+      cudaFree(blocks[i].p);
+      held_bytes -= blocks[i].size;
+    } else {
+      blocks[k++] = blocks[i];
+    }
+  }
+  n_blocks = k;
+}
+
+int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
+  size_t sz = round_size(bytes ? bytes : 1);
+  for (int i = 0; i < n_blocks; i++)
+    if (!blocks[i].used && blocks[i].size == sz) {
+      blocks[i].used = 1;
+      *p = blocks[i].p;
+      return 0;
+    }
+  if (n_blocks == cap_blocks) {
+    int nc = cap_blocks ? cap_blocks * 2 : 256;
+    cu_block *nb = (cu_block *)realloc(blocks, (size_t)nc * sizeof *nb);
+    if (!nb) return amd_fail(st, "out of memory");
+    blocks = nb, cap_blocks = nc;
+  }
+  void *d = NULL;
+  cudaError_t e = cudaMalloc(&d, sz);
+  if (e == cudaErrorMemoryAllocation) { /* give the cache back and try once more */
+    cudaGetLastError();
+    cudaStreamSynchronize(amd_cu.stream);
+    release_unused();
+    e = cudaMalloc(&d, sz);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return amd_fail(st, "CUDA error %s allocating %zu bytes on the GPU (%zu held)", cudaGetErrorName(e), sz,
+                    held_bytes);
+  }
+  n_mallocs++;
+  held_bytes += sz;
+  blocks[n_blocks++] = cu_block{d, sz, 1};
+  *p = d;
+  return 0;
+}
+
+void amd_cu_free(void *p) {
+  if (!p) return;
+  for (int i = n_blocks - 1; i >= 0; i--)
+    if (blocks[i].p == p) {
+      blocks[i].used = 0;
+      return;
+    }
+}
+
+extern "C" void amd_cuda_alloc_stats(size_t *held, long *mallocs) {
+  *held = held_bytes;
+  *mallocs = n_mallocs;
+}
+
+/* ================================================================ the table's memory functions */
+
+static int cu_alloc(amd_tensor *t, amd_status *st) {
+  if (t->dtype != AMD_FLOAT) return amd_tensor_alloc(t, st);
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0) return amd_fail(st, "negative dimension %lld", (long long)t->dims[i]);
+  size_t bytes = amd_tensor_nbytes(t);
+  if ((double)bytes > (double)AMD_MAX_TENSOR_BYTES)
+    return amd_fail(st, "tensor too large (over %lld bytes)", (long long)AMD_MAX_TENSOR_BYTES);
+  if (amd_cu_malloc(&t->data, bytes, st)) return -1;
+  t->device = AMD_DEVICE_CUDA;
+  if (bytes) AMD_CUDA_CHECK(cudaMemsetAsync(t->data, 0, bytes, amd_cu.stream), st);
+  return 0;
+}
+
+static void cu_free(amd_tensor *t) {
+  if (t->device == AMD_DEVICE_CPU)
+    amd_tensor_free(t);
+  else
+    amd_cu_free(t->data);
+  t->data = NULL;
+}
+
+static int cu_mem_alloc(void **p, size_t bytes, amd_status *st) {
+  if (amd_cu_malloc(p, bytes, st)) return -1;
+  if (bytes) AMD_CUDA_CHECK(cudaMemsetAsync(*p, 0, bytes, amd_cu.stream), st);
+  return 0;
+}
+
+static int cu_to_host(void *dst, const void *src, size_t bytes, amd_status *st) {
+  if (!bytes) return 0;
+  AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, amd_cu.stream), st);
+  AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
+  return 0;
+}
+
+static int cu_from_host(void *dst, const void *src, size_t bytes, amd_status *st) {
+  if (!bytes) return 0;
+  AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, amd_cu.stream), st);
+  /* the host buffer may be reused at once (the caller's batch): wait for it */
+  AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
+  return 0;
+}
+
+static int cu_copy(void *dst, const void *src, size_t bytes, amd_status *st) {
+  if (bytes) AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, amd_cu.stream), st);
+  return 0;
+}
+
+static int cu_zero(void *p, size_t bytes, amd_status *st) {
+  if (bytes) AMD_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, amd_cu.stream), st);
+  return 0;
+}
+
+/* ================================================================ nodes */
+
+static int cu_native(const amd_node *n, const amd_tensor *const *in) { return amd_cu_node_ok(n, in); }
+
+static unsigned cu_host_inputs(const amd_node *n) {
+  const amd_cu_op *e = amd_cu_find_op(n);
+  return e ? e->host_inputs : 0;
+}
+
+static int cu_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  const amd_cu_op *e = amd_cu_find_op(n);
+  if (!e) return amd_fail(st, "op %s has no CUDA kernel", n->op->name);
+  return e->forward(n, ctx, in, out, st);
+}
+
+static int cu_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  const amd_cu_op *e = amd_cu_find_op(n);
+  if (!e) return amd_fail(st, "op %s has no CUDA kernel", n->op->name);
+  return e->backward(n, ctx, in, out, dout, din, st);
+}
+
+/* ================================================================ training primitives */
+
+/* One thread per sample: loss.c's algorithm (double sums); per sample the
+ * loss, the argmax and the number of logits strictly above the label's. */
+__global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                       float scale, float *dz, double *loss, int64_t *arg_out, int64_t *above_out) {
+  AMD_CU_LOOP(i, n) {
+    const float *zr = z + i * c;
+    int64_t y = labels[i];
+    double mx = zr[0];
+    int64_t arg = 0;
+    for (int64_t j = 1; j < c; j++)
+      if (zr[j] > mx || isnan(zr[j])) mx = zr[j], arg = j;
+    double sum = 0, sum_logp = 0;
+    for (int64_t j = 0; j < c; j++) sum += exp((double)zr[j] - mx);
+    double log_sum = log(sum);
+    for (int64_t j = 0; j < c; j++) sum_logp += (double)zr[j] - mx - log_sum;
+    double logp_y = (double)zr[y] - mx - log_sum;
+    loss[i] = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
+    if (dz)
+      for (int64_t j = 0; j < c; j++) {
+        double p = exp((double)zr[j] - mx - log_sum);
+        double q = (j == y ? 1.0 - smoothing : 0.0) + smoothing / (double)c;
+        float d = (float)((p - q) / (double)n);
+        dz[i * c + j] = scale != 1.0f ? d * scale : d;
+      }
+    int64_t above = 0;
+    for (int64_t j = 0; j < c; j++) above += zr[j] > zr[y];
+    arg_out[i] = arg;
+    above_out[i] = above;
+  }
+}
+
+static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                           float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
+                           amd_status *st) {
+  if (n <= 0) {
+    *mean = 0;
+    return 0;
+  }
+  /* one device buffer: labels in, per-sample loss / argmax / rank out */
+  size_t bytes = (size_t)n * (sizeof(int64_t) * 3 + sizeof(double));
+  void *buf = NULL;
+  if (amd_cu_malloc(&buf, bytes, st)) return -1;
+  int64_t *dlab = (int64_t *)buf, *darg = dlab + n, *dabove = darg + n;
+  double *dloss = (double *)(dabove + n);
+  char *host = (char *)malloc(bytes);
+  int rc = -1;
+  if (!host) {
+    amd_fail(st, "out of memory");
+    goto done;
+  }
+  if (cu_from_host(dlab, labels, (size_t)n * sizeof(int64_t), st)) goto done;
+  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg,
+                                                           dabove);
+  if (cudaGetLastError() != cudaSuccess) {
+    amd_fail(st, "CUDA error launching k_xent");
+    goto done;
+  }
+  if (cu_to_host(host, buf, bytes, st)) goto done;
+  {
+    const int64_t *harg = (const int64_t *)host + n, *habove = harg + n;
+    const double *hloss = (const double *)(habove + n);
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) {
+      total += hloss[i];
+      if (bs) {
+        bs->top1 += harg[i] == labels[i];
+        bs->top5 += habove[i] < 5;
+      }
+      if (pred) pred[i] = harg[i];
+    }
+    if (bs) {
+      bs->loss_sum += total;
+      bs->n += n;
+    }
+    *mean = total / (double)n;
+  }
+  rc = 0;
+done:
+  free(host);
+  amd_cu_free(buf);
+  return rc;
+}
+
+__global__ void k_finite(const float *p, int64_t n, int *ok) {
+  AMD_CU_LOOP(i, n) if (!isfinite(p[i])) *ok = 0;
+}
+
+static int cu_all_finite(const float *p, int64_t n, int *ok, amd_status *st) {
+  void *flag = NULL;
+  if (amd_cu_malloc(&flag, sizeof(int), st)) return -1;
+  int one = 1, rc = 0;
+  if (cudaMemcpyAsync(flag, &one, sizeof one, cudaMemcpyHostToDevice, amd_cu.stream) != cudaSuccess)
+    rc = amd_fail(st, "CUDA copy failed");
+  if (rc == 0 && n > 0) {
+    k_finite<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(p, n, (int *)flag);
+    if (cudaGetLastError() != cudaSuccess) rc = amd_fail(st, "CUDA error launching k_finite");
+  }
+  if (rc == 0) rc = cu_to_host(ok, flag, sizeof(int), st);
+  amd_cu_free(flag);
+  return rc;
+}
+
+__global__ void k_scale(float *p, int64_t n, float f) { AMD_CU_LOOP(i, n) p[i] *= f; }
+
+static int cu_scale(float *p, int64_t n, float f, amd_status *st) {
+  if (n <= 0) return 0;
+  k_scale<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(p, n, f);
+  AMD_CUDA_CHECK_LAUNCH("k_scale", st);
+  return 0;
+}
+
+/* optim.c's fma(): a fused multiply-add where the CPU build has FMA, else
+ * (float)((double)a * b + c) (the product is exact in double). */
+__device__ __forceinline__ float opt_fma(int fused, float a, float b, float c) {
+  return fused ? fmaf(a, b, c) : (float)__dadd_rn(__dmul_rn((double)a, (double)b), (double)c);
+}
+
+/* The fused optimizer: optim.c's loops (SGD / Adam / AdamW / RMSprop with
+ * their options) in one kernel; the flags are uniform across threads. */
+__global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_optim_coeffs c, float *p,
+                        const float *g, float *s1, float *s2, int64_t n) {
+  AMD_CU_LOOP(i, n) {
+    float d = g[i];
+    switch (kind) {
+    case AMD_OPT_SGD: {
+      if (wd) d = opt_fma(fused, c.weight_decay, p[i], d);
+      if (mom) {
+        const float b = __fadd_rn(__fmul_rn(s1[i], c.momentum), d);
+        s1[i] = b;
+        d = nesterov ? opt_fma(fused, c.momentum, b, d) : b;
+      }
+      p[i] = opt_fma(fused, c.neg_lr, d, p[i]);
+      break;
+    }
+    case AMD_OPT_ADAM:
+    case AMD_OPT_ADAMW: {
+      float x = p[i];
+      if (kind == AMD_OPT_ADAMW) x = __fmul_rn(x, c.decay);
+      if (wd) d = opt_fma(fused, c.weight_decay, x, d);
+      const float m = opt_fma(fused, c.one_minus_beta1, d, __fmul_rn(s1[i], c.beta1));
+      const float v = opt_fma(fused, __fmul_rn(c.one_minus_beta2, d), d, __fmul_rn(s2[i], c.beta2));
+      s1[i] = m;
+      s2[i] = v;
+      const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), c.bc2_sqrt), c.eps);
+      p[i] = __fadd_rn(x, __fdiv_rn(__fmul_rn(c.neg_step_size, m), denom));
+      break;
+    }
+    default: { /* RMSprop */
+      if (wd) d = opt_fma(fused, c.weight_decay, p[i], d);
+      const float sq = opt_fma(fused, __fmul_rn(c.one_minus_alpha, d), d, __fmul_rn(s1[i], c.alpha));
+      s1[i] = sq;
+      const float avg = __fadd_rn(__fsqrt_rn(sq), c.eps);
+      if (mom) {
+        const float b = __fadd_rn(__fmul_rn(s2[i], c.momentum), __fdiv_rn(d, avg));
+        s2[i] = b;
+        p[i] = opt_fma(fused, c.neg_lr, b, p[i]);
+      } else {
+        p[i] = __fadd_rn(p[i], __fdiv_rn(__fmul_rn(c.neg_lr, d), avg));
+      }
+    }
+    }
+  }
+}
+
+static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+                         int64_t n, amd_status *st) {
+  if (n <= 0) return 0;
+  amd_optim_coeffs c;
+  amd_optim_get_coeffs(o, lr, t, &c);
+  int wd = o->weight_decay != 0, mom = 0, nesterov = 0;
+  float *s1 = state, *s2 = state ? state + n : NULL;
+  switch (o->kind) {
+  case AMD_OPT_SGD:
+    mom = o->momentum != 0;
+    nesterov = mom && o->nesterov;
+    break;
+  case AMD_OPT_ADAMW:
+    wd = 0; /* decoupled: in c.decay */
+    break;
+  case AMD_OPT_RMSPROP:
+    mom = o->momentum > 0;
+    break;
+  default:
+    break;
+  }
+  if (amd_optim_state_blocks(o) > 0 && !state) return amd_fail(st, "optimizer state missing");
+  k_optim<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>((int)o->kind, wd, mom, nesterov, amd_optim_fused_fma,
+                                                       c, p, g, s1, s2, n);
+  AMD_CUDA_CHECK_LAUNCH("k_optim", st);
+  return 0;
+}
+
+/* ================================================================ the table, device selection */
+
+extern "C" const amd_backend amd_backend_cuda = {
+    /* name */ cu_name,
+    /* device */ AMD_DEVICE_CUDA,
+    /* native */ cu_native,
+    /* host_inputs */ cu_host_inputs,
+    /* alloc */ cu_alloc,
+    /* free */ cu_free,
+    /* forward */ cu_forward,
+    /* backward */ cu_backward,
+    /* mem_alloc */ cu_mem_alloc,
+    /* mem_free */ amd_cu_free,
+    /* mem_to_host */ cu_to_host,
+    /* mem_from_host */ cu_from_host,
+    /* mem_copy */ cu_copy,
+    /* mem_zero */ cu_zero,
+    /* softmax_xent */ cu_softmax_xent,
+    /* all_finite */ cu_all_finite,
+    /* scale */ cu_scale,
+    /* optim_step */ cu_optim_step,
+};
+
+extern "C" int amd_cuda_device_count(char *why, size_t n) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    snprintf(why, n, "%s", cudaGetErrorString(e));
+    return 0;
+  }
+  if (count == 0) snprintf(why, n, "the driver reports no device");
+  return count;
+}
+
+extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st) {
+  amd_cuda_debug_sync = debug_sync;
+  if (amd_cu.open) {
+    if (amd_cu.device != index)
+      return amd_fail(st, "the CUDA backend is open on device %d already", amd_cu.device);
+    *be = &amd_backend_cuda;
+    return 0;
+  }
+  AMD_CUDA_CHECK(cudaSetDevice(index), st);
+  AMD_CUDA_CHECK(cudaStreamCreateWithFlags(&amd_cu.stream, cudaStreamNonBlocking), st);
+  if (amd_cuda_gemm_create(&amd_cu.gemm, amd_cu.stream, st)) return -1;
+  cudaDeviceProp prop;
+  AMD_CUDA_CHECK(cudaGetDeviceProperties(&prop, index), st);
+  snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);
+  amd_cu.device = index;
+  amd_cu.open = 1;
+  *be = &amd_backend_cuda;
+  return 0;
+}
+
+extern "C" void amd_cuda_backend_close(void) {
+  if (!amd_cu.open) return;
+  cudaStreamSynchronize(amd_cu.stream);
+  for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
+  free(blocks);
+  blocks = NULL;
+  n_blocks = cap_blocks = 0;
+  held_bytes = 0;
+  amd_cuda_gemm_destroy(amd_cu.gemm);
+  cudaStreamDestroy(amd_cu.stream);
+  memset(&amd_cu, 0, sizeof amd_cu);
+}

@@ -1,0 +1,37 @@
+/* The CUDA backend's C interface (host code in src/ sees only this).
+ *
+ * amd_backend_cuda is the backend table of src/exec/backend.h: float tensors
+ * in device memory (AMD_DEVICE_CUDA), every other dtype on the host; native
+ * kernels for the ops the exported CNNs use, the host fallback for the rest;
+ * the training primitives (loss, finite check, fused optimizer) on the device.
+ * One process uses one GPU: amd_cuda_backend_open selects it, creates the
+ * stream, the mode-GEMM context and the caching allocator. Its native()
+ * answers without a GPU (for `info`). */
+#ifndef AMD_CUDA_BACKEND_H
+#define AMD_CUDA_BACKEND_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "../src/exec/backend.h"
+
+extern const amd_backend amd_backend_cuda;
+
+/* How many CUDA devices are usable; 0 (with the reason in why) when none or
+ * no driver. */
+int amd_cuda_device_count(char *why, size_t n);
+/* Opens device `index` (once per process; a second call with the same index
+ * returns the same backend). debug_sync: synchronise after every kernel. */
+int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st);
+/* Frees the cached device memory and the context (at exit; optional). */
+void amd_cuda_backend_close(void);
+/* Bytes the caching allocator holds from cudaMalloc, and the number of
+ * cudaMalloc calls so far (tests check that a training step makes none). */
+void amd_cuda_alloc_stats(size_t *held, long *mallocs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,60 @@
+/* Shared by the files of cuda/ (not by host code): the backend's state, the
+ * caching allocator, launch helpers and the per-op entry points.
+ *
+ * Every kernel is queued on amd_cu.stream; nothing synchronises except the
+ * copies to the host. Launches are followed by AMD_CUDA_CHECK_LAUNCH. */
+#ifndef AMD_CUDA_INTERNAL_H
+#define AMD_CUDA_INTERNAL_H
+
+#include "backend_cuda.h"
+#include "cuda_check.h"
+#include "mode_gemm.h"
+
+extern "C" {
+#include "../src/ops/attrs.h"
+}
+
+struct amd_cuda_state {
+  int open, device;
+  cudaStream_t stream;
+  amd_cuda_gemm_ctx *gemm;
+};
+extern amd_cuda_state amd_cu;
+
+/* Caching allocator: device memory by rounded size, reused without
+ * cudaMalloc once a pass has run (blocks go back on free, stream order keeps
+ * reuse safe). amd_cu_malloc does not zero. */
+int amd_cu_malloc(void **p, size_t bytes, amd_status *st);
+void amd_cu_free(void *p);
+
+/* A launch configuration for n independent elements (grid-stride loops). */
+static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65536) b = 65536;
+  return (unsigned)b;
+}
+#define AMD_CU_LOOP(i, n)                                                                                    \
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                                  \
+       i += (int64_t)gridDim.x * blockDim.x)
+
+/* Per-op entry points (ops_cuda.cu): forward / backward of one native node,
+ * with the signatures of amd_backend.forward / backward. */
+typedef int (*amd_cu_fwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                             amd_status *st);
+typedef int (*amd_cu_bwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                             const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                             amd_status *st);
+typedef struct amd_cu_op {
+  const amd_op *op;
+  amd_cu_fwd_fn forward;
+  amd_cu_bwd_fn backward;
+  unsigned host_inputs;
+} amd_cu_op;
+/* The table entry of a node's op, or NULL (host fallback). */
+const amd_cu_op *amd_cu_find_op(const amd_node *n);
+/* 1 when the native kernels handle this node with these inputs (dtypes,
+ * ranks, attributes); in may be NULL. */
+int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in);
+
+#endif

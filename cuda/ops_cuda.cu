@@ -1,0 +1,1396 @@
+/* Native CUDA forward and backward kernels of the ops the exported CNNs use.
+ *
+ * Each op mirrors its CPU file in src/ops/ (same attribute structs from
+ * src/ops/attrs.h, same geometry functions, same formulas and, where cheap,
+ * the same summation order and precision: double sums where the CPU sums in
+ * double). Backward functions ACCUMULATE (+=) into din, as op.h requires.
+ *
+ * Conv (2-D, any group / stride / pad / dilation): for a chunk of nb images,
+ * im2col writes col[g][c*kh*kw][nb*OH*OW] (one row per channel and kernel
+ * tap, one column per output position of every image), then per group
+ *   forward  Yt_g[mg, L] = W_g[mg, kdim] col_g[kdim, L]           (node->mult)
+ *   backward dW_g += dYt_g col_g^T,  dcol_g = W_g^T dYt_g          (node->bwd_mult)
+ * all through amd_cuda_gemm; Yt / dYt are [M][L] transposes of Y / dY, and
+ * col2im gathers dcol back onto each input element (deterministic: no
+ * atomics). Gradients of pools gather per input element too, in the CPU's
+ * output order, so they are bit-identical to the CPU's. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+#define FWD_ARGS const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out, amd_status *st
+#define BWD_ARGS                                                                                             \
+  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,                       \
+      const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st
+
+static float *F(const amd_tensor *t) { return t ? (float *)t->data : NULL; }
+
+/* A scratch buffer from the caching allocator, released at scope end. */
+struct scratch {
+  void *p = NULL;
+  ~scratch() {
+    if (p) amd_cu_free(p);
+  }
+  int get(size_t bytes, amd_status *st) { return amd_cu_malloc(&p, bytes ? bytes : 4, st); }
+  float *f() { return (float *)p; }
+  double *d() { return (double *)p; }
+};
+
+/* ================================================================ small kernels */
+
+__global__ void k_add_into(float *d, const float *s, int64_t n) { AMD_CU_LOOP(i, n) d[i] += s[i]; }
+
+static int add_into(float *d, const float *s, int64_t n, amd_status *st) {
+  if (n <= 0) return 0;
+  k_add_into<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(d, s, n);
+  AMD_CUDA_CHECK_LAUNCH("k_add_into", st);
+  return 0;
+}
+
+/* ================================================================ Conv */
+
+struct conv2d {
+  int64_t nb, c, cg, g, h, w, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, kdim, osz, L;
+};
+
+static conv2d make_conv2d(const amd_conv_geom *g, int64_t nb) {
+  conv2d c;
+  c.nb = nb, c.c = g->c, c.cg = g->cg, c.g = g->group, c.h = g->in[0], c.w = g->in[1], c.kh = g->k[0],
+  c.kw = g->k[1];
+  c.oh = g->out[0], c.ow = g->out[1], c.sh = g->stride[0], c.sw = g->stride[1], c.dh = g->dil[0],
+  c.dw = g->dil[1];
+  c.ph = g->pad0[0], c.pw = g->pad0[1], c.kdim = g->cg * g->kvol, c.osz = g->osize, c.L = nb * g->osize;
+  return c;
+}
+
+/* Index arithmetic in I: int when every index fits (the common case; 64-bit
+ * division is several times slower on the GPU), int64_t otherwise. */
+#define AMD_CU_LOOP_I(I, i, n)                                                                               \
+  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)(n); i += (I)gridDim.x * (I)blockDim.x)
+static bool fits32(int64_t n) { return n < ((int64_t)1 << 31) - ((int64_t)1 << 24); }
+
+/* col[g][r][j], r = c*kh*kw + ki*kw + kj, j = image*osz + oy*ow + ox */
+template <typename I> __global__ void k_im2col(conv2d p, const float *x, float *col) {
+  const I total = (I)(p.g * p.kdim * p.L), L = (I)p.L, kdim = (I)p.kdim, osz = (I)p.osz, ow = (I)p.ow;
+  const I kh = (I)p.kh, kw = (I)p.kw;
+  AMD_CU_LOOP_I(I, i, total) {
+    I j = i % L, r = (i / L) % kdim, gi = i / (L * kdim);
+    I img = j / osz, pos = j % osz, oy = pos / ow, ox = pos % ow;
+    I ch = r / (kh * kw), kk = r % (kh * kw), ki = kk / kw, kj = kk % kw;
+    I iy = oy * (I)p.sh - (I)p.ph + ki * (I)p.dh, ix = ox * (I)p.sw - (I)p.pw + kj * (I)p.dw;
+    float v = 0.0f;
+    if (iy >= 0 && iy < (I)p.h && ix >= 0 && ix < (I)p.w)
+      v = x[(((int64_t)img * p.c + gi * p.cg + ch) * p.h + iy) * p.w + ix];
+    col[i] = v;
+  }
+}
+
+/* dx[img][c][iy][ix] += sum of dcol over the (tap, output) pairs that read it */
+template <typename I> __global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
+  const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
+  AMD_CU_LOOP_I(I, i, total) {
+    I ix = i % w, iy = (i / w) % h, cc = (i / (w * h)) % c, img = i / (w * h * c);
+    I gi = cc / cg, ch = cc % cg;
+    float acc = 0.0f;
+    for (I ki = 0; ki < (I)p.kh; ki++) {
+      I ty = iy + (I)p.ph - ki * (I)p.dh;
+      if (ty < 0 || ty % (I)p.sh) continue;
+      I oy = ty / (I)p.sh;
+      if (oy >= (I)p.oh) continue;
+      for (I kj = 0; kj < (I)p.kw; kj++) {
+        I tx = ix + (I)p.pw - kj * (I)p.dw;
+        if (tx < 0 || tx % (I)p.sw) continue;
+        I ox = tx / (I)p.sw;
+        if (ox >= (I)p.ow) continue;
+        int64_t r = (int64_t)ch * p.kh * p.kw + ki * p.kw + kj;
+        acc += dcol[(gi * p.kdim + r) * p.L + (int64_t)img * p.osz + oy * p.ow + ox];
+      }
+    }
+    dx[i] += acc;
+  }
+}
+
+/* y[img][m][pos] = yt[m][img*osz + pos] (+ bias[m]) */
+template <typename I>
+__global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt, const float *bias,
+                           float *y) {
+  const I total = (I)(nb * m_ * osz_), m = (I)m_, osz = (I)osz_;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+    float v = yt[mm * nb * osz + img * osz + pos];
+    if (bias) v += bias[mm];
+    y[i] = v;
+  }
+}
+
+/* dyt[m][img*osz + pos] = dy[img][m][pos] */
+template <typename I>
+__global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy, float *dyt) {
+  const I total = (I)(nb * m_ * osz_), m = (I)m_, osz = (I)osz_;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+    dyt[mm * nb * osz + img * osz + pos] = dy[i];
+  }
+}
+
+/* db[m] += sum over images (float partial over positions per image, summed in double) */
+__global__ void k_conv_db(int64_t nimg, int64_t m, int64_t osz, const float *dy, float *db) {
+  __shared__ double part[256];
+  int64_t ch = blockIdx.x;
+  double s = 0;
+  for (int64_t img = threadIdx.x; img < nimg; img += blockDim.x) {
+    const float *r = dy + (img * m + ch) * osz;
+    float p = 0;
+    for (int64_t i = 0; i < osz; i++) p += r[i];
+    s += p;
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double t = 0;
+    for (int k = 0; k < (int)blockDim.x; k++) t += part[k];
+    db[ch] += (float)t;
+  }
+}
+
+/* Images per chunk so that the im2col buffer stays under 512 MB. */
+static int64_t conv_chunk(const amd_conv_geom *g) {
+  double per = (double)g->group * (double)g->cg * (double)g->kvol * (double)g->osize * 4.0;
+  int64_t nb = per > 0 ? (int64_t)((double)(1 << 29) / per) : g->n;
+  if (nb < 1) nb = 1;
+  return nb < g->n ? nb : g->n;
+}
+
+static int conv_forward(FWD_ARGS) {
+  (void)ctx;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
+  if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  scratch col, yt;
+  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
+      yt.get((size_t)(g.m * chunk * g.osize) * 4, st))
+    return -1;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    const float *xc = F(x) + n0 * g.c * g.isize;
+    int64_t tot = g.group * kdim * p.L;
+    if (fits32(tot) && fits32(g.n * g.c * g.isize))
+      k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
+    else
+      k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
+    AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+    for (int64_t gi = 0; gi < g.group; gi++)
+      if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
+                        col.f() + gi * kdim * p.L, p.L, 0, 0.0f, yt.f() + gi * g.mg * p.L, p.L, 0, 1, st))
+        return -1;
+    int64_t ny = nb * g.m * g.osize;
+    if (fits32(ny))
+      k_conv_out<int><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, yt.f(), b ? F(b) : NULL,
+                                                                    F(&out[0]) + n0 * g.m * g.osize);
+    else
+      k_conv_out<int64_t><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(
+          nb, g.m, g.osize, yt.f(), b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize);
+    AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
+  }
+  return 0;
+}
+
+static int conv_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *dy = dout[0];
+  amd_tensor *dx = din[0], *dw = din[1], *db = n->n_in > 2 && in[2] ? din[2] : NULL;
+  if (!dy) return 0;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
+  if (db && g.m > 0) {
+    k_conv_db<<<(unsigned)g.m, 256, 0, amd_cu.stream>>>(g.n, g.m, g.osize, F(dy), F(db));
+    AMD_CUDA_CHECK_LAUNCH("k_conv_db", st);
+  }
+  if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  scratch col, dyt;
+  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
+      dyt.get((size_t)(g.m * chunk * g.osize) * 4, st))
+    return -1;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    int64_t ny = nb * g.m * g.osize;
+    if (fits32(ny))
+      k_conv_dyt<int><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize,
+                                                                    F(dy) + n0 * g.m * g.osize, dyt.f());
+    else
+      k_conv_dyt<int64_t><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize,
+                                                                        F(dy) + n0 * g.m * g.osize, dyt.f());
+    AMD_CUDA_CHECK_LAUNCH("k_conv_dyt", st);
+    if (dw) {
+      int64_t tot = g.group * kdim * p.L;
+      if (fits32(tot) && fits32(g.n * g.c * g.isize))
+        k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
+      else
+        k_im2col<int64_t>
+            <<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
+      AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+      for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dyt.f() + gi * g.mg * p.L,
+                          p.L, 0, col.f() + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0,
+                          1, st))
+          return -1;
+    }
+    if (dx) {
+      for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
+                          kdim, 0, dyt.f() + gi * g.mg * p.L, p.L, 0, 0.0f, col.f() + gi * kdim * p.L, p.L, 0,
+                          1, st))
+          return -1;
+      int64_t nx = nb * g.c * g.isize;
+      if (fits32(nx))
+        k_col2im<int><<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
+      else
+        k_col2im<int64_t>
+            <<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
+      AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
+    }
+  }
+  return 0;
+}
+
+/* ================================================================ Gemm */
+
+/* y[i][j] = c[i*rs + j*cs] */
+__global__ void k_bcast2(int64_t M, int64_t N, const float *c, int64_t rs, int64_t cs, float *y) {
+  AMD_CU_LOOP(i, M * N) y[i] = c[(i / N) * rs + (i % N) * cs];
+}
+
+/* dC += beta * dY summed over the axes C was broadcast along (one thread per element of C) */
+__global__ void k_gemm_dc(int64_t M, int64_t N, int64_t rs, int64_t cs, float beta, const float *dy,
+                          float *dc) {
+  int64_t nc_rows = rs ? M : 1, nc_cols = cs ? N : 1;
+  AMD_CU_LOOP(e, nc_rows * nc_cols) {
+    int64_t ci = e / nc_cols, cj = e % nc_cols;
+    if (rs && cs) {
+      dc[ci * rs + cj] += beta * dy[ci * N + cj];
+      continue;
+    }
+    double sum = 0;
+    if (!rs && !cs)
+      for (int64_t i = 0; i < M * N; i++) sum += dy[i];
+    else if (!rs)
+      for (int64_t i = 0; i < M; i++) sum += dy[i * N + cj];
+    else
+      for (int64_t j = 0; j < N; j++) sum += dy[ci * N + j];
+    dc[ci * rs + cj * cs] += beta * (float)sum;
+  }
+}
+
+static int gemm_forward(FWD_ARGS) {
+  (void)ctx;
+  const amd_gemm_attrs *a = (const amd_gemm_attrs *)n->attrs;
+  const amd_tensor *A = in[0], *B = in[1], *C = n->n_in > 2 ? in[2] : NULL;
+  int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->trans_a ? A->dims[0] : A->dims[1];
+  float beta = 0;
+  if (C && a->beta != 0 && M * N > 0) {
+    int64_t rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0;
+    int64_t cs = C->rank >= 1 && C->dims[C->rank - 1] != 1 ? 1 : 0;
+    k_bcast2<<<amd_cu_blocks(M * N), 256, 0, amd_cu.stream>>>(M, N, F(C), rs, cs, F(&out[0]));
+    AMD_CUDA_CHECK_LAUNCH("k_bcast2", st);
+    beta = a->beta;
+  }
+  return amd_cuda_gemm(amd_cu.gemm, n->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, F(A), A->dims[1], 0,
+                       F(B), B->dims[1], 0, beta, F(&out[0]), N, 0, 1, st);
+}
+
+static int gemm_backward(BWD_ARGS) {
+  (void)ctx;
+  const amd_gemm_attrs *a = (const amd_gemm_attrs *)n->attrs;
+  const amd_tensor *A = in[0], *B = in[1], *C = n->n_in > 2 ? in[2] : NULL, *dY = dout[0];
+  amd_tensor *dA = din[0], *dB = din[1], *dC = C ? din[2] : NULL;
+  if (!dY) return 0;
+  const int64_t M = out[0].dims[0], N = out[0].dims[1], K = a->trans_a ? A->dims[0] : A->dims[1];
+  const int64_t lda = A->dims[1], ldb = B->dims[1];
+  const amd_mult *bm = n->bwd_mult;
+  amd_cuda_gemm_ctx *gc = amd_cu.gemm;
+  if (dA) {
+    int rc = !a->trans_a ? amd_cuda_gemm(gc, bm, 0, !a->trans_b, M, K, N, a->alpha, F(dY), N, 0, F(B), ldb, 0,
+                                         1.0f, F(dA), K, 0, 1, st)
+                         : amd_cuda_gemm(gc, bm, a->trans_b, 1, K, M, N, a->alpha, F(B), ldb, 0, F(dY), N, 0,
+                                         1.0f, F(dA), M, 0, 1, st);
+    if (rc) return -1;
+  }
+  if (dB) {
+    int rc = !a->trans_b ? amd_cuda_gemm(gc, bm, !a->trans_a, 0, K, N, M, a->alpha, F(A), lda, 0, F(dY), N, 0,
+                                         1.0f, F(dB), N, 0, 1, st)
+                         : amd_cuda_gemm(gc, bm, 1, a->trans_a, N, K, M, a->alpha, F(dY), N, 0, F(A), lda, 0,
+                                         1.0f, F(dB), K, 0, 1, st);
+    if (rc) return -1;
+  }
+  if (dC && a->beta != 0 && M * N > 0) {
+    int64_t rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0;
+    int64_t cs = C->rank >= 1 && C->dims[C->rank - 1] != 1 ? 1 : 0;
+    int64_t cnt = (rs ? M : 1) * (cs ? N : 1);
+    k_gemm_dc<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(M, N, rs, cs, a->beta, F(dY), F(dC));
+    AMD_CUDA_CHECK_LAUNCH("k_gemm_dc", st);
+  }
+  return 0;
+}
+
+/* ================================================================ MatMul */
+
+/* Calls fn(t, oa, ob) for every batch entry t with the matrix offsets of A and B (the CPU's odometer). */
+template <typename Fn> static int mm_each(const amd_mm_shape *s, Fn fn) {
+  int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
+  amd_broadcast_strides(&s->batch_a, &s->batch, sa);
+  amd_broadcast_strides(&s->batch_b, &s->batch, sb);
+  const int r = s->batch.rank;
+  int64_t oa = 0, ob = 0, nb = amd_tensor_numel(&s->batch);
+  for (int64_t t = 0; t < nb; t++) {
+    if (fn(t, oa, ob)) return -1;
+    for (int d = r - 1; d >= 0; d--) {
+      idx[d]++;
+      oa += sa[d];
+      ob += sb[d];
+      if (idx[d] < s->batch.dims[d]) break;
+      oa -= sa[d] * idx[d];
+      ob -= sb[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  return 0;
+}
+
+static int matmul_forward(FWD_ARGS) {
+  (void)ctx;
+  amd_mm_shape s;
+  if (amd_mm_shapes(in[0], in[1], &s, st)) return -1;
+  const float *a = F(in[0]), *b = F(in[1]);
+  float *y = F(&out[0]);
+  const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
+  if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb)
+    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1,
+                         st);
+  return mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
+    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N,
+                         0, 0.0f, y + t * M * N, N, 0, 1, st);
+  });
+}
+
+static int matmul_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  const amd_tensor *dY = dout[0];
+  float *da = F(din[0]), *db = F(din[1]);
+  if (!dY || (!da && !db)) return 0;
+  amd_mm_shape s;
+  if (amd_mm_shapes(in[0], in[1], &s, st)) return -1;
+  const float *a = F(in[0]), *b = F(in[1]), *dy = F(dY);
+  const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
+  const amd_mult *bm = n->bwd_mult;
+  if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb) {
+    if (da &&
+        amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, nb * M, K, N, 1.0f, dy, N, 0, b, N, 0, 1.0f, da, K, 0, 1, st))
+      return -1;
+    if (db &&
+        amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, nb * M, 1.0f, a, K, 0, dy, N, 0, 1.0f, db, N, 0, 1, st))
+      return -1;
+    return 0;
+  }
+  return mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
+    const float *dyt = dy + t * M * N;
+    if (da && amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, M, K, N, 1.0f, dyt, N, 0, b + ob * K * N, N, 0, 1.0f,
+                            da + oa * M * K, K, 0, 1, st))
+      return -1;
+    if (db && amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, M, 1.0f, a + oa * M * K, K, 0, dyt, N, 0, 1.0f,
+                            db + ob * K * N, N, 0, 1, st))
+      return -1;
+    return 0;
+  });
+}
+
+/* ================================================================ BatchNormalization */
+
+/* The offset of element e of channel c (e over batch x spatial), in 32-bit
+ * arithmetic when the tensor is small enough. */
+__device__ __forceinline__ int64_t bn_off(int64_t e, int64_t sp, int64_t ch, int64_t c, int small) {
+  if (small) {
+    unsigned ue = (unsigned)e, usp = (unsigned)sp;
+    return ((int64_t)(ue / usp) * ch + c) * sp + ue % usp;
+  }
+  return ((e / sp) * ch + c) * sp + e % sp;
+}
+
+/* Per channel: the statistics used (batch: two-pass mean / biased variance in
+ * double, as the CPU; running: the inputs), k = scale / sqrt(v + eps) and,
+ * for training, the new running statistics. coef[c*4 + {0..3}] = m, k, v, 0. */
+__global__ void k_bn_stats(int64_t batch, int64_t ch, int64_t sp, const float *x, const float *scale,
+                           const float *mean_in, const float *var_in, int batch_stats, double eps, double mom,
+                           double unbias, float *rm_out, float *rv_out, float *sm_out, float *sv_out,
+                           double *coef, int small) {
+  __shared__ double red[256];
+  const int64_t c = blockIdx.x, cnt = batch * sp;
+  double m, v;
+  if (batch_stats) {
+    double s = 0;
+    for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) s += x[bn_off(e, sp, ch, c, small)];
+    red[threadIdx.x] = s;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+      if ((int)threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+      __syncthreads();
+    }
+    m = cnt > 0 ? red[0] / (double)cnt : 0.0;
+    __syncthreads();
+    double q = 0;
+    for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+      double d = (double)x[bn_off(e, sp, ch, c, small)] - m;
+      q += d * d;
+    }
+    red[threadIdx.x] = q;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+      if ((int)threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+      __syncthreads();
+    }
+    v = cnt > 0 ? red[0] / (double)cnt : 0.0;
+  } else {
+    m = mean_in[c];
+    v = var_in[c];
+  }
+  if (threadIdx.x == 0) {
+    coef[c * 4 + 0] = m;
+    coef[c * 4 + 1] = (double)scale[c] / sqrt(v + eps);
+    coef[c * 4 + 2] = v;
+    double rm = batch_stats ? (double)mean_in[c] * mom + m * (1.0 - mom) : (double)mean_in[c];
+    double rv = batch_stats ? (double)var_in[c] * mom + v * unbias * (1.0 - mom) : (double)var_in[c];
+    if (rm_out) rm_out[c] = (float)rm;
+    if (rv_out) rv_out[c] = (float)rv;
+    if (sm_out) sm_out[c] = (float)m; /* opset < 14: saved mean / variance (the statistics used) */
+    if (sv_out) sv_out[c] = (float)v;
+  }
+}
+
+template <typename I>
+__global__ void k_bn_apply(int64_t total, int64_t ch, int64_t sp, const float *x, const float *bias,
+                           const double *coef, float *y) {
+  AMD_CU_LOOP_I(I, i, total) {
+    I c = (i / (I)sp) % (I)ch;
+    y[i] = (float)(((double)x[i] - coef[c * 4]) * coef[c * 4 + 1] + (double)bias[c]);
+  }
+}
+
+static int bn_forward(FWD_ARGS) {
+  const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
+  const amd_tensor *x = in[0];
+  int64_t batch = x->dims[0], ch = x->dims[1], sp = 1;
+  for (int i = 2; i < x->rank; i++) sp *= x->dims[i];
+  if (ch == 0) return 0;
+  int bstats = amd_bn_use_batch_stats(n, ctx);
+  int64_t count = batch * sp;
+  double unbias = ctx && ctx->training && count > 1 ? (double)count / (double)(count - 1) : 1.0;
+  float *rm = n->n_out > 1 && n->out[1] >= 0 && out[1].data ? F(&out[1]) : NULL;
+  float *rv = n->n_out > 2 && n->out[2] >= 0 && out[2].data ? F(&out[2]) : NULL;
+  float *sm = n->n_out > 3 && n->out[3] >= 0 && out[3].data ? F(&out[3]) : NULL;
+  float *sv = n->n_out > 4 && n->out[4] >= 0 && out[4].data ? F(&out[4]) : NULL;
+  scratch coef;
+  if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
+  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]),
+                                                      bstats, a->epsilon, a->momentum, unbias, rm, rv, sm, sv,
+                                                      coef.d(), fits32(batch * ch * sp));
+  AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
+  int64_t total = amd_tensor_numel(x);
+  if (total) {
+    if (fits32(total))
+      k_bn_apply<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(in[2]),
+                                                                       coef.d(), F(&out[0]));
+    else
+      k_bn_apply<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(in[2]),
+                                                                           coef.d(), F(&out[0]));
+    AMD_CUDA_CHECK_LAUNCH("k_bn_apply", st);
+  }
+  return 0;
+}
+
+/* Per channel: sums sg, sgx; dscale, dbias; then coef = m, k, c0, c1 for dx. */
+__global__ void k_bn_bwd_sums(int64_t batch, int64_t ch, int64_t sp, const float *x, const float *dy,
+                              const float *scale, int batch_stats, double eps, double *coef, float *dscale,
+                              float *dbias, int small) {
+  __shared__ double r1[256], r2[256];
+  const int64_t c = blockIdx.x, cnt = batch * sp;
+  double m = coef[c * 4], v = coef[c * 4 + 2];
+  double inv = 1.0 / sqrt(v + eps), sg = 0, sgx = 0;
+  for (int64_t e = threadIdx.x; e < cnt; e += blockDim.x) {
+    int64_t off = bn_off(e, sp, ch, c, small);
+    double gv = dy[off];
+    sg += gv;
+    sgx += gv * ((double)x[off] - m);
+  }
+  r1[threadIdx.x] = sg;
+  r2[threadIdx.x] = sgx;
+  __syncthreads();
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if ((int)threadIdx.x < k) r1[threadIdx.x] += r1[threadIdx.x + k], r2[threadIdx.x] += r2[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    sg = r1[0], sgx = r2[0];
+    if (dscale) dscale[c] = (float)((double)dscale[c] + sgx * inv);
+    if (dbias) dbias[c] = (float)((double)dbias[c] + sg);
+    double k = (double)scale[c] * inv, c0 = 0, c1 = 0;
+    if (batch_stats && cnt > 0) {
+      c0 = sg / (double)cnt;
+      c1 = sgx * inv * inv / (double)cnt;
+    }
+    coef[c * 4 + 1] = k;
+    coef[c * 4 + 2] = c0;
+    coef[c * 4 + 3] = c1;
+  }
+}
+
+template <typename I>
+__global__ void k_bn_dx(int64_t total, int64_t ch, int64_t sp, const float *x, const float *dy,
+                        const double *coef, float *dx) {
+  AMD_CU_LOOP_I(I, i, total) {
+    I c = (i / (I)sp) % (I)ch;
+    const double *k = coef + c * 4;
+    dx[i] += (float)(k[1] * ((double)dy[i] - k[2] - ((double)x[i] - k[0]) * k[3]));
+  }
+}
+
+static int bn_backward(BWD_ARGS) {
+  (void)out;
+  const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *dy = dout[0];
+  amd_tensor *dx = din[0], *dscale = din[1], *dbias = din[2];
+  if (!dy || (!dx && !dscale && !dbias)) return 0;
+  int64_t batch = x->dims[0], ch = x->dims[1], sp = 1;
+  for (int i = 2; i < x->rank; i++) sp *= x->dims[i];
+  if (ch == 0) return 0;
+  int bstats = amd_bn_use_batch_stats(n, ctx);
+  scratch coef;
+  if (coef.get((size_t)ch * 4 * sizeof(double), st)) return -1;
+  k_bn_stats<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(in[1]), F(in[3]), F(in[4]),
+                                                      bstats, a->epsilon, a->momentum, 1.0, NULL, NULL, NULL,
+                                                      NULL, coef.d(), fits32(batch * ch * sp));
+  AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
+  k_bn_bwd_sums<<<(unsigned)ch, 256, 0, amd_cu.stream>>>(batch, ch, sp, F(x), F(dy), F(in[1]), bstats,
+                                                         a->epsilon, coef.d(), F(dscale), F(dbias),
+                                                         fits32(batch * ch * sp));
+  AMD_CUDA_CHECK_LAUNCH("k_bn_bwd_sums", st);
+  int64_t total = amd_tensor_numel(x);
+  if (dx && total) {
+    if (fits32(total))
+      k_bn_dx<int>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(dy), coef.d(), F(dx));
+    else
+      k_bn_dx<int64_t>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, F(x), F(dy), coef.d(), F(dx));
+    AMD_CUDA_CHECK_LAUNCH("k_bn_dx", st);
+  }
+  return 0;
+}
+
+/* ================================================================ activations */
+
+enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_CLIP };
+
+__device__ __forceinline__ float sigmoid_f(float v) {
+  if (v >= 0) return 1.0f / (1.0f + expf(-v));
+  float e = expf(v);
+  return e / (1.0f + e);
+}
+
+__global__ void k_act_fwd(int kind, int64_t nel, const float *x, float *y, float p0, float p1) {
+  AMD_CU_LOOP(i, nel) {
+    float v = x[i], r;
+    switch (kind) {
+    case ACT_RELU:
+      r = v < 0 ? 0.0f : v;
+      break;
+    case ACT_LEAKY:
+      r = v < 0 ? v * p0 : v;
+      break;
+    case ACT_SIGMOID:
+      r = sigmoid_f(v);
+      break;
+    case ACT_TANH:
+      r = tanhf(v);
+      break;
+    default: {
+      float lo = v < p0 ? p0 : v;
+      r = lo > p1 ? p1 : lo;
+    }
+    }
+    y[i] = r;
+  }
+}
+
+__global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y, const float *g, float *dx,
+                          float p0, float p1) {
+  AMD_CU_LOOP(i, nel) {
+    float v = x[i], u = y[i], gv = g[i], r;
+    switch (kind) {
+    case ACT_RELU:
+      r = v > 0 ? gv : 0.0f;
+      break;
+    case ACT_LEAKY:
+      r = v < 0 ? gv * p0 : gv;
+      break;
+    case ACT_SIGMOID:
+      r = gv * u * (1.0f - u);
+      break;
+    case ACT_TANH:
+      r = gv * (1.0f - u * u);
+      break;
+    default:
+      r = v > p0 && v < p1 ? gv : 0.0f;
+    }
+    dx[i] += r;
+  }
+}
+
+static int act_kind(const amd_node *n) {
+  const char *nm = n->op->name;
+  if (!strcmp(nm, "Relu")) return ACT_RELU;
+  if (!strcmp(nm, "LeakyRelu")) return ACT_LEAKY;
+  if (!strcmp(nm, "Sigmoid")) return ACT_SIGMOID;
+  if (!strcmp(nm, "Tanh")) return ACT_TANH;
+  return ACT_CLIP;
+}
+
+/* The parameters: LeakyRelu alpha; Clip bounds (from the host-staged inputs at opset >= 11). */
+static void act_params(const amd_node *n, const amd_tensor *const *in, int kind, float *p0, float *p1) {
+  *p0 = 0, *p1 = 0;
+  if (kind == ACT_LEAKY) *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
+  if (kind != ACT_CLIP) return;
+  double lo, hi;
+  if (n->since >= 11) {
+    const amd_tensor *tmin = n->n_in > 1 ? in[1] : NULL, *tmax = n->n_in > 2 ? in[2] : NULL;
+    lo = tmin ? amd_tensor_get_f64(tmin, 0) : -INFINITY;
+    hi = tmax ? amd_tensor_get_f64(tmax, 0) : INFINITY;
+  } else {
+    const amd_act_attrs *a = (const amd_act_attrs *)n->attrs;
+    lo = a->min, hi = a->max;
+  }
+  *p0 = (float)lo, *p1 = (float)hi;
+}
+
+static int act_forward(FWD_ARGS) {
+  (void)ctx;
+  int kind = act_kind(n);
+  float p0, p1;
+  act_params(n, in, kind, &p0, &p1);
+  int64_t nel = amd_tensor_numel(in[0]);
+  if (!nel) return 0;
+  k_act_fwd<<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), p0, p1);
+  AMD_CUDA_CHECK_LAUNCH("k_act_fwd", st);
+  return 0;
+}
+
+static int act_backward(BWD_ARGS) {
+  (void)ctx;
+  if (!dout[0] || !din[0]) return 0;
+  int kind = act_kind(n);
+  float p0, p1;
+  act_params(n, in, kind, &p0, &p1);
+  int64_t nel = amd_tensor_numel(in[0]);
+  if (!nel) return 0;
+  k_act_bwd<<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), F(dout[0]),
+                                                           F(din[0]), p0, p1);
+  AMD_CUDA_CHECK_LAUNCH("k_act_bwd", st);
+  return 0;
+}
+
+/* ================================================================ pools (2-D) */
+
+struct pool2d {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, dh, dw, pbh, pbw, peh, pew;
+  int include_pad;
+};
+
+static pool2d make_pool2d(const amd_pool_geom *g, int include_pad) {
+  pool2d p;
+  p.planes = g->planes, p.h = g->in[0], p.w = g->in[1], p.oh = g->out[0], p.ow = g->out[1];
+  p.kh = g->k[0], p.kw = g->k[1], p.sh = g->s[0], p.sw = g->s[1], p.dh = g->d[0], p.dw = g->d[1];
+  p.pbh = g->pb[0], p.pbw = g->pb[1], p.peh = g->pe[0], p.pew = g->pe[1], p.include_pad = include_pad;
+  return p;
+}
+
+/* pool.c's win_range and win_padded_count for one dimension */
+__device__ __forceinline__ void win(int64_t o, int64_t s, int64_t pb, int64_t d, int64_t in, int64_t k,
+                                    int64_t *start, int64_t *lo, int64_t *hi) {
+  int64_t s0 = o * s - pb;
+  int64_t l = s0 < 0 ? (-s0 + d - 1) / d : 0;
+  int64_t h = in - s0 <= 0 ? 0 : (in - s0 + d - 1) / d;
+  if (h > k) h = k;
+  *start = s0, *lo = l, *hi = h < l ? l : h;
+}
+__device__ __forceinline__ int64_t win_padded(int64_t in, int64_t pe, int64_t start, int64_t d, int64_t k) {
+  int64_t lim = in + pe - start;
+  int64_t c = lim <= 0 ? 0 : (lim + d - 1) / d;
+  return c > k ? k : c;
+}
+
+/* The window of output (oy, ox): first in-bounds tap seeds the max, strictly greater replaces (pool.c). */
+__device__ int64_t window_argmax(const pool2d &p, const float *xp, int64_t oy, int64_t ox) {
+  int64_t sy, ly, hy, sx, lx, hx;
+  win(oy, p.sh, p.pbh, p.dh, p.h, p.kh, &sy, &ly, &hy);
+  win(ox, p.sw, p.pbw, p.dw, p.w, p.kw, &sx, &lx, &hx);
+  if (ly >= hy || lx >= hx) return -1;
+  int64_t bi = (sy + ly * p.dh) * p.w + sx + lx * p.dw;
+  float best = xp[bi];
+  for (int64_t a = ly; a < hy; a++)
+    for (int64_t b = lx; b < hx; b++) {
+      int64_t o = (sy + a * p.dh) * p.w + sx + b * p.dw;
+      if (xp[o] > best) best = xp[o], bi = o;
+    }
+  return bi;
+}
+
+__global__ void k_pool_fwd(pool2d p, int is_max, const float *x, float *y) {
+  const int64_t total = p.planes * p.oh * p.ow;
+  AMD_CU_LOOP(i, total) {
+    int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, pl = i / (p.ow * p.oh);
+    const float *xp = x + pl * p.h * p.w;
+    int64_t sy, ly, hy, sx, lx, hx;
+    win(oy, p.sh, p.pbh, p.dh, p.h, p.kh, &sy, &ly, &hy);
+    win(ox, p.sw, p.pbw, p.dw, p.w, p.kw, &sx, &lx, &hx);
+    if (is_max) {
+      float best = -INFINITY;
+      int any = 0;
+      for (int64_t a = ly; a < hy; a++)
+        for (int64_t b = lx; b < hx; b++) {
+          float v = xp[(sy + a * p.dh) * p.w + sx + b * p.dw];
+          if (!any || v > best) best = v, any = 1;
+        }
+      y[i] = best;
+    } else {
+      double sum = 0;
+      for (int64_t a = ly; a < hy; a++)
+        for (int64_t b = lx; b < hx; b++) sum += xp[(sy + a * p.dh) * p.w + sx + b * p.dw];
+      int64_t cnt = p.include_pad
+                        ? win_padded(p.h, p.peh, sy, p.dh, p.kh) * win_padded(p.w, p.pew, sx, p.dw, p.kw)
+                        : (hy - ly) * (hx - lx);
+      y[i] = cnt > 0 ? (float)(sum / (double)cnt) : 0.0f;
+    }
+  }
+}
+
+/* One thread per input element: the windows that contain it, in the CPU's output order. */
+__global__ void k_pool_bwd(pool2d p, int is_max, const float *x, const float *dy, float *dx) {
+  const int64_t total = p.planes * p.h * p.w;
+  AMD_CU_LOOP(i, total) {
+    int64_t ix = i % p.w, iy = (i / p.w) % p.h, pl = i / (p.w * p.h);
+    const float *xp = x + pl * p.h * p.w, *gp = dy + pl * p.oh * p.ow;
+    const int64_t me = iy * p.w + ix;
+    float acc = dx[i];
+    for (int64_t a = p.kh - 1; a >= 0; a--) {
+      int64_t ty = iy + p.pbh - a * p.dh;
+      if (ty < 0 || ty % p.sh) continue;
+      int64_t oy = ty / p.sh;
+      if (oy >= p.oh) continue;
+      for (int64_t b = p.kw - 1; b >= 0; b--) {
+        int64_t tx = ix + p.pbw - b * p.dw;
+        if (tx < 0 || tx % p.sw) continue;
+        int64_t ox = tx / p.sw;
+        if (ox >= p.ow) continue;
+        if (is_max) {
+          if (window_argmax(p, xp, oy, ox) == me) acc += gp[oy * p.ow + ox];
+        } else {
+          int64_t sy, ly, hy, sx, lx, hx;
+          win(oy, p.sh, p.pbh, p.dh, p.h, p.kh, &sy, &ly, &hy);
+          win(ox, p.sw, p.pbw, p.dw, p.w, p.kw, &sx, &lx, &hx);
+          if (ly >= hy || lx >= hx) continue;
+          int64_t cnt = p.include_pad
+                            ? win_padded(p.h, p.peh, sy, p.dh, p.kh) * win_padded(p.w, p.pew, sx, p.dw, p.kw)
+                            : (hy - ly) * (hx - lx);
+          if (cnt <= 0) continue;
+          acc += (float)(gp[oy * p.ow + ox] / (double)cnt);
+        }
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
+static int pool_forward(FWD_ARGS) {
+  (void)ctx;
+  const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
+  amd_pool_geom g;
+  if (amd_pool_geometry(a, in[0], &g, st)) return -1;
+  pool2d p = make_pool2d(&g, a->count_include_pad);
+  int64_t total = g.planes * g.out_plane;
+  if (!total) return 0;
+  k_pool_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]),
+                                                              F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_pool_fwd", st);
+  return 0;
+}
+
+static int pool_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
+  amd_pool_geom g;
+  if (amd_pool_geometry(a, in[0], &g, st)) return -1;
+  pool2d p = make_pool2d(&g, a->count_include_pad);
+  int64_t total = g.planes * g.in_plane;
+  if (!total) return 0;
+  k_pool_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]),
+                                                              F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_pool_bwd", st);
+  return 0;
+}
+
+/* ---- global pools: one thread per plane, the CPU's loop ---- */
+
+__global__ void k_global_fwd(int64_t planes, int64_t inner, int is_max, const float *x, float *y) {
+  AMD_CU_LOOP(pl, planes) {
+    const float *xp = x + pl * inner;
+    if (is_max) {
+      float m = -INFINITY;
+      for (int64_t i = 0; i < inner; i++)
+        if (xp[i] > m || isnan(xp[i])) m = xp[i];
+      y[pl] = m;
+    } else {
+      double acc = 0;
+      for (int64_t i = 0; i < inner; i++) acc += xp[i];
+      y[pl] = (float)(inner > 0 ? acc / (double)inner : 0.0);
+    }
+  }
+}
+
+__global__ void k_gap_bwd(int64_t planes, int64_t inner, const float *dy, float *dx) {
+  AMD_CU_LOOP(i, planes * inner) dx[i] += (float)(dy[i / inner] / (double)inner);
+}
+
+__global__ void k_gmp_bwd(int64_t planes, int64_t inner, const float *x, const float *dy, float *dx) {
+  AMD_CU_LOOP(pl, planes) {
+    const float *xp = x + pl * inner;
+    float m = -INFINITY;
+    int64_t bi = -1;
+    for (int64_t i = 0; i < inner; i++)
+      if (xp[i] > m || isnan(xp[i])) m = xp[i], bi = i;
+    if (bi >= 0) dx[pl * inner + bi] += dy[pl];
+  }
+}
+
+static void plane_sizes(const amd_tensor *x, int64_t *planes, int64_t *inner) {
+  *planes = x->dims[0] * x->dims[1];
+  *inner = 1;
+  for (int i = 2; i < x->rank; i++) *inner *= x->dims[i];
+}
+
+static int global_forward(FWD_ARGS) {
+  (void)ctx;
+  int64_t planes, inner;
+  plane_sizes(in[0], &planes, &inner);
+  if (!planes) return 0;
+  k_global_fwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(
+      planes, inner, !strcmp(n->op->name, "GlobalMaxPool"), F(in[0]), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_global_fwd", st);
+  return 0;
+}
+
+static int global_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  int64_t planes, inner;
+  plane_sizes(in[0], &planes, &inner);
+  if (!planes || !inner) return 0;
+  if (!strcmp(n->op->name, "GlobalMaxPool"))
+    k_gmp_bwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(planes, inner, F(in[0]), F(dout[0]),
+                                                                     F(din[0]));
+  else
+    k_gap_bwd<<<amd_cu_blocks(planes * inner), 256, 0, amd_cu.stream>>>(planes, inner, F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("global pool backward", st);
+  return 0;
+}
+
+/* ================================================================ Add, Sub, Mul, Div */
+
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV };
+
+struct ew_shape {
+  int rank;
+  int64_t dims[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], so[AMD_MAX_RANK]; /* so: output strides */
+};
+
+__device__ __forceinline__ float ew_apply(int op, float x, float y) {
+  switch (op) {
+  case EW_ADD:
+    return x + y;
+  case EW_SUB:
+    return x - y;
+  case EW_MUL:
+    return x * y;
+  default:
+    return x / y;
+  }
+}
+
+__global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, const float *b, float *o) {
+  AMD_CU_LOOP(i, total) {
+    int64_t r = i, oa = 0, ob = 0;
+    for (int d = s.rank - 1; d >= 0; d--) {
+      int64_t id = r % s.dims[d];
+      r /= s.dims[d];
+      oa += id * s.sa[d];
+      ob += id * s.sb[d];
+    }
+    o[i] = ew_apply(op, a[oa], b[ob]);
+  }
+}
+
+/* The gradient contribution for output element with operands x (a), y (b) and gradient g. */
+__device__ __forceinline__ float ew_grad(int op, int which, float x, float y, float g) {
+  switch (op * 2 + which) {
+  case EW_ADD * 2:
+  case EW_ADD * 2 + 1:
+  case EW_SUB * 2:
+    return g;
+  case EW_SUB * 2 + 1:
+    return -g;
+  case EW_MUL * 2:
+    return g * y;
+  case EW_MUL * 2 + 1:
+    return g * x;
+  case EW_DIV * 2:
+    return g / y;
+  default:
+    return -(g * x / (y * y));
+  }
+}
+
+/* Full-size operand: one thread per output element (a bijection onto the operand). */
+__global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, const float *a, const float *b,
+                              const float *g, float *d) {
+  AMD_CU_LOOP(i, total) {
+    int64_t r = i, oa = 0, ob = 0;
+    for (int dd = s.rank - 1; dd >= 0; dd--) {
+      int64_t id = r % s.dims[dd];
+      r /= s.dims[dd];
+      oa += id * s.sa[dd];
+      ob += id * s.sb[dd];
+    }
+    d[which ? ob : oa] += ew_grad(op, which, a[oa], b[ob], g[i]); /* x + (-t) == x - t: the CPU's -= */
+  }
+}
+
+/* Broadcast operand: one thread per operand element, summing (in double, in
+ * output order) over the output elements that read it, as the CPU's scratch. */
+__global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, const float *a, const float *b,
+                                const float *g, float *d) {
+  AMD_CU_LOOP(j, nop) {
+    const int64_t *sd = which ? s.sb : s.sa;
+    int64_t idx[AMD_MAX_RANK], r = j;
+    for (int dd = s.rank - 1; dd >= 0; dd--) { /* j over the operand's own (kept) dims */
+      if (sd[dd] != 0) {
+        idx[dd] = r % s.dims[dd];
+        r /= s.dims[dd];
+      } else {
+        idx[dd] = 0;
+      }
+    }
+    double acc = 0;
+    for (;;) {
+      int64_t oo = 0, oa = 0, ob = 0;
+      for (int dd = 0; dd < s.rank; dd++)
+        oo += idx[dd] * s.so[dd], oa += idx[dd] * s.sa[dd], ob += idx[dd] * s.sb[dd];
+      float x = a[oa], y = b[ob], gv = g[oo];
+      acc += (double)ew_grad(op, which, x, y, gv);
+      int dd = s.rank - 1; /* advance the reduced dims, last fastest */
+      for (; dd >= 0; dd--) {
+        if (sd[dd] != 0 || s.dims[dd] == 1) continue;
+        if (++idx[dd] < s.dims[dd]) break;
+        idx[dd] = 0;
+      }
+      if (dd < 0) break;
+    }
+    d[j] += (float)acc;
+  }
+}
+
+static int ew_op(const amd_node *n) {
+  const char *nm = n->op->name;
+  return !strcmp(nm, "Add") ? EW_ADD : !strcmp(nm, "Sub") ? EW_SUB : !strcmp(nm, "Mul") ? EW_MUL : EW_DIV;
+}
+
+static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor *o, ew_shape *s) {
+  s->rank = o->rank;
+  amd_broadcast_strides(a, o, s->sa);
+  amd_broadcast_strides(bv, o, s->sb);
+  int64_t str = 1;
+  for (int d = o->rank - 1; d >= 0; d--) {
+    s->dims[d] = o->dims[d];
+    s->so[d] = str;
+    str *= o->dims[d];
+  }
+}
+
+static int ew_forward(FWD_ARGS) {
+  (void)ctx;
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
+  ew_shape s;
+  ew_make(in[0], &bv, &out[0], &s);
+  int64_t total = amd_tensor_numel(&out[0]);
+  if (!total) return 0;
+  k_ew_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), s, total, F(in[0]), F(&bv), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_ew_fwd", st);
+  return 0;
+}
+
+static int ew_backward(BWD_ARGS) {
+  (void)ctx;
+  if (!dout[0]) return 0;
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
+  ew_shape s;
+  ew_make(in[0], &bv, &out[0], &s);
+  int64_t total = amd_tensor_numel(&out[0]);
+  if (!total) return 0;
+  for (int which = 0; which < 2; which++) {
+    if (!din[which]) continue;
+    int64_t nop = amd_tensor_numel(which ? &bv : in[0]);
+    if (nop == total)
+      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, F(in[0]),
+                                                                     F(&bv), F(dout[0]), F(din[which]));
+    else
+      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, F(in[0]),
+                                                                        F(&bv), F(dout[0]), F(din[which]));
+    AMD_CUDA_CHECK_LAUNCH("elementwise backward", st);
+  }
+  return 0;
+}
+
+/* ================================================================ Softmax, LogSoftmax */
+
+__global__ void k_sm_fwd(int64_t outer, int64_t len, int64_t inner, int is_log, const float *x, float *y) {
+  AMD_CU_LOOP(col, outer * inner) {
+    int64_t r = col / inner, j = col % inner;
+    const float *xr = x + r * len * inner + j;
+    float *yr = y + r * len * inner + j;
+    float m = xr[0];
+    for (int64_t i = 1; i < len; i++)
+      if (xr[i * inner] > m) m = xr[i * inner];
+    double s = 0;
+    for (int64_t i = 0; i < len; i++) s += expf(xr[i * inner] - m);
+    if (is_log) {
+      float ls = (float)log(s);
+      for (int64_t i = 0; i < len; i++) yr[i * inner] = (xr[i * inner] - m) - ls;
+    } else {
+      float inv = (float)(1.0 / s);
+      for (int64_t i = 0; i < len; i++) yr[i * inner] = expf(xr[i * inner] - m) * inv;
+    }
+  }
+}
+
+__global__ void k_sm_bwd(int64_t outer, int64_t len, int64_t inner, int is_log, const float *y,
+                         const float *g, float *dx) {
+  AMD_CU_LOOP(col, outer * inner) {
+    int64_t r = col / inner, j = col % inner, base = r * len * inner + j;
+    double acc = 0;
+    for (int64_t i = 0; i < len; i++) {
+      int64_t k = base + i * inner;
+      acc += is_log ? (double)g[k] : (double)g[k] * y[k];
+    }
+    for (int64_t i = 0; i < len; i++) {
+      int64_t k = base + i * inner;
+      dx[k] += is_log ? (float)(g[k] - exp((double)y[k]) * acc) : (float)(y[k] * (g[k] - acc));
+    }
+  }
+}
+
+static int sm_forward(FWD_ARGS) {
+  (void)ctx;
+  int64_t outer, len, inner;
+  if (amd_sm_view(n, in[0], &outer, &len, &inner, st)) return -1;
+  if (!amd_tensor_numel(in[0]) || !len) return 0;
+  k_sm_fwd<<<amd_cu_blocks(outer * inner, 128), 128, 0, amd_cu.stream>>>(
+      outer, len, inner, !strcmp(n->op->name, "LogSoftmax"), F(in[0]), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_sm_fwd", st);
+  return 0;
+}
+
+static int sm_backward(BWD_ARGS) {
+  (void)ctx;
+  if (!dout[0] || !din[0]) return 0;
+  int64_t outer, len, inner;
+  if (amd_sm_view(n, in[0], &outer, &len, &inner, st)) return -1;
+  if (!amd_tensor_numel(in[0]) || !len) return 0;
+  k_sm_bwd<<<amd_cu_blocks(outer * inner, 128), 128, 0, amd_cu.stream>>>(
+      outer, len, inner, !strcmp(n->op->name, "LogSoftmax"), F(&out[0]), F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_sm_bwd", st);
+  return 0;
+}
+
+/* ================================================================ copies: Flatten, Reshape, Identity,
+ * Squeeze, Unsqueeze */
+
+static int copy_forward(FWD_ARGS) {
+  (void)n, (void)ctx;
+  size_t bytes = amd_tensor_nbytes(&out[0]);
+  if (bytes)
+    AMD_CUDA_CHECK(cudaMemcpyAsync(out[0].data, in[0]->data, bytes, cudaMemcpyDeviceToDevice, amd_cu.stream),
+                   st);
+  return 0;
+}
+
+static int copy_backward(BWD_ARGS) {
+  (void)n, (void)ctx, (void)in, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  return add_into(F(din[0]), F(dout[0]), amd_tensor_numel(din[0]), st);
+}
+
+/* ================================================================ Concat */
+
+static int64_t prod(const int64_t *d, int from, int to) {
+  int64_t p = 1;
+  for (int i = from; i < to; i++) p *= d[i];
+  return p;
+}
+
+static int concat_forward(FWD_ARGS) {
+  (void)ctx;
+  const amd_axis_attrs *a = (const amd_axis_attrs *)n->attrs;
+  int axis = amd_axis(a->axis, out[0].rank, st);
+  if (axis < 0) return -1;
+  int64_t outer = prod(out[0].dims, 0, axis), inner = prod(out[0].dims, axis + 1, out[0].rank);
+  size_t row = (size_t)(out[0].dims[axis] * inner) * 4, off = 0;
+  for (int k = 0; k < n->n_in; k++) {
+    size_t block = (size_t)(in[k]->dims[axis] * inner) * 4;
+    if (block && outer)
+      AMD_CUDA_CHECK(cudaMemcpy2DAsync((char *)out[0].data + off, row, in[k]->data, block, block,
+                                       (size_t)outer, cudaMemcpyDeviceToDevice, amd_cu.stream),
+                     st);
+    off += block;
+  }
+  return 0;
+}
+
+__global__ void k_concat_bwd(int64_t outer, int64_t block, int64_t row, int64_t off, const float *g,
+                             float *d) {
+  AMD_CU_LOOP(i, outer * block) d[i] += g[(i / block) * row + off + i % block];
+}
+
+static int concat_backward(BWD_ARGS) {
+  (void)ctx;
+  if (!dout[0]) return 0;
+  const amd_axis_attrs *a = (const amd_axis_attrs *)n->attrs;
+  int axis = amd_axis(a->axis, out[0].rank, st);
+  if (axis < 0) return -1;
+  int64_t outer = prod(out[0].dims, 0, axis), inner = prod(out[0].dims, axis + 1, out[0].rank);
+  int64_t row = out[0].dims[axis] * inner, off = 0;
+  for (int k = 0; k < n->n_in; k++) {
+    int64_t block = in[k]->dims[axis] * inner;
+    if (din[k] && block && outer) {
+      k_concat_bwd<<<amd_cu_blocks(outer * block), 256, 0, amd_cu.stream>>>(outer, block, row, off,
+                                                                            F(dout[0]), F(din[k]));
+      AMD_CUDA_CHECK_LAUNCH("k_concat_bwd", st);
+    }
+    off += block;
+  }
+  return 0;
+}
+
+/* ================================================================ Dropout */
+
+/* splitmix64 is counter based: draw i of a stream at state s0 is mix(s0 + (i + 1) * gamma). */
+__device__ __forceinline__ uint64_t splitmix_at(uint64_t s0, int64_t i) {
+  uint64_t z = s0 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void k_dropout(int64_t cnt, uint64_t s0, double ratio, double scale, const float *x, float *y,
+                          int accumulate) {
+  AMD_CU_LOOP(i, cnt) {
+    double u = (double)(splitmix_at(s0, i) >> 11) * 0x1.0p-53;
+    int keep = u >= ratio;
+    if (accumulate) {
+      if (keep) y[i] += (float)(x[i] * scale);
+    } else {
+      y[i] = keep ? (float)((double)x[i] * scale) : 0.0f;
+    }
+  }
+}
+
+static int dropout_forward(FWD_ARGS) {
+  double ratio;
+  int training;
+  amd_dropout_mode(n, ctx, in, &ratio, &training);
+  int64_t cnt = amd_tensor_numel(in[0]);
+  if (!training || ratio == 0) {
+    if (cnt)
+      AMD_CUDA_CHECK(
+          cudaMemcpyAsync(out[0].data, in[0]->data, (size_t)cnt * 4, cudaMemcpyDeviceToDevice, amd_cu.stream),
+          st);
+    return 0;
+  }
+  if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
+  double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  if (cnt) {
+    k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(in[0]),
+                                                             F(&out[0]), 0);
+    AMD_CUDA_CHECK_LAUNCH("k_dropout", st);
+  }
+  ctx->rng += (uint64_t)cnt * 0x9e3779b97f4a7c15ULL; /* as cnt sequential draws */
+  return 0;
+}
+
+static int dropout_backward(BWD_ARGS) {
+  (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  double ratio;
+  int training;
+  amd_dropout_mode(n, ctx, in, &ratio, &training);
+  int64_t cnt = amd_tensor_numel(in[0]);
+  if (!cnt) return 0;
+  if (!training || ratio == 0) return add_into(F(din[0]), F(dout[0]), cnt, st);
+  if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
+  double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  k_dropout<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(cnt, ctx->rng, ratio, scale, F(dout[0]), F(din[0]),
+                                                           1);
+  AMD_CUDA_CHECK_LAUNCH("k_dropout", st);
+  return 0;
+}
+
+/* ================================================================ ReduceMean (trailing axes) */
+
+/* The [outer, inner] view when the reduced axes are exactly the trailing
+ * ones (dims of size 1 ignored); 0 when not. */
+static int mean_view(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *inner) {
+  amd_status st;
+  int mask[AMD_MAX_RANK];
+  const amd_tensor *x = in[0];
+  if (amd_red_mask(n, in, mask, &st) != 0) return 0;
+  int k = x->rank;
+  while (k > 0 && (mask[k - 1] || x->dims[k - 1] == 1)) k--;
+  for (int d = 0; d < k; d++)
+    if (mask[d] && x->dims[d] != 1) return 0;
+  *outer = prod(x->dims, 0, k);
+  *inner = prod(x->dims, k, x->rank);
+  return *inner > 0;
+}
+
+__global__ void k_mean_fwd(int64_t outer, int64_t inner, const float *x, float *y) {
+  AMD_CU_LOOP(o, outer) {
+    double acc = 0;
+    for (int64_t i = 0; i < inner; i++) acc += x[o * inner + i];
+    y[o] = (float)(acc / (double)inner);
+  }
+}
+
+__global__ void k_mean_bwd(int64_t total, int64_t inner, double scale, const float *g, float *dx) {
+  AMD_CU_LOOP(i, total) dx[i] += (float)(g[i / inner] * scale);
+}
+
+static int mean_forward(FWD_ARGS) {
+  (void)ctx;
+  int64_t outer, inner;
+  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  if (!outer) return 0;
+  k_mean_fwd<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_mean_fwd", st);
+  return 0;
+}
+
+static int mean_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  int64_t outer, inner;
+  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  int64_t total = outer * inner;
+  if (!total) return 0;
+  k_mean_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, inner, (double)outer / (double)total,
+                                                              F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_mean_bwd", st);
+  return 0;
+}
+
+/* ================================================================ the table */
+
+extern "C" {
+extern const amd_op amd_op_Conv, amd_op_Gemm, amd_op_MatMul, amd_op_BatchNormalization, amd_op_Relu,
+    amd_op_LeakyRelu, amd_op_Sigmoid, amd_op_Tanh, amd_op_Clip, amd_op_MaxPool, amd_op_AveragePool,
+    amd_op_GlobalAveragePool, amd_op_GlobalMaxPool, amd_op_Add, amd_op_Sub, amd_op_Mul, amd_op_Div,
+    amd_op_Flatten, amd_op_Reshape, amd_op_Identity, amd_op_Squeeze, amd_op_Unsqueeze, amd_op_Concat,
+    amd_op_Softmax, amd_op_LogSoftmax, amd_op_Dropout, amd_op_ReduceMean;
+}
+
+static const amd_cu_op cu_ops[] = {
+    {&amd_op_Conv, conv_forward, conv_backward, 0},
+    {&amd_op_Gemm, gemm_forward, gemm_backward, 0},
+    {&amd_op_MatMul, matmul_forward, matmul_backward, 0},
+    {&amd_op_BatchNormalization, bn_forward, bn_backward, 0},
+    {&amd_op_Relu, act_forward, act_backward, 0},
+    {&amd_op_LeakyRelu, act_forward, act_backward, 0},
+    {&amd_op_Sigmoid, act_forward, act_backward, 0},
+    {&amd_op_Tanh, act_forward, act_backward, 0},
+    {&amd_op_Clip, act_forward, act_backward, 0x6u},
+    {&amd_op_MaxPool, pool_forward, pool_backward, 0},
+    {&amd_op_AveragePool, pool_forward, pool_backward, 0},
+    {&amd_op_GlobalAveragePool, global_forward, global_backward, 0},
+    {&amd_op_GlobalMaxPool, global_forward, global_backward, 0},
+    {&amd_op_Add, ew_forward, ew_backward, 0},
+    {&amd_op_Sub, ew_forward, ew_backward, 0},
+    {&amd_op_Mul, ew_forward, ew_backward, 0},
+    {&amd_op_Div, ew_forward, ew_backward, 0},
+    {&amd_op_Flatten, copy_forward, copy_backward, 0},
+    {&amd_op_Reshape, copy_forward, copy_backward, 0x2u},
+    {&amd_op_Identity, copy_forward, copy_backward, 0},
+    {&amd_op_Squeeze, copy_forward, copy_backward, 0x2u},
+    {&amd_op_Unsqueeze, copy_forward, copy_backward, 0x2u},
+    {&amd_op_Concat, concat_forward, concat_backward, 0},
+    {&amd_op_Softmax, sm_forward, sm_backward, 0},
+    {&amd_op_LogSoftmax, sm_forward, sm_backward, 0},
+    {&amd_op_Dropout, dropout_forward, dropout_backward, 0x6u},
+    {&amd_op_ReduceMean, mean_forward, mean_backward, 0x2u},
+};
+
+const amd_cu_op *amd_cu_find_op(const amd_node *n) {
+  for (size_t i = 0; i < sizeof cu_ops / sizeof cu_ops[0]; i++)
+    if (cu_ops[i].op == n->op) return &cu_ops[i];
+  return NULL;
+}
+
+static int is_f32(const amd_tensor *t) { return !t || t->dtype == AMD_FLOAT; }
+
+int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {
+  const amd_cu_op *e = amd_cu_find_op(n);
+  if (!e) return 0;
+  /* every data input float (the host-staged ones are read on the host) */
+  if (in)
+    for (int k = 0; k < n->n_in; k++)
+      if (!((e->host_inputs >> k) & 1) && !is_f32(in[k])) return 0;
+  const char *nm = n->op->name;
+  if (!strcmp(nm, "Conv")) {
+    if (in && in[0] && in[0]->rank != 4) return 0;
+    const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+    return !a || a->n_kernel < 0 || a->n_kernel == 2;
+  }
+  if (!strcmp(nm, "MaxPool") || !strcmp(nm, "AveragePool")) {
+    const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
+    if (a && a->nk != 2) return 0;
+    return !(n->n_out > 1 && n->out[1] >= 0); /* no Indices output */
+  }
+  if (!strcmp(nm, "BatchNormalization")) {
+    const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
+    if (a && !a->spatial) return 0;
+    if (n->n_in < 5) return 0;
+    if (in && in[0] && in[0]->rank < 2) return 0;
+    return 1;
+  }
+  if (!strcmp(nm, "Dropout")) return !(n->n_out > 1 && n->out[1] >= 0); /* no mask output */
+  if (!strcmp(nm, "ReduceMean")) {
+    int64_t o, i;
+    return !in || (in[0] && mean_view(n, in, &o, &i));
+  }
+  return 1;
+}

@@ -1,0 +1,149 @@
+/* The parsed attribute structs of the ops (node->attrs) and the geometry
+ * helpers that turn them into sizes, shared by the CPU op files (src/ops/) and
+ * the backends that run the same nodes with their own kernels (cuda/).
+ *
+ * Each struct is filled once by its op's parse function at load time; the
+ * geometry functions resolve it against the actual input shapes and are the
+ * one definition of output sizes, windows and padding for every backend. */
+#ifndef AMD_OPS_ATTRS_H
+#define AMD_OPS_ATTRS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "op.h"
+
+#define AMD_SP (AMD_MAX_RANK - 2) /* at most this many spatial dimensions */
+
+/* ---- Conv (conv.c) ---- */
+typedef struct amd_conv_attrs {
+  int auto_pad;
+  int64_t group;
+  int n_kernel, n_strides, n_dilations, n_pads; /* -1: attribute absent */
+  int64_t kernel_shape[AMD_SP];
+  int64_t strides[AMD_SP];
+  int64_t dilations[AMD_SP];
+  int64_t pads[2 * AMD_SP];
+} amd_conv_attrs;
+
+/* Everything a pass needs, resolved against the actual input shapes. */
+typedef struct amd_conv_geom {
+  int nsp;                        /* spatial dimensions */
+  int64_t n, c, m, group, cg, mg; /* batch, channels in/out, per group */
+  int64_t in[AMD_SP], k[AMD_SP], out[AMD_SP], stride[AMD_SP], dil[AMD_SP], pad0[AMD_SP];
+  int64_t isize, osize, kvol; /* prod(in), prod(out), prod(k) */
+} amd_conv_geom;
+
+int amd_conv_geometry(const amd_conv_attrs *a, const amd_tensor *x, const amd_tensor *w, amd_conv_geom *g,
+                      amd_status *st);
+
+/* ---- Gemm (matmul.c) ---- */
+typedef struct amd_gemm_attrs {
+  float alpha, beta;
+  int trans_a, trans_b;
+} amd_gemm_attrs;
+
+/* MatMul: the batch shape (broadcast of the leading dimensions) and the matrix sizes. */
+typedef struct amd_mm_shape {
+  int64_t M, N, K;
+  amd_tensor batch_a, batch_b, batch; /* shapes only */
+} amd_mm_shape;
+int amd_mm_shapes(const amd_tensor *A, const amd_tensor *B, amd_mm_shape *s, amd_status *st);
+
+/* ---- BatchNormalization (norm.c) ---- */
+typedef struct amd_bn_attrs {
+  double epsilon;
+  double momentum;
+  int training_mode; /* opset >= 14 attribute */
+  int spatial;       /* opset <= 7 attribute (default 1) */
+} amd_bn_attrs;
+
+/* 1: normalise with the batch's statistics (the single place that decides). */
+int amd_bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx);
+
+/* ---- pools (pool.c) ---- */
+enum { AMD_POOL_MAX, AMD_POOL_AVG };
+typedef struct amd_pool_attrs {
+  int kind; /* AMD_POOL_MAX / AMD_POOL_AVG */
+  int nk;   /* spatial rank, from kernel_shape */
+  int64_t kernel[AMD_SP];
+  int64_t strides[AMD_SP];
+  int64_t dilations[AMD_SP];
+  int64_t pads[2 * AMD_SP]; /* begins then ends */
+  int auto_pad;
+  int ceil_mode;
+  int count_include_pad;
+  int storage_order;
+} amd_pool_attrs;
+
+typedef struct amd_pool_geom {
+  int nk;
+  int64_t in[AMD_SP], out[AMD_SP];
+  int64_t k[AMD_SP], s[AMD_SP], d[AMD_SP];
+  int64_t pb[AMD_SP], pe[AMD_SP];
+  int64_t planes, in_plane, out_plane;
+} amd_pool_geom;
+
+int amd_pool_geometry(const amd_pool_attrs *a, const amd_tensor *x, amd_pool_geom *g, amd_status *st);
+
+/* ---- activations (activation.c) ---- */
+typedef struct amd_act_attrs {
+  float alpha;    /* LeakyRelu */
+  float min, max; /* Clip before opset 11 */
+} amd_act_attrs;
+
+/* ---- Add, Sub, Mul, Div (elementwise.c) ---- */
+typedef struct amd_ew_attrs {
+  int legacy;    /* node binds to opset < 7 */
+  int broadcast; /* legacy broadcast attribute */
+  int has_axis;
+  int64_t axis; /* legacy axis attribute */
+} amd_ew_attrs;
+
+/* The B operand as numpy broadcasting sees it (the legacy forms place B's
+ * dims inside a rank-of-A shape of ones); data is b's. */
+int amd_ew_operand_b(const amd_node *n, const amd_tensor *a, const amd_tensor *b, amd_tensor *bv,
+                     amd_status *st);
+
+/* ---- Softmax, LogSoftmax (softmax.c) ---- */
+typedef struct amd_sm_attrs {
+  int64_t axis;
+} amd_sm_attrs;
+
+/* The [outer, len, inner] view of x that the softmax runs over. */
+int amd_sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64_t *len, int64_t *inner,
+                amd_status *st);
+
+/* ---- ReduceMean, ReduceSum, ReduceMax (reduce.c) ---- */
+typedef struct amd_red_attrs {
+  int keepdims;
+  int noop_with_empty_axes;
+  int axes_from_input; /* this version takes axes as input 1 */
+  int n_axes;          /* -1: attribute absent */
+  int64_t axes[AMD_MAX_RANK];
+} amd_red_attrs;
+
+/* Which dims are reduced (mask[d] = 1). Returns 1 when the node is a no-op
+ * (empty axes with noop_with_empty_axes), 0 otherwise, -1 on error. */
+int amd_red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, amd_status *st);
+
+/* ---- shape ops (shape.c) ---- */
+/* A single int64 axis attribute (Flatten, Concat, Gather). */
+typedef struct amd_axis_attrs {
+  int64_t axis;
+} amd_axis_attrs;
+
+typedef struct amd_dropout_attrs {
+  float ratio; /* opset < 12: the attribute; later the optional input 1 */
+} amd_dropout_attrs;
+
+/* The ratio and whether this pass drops (reads inputs 1 and 2 on the host). */
+void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
+                      int *training);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

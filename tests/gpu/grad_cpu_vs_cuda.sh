@@ -1,0 +1,39 @@
+#!/bin/sh
+# `amdnn-onnx grad` on the CPU and on the GPU for the same model and batch:
+# the loss and every parameter gradient must agree (compare: max |diff| <=
+# TOL * max |cpu|), and both must write the same set of files.
+# usage: grad_cpu_vs_cuda.sh AMDNN COMPARE MODEL.onnx GOLDEN_DIR OUTDIR MODE TOL
+set -u
+if [ $# -ne 7 ]; then
+  echo "usage: $0 AMDNN COMPARE MODEL.onnx GOLDEN_DIR OUTDIR MODE TOL" >&2
+  exit 2
+fi
+amdnn=$1 compare=$2 model=$3 golden=$4 outdir=$5 mode=$6 tol=$7
+rm -rf "$outdir"
+mkdir -p "$outdir" || exit 1
+for dev in cpu cuda; do
+  echo "+ $amdnn grad $model --input $golden/input.pb --labels $golden/labels.pb --mode $mode --device $dev"
+  "$amdnn" grad "$model" --input "$golden/input.pb" --labels "$golden/labels.pb" --mode "$mode" \
+    --output-dir "$outdir/$dev" --device "$dev" || { echo "FAIL: grad on $dev"; exit 1; }
+done
+fail=0 n=0
+for f in "$outdir"/cpu/*.pb; do
+  b=$(basename "$f")
+  if [ ! -f "$outdir/cuda/$b" ]; then
+    echo "FAIL ${b%.pb}: missing on cuda"
+    fail=1
+    continue
+  fi
+  if "$compare" "$f" "$outdir/cuda/$b" "$tol" >"$outdir/cmp.log" 2>&1; then
+    echo "ok   ${b%.pb}: $(grep '^max diff' "$outdir/cmp.log" | sed 's/ over .*//')"
+  else
+    echo "FAIL ${b%.pb}:"
+    sed 's/^/       /' "$outdir/cmp.log"
+    fail=1
+  fi
+  n=$((n + 1))
+done
+[ "$(ls "$outdir"/cuda/*.pb | wc -l)" -eq "$n" ] || { echo "FAIL: cuda wrote other files than cpu"; fail=1; }
+[ $n -gt 1 ] || { echo "FAIL: no gradients compared"; fail=1; }
+echo "$n tensors compared, mode $mode"
+exit $fail

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# End-to-end training on the GPU from the command line (LeNet-5 on a subset of
+# an IDX data set: MNIST or Fashion-MNIST):
+#  - two epochs on cuda: the training loss falls and one epoch reaches >= 70%;
+#  - the written model reloads: `eval --device cuda` gives the accuracy train
+#    reported, `eval --device cpu` agrees within 0.5 points;
+#  - a GPU run stopped (--stop-after, with checkpoints) and resumed on the GPU
+#    ends with the same weights, byte for byte, as an uninterrupted GPU run;
+#  - am16 and fp16 (dynamic loss scaling) train on the GPU with a finite loss.
+# usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
+set -u
+amd=$1 models=$2 idx=$3
+[ -f "$idx/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no IDX data set in $idx"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+common=(--data "mnist:$idx" --limit 6000 --batch 64 --lr 0.05 --seed 3 --device cuda)
+
+# 1. two epochs learn, the loss falls
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" --epochs 2 -o "$tmp/a.onnx" >"$tmp/a.log" 2>&1
+rc=$?
+cat "$tmp/a.log"
+l1=$(sed -n 's/^epoch 1\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/a.log")
+l2=$(sed -n 's/^epoch 2\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/a.log")
+a1=$(sed -n 's/^epoch 1\/2 .*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/a.log")
+acc=$(sed -n 's/.*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/a.log" | tail -1)
+if [ $rc -eq 0 ] && awk -v a="${l1:-0}" -v b="${l2:-9}" -v c="${a1:-0}" 'BEGIN { exit !(b < a && c >= 70) }'; then
+  ok "GPU training: loss ${l1} -> ${l2}, epoch-1 test top1 ${a1}%"
+else
+  bad "GPU training: exit $rc, losses '${l1:-}' '${l2:-}', top1 '${a1:-}'"
+fi
+grep -q "device cuda" "$tmp/a.log" && ok "the run says it is on the GPU" || bad "no device note"
+
+# 2. reload and evaluate on both devices
+"$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cuda >"$tmp/e.log" 2>&1
+g=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/e.log")
+"$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cpu >"$tmp/c.log" 2>&1
+c=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/c.log")
+[ -n "$g" ] && [ "$g" = "$acc" ] && ok "eval --device cuda of the written model: top1 $g% as in training" || bad "eval cuda '$g' vs train '$acc'"
+awk -v a="${g:-0}" -v b="${c:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' && ok "eval --device cpu: top1 $c% (cuda $g%)" || bad "eval cpu '$c' vs cuda '$g'"
+
+# 3. stop and resume on the GPU = uninterrupted GPU run
+run=(--epochs 2 --augment crop:2,flip)
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run[@]}" -o "$tmp/full.onnx" >/dev/null 2>&1
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run[@]}" --checkpoint-dir "$tmp/ck" --stop-after 50 -o "$tmp/part.onnx" >"$tmp/s1.log" 2>&1
+rc1=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run[@]}" --checkpoint-dir "$tmp/ck" --resume -o "$tmp/part.onnx" >"$tmp/s2.log" 2>&1
+rc2=$?
+if [ $rc1 -eq 3 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/full.onnx" "$tmp/part.onnx"; then
+  ok "GPU run stopped at step 50 and resumed: identical weights to the uninterrupted GPU run"
+else
+  bad "resume: exits $rc1 $rc2, $(cmp "$tmp/full.onnx" "$tmp/part.onnx" 2>&1 | head -1)"; tail -3 "$tmp/s1.log" "$tmp/s2.log"
+fi
+
+# 4. emulated multipliers on the GPU
+for m in am16 fp16; do
+  "$amd" train "$models/lenet5_train.onnx" --data "mnist:$idx" --limit 2048 --batch 64 --lr 0.05 --epochs 1 --mode $m \
+    --device cuda -o "$tmp/$m.onnx" >"$tmp/$m.log" 2>&1
+  rc=$?
+  l=$(sed -n 's/^epoch 1\/1  train loss \([0-9.]*\).*/\1/p' "$tmp/$m.log")
+  [ $rc -eq 0 ] && [ -n "$l" ] && ok "--mode $m on the GPU: train loss $l" || { bad "--mode $m: exit $rc"; tail -3 "$tmp/$m.log"; }
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

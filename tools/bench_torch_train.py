@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""PyTorch reference for the GPU training throughput of amdnn-onnx (issue 5).
+
+Trains the models of tools/export_models.py in eager mode on the GPU, FP32
+with TF32 off, SGD (momentum 0.9), softmax cross-entropy, on random inputs,
+and prints images/s over the timed steps (after warm-up steps), the figure
+`amdnn-onnx train --device cuda` is compared with. With --write-tensors it
+also writes a random data set for `amdnn-onnx train --data tensors:X.pb,Y.pb`
+of the model's input shape.
+
+    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+    python3 tools/bench_torch_train.py --model resnet18 --write-tensors DIR --count 2560
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_models  # noqa: E402  (the model definitions)
+import torch  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True, choices=sorted(export_models.MODELS))
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--write-tensors", metavar="DIR")
+    ap.add_argument("--count", type=int, default=2560)
+    a = ap.parse_args()
+    ctor, shape = export_models.MODELS[a.model]
+    if a.write_tensors:
+        import numpy as np
+        from onnx import numpy_helper
+
+        os.makedirs(a.write_tensors, exist_ok=True)
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((a.count,) + tuple(shape)).astype(np.float32)
+        y = rng.integers(0, 10, a.count).astype(np.int64)
+        for name, arr in (("X", x), ("Y", y)):
+            with open(os.path.join(a.write_tensors, name + ".pb"), "wb") as f:
+                f.write(numpy_helper.from_array(arr, name).SerializeToString())
+        print("wrote %d samples of %s to %s" % (a.count, shape, a.write_tensors))
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+    model = ctor().to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn((a.batch,) + tuple(shape), device=dev)
+    y = torch.randint(0, 10, (a.batch,), device=dev)
+    for i in range(a.warmup + a.steps):
+        if i == a.warmup:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print("pytorch %s eager fp32 (tf32 off) batch %d: %.0f images/s (%d steps, torch %s, %s)"
+          % (a.model, a.batch, a.steps * a.batch / dt, a.steps, torch.__version__, torch.cuda.get_device_name()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Packs what the GPU suite and the GPU benchmarks need into one folder, to be
+# carried to a GPU machine that has only the CUDA driver, runtime and cuBLAS
+# (the device runs of issue 5): the tool and test binaries, the shared
+# libraries they use besides CUDA's and glibc's, the models and goldens, the
+# test scripts, an IDX data set, and tools/gpu_run_all.sh as run_all.sh.
+# usage: tools/gpu_bundle.sh BUILD_DIR IDX_DIR OUT_DIR
+set -eu
+build=$1 idx=$2 out=$3
+src=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tools" "$out/data"
+cp "$build/src/cli/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/golden/golden-compare" "$out/bin/"
+# libraries other than glibc's, the dynamic loader and CUDA's large ones (cudart is small: taken along)
+ldd "$build/src/cli/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |
+  grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|libcublas' | while read -r l; do cp -L "$l" "$out/lib/"; done
+cp -r "$src/models" "$out/models"
+cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
+cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
+cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$out/tools/"
+cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
+cp -r "$idx" "$out/data/idx"
+du -sh "$out"

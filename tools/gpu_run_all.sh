@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs the GPU suite and the GPU benchmarks from a folder made by
+# tools/gpu_bundle.sh (the same tests as `meson test --suite gpu`, with the
+# bundle's paths). usage: run_all.sh [tests|bench|all] OUT_DIR
+set -u
+what=${1:-all} out=${2:-/tmp}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${cublas}:${LD_LIBRARY_PATH:-}"
+amd=bin/amdnn-onnx cmp=bin/golden-compare m=models
+tmp=$(mktemp -d)
+declare -A res
+t() { # NAME CMD...: one test, its output indented
+  local name=$1
+  shift
+  echo "=== $name"
+  "$@" 2>&1 | sed 's/^/    /'
+  local rc=${PIPESTATUS[0]}
+  res[$name]=$rc
+  echo "=== $name: $([ "$rc" -eq 0 ] && echo OK || { [ "$rc" -eq 77 ] && echo SKIP || echo "FAIL ($rc)"; })"
+}
+nvidia-smi -L
+if [ "$what" != bench ]; then
+  t cuda-ops bin/test_cuda_ops
+  if command -v compute-sanitizer >/dev/null; then
+    t cuda-ops-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bin/test_cuda_ops
+  fi
+  for n in lenet300 lenet5 resnet8; do
+    for v in "" _train; do
+      t "golden-$n$v" sh tests/golden/run_golden.sh "$m/$n$v.onnx" "$m/$n.input.pb" "$m/$n$v.logits.pb" $amd $cmp "$tmp/g-$n$v" cuda
+    done
+  done
+  for n in lenet5 resnet8; do
+    t "golden-grad-$n" sh tests/golden/grad_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp "$tmp/gg-$n" cuda
+    t "golden-train3-$n" sh tests/golden/train_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp python3 \
+      tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gt-$n" cuda
+    for mode in acc32 am16; do
+      t "grad-cpu-vs-cuda-$n-$mode" sh tests/gpu/grad_cpu_vs_cuda.sh $amd $cmp "$m/${n}_train.onnx" "$m/golden/$n" "$tmp/gc-$n-$mode" $mode 1e-4
+    done
+  done
+  t train-cli bash tests/gpu/train_gpu.sh $amd "$m" data/idx
+  t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \
+    --output-dir "$tmp/ds" --device cuda --debug-sync
+  t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
+fi
+if [ "$what" != tests ]; then
+  echo "=== benchmarks"
+  common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
+  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 2 --mode acc32 2>&1 | grep -E "^epoch|device"
+  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 20000 --mode am16 2>&1 | grep -E "^epoch"
+  python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
+  if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
+    python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
+    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 3 \
+      --mode acc32 2>&1 | grep -E "^epoch|device"
+    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 1 \
+      --limit 512 --mode am16 2>&1 | grep -E "^epoch"
+    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+  else
+    echo "resnet18 export failed:"
+    tail -5 "$tmp/export.log"
+  fi
+fi
+echo "=== summary"
+fail=0
+for k in "${!res[@]}"; do
+  echo "$k ${res[$k]}"
+  [ "${res[$k]}" -ne 0 ] && fail=1
+done | sort
+for k in "${!res[@]}"; do [ "${res[$k]}" -ne 0 ] && fail=1; done
+exit $fail
