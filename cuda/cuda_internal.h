@@ -12,6 +12,7 @@
 
 extern "C" {
 #include "../src/ops/attrs.h"
+#include "../src/report/profile.h"
 }
 
 struct amd_cuda_state {
@@ -37,6 +38,19 @@ static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
 #define AMD_CU_LOOP(i, n)                                                                                    \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                                  \
        i += (int64_t)gridDim.x * blockDim.x)
+
+/* --profile: a stage's clock is read after the stream has drained, so host
+ * clocks measure the GPU's time for it (0 when not profiling). */
+static inline double amd_cu_prof_t0(void) {
+  if (!amd_prof_on) return 0;
+  cudaStreamSynchronize(amd_cu.stream);
+  return amd_prof_clock();
+}
+static inline void amd_cu_prof_stage(double t0, amd_prof_stage s, double macs) {
+  if (!amd_prof_on) return;
+  cudaStreamSynchronize(amd_cu.stream);
+  amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
+}
 
 /* Per-op entry points (ops_cuda.cu): forward / backward of one native node,
  * with the signatures of amd_backend.forward / backward. */

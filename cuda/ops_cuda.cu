@@ -87,6 +87,46 @@ template <typename I> __global__ void k_im2col(conv2d p, const float *x, float *
   }
 }
 
+/* The same, one row of col per blockIdx.y: the channel and kernel tap are
+ * worked out once per block, leaving two divisions per element (the
+ * one-element-per-thread form above spends most of its time dividing). */
+template <typename I> __global__ void k_im2col_rows(conv2d p, const float *x, float *col) {
+  const I L = (I)p.L, osz = (I)p.osz, ow = (I)p.ow, r_all = (I)blockIdx.y;
+  const I gi = r_all / (I)p.kdim, r = r_all % (I)p.kdim;
+  const I ch = r / (I)(p.kh * p.kw), kk = r % (I)(p.kh * p.kw), ki = kk / (I)p.kw, kj = kk % (I)p.kw;
+  const I dy = ki * (I)p.dh - (I)p.ph, dx = kj * (I)p.dw - (I)p.pw;
+  const float *xc = x + (gi * p.cg + ch) * p.h * p.w;
+  float *row = col + (int64_t)r_all * p.L;
+  for (I j = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; j < L; j += (I)gridDim.x * (I)blockDim.x) {
+    I img = j / osz, pos = j - img * osz, oy = pos / ow, ox = pos - oy * ow;
+    I iy = oy * (I)p.sh + dy, ix = ox * (I)p.sw + dx;
+    float v = 0.0f;
+    if (iy >= 0 && iy < (I)p.h && ix >= 0 && ix < (I)p.w) v = xc[((int64_t)img * p.c * p.h + iy) * p.w + ix];
+    row[j] = v;
+  }
+}
+
+/* Unfolds x (nb images) into col: by rows when there are few enough for the grid's y dimension. */
+static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float *col, amd_status *st) {
+  int64_t rows = p.g * p.kdim, tot = rows * p.L;
+  bool small = fits32(tot) && fits32(n_total * p.c * p.h * p.w);
+  if (rows <= 65535) {
+    int64_t bx = (p.L + 255) / 256;
+    if (bx > 1024) bx = 1024;
+    dim3 grid((unsigned)bx, (unsigned)rows);
+    if (small)
+      k_im2col_rows<int><<<grid, 256, 0, amd_cu.stream>>>(p, x, col);
+    else
+      k_im2col_rows<int64_t><<<grid, 256, 0, amd_cu.stream>>>(p, x, col);
+  } else if (small) {
+    k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+  } else {
+    k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+  }
+  AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+  return 0;
+}
+
 /* dx[img][c][iy][ix] += sum of dcol over the (tap, output) pairs that read it */
 template <typename I> __global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
   const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
@@ -179,16 +219,15 @@ static int conv_forward(FWD_ARGS) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
     const float *xc = F(x) + n0 * g.c * g.isize;
-    int64_t tot = g.group * kdim * p.L;
-    if (fits32(tot) && fits32(g.n * g.c * g.isize))
-      k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
-    else
-      k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, xc, col.f());
-    AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+    double t0 = amd_cu_prof_t0();
+    if (launch_im2col(p, g.n, xc, col.f(), st)) return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
+    t0 = amd_cu_prof_t0();
     for (int64_t gi = 0; gi < g.group; gi++)
       if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
                         col.f() + gi * kdim * p.L, p.L, 0, 0.0f, yt.f() + gi * g.mg * p.L, p.L, 0, 1, st))
         return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
     int64_t ny = nb * g.m * g.osize;
     if (fits32(ny))
       k_conv_out<int><<<amd_cu_blocks(ny), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, yt.f(), b ? F(b) : NULL,
@@ -231,25 +270,26 @@ static int conv_backward(BWD_ARGS) {
                                                                         F(dy) + n0 * g.m * g.osize, dyt.f());
     AMD_CUDA_CHECK_LAUNCH("k_conv_dyt", st);
     if (dw) {
-      int64_t tot = g.group * kdim * p.L;
-      if (fits32(tot) && fits32(g.n * g.c * g.isize))
-        k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
-      else
-        k_im2col<int64_t>
-            <<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, F(x) + n0 * g.c * g.isize, col.f());
-      AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+      double t0 = amd_cu_prof_t0();
+      if (launch_im2col(p, g.n, F(x) + n0 * g.c * g.isize, col.f(), st)) return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
+      t0 = amd_cu_prof_t0();
       for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
         if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dyt.f() + gi * g.mg * p.L,
                           p.L, 0, col.f() + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0,
                           1, st))
           return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)g.m * (double)kdim * (double)p.L);
     }
     if (dx) {
+      double t0 = amd_cu_prof_t0();
       for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
         if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
                           kdim, 0, dyt.f() + gi * g.mg * p.L, p.L, 0, 0.0f, col.f() + gi * kdim * p.L, p.L, 0,
                           1, st))
           return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
+      t0 = amd_cu_prof_t0();
       int64_t nx = nb * g.c * g.isize;
       if (fits32(nx))
         k_col2im<int><<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
@@ -257,6 +297,7 @@ static int conv_backward(BWD_ARGS) {
         k_col2im<int64_t>
             <<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(p, col.f(), F(dx) + n0 * g.c * g.isize);
       AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
     }
   }
   return 0;
@@ -303,8 +344,12 @@ static int gemm_forward(FWD_ARGS) {
     AMD_CUDA_CHECK_LAUNCH("k_bcast2", st);
     beta = a->beta;
   }
-  return amd_cuda_gemm(amd_cu.gemm, n->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, F(A), A->dims[1], 0,
-                       F(B), B->dims[1], 0, beta, F(&out[0]), N, 0, 1, st);
+  double t0 = amd_cu_prof_t0();
+  if (amd_cuda_gemm(amd_cu.gemm, n->mult, a->trans_a, a->trans_b, M, N, K, a->alpha, F(A), A->dims[1], 0, F(B),
+                    B->dims[1], 0, beta, F(&out[0]), N, 0, 1, st))
+    return -1;
+  amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)M * (double)N * (double)K);
+  return 0;
 }
 
 static int gemm_backward(BWD_ARGS) {
@@ -317,12 +362,16 @@ static int gemm_backward(BWD_ARGS) {
   const int64_t lda = A->dims[1], ldb = B->dims[1];
   const amd_mult *bm = n->bwd_mult;
   amd_cuda_gemm_ctx *gc = amd_cu.gemm;
+  const double macs = (double)M * (double)N * (double)K;
+  double t0 = amd_cu_prof_t0();
   if (dA) {
     int rc = !a->trans_a ? amd_cuda_gemm(gc, bm, 0, !a->trans_b, M, K, N, a->alpha, F(dY), N, 0, F(B), ldb, 0,
                                          1.0f, F(dA), K, 0, 1, st)
                          : amd_cuda_gemm(gc, bm, a->trans_b, 1, K, M, N, a->alpha, F(B), ldb, 0, F(dY), N, 0,
                                          1.0f, F(dA), M, 0, 1, st);
     if (rc) return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, macs);
+    t0 = amd_cu_prof_t0();
   }
   if (dB) {
     int rc = !a->trans_b ? amd_cuda_gemm(gc, bm, !a->trans_a, 0, K, N, M, a->alpha, F(A), lda, 0, F(dY), N, 0,
@@ -330,6 +379,7 @@ static int gemm_backward(BWD_ARGS) {
                          : amd_cuda_gemm(gc, bm, 1, a->trans_a, N, K, M, a->alpha, F(dY), N, 0, F(A), lda, 0,
                                          1.0f, F(dB), K, 0, 1, st);
     if (rc) return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, macs);
   }
   if (dC && a->beta != 0 && M * N > 0) {
     int64_t rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0;
@@ -372,13 +422,18 @@ static int matmul_forward(FWD_ARGS) {
   const float *a = F(in[0]), *b = F(in[1]);
   float *y = F(&out[0]);
   const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
+  double t0 = amd_cu_prof_t0();
+  int rc;
   if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb)
-    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1,
-                         st);
-  return mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
-    return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N,
-                         0, 0.0f, y + t * M * N, N, 0, 1, st);
-  });
+    rc = amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1, st);
+  else
+    rc = mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
+      return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N,
+                           0, 0.0f, y + t * M * N, N, 0, 1, st);
+    });
+  if (rc) return -1;
+  amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)nb * (double)M * (double)N * (double)K);
+  return 0;
 }
 
 static int matmul_backward(BWD_ARGS) {
@@ -391,23 +446,32 @@ static int matmul_backward(BWD_ARGS) {
   const float *a = F(in[0]), *b = F(in[1]), *dy = F(dY);
   const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
   const amd_mult *bm = n->bwd_mult;
+  const double macs = (double)M * (double)N * (double)K;
   if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb) {
+    double t0 = amd_cu_prof_t0();
     if (da &&
         amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, nb * M, K, N, 1.0f, dy, N, 0, b, N, 0, 1.0f, da, K, 0, 1, st))
       return -1;
+    if (da) amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)nb * macs);
+    t0 = amd_cu_prof_t0();
     if (db &&
         amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, nb * M, 1.0f, a, K, 0, dy, N, 0, 1.0f, db, N, 0, 1, st))
       return -1;
+    if (db) amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)nb * macs);
     return 0;
   }
   return mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
     const float *dyt = dy + t * M * N;
+    double t0 = amd_cu_prof_t0();
     if (da && amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, M, K, N, 1.0f, dyt, N, 0, b + ob * K * N, N, 0, 1.0f,
                             da + oa * M * K, K, 0, 1, st))
       return -1;
+    if (da) amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, macs);
+    t0 = amd_cu_prof_t0();
     if (db && amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, M, 1.0f, a + oa * M * K, K, 0, dyt, N, 0, 1.0f,
                             db + ob * K * N, N, 0, 1, st))
       return -1;
+    if (db) amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, macs);
     return 0;
   });
 }

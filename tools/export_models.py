@@ -43,6 +43,7 @@ File names are initializer names with every character outside
 """
 
 import argparse
+import inspect
 import copy
 import os
 import re
@@ -260,6 +261,10 @@ def warm_up_bn(model, sample_shape, gen):
 
 def export(model, x, path, training):
     mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
+    # Newer torch (2.9 on) exports through dynamo by default, which ignores
+    # `training` and folds BatchNormalization away: ask for the TorchScript
+    # exporter, the one torch 1.13 (Debian) has.
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
         model,
         (x,),
@@ -270,6 +275,7 @@ def export(model, x, path, training):
         dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
         training=mode,
         do_constant_folding=not training,
+        **extra,
     )
     onnx.checker.check_model(onnx.load(path))
 

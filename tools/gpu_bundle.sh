@@ -10,11 +10,15 @@ build=$1 idx=$2 out=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tools" "$out/data"
-cp "$build/src/cli/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/golden/golden-compare" "$out/bin/"
+ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
+cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
+  "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
+  "$build/tests/golden/golden-compare" "$out/bin/"
+cp "$src/../shared/spec/am_vectors.tsv" "$out/"
 # libraries other than glibc's, the dynamic loader and CUDA's large ones (cudart is small: taken along)
-ldd "$build/src/cli/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |
+ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|libcublas' | while read -r l; do cp -L "$l" "$out/lib/"; done
-cp -r "$src/models" "$out/models"
+# models/ travels with the checkout: run_all.sh reads ../models
 cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
 cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
 cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$out/tools/"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs the GPU suite and the GPU benchmarks from a folder made by
 # tools/gpu_bundle.sh (the same tests as `meson test --suite gpu`, with the
-# bundle's paths). usage: run_all.sh [tests|bench|all] OUT_DIR
+# bundle's paths). usage: run_all.sh [tests|bench|accuracy|all] OUT_DIR
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${cublas}:${LD_LIBRARY_PATH:-}"
-amd=bin/amdnn-onnx cmp=bin/golden-compare m=models
+amd=bin/amdnn-onnx cmp=bin/golden-compare m=../models
 tmp=$(mktemp -d)
 declare -A res
 t() { # NAME CMD...: one test, its output indented
@@ -21,7 +21,10 @@ t() { # NAME CMD...: one test, its output indented
   echo "=== $name: $([ "$rc" -eq 0 ] && echo OK || { [ "$rc" -eq 77 ] && echo SKIP || echo "FAIL ($rc)"; })"
 }
 nvidia-smi -L
-if [ "$what" != bench ]; then
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  t cuda-products bin/test_cuda_products am_vectors.tsv
+  t cuda-gemm bin/test_cuda_gemm
+  t cuda-repro bin/test_cuda_repro
   t cuda-ops bin/test_cuda_ops
   if command -v compute-sanitizer >/dev/null; then
     t cuda-ops-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bin/test_cuda_ops
@@ -44,23 +47,43 @@ if [ "$what" != bench ]; then
     --output-dir "$tmp/ds" --device cuda --debug-sync
   t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
 fi
-if [ "$what" != tests ]; then
+if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "=== benchmarks"
+  bin/bench-cuda-gemm
   common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
-  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 2 --mode acc32 2>&1 | grep -E "^epoch|device"
-  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 20000 --mode am16 2>&1 | grep -E "^epoch"
+  # LeNet-5: whole epochs of 60000 images (the second is warm)
+  for mode in acc32 am16 am32 fp16; do
+    echo "--- lenet5 $mode"
+    $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device|wrote"
+  done
+  echo "--- lenet5 acc32 --profile (synchronises after each kernel)"
+  $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 12800 --mode acc32 \
+    --profile "$out/profile_lenet5_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
   python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
   if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
     python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
-    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 3 \
-      --mode acc32 2>&1 | grep -E "^epoch|device"
-    $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" --epochs 1 \
-      --limit 512 --mode am16 2>&1 | grep -E "^epoch"
+    r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}")
+    for mode in acc32 am16 acc16 fp16 am32; do
+      echo "--- resnet18 $mode"
+      $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
+    done
+    echo "--- resnet18 acc32 --profile (synchronises after each kernel)"
+    $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode acc32 --profile "$out/profile_r18_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
+    echo "--- resnet18 am16 --profile"
+    $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode am16 --profile "$out/profile_r18_am16.tsv" 2>&1 | sed -n '/^profile/,$p'
     python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
   else
     echo "resnet18 export failed:"
     tail -5 "$tmp/export.log"
   fi
+fi
+if [ "$what" = all ] || [ "$what" = accuracy ]; then
+  echo "=== accuracy: LeNet-5 on MNIST, 10 epochs, each mode in all three GEMMs"
+  for mode in acc32 acc16 am16 am32 fp16 mit16; do
+    $amd train $m/lenet5_train.onnx --data mnist:data/idx --epochs 10 --batch 128 --lr 0.05 --momentum 0.9 \
+      --schedule cosine --seed 1 --mode $mode --device cuda -o "$tmp/l5_$mode.onnx" \
+      --metrics "$out/lenet5_mnist_10ep_gpu_$mode.tsv" 2>&1 | grep -E "^epoch 10/|wrote" | sed "s/^/$mode: /"
+  done
 fi
 echo "=== summary"
 fail=0

@@ -93,7 +93,8 @@ int amd_cmd_eval(int argc, char **argv) {
       amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st))
     goto fail;
   const amd_backend *be;
-  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  /* --profile on a GPU: host clocks after each kernel's synchronisation */
+  if (amd_cli_backend(device, debug_sync || profile, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("eval", g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;

@@ -472,7 +472,13 @@ static int setup(run_state *r, amd_status *st) {
   if (r->t.warning[0]) fprintf(stderr, "amdnn-onnx train: warning: %s\n", r->t.warning);
   if (c->reinit) printf("--reinit: %d initializers re-initialised from seed %lld\n", amd_trainer_reinit(&r->t, (uint64_t)c->seed), (long long)c->seed);
   const amd_backend *be;
-  if (amd_cli_backend(c->device, c->debug_sync, &be, st)) return -1;
+  /* --profile on a GPU: synchronising after each kernel makes the host clocks
+   * around each stage measure the GPU's time (CUDA-event timing is not done yet) */
+  if (amd_cli_backend(c->device, c->debug_sync || c->profile, &be, st)) return -1;
+  if (r->dist.size > 1 && be != &amd_backend_cpu)
+    return amd_fail(st, "%d ranks on %s: training on several GPUs needs the NCCL all-reduce, which is not "
+                        "built yet (issue 6); under mpirun use --device cpu",
+                    r->dist.size, be->name);
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
   amd_cli_backend_note("train", r->g, be);
   int64_t n_out;
