@@ -23,7 +23,7 @@ case $build in /*) ;; *) build=$src/$build ;; esac
 targets=${FUZZ_TARGETS:-fuzz_model fuzz_tensor fuzz_idx fuzz_cifar fuzz_png fuzz_lut fuzz_ckpt}
 
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang meson setup "$build" "$src" -Dfuzz=true -Dbuildtype=debugoptimized -Dcuda=disabled >"$build.setup.log" 2>&1 ||
+  CC=clang meson setup "$build" "$src" -Dfuzz=true -Dbuildtype=debugoptimized -Dcuda=disabled -Dmpi=disabled >"$build.setup.log" 2>&1 ||
     { cat "$build.setup.log"; exit 2; }
 fi
 ninja_targets=
