@@ -683,6 +683,10 @@ int amd_cmd_train(int argc, char **argv) {
           if (save_checkpoint(&r, &st)) goto fail;
           last_ckpt = now_s();
           saved_any = 1;
+          /* tests: stop this process right after the checkpoint of step N, so
+           * that a test can break the folder at a known point, then SIGCONT */
+          const char *pause = getenv("AMD_FAULT_PAUSE_AFTER_STEP");
+          if (pause && atoll(pause) == p->step) raise(SIGSTOP);
         }
         p->batch--;
         if (sig || out_of_time) {

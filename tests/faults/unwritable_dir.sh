@@ -55,14 +55,19 @@ newest_step() {
   done
   echo $best
 }
-# starts a run in the background, waits for checkpoint >= 3, then does "$@" to the folder
+# starts a run in the background that stops itself (SIGSTOP) right after the
+# checkpoint of step 3, does "$@" to the folder, and lets the run go on: the
+# break lands at the same point however busy the machine is
 break_midrun() {
   local ck=$1; shift
   rm -rf "$ck" "$tmp/out.onnx"
-  "$amd" "${run[@]}" "${every[@]}" --checkpoint-dir "$ck" -o "$tmp/out.onnx" >"$tmp/m.out" 2>"$tmp/m.err" &
+  AMD_FAULT_PAUSE_AFTER_STEP=3 "$amd" "${run[@]}" "${every[@]}" --checkpoint-dir "$ck" -o "$tmp/out.onnx" \
+    >"$tmp/m.out" 2>"$tmp/m.err" &
   local pid=$!
-  while kill -0 $pid 2>/dev/null && [ "$(newest_step "$ck")" -lt 3 ]; do sleep 0.01; done
+  while kill -0 $pid 2>/dev/null && [ "$(ps -o stat= -p $pid | cut -c1)" != T ]; do sleep 0.01; done
+  [ "$(newest_step "$ck")" -eq 3 ] || bad "the run did not pause after the checkpoint of step 3 (newest: $(newest_step "$ck"))"
   "$@"
+  kill -CONT $pid
   wait $pid
 }
 # the run must have stopped with exit 1 and "checkpoint not written": args: name, rc, stderr regex (ERE)
