@@ -31,7 +31,7 @@ struct cu_block {
 };
 static cu_block *blocks;
 static int n_blocks, cap_blocks;
-static size_t held_bytes;
+static size_t held_bytes, peak_bytes;
 static long n_mallocs;
 
 /* Sizes are rounded so that similar requests share blocks: 512 B steps up to
@@ -86,6 +86,7 @@ int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   }
   n_mallocs++;
   held_bytes += sz;
+  if (held_bytes > peak_bytes) peak_bytes = held_bytes;
   blocks[n_blocks++] = cu_block{d, sz, 1};
   *p = d;
   return 0;
@@ -100,8 +101,9 @@ void amd_cu_free(void *p) {
     }
 }
 
-extern "C" void amd_cuda_alloc_stats(size_t *held, long *mallocs) {
+extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs) {
   *held = held_bytes;
+  *peak = peak_bytes;
   *mallocs = n_mallocs;
 }
 
@@ -438,7 +440,7 @@ extern "C" void amd_cuda_backend_close(void) {
   free(blocks);
   blocks = NULL;
   n_blocks = cap_blocks = 0;
-  held_bytes = 0;
+  held_bytes = peak_bytes = 0;
   amd_cuda_gemm_destroy(amd_cu.gemm);
   cudaStreamDestroy(amd_cu.stream);
   memset(&amd_cu, 0, sizeof amd_cu);

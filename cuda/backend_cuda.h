@@ -26,9 +26,10 @@ int amd_cuda_device_count(char *why, size_t n);
 int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st);
 /* Frees the cached device memory and the context (at exit; optional). */
 void amd_cuda_backend_close(void);
-/* Bytes the caching allocator holds from cudaMalloc, and the number of
- * cudaMalloc calls so far (tests check that a training step makes none). */
-void amd_cuda_alloc_stats(size_t *held, long *mallocs);
+/* Bytes the caching allocator holds from cudaMalloc now and at most so far
+ * (the process's GPU memory besides the CUDA context and cuBLAS's own), and
+ * the number of cudaMalloc calls so far. */
+void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs);
 
 #ifdef __cplusplus
 }

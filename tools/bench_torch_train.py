@@ -63,6 +63,8 @@ def main():
     dt = time.perf_counter() - t0
     print("pytorch %s eager fp32 (tf32 off) batch %d: %.0f images/s (%d steps, torch %s, %s)"
           % (a.model, a.batch, a.steps * a.batch / dt, a.steps, torch.__version__, torch.cuda.get_device_name()))
+    print("pytorch %s batch %d GPU memory: peak %.1f MiB allocated, %.1f MiB reserved by its caching allocator"
+          % (a.model, a.batch, torch.cuda.max_memory_allocated() / 2**20, torch.cuda.max_memory_reserved() / 2**20))
 
 
 if __name__ == "__main__":

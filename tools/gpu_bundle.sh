@@ -21,7 +21,7 @@ ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { pr
 # models/ travels with the checkout: run_all.sh reads ../models
 cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
 cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
-cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$out/tools/"
+cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
 cp -r "$idx" "$out/data/idx"
 du -sh "$out"

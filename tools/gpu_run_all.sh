@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the GPU suite and the GPU benchmarks from a folder made by
 # tools/gpu_bundle.sh (the same tests as `meson test --suite gpu`, with the
-# bundle's paths). usage: run_all.sh [tests|bench|accuracy|all] OUT_DIR
+# bundle's paths). usage: run_all.sh [tests|bench|accuracy|kernels|all] OUT_DIR
+# (kernels: GPU time per kernel of ResNet-18 training under Nsight Compute)
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -72,10 +73,31 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     echo "--- resnet18 am16 --profile"
     $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode am16 --profile "$out/profile_r18_am16.tsv" 2>&1 | sed -n '/^profile/,$p'
     python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+    # peak GPU memory, ResNet-50 batch 128 training (issue 5: at most 1.5x PyTorch's)
+    if python3 tools/export_models.py --out "$tmp/gen" --models resnet50 >>"$tmp/export.log" 2>&1; then
+      echo "--- resnet50 acc32 memory"
+      $amd train "$tmp/gen/resnet50_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" \
+        --epochs 1 --limit 384 2>&1 | grep -E "^epoch|GPU memory"
+      python3 tools/bench_torch_train.py --model resnet50 --batch 128 --steps 5 --warmup 2
+    fi
   else
     echo "resnet18 export failed:"
     tail -5 "$tmp/export.log"
   fi
+fi
+if [ "$what" = kernels ]; then
+  # GPU time per kernel over a few ResNet-18 training steps (Nsight Compute,
+  # one metric, so each kernel runs once more under the profiler)
+  python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1
+  python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 1280 >/dev/null
+  for mode in ${KERNEL_MODES:-acc32}; do
+    echo "--- resnet18 $mode: kernels"
+    ncu --metrics gpu__time_duration.sum --csv --launch-skip ${KERNEL_SKIP:-3000} --launch-count ${KERNEL_COUNT:-1500} \
+      $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" --batch 128 --lr 0.01 \
+      --device cuda -o "$tmp/k.onnx" --epochs 1 --mode $mode >"$out/kernels_r18_$mode.csv" 2>"$tmp/ncu.err"
+    tail -2 "$tmp/ncu.err"
+    python3 tools/ncu_kernel_table.py "$out/kernels_r18_$mode.csv" | head -40
+  done
 fi
 if [ "$what" = all ] || [ "$what" = accuracy ]; then
   echo "=== accuracy: LeNet-5 on MNIST, 10 epochs, each mode in all three GEMMs"

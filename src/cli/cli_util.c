@@ -17,8 +17,8 @@ const char *amd_safe_name(const char *name, char *buf, size_t n) {
   size_t j = 0;
   for (; name[j] && j < n - 1; j++) {
     char c = name[j];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-             c == '-';
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+             c == '_' || c == '-';
     buf[j] = ok ? c : '_';
   }
   buf[j] = 0;
@@ -62,8 +62,10 @@ int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, am
   int index = 0;
   if (spec) {
     const char *rest = NULL;
-    if (strcmp(spec, "cuda") == 0) rest = "";
-    else if (strncmp(spec, "cuda:", 5) == 0) rest = spec + 5;
+    if (strcmp(spec, "cuda") == 0)
+      rest = "";
+    else if (strncmp(spec, "cuda:", 5) == 0)
+      rest = spec + 5;
     if (!rest) return amd_fail(st, "--device %s: expected cpu, cuda or cuda:N", spec);
     if (*rest) {
       char *end;
@@ -102,7 +104,8 @@ const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, 
       continue;
     }
     if (listed < 12 && k < sizeof list)
-      k += (size_t)snprintf(list + k, sizeof list - k, "%s%s (%s)", listed ? ", " : "", nd->name, nd->op->name);
+      k += (size_t)snprintf(list + k, sizeof list - k, "%s%s (%s)", listed ? ", " : "", nd->name,
+                            nd->op->name);
     else if (listed == 12 && k < sizeof list)
       k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
     listed++;
@@ -111,8 +114,23 @@ const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, 
   return buf;
 }
 
+void amd_cli_device_memory_note(const char *cmd, const amd_backend *be) {
+#ifdef AMD_HAVE_CUDA
+  if (be != &amd_backend_cuda) return;
+  size_t held, peak;
+  long mallocs;
+  amd_cuda_alloc_stats(&held, &peak, &mallocs);
+  fprintf(stderr,
+          "amdnn-onnx %s: GPU memory: peak %.1f MiB held by the caching allocator (%ld cudaMalloc calls)\n",
+          cmd, (double)peak / 1048576.0, mallocs);
+#else
+  (void)cmd, (void)be;
+#endif
+}
+
 void amd_cli_backend_note(const char *cmd, const amd_graph *g, const amd_backend *be) {
   if (be->device == AMD_DEVICE_CPU) return;
   char buf[1400];
-  fprintf(stderr, "amdnn-onnx %s: device %s: %s\n", cmd, be->name, amd_cli_fallback_summary(g, be, buf, sizeof buf));
+  fprintf(stderr, "amdnn-onnx %s: device %s: %s\n", cmd, be->name,
+          amd_cli_fallback_summary(g, be, buf, sizeof buf));
 }

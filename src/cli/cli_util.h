@@ -25,6 +25,9 @@ int amd_cli_backend(const char *spec, int debug_sync, const struct amd_backend *
 /* One stderr line for a device backend: the device and the nodes that take
  * the host fallback (nothing for the CPU). */
 void amd_cli_backend_note(const char *cmd, const struct amd_graph *g, const struct amd_backend *be);
+/* One stderr line for the CUDA backend: the peak of the device memory its
+ * caching allocator held (nothing for the CPU). */
+void amd_cli_device_memory_note(const char *cmd, const struct amd_backend *be);
 /* Writes "N of M nodes native; host fallback: name (Op), ..." for backend be into buf. */
 const char *amd_cli_fallback_summary(const struct amd_graph *g, const struct amd_backend *be, char *buf, size_t n);
 

@@ -750,6 +750,7 @@ int amd_cmd_train(int argc, char **argv) {
   if (amd_trainer_sync_host(&r.t, r.opt_state, r.n_opt, &st)) goto fail;
   if (dist->rank == 0 && amd_graph_write(r.g, c->out, 1, &st)) goto fail;
   printf("wrote %s (%.1f s of training)\n", c->out, r.pos.train_seconds);
+  amd_cli_device_memory_note("train", r.t.be);
   rc = 0;
   goto done;
 fail:

@@ -169,6 +169,15 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
     gc_attrs_free(a, 1);
     FREE(in, 3);
   }
+  { /* Conv 3x3 pad 1, bias, 16x16: the 16-byte copies of the output, and im2col rows over several blocks */
+    int64_t xd[4] = {20, 4, 16, 16}, wd[4] = {8, 4, 3, 3}, bd[1] = {8}, pads[4] = {1, 1, 1, 1};
+    amd_tensor x = T(4, xd, -1, 1), w = T(4, wd, -1, 1), b = T(1, bd, -1, 1), *in[3] = {&x, &w, &b};
+    Onnx__AttributeProto *a[1] = {gc_attr_ints("pads", 4, pads)};
+    snprintf(label, sizeof label, "Conv 3x3 pad1 bias 16x16 %s", mname);
+    run_case(label, "Conv", 13, a, 1, in, 3, 1, m, 7, 1, 1, 2e-4);
+    gc_attrs_free(a, 1);
+    FREE(in, 3);
+  }
   { /* Conv stride 2, dilation 2, asymmetric pads, groups 2 */
     int64_t xd[4] = {3, 4, 11, 10}, wd[4] = {6, 2, 3, 2}, s[2] = {2, 1}, dl[2] = {2, 1}, p[4] = {1, 0, 2, 1};
     amd_tensor x = T(4, xd, -1, 1), w = T(4, wd, -1, 1), *in[2] = {&x, &w};
@@ -250,6 +259,19 @@ static void other_ops(void) {
     gc_attrs_free(a, 1);
     FREE(in, 5);
   }
+  { /* BatchNormalization wide enough that every channel's sums are split over
+       several blocks, with an odd spatial size and a mean far from zero */
+    int64_t wd[4] = {64, 20, 9, 9}, cd[1] = {20};
+    amd_tensor x = T(4, wd, 3, 5), s = T(1, cd, 0.5, 1.5), b = T(1, cd, -1, 1), m = T(1, cd, -0.2, 0.2),
+               v = T(1, cd, 0.5, 2), *in[5] = {&x, &s, &b, &m, &v};
+    Onnx__AttributeProto *a[1] = {gc_attr_float("momentum", 0.9f)};
+    run_case("BatchNormalization training, split sums", "BatchNormalization", 15, a, 1, in, 5, 3, NULL, 7, 1,
+             1, 1e-5);
+    run_case("BatchNormalization inference, split sums", "BatchNormalization", 15, a, 1, in, 5, 1, NULL, 7, 0,
+             1, 1e-5);
+    gc_attrs_free(a, 1);
+    FREE(in, 5);
+  }
   amd_tensor x = T(4, xd, -2, 2), *in1[1] = {&x};
   run_case("Relu", "Relu", 14, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
   run_case("Sigmoid", "Sigmoid", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);
@@ -300,6 +322,14 @@ static void other_ops(void) {
     amd_tensor_free(&y);
     amd_tensor_free(&c);
     amd_tensor_free(&r);
+  }
+  { /* a size that is no multiple of 4: the one-element forms of the vectorised kernels */
+    int64_t od[4] = {3, 5, 7, 1};
+    amd_tensor p = T(4, od, -2, 2), q = T(4, od, 0.5, 2), *one[1] = {&p}, *two[2] = {&p, &q};
+    run_case("Relu, odd size", "Relu", 14, NULL, 0, one, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Mul same shape, odd size", "Mul", 14, NULL, 0, two, 2, 1, NULL, 3, 1, 1, 1e-6);
+    amd_tensor_free(&p);
+    amd_tensor_free(&q);
   }
   { /* shape ops: copies */
     run_case("Flatten", "Flatten", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 0);
