@@ -17,11 +17,15 @@
 #endif
 
 #include "../data/dataset.h"
+#include "../exec/backend.h"
 #include "../report/profile.h"
 #include "trainer.h"
 
 #ifdef AMD_HAVE_MPI
 int amd_dist_mpi_open(amd_dist *d, amd_status *st); /* dist_mpi.c */
+#endif
+#ifdef AMD_HAVE_NCCL
+int amd_dist_nccl_open(amd_dist *d, amd_status *st); /* dist_nccl.c */
 #endif
 
 /* ---- one process ---------------------------------------------------------- */
@@ -104,15 +108,29 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
   d->ops = &single_ops;
   const char *want = getenv("AMD_DIST");
   long launched = launcher_size();
-  int use_mpi = want ? strcmp(want, "mpi") == 0 : launched > 0;
-  if (want && strcmp(want, "mpi") != 0 && strcmp(want, "none") != 0)
-    return amd_fail(st, "AMD_DIST='%s': expected 'mpi' or 'none'", want);
+  if (want) {
+    if (strcmp(want, "none") == 0)
+      d->requested = AMD_DIST_NONE;
+    else if (strcmp(want, "mpi") == 0)
+      d->requested = AMD_DIST_MPI;
+    else if (strcmp(want, "nccl") == 0)
+      d->requested = AMD_DIST_NCCL;
+    else
+      return amd_fail(st, "AMD_DIST='%s': expected 'mpi', 'nccl' or 'none'", want);
+  }
+#ifndef AMD_HAVE_NCCL
+  if (d->requested == AMD_DIST_NCCL)
+    return amd_fail(st, "AMD_DIST=nccl, but this build has no NCCL (it needs CUDA, MPI and nccl.h + libnccl; "
+                        "reconfigure with -Dnccl=enabled to see what is missing)");
+#endif
+  int use_mpi = want ? d->requested == AMD_DIST_MPI || d->requested == AMD_DIST_NCCL : launched > 0;
   if (use_mpi) {
 #ifdef AMD_HAVE_MPI
     if (amd_dist_mpi_open(d, st)) return -1;
 #else
     if (want)
-      return amd_fail(st, "AMD_DIST=mpi, but this build has no MPI (install libopenmpi-dev and rebuild)");
+      return amd_fail(st, "AMD_DIST=%s, but this build has no MPI (install libopenmpi-dev and rebuild)",
+                      want);
     if (launched > 1)
       return amd_fail(st,
                       "launched as one of %ld ranks, but this build has no MPI (install libopenmpi-dev and "
@@ -134,12 +152,47 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
   return 0;
 }
 
+int amd_dist_use_device(amd_dist *d, const amd_backend *be, amd_status *st) {
+  int gpu = be->device != AMD_DEVICE_CPU;
+  if (!gpu) {
+    if (d->requested == AMD_DIST_NCCL)
+      return amd_fail(st, "AMD_DIST=nccl: NCCL sums GPU memory; this run is on %s (use --device cuda)",
+                      be->name);
+    return 0;
+  }
+  if (d->requested == AMD_DIST_NONE || (d->size == 1 && d->requested != AMD_DIST_NCCL)) return 0;
+  if (d->requested == AMD_DIST_MPI)
+    return amd_fail(st,
+                    "%d ranks on %s with AMD_DIST=mpi: the MPI all-reduce sums host memory; leave AMD_DIST "
+                    "unset (NCCL) or use --device cpu",
+                    d->size, be->name);
+#ifdef AMD_HAVE_NCCL
+  if (amd_dist_nccl_open(d, st)) return -1;
+  d->reduce_alone = d->size == 1;
+  return 0;
+#else
+  return amd_fail(
+      st,
+      "%d ranks on %s: training on several GPUs needs the NCCL all-reduce, which this build does "
+      "not have (it needs nccl.h and libnccl next to CUDA and MPI: reconfigure with -Dnccl=enabled "
+      "to see what is missing); under mpirun use --device cpu",
+      d->size, be->name);
+#endif
+}
+
+/* Frees the BN scratch in the memory it came from. */
+static void free_scratch(amd_dist *d) {
+  if (d->scratch && d->scratch_be) d->scratch_be->mem_free(d->scratch);
+  d->scratch = NULL;
+  d->n_scratch = 0;
+  d->scratch_be = NULL;
+}
+
 void amd_dist_finalize(amd_dist *d) {
   if (!d->ops) return;
   fflush(stdout);
+  free_scratch(d);
   d->ops->finalize(d);
-  free(d->scratch);
-  d->scratch = NULL;
   d->ops = NULL;
 }
 
@@ -205,10 +258,15 @@ uint64_t amd_dist_checksum(const amd_trainer *t) {
   return h;
 }
 
-int amd_dist_check_identical(amd_dist *d, const amd_trainer *t, uint64_t *sum, amd_status *st) {
+int amd_dist_check_identical(amd_dist *d, amd_trainer *t, uint64_t *sum, amd_status *st) {
+  if (d->size == 1) {
+    if (sum) *sum = amd_dist_checksum(t);
+    return 0;
+  }
+  /* a device backend: the host copies first (gradients and all: a check, not the hot path) */
+  if (t->be->device != AMD_DEVICE_CPU && amd_trainer_sync_host(t, NULL, 0, st)) return -1;
   uint64_t mine = amd_dist_checksum(t), root = mine;
   if (sum) *sum = mine;
-  if (d->size == 1) return 0;
   if (d->ops->broadcast(d, &root, sizeof root, 0, st)) return -1;
   int differ;
   if (amd_dist_max_int(d, mine != root ? d->size - d->rank : 0, &differ, st)) return -1;
@@ -223,7 +281,12 @@ int amd_dist_check_identical(amd_dist *d, const amd_trainer *t, uint64_t *sum, a
 int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
                         int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
                         double *loss, amd_batch_stats *bs, amd_status *st) {
-  if (d->size == 1) return amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st);
+  if (d->size == 1) {
+    if (amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st)) return -1;
+    if (d->reduce_alone && d->ops->allreduce_f32(d, t->bgrads, t->n_floats, st))
+      return amd_fail_prefix(st, "all-reduce of the gradients at step %lld", (long long)step + 1);
+    return 0;
+  }
   if (d->fault_rank == d->rank && step + 1 >= d->fault_step) {
     if (d->fault_kill) raise(SIGKILL);
     return amd_fail(st, "injected failure (AMD_FAULT_RANK) at step %lld", (long long)step + 1);
@@ -240,12 +303,13 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   if (n_local > 0) {
     float w = (float)((double)n_local / (double)n_global);
     if (amd_trainer_step_grads(t, x, labels, smoothing, loss_scale * w, &local_loss, &local, st)) return -1;
-  } else {
-    memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
+  } else if (t->be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) {
+    return -1;
   }
   t->ctx.rng = shared;
   double t0 = AMD_PROF_T0; /* the wait for the slowest rank counts here too */
-  if (d->ops->allreduce_f32(d, t->grads, t->n_floats, st))
+  /* the block where the backend keeps it: host memory (MPI) or the GPU's (NCCL) */
+  if (d->ops->allreduce_f32(d, t->bgrads, t->n_floats, st))
     return amd_fail_prefix(st, "all-reduce of the gradients at step %lld", (long long)step + 1);
   double sums[4] = {local.loss_sum, (double)local.n, (double)local.top1, (double)local.top5};
   if (d->ops->allreduce_f64(d, sums, 4, st)) return amd_fail_prefix(st, "all-reduce of the loss");
@@ -259,29 +323,38 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
 }
 
 int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
-  if (d->size == 1 || d->sync_bn || t->n_stats == 0) return 0;
+  if ((d->size == 1 && !d->reduce_alone) || d->sync_bn || t->n_stats == 0) return 0;
+  /* the statistics where the backend keeps them (the GPU's memory on a device
+   * backend), packed into one scratch buffer in the same memory, summed,
+   * scaled by 1/R and copied back */
+  const amd_backend *be = t->be;
   int64_t n = 0;
-  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(&t->g->values[t->stats[s][1]].init);
-  if (n > d->n_scratch) {
-    float *p = realloc(d->scratch, (size_t)n * sizeof *p);
-    if (!p) return amd_fail(st, "out of memory");
-    d->scratch = p;
+  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(amd_trainer_stat(t, s));
+  if (n > d->n_scratch || d->scratch_be != be) {
+    free_scratch(d);
+    if (be->mem_alloc((void **)&d->scratch, (size_t)n * sizeof(float), st)) return -1;
+    d->scratch_be = be;
     d->n_scratch = n;
   }
   float *p = d->scratch;
   for (int s = 0; s < t->n_stats; s++) {
-    const amd_tensor *x = &t->g->values[t->stats[s][1]].init;
-    memcpy(p, x->data, amd_tensor_nbytes(x));
+    const amd_tensor *x = amd_trainer_stat(t, s);
+    size_t bytes = amd_tensor_nbytes(x);
+    if (x->device == be->device ? be->mem_copy(p, x->data, bytes, st)
+                                : be->mem_from_host(p, x->data, bytes, st))
+      return -1;
     p += amd_tensor_numel(x);
   }
   if (d->ops->allreduce_f32(d, d->scratch, n, st))
     return amd_fail_prefix(st, "all-reduce of the BN statistics");
-  float inv = 1.0f / (float)d->size;
+  if (be->scale(d->scratch, n, 1.0f / (float)d->size, st)) return -1;
   p = d->scratch;
   for (int s = 0; s < t->n_stats; s++) {
-    amd_tensor *x = &t->g->values[t->stats[s][1]].init;
-    float *q = x->data;
-    for (int64_t i = 0; i < amd_tensor_numel(x); i++) q[i] = p[i] * inv;
+    amd_tensor *x = amd_trainer_stat(t, s);
+    size_t bytes = amd_tensor_nbytes(x);
+    if (x->device == be->device ? be->mem_copy(x->data, p, bytes, st)
+                                : be->mem_to_host(x->data, p, bytes, st))
+      return -1;
     p += amd_tensor_numel(x);
   }
   return 0;

@@ -285,6 +285,8 @@ static amd_tensor *stat_tensor(amd_trainer *t, int v) {
   return t->run.init_owned[v] ? &t->run.inits[v] : &t->g->values[v].init;
 }
 
+amd_tensor *amd_trainer_stat(amd_trainer *t, int i) { return stat_tensor(t, t->stats[i][1]); }
+
 int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_status *st) {
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;

@@ -99,6 +99,9 @@ int amd_trainer_update_stats(amd_trainer *t, amd_status *st);
  * pred (may be NULL) receives the argmax per sample. */
 int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
                      int64_t *pred, amd_status *st);
+/* BN statistic i (0 <= i < n_stats) in the memory of t's backend: the
+ * tensor the training steps update (a device copy on a device backend). */
+amd_tensor *amd_trainer_stat(amd_trainer *t, int i);
 /* Every float initializer that is not a parameter but training changes
  * (the BN statistics): count and the value index of each. */
 int amd_trainer_buffers(const amd_trainer *t, int *values, int max);
