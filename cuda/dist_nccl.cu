@@ -10,7 +10,14 @@
  * otherwise keep the kernel (and the next host synchronisation) waiting
  * forever. On either, ncclCommAbort ends this rank's part of the collective
  * and the caller ends the job (amd_dist_fail -> MPI_Abort). Every NCCL call
- * goes through AMD_NCCL_CHECK (nccl_check.h). */
+ * goes through AMD_NCCL_CHECK (nccl_check.h).
+ *
+ * Buckets (AMD_DIST_BUCKET_MB): each sum goes on a second stream (nc.side)
+ * that first waits for an event recorded on the backend's stream when the
+ * bucket's last gradient kernel has been queued, so the sums run while the
+ * rest of the backward pass does; at the end the backend's stream waits for
+ * the side stream (the optimizer kernel reads the sums) and the host waits
+ * as above. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +34,9 @@ static struct {
   ncclComm_t comm;
   cudaEvent_t done; /* recorded behind each collective */
   double timeout_s;
+  cudaStream_t side;  /* bucketed sums, beside the backend's stream */
+  cudaEvent_t queued; /* the backend's stream up to a bucket's start */
+  int pending;        /* buckets started since the last finish */
 } nc;
 
 static double now_s(void) {
@@ -70,10 +80,13 @@ extern "C" int amd_nccl_open(const unsigned char *id, int rank, int size, amd_st
   memcpy(&u, id, sizeof u);
   AMD_NCCL_CHECK(ncclCommInitRank(&nc.comm, size, u, rank), st);
   cudaError_t e = cudaEventCreateWithFlags(&nc.done, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&nc.queued, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&nc.side, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     ncclCommDestroy(nc.comm);
     AMD_CUDA_CHECK(e, st);
   }
+  nc.pending = 0;
   nc.open = 1;
   return 0;
 }
@@ -92,6 +105,8 @@ extern "C" void amd_nccl_abort(void) {
   nc.open = 0;
   ncclCommAbort(nc.comm);
   cudaEventDestroy(nc.done);
+  cudaEventDestroy(nc.queued);
+  cudaStreamDestroy(nc.side);
 }
 
 /* Waits for the event behind collective `what`: done, or an NCCL error / the
@@ -138,10 +153,32 @@ extern "C" int amd_nccl_allreduce_f32(float *buf, int64_t n, amd_status *st) {
   return wait_done("ncclAllReduce", st);
 }
 
+extern "C" int amd_nccl_allreduce_f32_start(float *buf, int64_t n, amd_status *st) {
+  if (!nc.open) return amd_fail(st, "NCCL: no communicator (aborted after an earlier error?)");
+  if (n <= 0) return 0;
+  AMD_CUDA_CHECK(cudaEventRecord(nc.queued, amd_cu.stream), st);
+  AMD_CUDA_CHECK(cudaStreamWaitEvent(nc.side, nc.queued, 0), st);
+  AMD_NCCL_CHECK(ncclAllReduce(buf, buf, (size_t)n, ncclFloat32, ncclSum, nc.comm, nc.side), st);
+  nc.pending = 1;
+  return 0;
+}
+
+extern "C" int amd_nccl_allreduce_f32_finish(amd_status *st) {
+  if (!nc.open) return amd_fail(st, "NCCL: no communicator (aborted after an earlier error?)");
+  if (!nc.pending) return 0;
+  nc.pending = 0;
+  AMD_CUDA_CHECK(cudaEventRecord(nc.done, nc.side), st);
+  AMD_CUDA_CHECK(cudaStreamWaitEvent(amd_cu.stream, nc.done, 0), st);
+  return wait_done("ncclAllReduce of the gradient buckets", st);
+}
+
 extern "C" void amd_nccl_close(void) {
   if (!nc.open) return;
   nc.open = 0;
   cudaStreamSynchronize(amd_cu.stream);
+  cudaStreamSynchronize(nc.side);
   ncclCommDestroy(nc.comm);
   cudaEventDestroy(nc.done);
+  cudaEventDestroy(nc.queued);
+  cudaStreamDestroy(nc.side);
 }

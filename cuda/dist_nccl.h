@@ -34,6 +34,13 @@ int amd_nccl_is_device_ptr(const void *p);
  * sum is complete. An NCCL error, or no completion within the time limit
  * (AMD_NCCL_TIMEOUT_S, default 1800 s), aborts the communicator and fails. */
 int amd_nccl_allreduce_f32(float *buf, int64_t n, amd_status *st);
+/* The same in pieces that overlap the work queued after them: start queues
+ * the sum of n floats on a second stream, behind everything queued on the
+ * backend's stream so far, and returns at once; finish makes the backend's
+ * stream wait for every started sum and waits for them on the host (as
+ * amd_nccl_allreduce_f32 does: errors and the time limit abort). */
+int amd_nccl_allreduce_f32_start(float *buf, int64_t n, amd_status *st);
+int amd_nccl_allreduce_f32_finish(amd_status *st);
 /* ncclCommAbort: ends this rank's part of every collective now (error paths). */
 void amd_nccl_abort(void);
 /* Waits for the queued work and destroys the communicator. */

@@ -50,6 +50,12 @@ typedef struct amd_dist_ops {
   const char *name;
   /* In-place sums over all ranks; every rank gets the same result. */
   int (*allreduce_f32)(amd_dist *d, float *buf, int64_t n, amd_status *st);
+  /* The same in pieces (AMD_DIST_BUCKET_MB; NULL where not offered): start
+   * queues a sum behind the work queued so far and may return before it is
+   * done; finish waits for every started one, and work queued after it sees
+   * the sums. Every rank must start the same pieces in the same order. */
+  int (*allreduce_f32_start)(amd_dist *d, float *buf, int64_t n, amd_status *st);
+  int (*allreduce_f32_finish)(amd_dist *d, amd_status *st);
   int (*allreduce_f64)(amd_dist *d, double *buf, int64_t n, amd_status *st);
   /* Copies root's bytes to every rank. */
   int (*broadcast)(amd_dist *d, void *buf, size_t bytes, int root, amd_status *st);
@@ -73,6 +79,13 @@ struct amd_dist {
   int check_every_step;           /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
   int64_t fault_rank, fault_step; /* AMD_FAULT_RANK=R:S[:kill] (tests); -1 when unset */
   int fault_kill;
+  /* AMD_DIST_BUCKET_MB: the gradient block summed in buckets of about this
+   * many floats, each started in the backward walk once no later node writes
+   * it (0: one sum after the walk) */
+  int64_t bucket_floats;
+  struct amd_dist_bucket *buckets; /* in the order they are started */
+  int n_buckets, next_bucket;
+  const struct amd_trainer *bucket_plan_for;
   float *scratch; /* BN statistics packed for one reduction, in scratch_be's memory */
   int64_t n_scratch;
   const struct amd_backend *scratch_be;
@@ -112,7 +125,12 @@ uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared);
  * the mean loss over the global batch, *bs the global sums. `step` is the
  * global optimizer step (fault injection, checks). With one rank: exactly
  * amd_trainer_step_grads (with reduce_alone followed by the one-rank sum of
- * the gradient block, which changes no bit). */
+ * the gradient block, which changes no bit). With AMD_DIST_BUCKET_MB=M
+ * (and a communicator that offers it: NCCL, and MPI without overlap) the
+ * block is summed in buckets of about M MB of consecutive parameters, each
+ * started during the backward walk as soon as every node that writes its
+ * gradients has queued its backward, so that on a GPU the sums overlap the
+ * rest of the backward pass; the optimizer waits for all of them. */
 int amd_dist_step_grads(amd_dist *d, struct amd_trainer *t, const struct amd_tensor *x, const int64_t *labels,
                         int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
                         double *loss, struct amd_batch_stats *bs, amd_status *st);

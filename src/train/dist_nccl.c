@@ -9,8 +9,9 @@
  * sums the float buffers that live in device memory (the gradient block,
  * the packed BatchNormalization statistics) on the CUDA backend's stream; a
  * host buffer handed to allreduce_f32 (cudaPointerGetAttributes tells) goes
- * to MPI instead. The abort aborts the NCCL communicator (ncclCommAbort)
- * before MPI_Abort ends the job. */
+ * to MPI instead. Buckets of the gradient block (AMD_DIST_BUCKET_MB) run on a
+ * second stream while the backward pass goes on (dist_nccl.cu). The abort aborts the NCCL communicator
+ * (ncclCommAbort) before MPI_Abort ends the job. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,18 @@ int amd_dist_nccl_open(amd_dist *d, amd_status *st);
 static int nccl_allreduce_f32(amd_dist *d, float *buf, int64_t n, amd_status *st) {
   if (!amd_nccl_is_device_ptr(buf)) return amd_dist_mpi_ops.allreduce_f32(d, buf, n, st);
   return amd_nccl_allreduce_f32(buf, n, st);
+}
+
+/* Buckets: NCCL on a second stream that waits for the work queued so far; a
+ * host bucket (not the case in training) is summed by MPI at once. */
+static int nccl_allreduce_f32_start(amd_dist *d, float *buf, int64_t n, amd_status *st) {
+  if (!amd_nccl_is_device_ptr(buf)) return amd_dist_mpi_ops.allreduce_f32(d, buf, n, st);
+  return amd_nccl_allreduce_f32_start(buf, n, st);
+}
+
+static int nccl_allreduce_f32_finish(amd_dist *d, amd_status *st) {
+  (void)d;
+  return amd_nccl_allreduce_f32_finish(st);
 }
 
 static int nccl_allreduce_f64(amd_dist *d, double *buf, int64_t n, amd_status *st) {
@@ -51,6 +64,8 @@ static void nccl_finalize(amd_dist *d) {
 static const amd_dist_ops nccl_ops = {
     .name = "NCCL",
     .allreduce_f32 = nccl_allreduce_f32,
+    .allreduce_f32_start = nccl_allreduce_f32_start,
+    .allreduce_f32_finish = nccl_allreduce_f32_finish,
     .allreduce_f64 = nccl_allreduce_f64,
     .broadcast = nccl_broadcast,
     .barrier = nccl_barrier,

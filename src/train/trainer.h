@@ -59,6 +59,12 @@ typedef struct amd_trainer {
   int (*stats)[2];        /* BatchNormalization: [output with the new statistic, initializer to update] */
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
+  /* Optional, called in the backward walk of amd_trainer_step_grads before
+   * node i's backward, and with i = -1 after the walk: every node above i has
+   * queued its backward, so the gradient of a parameter that no node <= i
+   * reads is final (data-parallel training starts its sums there). */
+  int (*backward_progress)(void *user, int i, amd_status *st);
+  void *progress_user;
   char warning[512];      /* set-up notes for the user (e.g. BN folded) */
 } amd_trainer;
 
