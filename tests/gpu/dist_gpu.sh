@@ -5,7 +5,9 @@
 #   - AMD_DIST=nccl under mpirun -np 1 (every step's gradient block goes
 #     through a one-rank ncclAllReduce) trains the same model, byte for byte,
 #     as the plain single-process GPU run; ResNet-8 too (its BatchNormalization
-#     statistics go through NCCL after each step as well);
+#     statistics go through NCCL after each step as well); with the gradient
+#     sums in buckets on a second stream during the backward pass
+#     (AMD_DIST_BUCKET_MB) as well;
 #   - two ranks on one GPU (--device cuda:0 on both) are refused, naming them.
 #  two: needs 2 GPUs (else exit 77, "SKIP: needs 2 GPUs")
 #   - mpirun -np 2 --batch 32 on two GPUs against one process --batch 64: the
@@ -13,6 +15,8 @@
 #     last batch) agree within tolerance; each rank drives its own GPU;
 #   - the ranks' parameter checksums agree before every step and at the end
 #     (AMD_DIST_CHECK=1);
+#   - the gradients summed in buckets during the backward pass give the same
+#     model, byte for byte, as one sum after it;
 #   - a rank that fails (an error, SIGKILL) ends the job, named; a rank that
 #     hangs makes the others give up the NCCL all-reduce after
 #     AMD_NCCL_TIMEOUT_S, abort NCCL and end the job, naming themselves.
@@ -51,6 +55,15 @@ if [ "$part" = one ]; then
   else
     bad "LeNet-5 one-rank NCCL: exits $rc1 $rc, $(cmp "$tmp/plain.onnx" "$tmp/nccl1.onnx" 2>&1)"
     tail -5 "$tmp/plain.log" "$tmp/nccl1.log"
+  fi
+  AMD_DIST=nccl AMD_DIST_BUCKET_MB=0.01 mpi -np 1 -x AMD_DIST -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" \
+    -o "$tmp/nccl1b.onnx" >"$tmp/nccl1b.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && cmp -s "$tmp/plain.onnx" "$tmp/nccl1b.onnx"; then
+    ok "LeNet-5, one-rank NCCL with 10 kB gradient buckets on a second stream: the plain GPU run's model, byte for byte"
+  else
+    bad "LeNet-5 one-rank NCCL buckets: exit $rc, $(cmp "$tmp/plain.onnx" "$tmp/nccl1b.onnx" 2>&1)"
+    tail -5 "$tmp/nccl1b.log"
   fi
   if python3 -c "import numpy, onnx" 2>/dev/null; then
     python3 -c "
@@ -110,6 +123,17 @@ if [ "$part" = two ]; then
   [ -n "$c0" ] && [ "$c0" = "$c1" ] && grep -q "parameters identical on all 2 ranks (checksum $c0)" "$tmp/two.log" \
     && ok "both ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
     || bad "checksums: rank 0 '$c0', rank 1 '$c1'"
+
+  # 2b. the gradients in 10 kB buckets during the backward pass: the same bytes
+  AMD_DIST_BUCKET_MB=0.01 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch 32 \
+    -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
+    ok "2 GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
+  else
+    bad "2 GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
+    tail -5 "$tmp/twob.log"
+  fi
 
   # 3. a failing rank ends the job, named
   for kind in error kill; do
