@@ -122,7 +122,7 @@ static int wait_done(const char *what, amd_status *st) {
     }
     ncclResult_t async = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(nc.comm, &async);
-    if (r != ncclSuccess || async != ncclSuccess) {
+    if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
       amd_nccl_abort();
       return amd_fail(st, "%s: NCCL reports %s (another rank failed or the link broke); communicator aborted",
                       what, ncclGetErrorString(r != ncclSuccess ? r : async));
