@@ -4,23 +4,30 @@
 # (the device runs of issue 5): the tool and test binaries, the shared
 # libraries they use besides CUDA's and glibc's, the models and goldens, the
 # test scripts, an IDX data set, and tools/gpu_run_all.sh as run_all.sh.
+# Not carried: NCCL (large; run_all.sh finds the GPU machine's libnccl.so.2)
+# and Open MPI with its helpers (hwloc, libevent): the ranks must use the
+# libraries of the machine's own mpirun.
 # usage: tools/gpu_bundle.sh BUILD_DIR IDX_DIR OUT_DIR
 set -eu
 build=$1 idx=$2 out=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tools" "$out/data"
+mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/dist" "$out/tools" "$out/data"
 ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
   "$build/tests/golden/golden-compare" "$out/bin/"
 cp "$src/../shared/spec/am_vectors.tsv" "$out/"
-# libraries other than glibc's, the dynamic loader and CUDA's large ones (cudart is small: taken along)
+# libraries other than glibc's, the dynamic loader, CUDA's large ones (cudart is small: taken along),
+# NCCL and Open MPI's (see above)
 ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |
-  grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|libcublas' | while read -r l; do cp -L "$l" "$out/lib/"; done
+  grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|libcublas|libnccl' |
+  grep -v -E '/lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads|udev)[^/]*\.so' |
+  while read -r l; do cp -L "$l" "$out/lib/"; done
 # models/ travels with the checkout: run_all.sh reads ../models
 cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
 cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
+cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"
 cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
 cp -r "$idx" "$out/data/idx"

@@ -57,9 +57,14 @@ int amd_parse_float(const char *s, float *out) {
 }
 
 int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, amd_status *st) {
+  return amd_cli_backend_rank(spec, debug_sync, 0, be, st);
+}
+
+int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const amd_backend **be,
+                         amd_status *st) {
   *be = &amd_backend_cpu;
   if (spec && strcmp(spec, "cpu") == 0) return 0;
-  int index = 0;
+  int index = 0, named = 0;
   if (spec) {
     const char *rest = NULL;
     if (strcmp(spec, "cuda") == 0)
@@ -72,6 +77,7 @@ int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, am
       long v = strtol(rest, &end, 10);
       if (*end || v < 0 || v > 1024) return amd_fail(st, "--device %s: N must be a GPU index", spec);
       index = (int)v;
+      named = 1;
     }
   }
 #ifdef AMD_HAVE_CUDA
@@ -81,6 +87,7 @@ int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, am
     if (!spec) return 0; /* no GPU: the CPU by default */
     return amd_fail(st, "--device %s: no CUDA device is usable (%s)", spec, why);
   }
+  if (!named && local_rank > 0) index = local_rank % count;
   if (index >= count)
     return amd_fail(st, "--device %s: there %s only %d CUDA device%s", spec, count == 1 ? "is" : "are", count,
                     count == 1 ? "" : "s");
@@ -88,6 +95,8 @@ int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, am
 #else
   (void)debug_sync;
   (void)index;
+  (void)named;
+  (void)local_rank;
   if (!spec) return 0;
   return amd_fail(st, "--device %s: this build has no CUDA backend (rebuild where nvcc is found)", spec);
 #endif

@@ -22,6 +22,11 @@ struct amd_status;
  * Asking for cuda without one (or in a build without CUDA) is an error that
  * says which. debug_sync: synchronise after every GPU kernel. */
 int amd_cli_backend(const char *spec, int debug_sync, const struct amd_backend **be, struct amd_status *st);
+/* The same for one of several ranks on a node: "cuda" or NULL (with a GPU
+ * present) pick GPU (local_rank mod GPU count), so that the ranks of a node
+ * spread over its GPUs; "cuda:N" is taken as it is. */
+int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const struct amd_backend **be,
+                         struct amd_status *st);
 /* One stderr line for a device backend: the device and the nodes that take
  * the host fallback (nothing for the CPU). */
 void amd_cli_backend_note(const char *cmd, const struct amd_graph *g, const struct amd_backend *be);

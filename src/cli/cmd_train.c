@@ -10,7 +10,8 @@
  * rows so far. Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early
  * (walltime, SIGTERM, SIGINT) with a checkpoint, 4 the loss became NaN/Inf.
  * Under mpirun each rank trains on its share of every global batch and the
- * gradients are summed between the ranks (train/dist.h); rank 0 alone writes
+ * gradients are summed between the ranks (train/dist.h: MPI between CPU
+ * ranks, NCCL between GPU ranks, one GPU per rank); rank 0 alone writes
  * checkpoints, metrics and the model. */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,12 +99,16 @@ static const char usage[] =
     "  --walltime T           stop with a checkpoint before T (e.g. 47h30m, 90m, 3600s)\n"
     "                         and exit 3; SIGTERM and SIGINT do the same\n"
     "  --stop-after N         stop after N optimizer steps as --walltime would (tests resuming)\n"
-    "  --device DEV           cpu or cuda[:N] (default: cuda when a GPU is present)\n"
+    "  --device DEV           cpu or cuda[:N] (default: cuda when a GPU is present; under\n"
+    "                         mpirun each rank takes GPU local-rank mod GPU-count)\n"
     "  --debug-sync           synchronise after every GPU kernel (finds a faulting kernel)\n"
-    "several processes (launched by mpirun or srun; see the README):\n"
+    "several processes (launched by mpirun or srun; see the README): CPU ranks sum\n"
+    "their gradients with MPI, GPU ranks (one GPU each) with NCCL; AMD_DIST=mpi,\n"
+    "nccl or none overrides the choice\n"
     "  --batch N              is per rank: the global batch is ranks x N\n"
     "  --sync-bn              BatchNormalization statistics over the global batch\n"
-    "                         (default: each rank's own batch; running statistics averaged)\n"
+    "                         (default: each rank's own batch; running statistics averaged;\n"
+    "                         CPU ranks only for now)\n"
     "\n"
     "Exit codes: 0 done, 1 error, 2 bad arguments, 3 stopped early with a\n"
     "checkpoint (resume with --resume), 4 the loss became NaN or Inf.\n";
@@ -381,6 +386,9 @@ static int share_state(run_state *r, amd_status *st) {
     return amd_fail_prefix(st, "sharing rank 0's state");
   gather_buffers(r, 0);
   r->t.ctx.rng = r->pos.dropout_rng;
+  /* on a GPU the steps read the device copies: bring them up to rank 0's state */
+  if (amd_trainer_sync_device(&r->t, r->opt_state, r->n_opt, st))
+    return amd_fail_prefix(st, "sharing rank 0's state");
   return 0;
 }
 
@@ -474,11 +482,14 @@ static int setup(run_state *r, amd_status *st) {
   const amd_backend *be;
   /* --profile on a GPU: synchronising after each kernel makes the host clocks
    * around each stage measure the GPU's time (CUDA-event timing is not done yet) */
-  if (amd_cli_backend(c->device, c->debug_sync || c->profile, &be, st)) return -1;
-  if (r->dist.size > 1 && be != &amd_backend_cpu)
-    return amd_fail(st, "%d ranks on %s: training on several GPUs needs the NCCL all-reduce, which is not "
-                        "built yet (issue 6); under mpirun use --device cpu",
-                    r->dist.size, be->name);
+  /* several ranks: each takes GPU (local rank mod GPU count) unless --device cuda:N names one */
+  if (amd_cli_backend_rank(c->device, c->debug_sync || c->profile, r->dist.local_rank, &be, st)) return -1;
+  if (amd_dist_use_device(&r->dist, be, st)) return -1; /* NCCL between GPU ranks */
+  if (c->sync_bn && r->dist.size > 1 && be->device != AMD_DEVICE_CPU)
+    return amd_fail(st,
+                    "--sync-bn on GPUs is not supported yet: the CUDA BatchNormalization kernels use each "
+                    "rank's own batch statistics (without --sync-bn the running statistics are averaged "
+                    "over the ranks after every step)");
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
   amd_cli_backend_note("train", r->g, be);
   int64_t n_out;
@@ -575,9 +586,10 @@ int amd_cmd_train(int argc, char **argv) {
   int tty = isatty(2);
   int64_t gbatch = c->batch * dist->size; /* the global batch */
   int64_t batches = (r.n_train + gbatch - 1) / gbatch, total_steps = batches * c->epochs;
-  if (dist->size > 1) {
-    printf("%d ranks (%s): global batch %lld = %d x %lld%s\n", dist->size, dist->ops->name, (long long)gbatch,
-           dist->size, (long long)c->batch, dist->sync_bn ? ", BatchNormalization synchronised" : "");
+  if (dist->size > 1 || dist->reduce_alone) {
+    printf("%d rank%s (%s): global batch %lld = %d x %lld%s\n", dist->size, dist->size > 1 ? "s" : "",
+           dist->ops->name, (long long)gbatch, dist->size, (long long)c->batch,
+           dist->sync_bn ? ", BatchNormalization synchronised" : "");
     if (dist->sync_bn && r.n_train % gbatch && r.n_train % gbatch < dist->size) {
       amd_fail(&st,
                "--sync-bn: the last batch of each epoch (%lld samples) leaves ranks without a sample; "

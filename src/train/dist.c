@@ -5,6 +5,7 @@
  * calls the trainer exactly as the single-process loop does, when size == 1. */
 #include "dist.h"
 
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,11 +18,15 @@
 #endif
 
 #include "../data/dataset.h"
+#include "../exec/backend.h"
 #include "../report/profile.h"
 #include "trainer.h"
 
 #ifdef AMD_HAVE_MPI
 int amd_dist_mpi_open(amd_dist *d, amd_status *st); /* dist_mpi.c */
+#endif
+#ifdef AMD_HAVE_NCCL
+int amd_dist_nccl_open(amd_dist *d, amd_status *st); /* dist_nccl.c */
 #endif
 
 /* ---- one process ---------------------------------------------------------- */
@@ -104,15 +109,29 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
   d->ops = &single_ops;
   const char *want = getenv("AMD_DIST");
   long launched = launcher_size();
-  int use_mpi = want ? strcmp(want, "mpi") == 0 : launched > 0;
-  if (want && strcmp(want, "mpi") != 0 && strcmp(want, "none") != 0)
-    return amd_fail(st, "AMD_DIST='%s': expected 'mpi' or 'none'", want);
+  if (want) {
+    if (strcmp(want, "none") == 0)
+      d->requested = AMD_DIST_NONE;
+    else if (strcmp(want, "mpi") == 0)
+      d->requested = AMD_DIST_MPI;
+    else if (strcmp(want, "nccl") == 0)
+      d->requested = AMD_DIST_NCCL;
+    else
+      return amd_fail(st, "AMD_DIST='%s': expected 'mpi', 'nccl' or 'none'", want);
+  }
+#ifndef AMD_HAVE_NCCL
+  if (d->requested == AMD_DIST_NCCL)
+    return amd_fail(st, "AMD_DIST=nccl, but this build has no NCCL (it needs CUDA, MPI and nccl.h + libnccl; "
+                        "reconfigure with -Dnccl=enabled to see what is missing)");
+#endif
+  int use_mpi = want ? d->requested == AMD_DIST_MPI || d->requested == AMD_DIST_NCCL : launched > 0;
   if (use_mpi) {
 #ifdef AMD_HAVE_MPI
     if (amd_dist_mpi_open(d, st)) return -1;
 #else
     if (want)
-      return amd_fail(st, "AMD_DIST=mpi, but this build has no MPI (install libopenmpi-dev and rebuild)");
+      return amd_fail(st, "AMD_DIST=%s, but this build has no MPI (install libopenmpi-dev and rebuild)",
+                      want);
     if (launched > 1)
       return amd_fail(st,
                       "launched as one of %ld ranks, but this build has no MPI (install libopenmpi-dev and "
@@ -121,6 +140,15 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
 #endif
   }
   parse_fault(d);
+  const char *bucket = getenv("AMD_DIST_BUCKET_MB");
+  if (bucket && *bucket) {
+    char *end;
+    double mb = strtod(bucket, &end);
+    if (*end || !(mb >= 0) || mb > 1e6)
+      return amd_fail(st, "AMD_DIST_BUCKET_MB='%s': expected megabytes", bucket);
+    d->bucket_floats = (int64_t)(mb * 1048576.0 / sizeof(float));
+    if (mb > 0 && d->bucket_floats < 1) d->bucket_floats = 1;
+  }
   const char *chk = getenv("AMD_DIST_CHECK");
   d->check_every_step = chk && strcmp(chk, "0") != 0;
   if (d->size > 1) {
@@ -134,12 +162,49 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
   return 0;
 }
 
+int amd_dist_use_device(amd_dist *d, const amd_backend *be, amd_status *st) {
+  int gpu = be->device != AMD_DEVICE_CPU;
+  if (!gpu) {
+    if (d->requested == AMD_DIST_NCCL)
+      return amd_fail(st, "AMD_DIST=nccl: NCCL sums GPU memory; this run is on %s (use --device cuda)",
+                      be->name);
+    return 0;
+  }
+  if (d->requested == AMD_DIST_NONE || (d->size == 1 && d->requested != AMD_DIST_NCCL)) return 0;
+  if (d->requested == AMD_DIST_MPI)
+    return amd_fail(st,
+                    "%d ranks on %s with AMD_DIST=mpi: the MPI all-reduce sums host memory; leave AMD_DIST "
+                    "unset (NCCL) or use --device cpu",
+                    d->size, be->name);
+#ifdef AMD_HAVE_NCCL
+  if (amd_dist_nccl_open(d, st)) return -1;
+  d->reduce_alone = d->size == 1;
+  return 0;
+#else
+  return amd_fail(
+      st,
+      "%d ranks on %s: training on several GPUs needs the NCCL all-reduce, which this build does "
+      "not have (it needs nccl.h and libnccl next to CUDA and MPI: reconfigure with -Dnccl=enabled "
+      "to see what is missing); under mpirun use --device cpu",
+      d->size, be->name);
+#endif
+}
+
+/* Frees the BN scratch in the memory it came from. */
+static void free_scratch(amd_dist *d) {
+  if (d->scratch && d->scratch_be) d->scratch_be->mem_free(d->scratch);
+  d->scratch = NULL;
+  d->n_scratch = 0;
+  d->scratch_be = NULL;
+}
+
 void amd_dist_finalize(amd_dist *d) {
   if (!d->ops) return;
   fflush(stdout);
+  free_scratch(d);
+  free(d->buckets);
+  d->buckets = NULL;
   d->ops->finalize(d);
-  free(d->scratch);
-  d->scratch = NULL;
   d->ops = NULL;
 }
 
@@ -205,10 +270,15 @@ uint64_t amd_dist_checksum(const amd_trainer *t) {
   return h;
 }
 
-int amd_dist_check_identical(amd_dist *d, const amd_trainer *t, uint64_t *sum, amd_status *st) {
+int amd_dist_check_identical(amd_dist *d, amd_trainer *t, uint64_t *sum, amd_status *st) {
+  if (d->size == 1) {
+    if (sum) *sum = amd_dist_checksum(t);
+    return 0;
+  }
+  /* a device backend: the host copies first (gradients and all: a check, not the hot path) */
+  if (t->be->device != AMD_DEVICE_CPU && amd_trainer_sync_host(t, NULL, 0, st)) return -1;
   uint64_t mine = amd_dist_checksum(t), root = mine;
   if (sum) *sum = mine;
-  if (d->size == 1) return 0;
   if (d->ops->broadcast(d, &root, sizeof root, 0, st)) return -1;
   int differ;
   if (amd_dist_max_int(d, mine != root ? d->size - d->rank : 0, &differ, st)) return -1;
@@ -220,10 +290,126 @@ int amd_dist_check_identical(amd_dist *d, const amd_trainer *t, uint64_t *sum, a
 
 /* ---- training ------------------------------------------------------------------ */
 
+/* ---- the gradient sum in buckets (AMD_DIST_BUCKET_MB) ---- */
+
+/* A piece of the gradient block: [off, off + n); `ready`: the lowest node
+ * that writes a gradient in it, so that the piece is final once the backward
+ * walk has passed every node >= ready. */
+struct amd_dist_bucket {
+  int64_t off, n;
+  int ready;
+};
+
+/* Buckets in start order: ready descending (the order in which the walk
+ * completes them), then offset descending. The same graph gives the same
+ * order on every rank. */
+static int bucket_order(const void *a, const void *b) {
+  const struct amd_dist_bucket *x = a, *y = b;
+  if (x->ready != y->ready) return x->ready > y->ready ? -1 : 1;
+  return x->off > y->off ? -1 : x->off < y->off;
+}
+
+/* Cuts t's gradient block into buckets of consecutive parameters (at least
+ * one each) of about d->bucket_floats. A parameter's gradient is written by
+ * the nodes that read the parameter (ops alias a gradient only downstream of
+ * where they read it), and the walk visits nodes in reverse order, so the
+ * lowest reader is the last writer. */
+static int plan_buckets(amd_dist *d, const amd_trainer *t, amd_status *st) {
+  if (d->buckets && d->bucket_plan_for == t) return 0;
+  free(d->buckets);
+  d->buckets = NULL;
+  d->n_buckets = 0;
+  const amd_graph *g = t->g;
+  int *param_of = malloc((size_t)(g->n_values > 0 ? g->n_values : 1) * sizeof *param_of);
+  int *first = malloc((size_t)t->n_params * sizeof *first);
+  d->buckets = calloc((size_t)t->n_params, sizeof *d->buckets);
+  if (!param_of || !first || !d->buckets) {
+    free(param_of);
+    free(first);
+    return amd_fail(st, "out of memory");
+  }
+  for (int v = 0; v < g->n_values; v++) param_of[v] = -1;
+  for (int p = 0; p < t->n_params; p++) {
+    param_of[t->param_value[p]] = p;
+    first[p] = g->n_nodes; /* read by no node: final from the start */
+  }
+  for (int i = g->n_nodes - 1; i >= 0; i--)
+    for (int k = 0; k < g->nodes[i].n_in; k++) {
+      int v = g->nodes[i].in[k];
+      if (v >= 0 && param_of[v] >= 0) first[param_of[v]] = i;
+    }
+  /* parameters lie in the block in index order (trainer.c); consecutive ones share a bucket */
+  for (int p = 0; p < t->n_params;) {
+    struct amd_dist_bucket *b = &d->buckets[d->n_buckets++];
+    b->off = t->param_offset[p];
+    b->ready = INT_MAX;
+    do {
+      if (first[p] < b->ready) b->ready = first[p];
+      p++;
+    } while (p < t->n_params && t->param_offset[p] - b->off < d->bucket_floats);
+    b->n = (p < t->n_params ? t->param_offset[p] : t->n_floats) - b->off;
+  }
+  free(param_of);
+  free(first);
+  qsort(d->buckets, (size_t)d->n_buckets, sizeof *d->buckets, bucket_order);
+  d->bucket_plan_for = t;
+  return 0;
+}
+
+/* trainer's backward_progress: starts, in plan order, every bucket that no
+ * node <= i writes. */
+static int start_buckets(void *user, int i, amd_status *st) {
+  amd_dist *d = user;
+  const amd_trainer *t = d->bucket_plan_for;
+  while (d->next_bucket < d->n_buckets && d->buckets[d->next_bucket].ready > i) {
+    const struct amd_dist_bucket *b = &d->buckets[d->next_bucket++];
+    if (d->ops->allreduce_f32_start(d, t->bgrads + b->off, b->n, st))
+      return amd_fail_prefix(st, "all-reduce of gradient bucket [%lld, %lld)", (long long)b->off,
+                             (long long)(b->off + b->n));
+  }
+  return 0;
+}
+
+/* The gradients of one step, summed over the ranks: in buckets during the
+ * walk when asked for and offered, else in one piece after it. n_local == 0:
+ * this rank adds zeros (and starts the same buckets as the others). */
+static int grads_summed(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
+                        int64_t n_local, float smoothing, float scale, int64_t step, double *loss,
+                        amd_batch_stats *bs, amd_status *st) {
+  int buckets = d->bucket_floats > 0 && d->ops->allreduce_f32_start && d->ops->allreduce_f32_finish;
+  if (buckets) {
+    if (plan_buckets(d, t, st)) return -1;
+    d->next_bucket = 0;
+    t->backward_progress = start_buckets;
+    t->progress_user = d;
+  }
+  int rc = 0;
+  if (n_local > 0)
+    rc = amd_trainer_step_grads(t, x, labels, smoothing, scale, loss, bs, st);
+  else
+    rc = t->be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st);
+  t->backward_progress = NULL;
+  t->progress_user = NULL;
+  if (rc) return -1;
+  double t0 = AMD_PROF_T0; /* the wait for the slowest rank counts here too */
+  /* the block where the backend keeps it: host memory (MPI) or the GPU's (NCCL) */
+  if (buckets)
+    rc = start_buckets(d, -1, st) || d->ops->allreduce_f32_finish(d, st) ? -1 : 0;
+  else
+    rc = d->ops->allreduce_f32(d, t->bgrads, t->n_floats, st);
+  if (amd_prof_on) amd_prof_part_add(AMD_PROF_ALLREDUCE, amd_prof_clock() - t0);
+  if (rc) return amd_fail_prefix(st, "all-reduce of the gradients at step %lld", (long long)step + 1);
+  return 0;
+}
+
 int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
                         int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
                         double *loss, amd_batch_stats *bs, amd_status *st) {
-  if (d->size == 1) return amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st);
+  if (d->size == 1 && !d->reduce_alone)
+    return amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st);
+  if (d->size == 1) { /* the one-rank sums (tests): the same gradients, loss and sums */
+    return grads_summed(d, t, x, labels, n_local, smoothing, loss_scale, step, loss, bs, st);
+  }
   if (d->fault_rank == d->rank && step + 1 >= d->fault_step) {
     if (d->fault_kill) raise(SIGKILL);
     return amd_fail(st, "injected failure (AMD_FAULT_RANK) at step %lld", (long long)step + 1);
@@ -237,16 +423,11 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   t->ctx.rng = amd_dist_rng_split(d, &shared);
   amd_batch_stats local = {0};
   double local_loss = 0;
-  if (n_local > 0) {
-    float w = (float)((double)n_local / (double)n_global);
-    if (amd_trainer_step_grads(t, x, labels, smoothing, loss_scale * w, &local_loss, &local, st)) return -1;
-  } else {
-    memset(t->grads, 0, (size_t)t->n_floats * sizeof(float));
-  }
+  float w = (float)((double)n_local / (double)n_global);
+  if (grads_summed(d, t, x, labels, n_local, smoothing, loss_scale * w, step, &local_loss, &local, st))
+    return -1;
   t->ctx.rng = shared;
-  double t0 = AMD_PROF_T0; /* the wait for the slowest rank counts here too */
-  if (d->ops->allreduce_f32(d, t->grads, t->n_floats, st))
-    return amd_fail_prefix(st, "all-reduce of the gradients at step %lld", (long long)step + 1);
+  double t0 = AMD_PROF_T0;
   double sums[4] = {local.loss_sum, (double)local.n, (double)local.top1, (double)local.top5};
   if (d->ops->allreduce_f64(d, sums, 4, st)) return amd_fail_prefix(st, "all-reduce of the loss");
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_ALLREDUCE, amd_prof_clock() - t0);
@@ -259,29 +440,38 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
 }
 
 int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
-  if (d->size == 1 || d->sync_bn || t->n_stats == 0) return 0;
+  if ((d->size == 1 && !d->reduce_alone) || d->sync_bn || t->n_stats == 0) return 0;
+  /* the statistics where the backend keeps them (the GPU's memory on a device
+   * backend), packed into one scratch buffer in the same memory, summed,
+   * scaled by 1/R and copied back */
+  const amd_backend *be = t->be;
   int64_t n = 0;
-  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(&t->g->values[t->stats[s][1]].init);
-  if (n > d->n_scratch) {
-    float *p = realloc(d->scratch, (size_t)n * sizeof *p);
-    if (!p) return amd_fail(st, "out of memory");
-    d->scratch = p;
+  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(amd_trainer_stat(t, s));
+  if (n > d->n_scratch || d->scratch_be != be) {
+    free_scratch(d);
+    if (be->mem_alloc((void **)&d->scratch, (size_t)n * sizeof(float), st)) return -1;
+    d->scratch_be = be;
     d->n_scratch = n;
   }
   float *p = d->scratch;
   for (int s = 0; s < t->n_stats; s++) {
-    const amd_tensor *x = &t->g->values[t->stats[s][1]].init;
-    memcpy(p, x->data, amd_tensor_nbytes(x));
+    const amd_tensor *x = amd_trainer_stat(t, s);
+    size_t bytes = amd_tensor_nbytes(x);
+    if (x->device == be->device ? be->mem_copy(p, x->data, bytes, st)
+                                : be->mem_from_host(p, x->data, bytes, st))
+      return -1;
     p += amd_tensor_numel(x);
   }
   if (d->ops->allreduce_f32(d, d->scratch, n, st))
     return amd_fail_prefix(st, "all-reduce of the BN statistics");
-  float inv = 1.0f / (float)d->size;
+  if (be->scale(d->scratch, n, 1.0f / (float)d->size, st)) return -1;
   p = d->scratch;
   for (int s = 0; s < t->n_stats; s++) {
-    amd_tensor *x = &t->g->values[t->stats[s][1]].init;
-    float *q = x->data;
-    for (int64_t i = 0; i < amd_tensor_numel(x); i++) q[i] = p[i] * inv;
+    amd_tensor *x = amd_trainer_stat(t, s);
+    size_t bytes = amd_tensor_nbytes(x);
+    if (x->device == be->device ? be->mem_copy(x->data, p, bytes, st)
+                                : be->mem_to_host(x->data, p, bytes, st))
+      return -1;
     p += amd_tensor_numel(x);
   }
   return 0;

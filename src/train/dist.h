@@ -1,12 +1,20 @@
 /* Data-parallel training: one process per rank, gradients averaged between them.
  *
  * amd_dist is a small communicator: rank, size and a vtable of collectives.
- * Two implementations: a single process (size 1; every collective is a no-op)
- * and MPI (dist_mpi.c, built when meson finds MPI; AMD_HAVE_MPI). A later
- * NCCL implementation plugs in by filling the same vtable: allreduce_f32 works
- * on the parameter / gradient blocks wherever they live (host memory for MPI,
- * device memory for NCCL); allreduce_f64 and broadcast work on small host
- * buffers (statistics, the checkpoint state at start-up).
+ * Three implementations:
+ *  - a single process (size 1; every collective is a no-op);
+ *  - MPI (dist_mpi.c, built when meson finds MPI; AMD_HAVE_MPI): CPU ranks,
+ *    every collective on host memory;
+ *  - NCCL (dist_nccl.c + cuda/dist_nccl.cu, built when meson finds CUDA, MPI
+ *    and NCCL; AMD_HAVE_NCCL): GPU ranks, one GPU each. MPI still starts the
+ *    ranks and does the host-side collectives; allreduce_f32 on device memory
+ *    goes through NCCL on the CUDA backend's stream (host buffers through MPI).
+ * amd_dist_init starts MPI (or nothing); amd_dist_use_device, once the
+ * backend is open, switches to NCCL when the device is a GPU and there are
+ * several ranks (or AMD_DIST=nccl). allreduce_f32 works on the blocks where
+ * the backend keeps them (t->bgrads: host memory on the CPU, device memory
+ * on a GPU); allreduce_f64 and broadcast work on small host buffers
+ * (statistics, the checkpoint state at start-up).
  *
  * Conventions of a step with R ranks (see amd_dist_step_grads):
  *  - the global batch is R x --batch samples, cut from the epoch's shared
@@ -34,6 +42,7 @@ struct amd_tensor;
 struct amd_dataset;
 struct amd_data_split;
 struct amd_batch_stats;
+struct amd_backend;
 
 typedef struct amd_dist amd_dist;
 
@@ -41,6 +50,12 @@ typedef struct amd_dist_ops {
   const char *name;
   /* In-place sums over all ranks; every rank gets the same result. */
   int (*allreduce_f32)(amd_dist *d, float *buf, int64_t n, amd_status *st);
+  /* The same in pieces (AMD_DIST_BUCKET_MB; NULL where not offered): start
+   * queues a sum behind the work queued so far and may return before it is
+   * done; finish waits for every started one, and work queued after it sees
+   * the sums. Every rank must start the same pieces in the same order. */
+  int (*allreduce_f32_start)(amd_dist *d, float *buf, int64_t n, amd_status *st);
+  int (*allreduce_f32_finish)(amd_dist *d, amd_status *st);
   int (*allreduce_f64)(amd_dist *d, double *buf, int64_t n, amd_status *st);
   /* Copies root's bytes to every rank. */
   int (*broadcast)(amd_dist *d, void *buf, size_t bytes, int root, amd_status *st);
@@ -50,25 +65,44 @@ typedef struct amd_dist_ops {
   void (*finalize)(amd_dist *d);
 } amd_dist_ops;
 
+/* AMD_DIST: which communicator to use (auto: from the launcher and the device). */
+enum { AMD_DIST_AUTO, AMD_DIST_NONE, AMD_DIST_MPI, AMD_DIST_NCCL };
+
 struct amd_dist {
   int rank, size;
-  int local_size; /* ranks on this node (for the thread count) */
+  int local_rank, local_size; /* on this node (for the GPU and the thread count) */
   const amd_dist_ops *ops;
   void *impl;
+  int requested;    /* AMD_DIST_AUTO ... AMD_DIST_NCCL */
+  int reduce_alone; /* one rank that still runs its sums (AMD_DIST=nccl under mpirun -np 1: tests) */
   int sync_bn;                    /* BatchNormalization statistics over the global batch */
   int check_every_step;           /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
   int64_t fault_rank, fault_step; /* AMD_FAULT_RANK=R:S[:kill] (tests); -1 when unset */
   int fault_kill;
-  float *scratch; /* BN statistics packed for one reduction */
+  /* AMD_DIST_BUCKET_MB: the gradient block summed in buckets of about this
+   * many floats, each started in the backward walk once no later node writes
+   * it (0: one sum after the walk) */
+  int64_t bucket_floats;
+  struct amd_dist_bucket *buckets; /* in the order they are started */
+  int n_buckets, next_bucket;
+  const struct amd_trainer *bucket_plan_for;
+  float *scratch; /* BN statistics packed for one reduction, in scratch_be's memory */
   int64_t n_scratch;
+  const struct amd_backend *scratch_be;
 };
 
 /* Starts the communicator: MPI when the process was launched by mpirun /
- * srun (or AMD_DIST=mpi), a single process otherwise (or with AMD_DIST=none).
- * A launch by mpirun of a build without MPI is an error (the copies would
- * train independently and overwrite each other's files). Ranks above 0 stop
- * printing to stdout (AMD_DIST_ALL_OUTPUT=1 keeps it). */
+ * srun (or AMD_DIST=mpi or nccl), a single process otherwise (or with
+ * AMD_DIST=none). A launch by mpirun of a build without MPI is an error (the
+ * copies would train independently and overwrite each other's files), as is
+ * AMD_DIST=nccl in a build without NCCL. Ranks above 0 stop printing to
+ * stdout (AMD_DIST_ALL_OUTPUT=1 keeps it). */
 int amd_dist_init(amd_dist *d, amd_status *st);
+/* After the backend be is open (on this rank's GPU: see amd_cli_backend_rank):
+ * on a GPU with several ranks, or with AMD_DIST=nccl, opens NCCL on it (an
+ * error in a build without NCCL, with AMD_DIST=mpi, or when two ranks share
+ * a GPU); AMD_DIST=nccl on the CPU is an error; otherwise nothing changes. */
+int amd_dist_use_device(amd_dist *d, const struct amd_backend *be, amd_status *st);
 /* Waits for every rank, then shuts the communicator down. */
 void amd_dist_finalize(amd_dist *d);
 /* Reports a failure of this rank on stderr ("rank R of N: msg") and, with
@@ -90,7 +124,13 @@ uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared);
  * gradient block and the loss / accuracy sums summed over the ranks. *loss is
  * the mean loss over the global batch, *bs the global sums. `step` is the
  * global optimizer step (fault injection, checks). With one rank: exactly
- * amd_trainer_step_grads. */
+ * amd_trainer_step_grads (with reduce_alone followed by the one-rank sum of
+ * the gradient block, which changes no bit). With AMD_DIST_BUCKET_MB=M
+ * (and a communicator that offers it: NCCL, and MPI without overlap) the
+ * block is summed in buckets of about M MB of consecutive parameters, each
+ * started during the backward walk as soon as every node that writes its
+ * gradients has queued its backward, so that on a GPU the sums overlap the
+ * rest of the backward pass; the optimizer waits for all of them. */
 int amd_dist_step_grads(amd_dist *d, struct amd_trainer *t, const struct amd_tensor *x, const int64_t *labels,
                         int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
                         double *loss, struct amd_batch_stats *bs, amd_status *st);
@@ -114,10 +154,11 @@ int amd_dist_max_int(amd_dist *d, int flag, int *out, amd_status *st);
 /* Broadcasts n buffers (pointer, size pairs) from rank 0. */
 int amd_dist_broadcast_all(amd_dist *d, void *const *bufs, const size_t *sizes, int n, amd_status *st);
 
-/* FNV-1a 64 over the parameter block and the BN statistics of t. */
+/* FNV-1a 64 over the host copies of the parameter block and the BN statistics of t. */
 uint64_t amd_dist_checksum(const struct amd_trainer *t);
-/* Compares the checksums of all ranks; an error naming the first rank that
- * differs from rank 0. *sum receives this rank's checksum. */
-int amd_dist_check_identical(amd_dist *d, const struct amd_trainer *t, uint64_t *sum, amd_status *st);
+/* Compares the checksums of all ranks (on a device backend after copying
+ * the parameters and statistics to the host); an error naming the first rank
+ * that differs from rank 0. *sum receives this rank's checksum. */
+int amd_dist_check_identical(amd_dist *d, struct amd_trainer *t, uint64_t *sum, amd_status *st);
 
 #endif

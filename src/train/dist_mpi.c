@@ -4,7 +4,9 @@
  * mpiexec (MPICH) or srun. Errors of MPI calls come back as amd_status
  * messages (MPI_ERRORS_RETURN) so that the caller can name the rank and end
  * the job with MPI_Abort; a rank that dies is noticed by the launcher, which
- * ends the others. Buffers longer than INT_MAX elements go in pieces. */
+ * ends the others. Buffers longer than INT_MAX elements go in pieces.
+ * allreduce_f32 works on host memory only; GPU ranks use dist_nccl.c, which
+ * builds on this table. */
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -12,6 +14,8 @@
 #include "dist.h"
 
 int amd_dist_mpi_open(amd_dist *d, amd_status *st);
+/* The table, also for dist_nccl.c, which hands the host-side collectives to it. */
+extern const amd_dist_ops amd_dist_mpi_ops;
 
 static int mpi_check(int rc, const char *what, amd_status *st) {
   if (rc == MPI_SUCCESS) return 0;
@@ -31,6 +35,18 @@ static int mpi_allreduce_f32(amd_dist *d, float *buf, int64_t n, amd_status *st)
                   "MPI_Allreduce", st))
       return -1;
   }
+  return 0;
+}
+
+/* Buckets (AMD_DIST_BUCKET_MB): the host's backward has written the bucket
+ * when it starts, so each is summed at once (no overlap: the point on CPU
+ * ranks is only that they give the same result). */
+static int mpi_allreduce_f32_start(amd_dist *d, float *buf, int64_t n, amd_status *st) {
+  return mpi_allreduce_f32(d, buf, n, st);
+}
+
+static int mpi_allreduce_f32_finish(amd_dist *d, amd_status *st) {
+  (void)d, (void)st;
   return 0;
 }
 
@@ -72,9 +88,11 @@ static void mpi_finalize(amd_dist *d) {
   MPI_Finalize();
 }
 
-static const amd_dist_ops mpi_ops = {
+const amd_dist_ops amd_dist_mpi_ops = {
     .name = "MPI",
     .allreduce_f32 = mpi_allreduce_f32,
+    .allreduce_f32_start = mpi_allreduce_f32_start,
+    .allreduce_f32_finish = mpi_allreduce_f32_finish,
     .allreduce_f64 = mpi_allreduce_f64,
     .broadcast = mpi_broadcast,
     .barrier = mpi_barrier,
@@ -93,8 +111,9 @@ int amd_dist_mpi_open(amd_dist *d, amd_status *st) {
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) ==
       MPI_SUCCESS) {
     MPI_Comm_size(node, &d->local_size);
+    MPI_Comm_rank(node, &d->local_rank);
     MPI_Comm_free(&node);
   }
-  d->ops = &mpi_ops;
+  d->ops = &amd_dist_mpi_ops;
   return 0;
 }

@@ -285,6 +285,8 @@ static amd_tensor *stat_tensor(amd_trainer *t, int v) {
   return t->run.init_owned[v] ? &t->run.inits[v] : &t->g->values[v].init;
 }
 
+amd_tensor *amd_trainer_stat(amd_trainer *t, int i) { return stat_tensor(t, t->stats[i][1]); }
+
 int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_status *st) {
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;
@@ -384,6 +386,7 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   const amd_tensor *in[64];
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     const amd_node *n_ = &g->nodes[i];
+    if (t->backward_progress && t->backward_progress(t->progress_user, i, st)) return -1;
     if (!n_->op->backward) continue;
     int any_out = 0, any_in = 0;
     for (int o = 0; o < n_->n_out; o++) {
@@ -413,6 +416,7 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
     if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
   }
   t->ctx.rng = rng_after;
+  if (t->backward_progress && t->backward_progress(t->progress_user, -1, st)) return -1;
   return 0;
 }
 

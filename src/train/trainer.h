@@ -59,6 +59,12 @@ typedef struct amd_trainer {
   int (*stats)[2];        /* BatchNormalization: [output with the new statistic, initializer to update] */
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
+  /* Optional, called in the backward walk of amd_trainer_step_grads before
+   * node i's backward, and with i = -1 after the walk: every node above i has
+   * queued its backward, so the gradient of a parameter that no node <= i
+   * reads is final (data-parallel training starts its sums there). */
+  int (*backward_progress)(void *user, int i, amd_status *st);
+  void *progress_user;
   char warning[512];      /* set-up notes for the user (e.g. BN folded) */
 } amd_trainer;
 
@@ -99,6 +105,9 @@ int amd_trainer_update_stats(amd_trainer *t, amd_status *st);
  * pred (may be NULL) receives the argmax per sample. */
 int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
                      int64_t *pred, amd_status *st);
+/* BN statistic i (0 <= i < n_stats) in the memory of t's backend: the
+ * tensor the training steps update (a device copy on a device backend). */
+amd_tensor *amd_trainer_stat(amd_trainer *t, int i);
 /* Every float initializer that is not a parameter but training changes
  * (the BN statistics): count and the value index of each. */
 int amd_trainer_buffers(const amd_trainer *t, int *values, int max);

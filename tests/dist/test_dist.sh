@@ -13,7 +13,11 @@
 #    equals the uninterrupted one byte for byte;
 #  - a failing rank (error or SIGKILL) ends the job with a message naming it,
 #    and the checkpoints written before resume to the same model;
-#  - SIGTERM to one rank stops every rank at the same step with a checkpoint.
+#  - SIGTERM to one rank stops every rank at the same step with a checkpoint;
+#  - the gradient sum in buckets started during the backward walk
+#    (AMD_DIST_BUCKET_MB) gives the same model byte for byte as one sum after
+#    it (LeNet-5, and ResNet-8 with its skip connections): a bucket summed
+#    before its last gradient was written would not.
 # usage: test_dist.sh AMDNN_ONNX MODELS_DIR FASHION_DIR mpi|nompi
 set -u
 amd=$1 models=$2 fashion=$3 built=$4
@@ -71,6 +75,13 @@ l1=$(grep -o "train loss [0-9.]* acc [0-9.]*%" "$tmp/one.log") l2=$(grep -o "tra
 if [ -n "$l1" ] && [ -n "$l2" ] && echo "$l1 $l2" | awk '{ gsub("%", ""); exit !($3 - $8 < 2e-4 && $8 - $3 < 2e-4 && $5 == $10) }'; then
   ok "epoch line from the global sums: '$l2' (1 rank: '$l1')"
 else bad "epoch line: '$l1' vs '$l2'"; fi
+
+# 3b. buckets of 10 kB (LeNet-5's 10 tensors in 6 buckets): the same bytes as one sum after the walk
+AMD_DIST_BUCKET_MB=0.01 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --epochs 1 --batch 32 \
+  -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx" && ok "gradients summed in 10 kB buckets during the backward walk: the same model, byte for byte" \
+  || { bad "buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1)"; tail -3 "$tmp/twob.log"; }
 
 # 4. rank 0 alone writes: each rank runs in its own folder with relative output paths
 mkdir -p "$tmp/r0" "$tmp/r1"
@@ -164,6 +175,11 @@ else bad "ResNet-8 --sync-bn: $r"; tail -3 "$tmp/b2s.log"; fi
 if r=$(compare "$tmp/b1.onnx" "$tmp/b2.onnx" 1e-3 "$resnet"); then bad "ResNet-8 per-rank BN should differ from 1 x 32: $r"
 elif [ -f "$tmp/b2.onnx" ]; then ok "ResNet-8 per-rank BN statistics differ, as they should: $r"
 else bad "ResNet-8 per-rank BN: no model"; tail -3 "$tmp/b2.log"; fi
+AMD_DIST_BUCKET_MB=0.02 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$resnet" "${bn[@]}" --batch 16 -o "$tmp/b2b.onnx" \
+  >"$tmp/b2b.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/b2.onnx" "$tmp/b2b.onnx" && ok "ResNet-8 gradients in 20 kB buckets: the same model, byte for byte" \
+  || { bad "ResNet-8 buckets: exit $rc, $(cmp "$tmp/b2.onnx" "$tmp/b2b.onnx" 2>&1)"; tail -3 "$tmp/b2b.log"; }
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

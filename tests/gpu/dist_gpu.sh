@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# GPU ranks through NCCL (issue 6), LeNet-5 on an IDX data set (MNIST or
+# Fashion-MNIST) and ResNet-8 on random tensors.
+#  one: runs on a single GPU
+#   - AMD_DIST=nccl under mpirun -np 1 (every step's gradient block goes
+#     through a one-rank ncclAllReduce) trains the same model, byte for byte,
+#     as the plain single-process GPU run; ResNet-8 too (its BatchNormalization
+#     statistics go through NCCL after each step as well); with the gradient
+#     sums in buckets on a second stream during the backward pass
+#     (AMD_DIST_BUCKET_MB) as well;
+#   - two ranks on one GPU (--device cuda:0 on both) are refused, naming them.
+#  two: needs 2 GPUs (else exit 77, "SKIP: needs 2 GPUs")
+#   - mpirun -np 2 --batch 32 on two GPUs against one process --batch 64: the
+#     first step's update and the parameters after an epoch (with an uneven
+#     last batch) agree within tolerance; each rank drives its own GPU;
+#   - the ranks' parameter checksums agree before every step and at the end
+#     (AMD_DIST_CHECK=1);
+#   - the gradients summed in buckets during the backward pass give the same
+#     model, byte for byte, as one sum after it;
+#   - a rank that fails (an error, SIGKILL) ends the job, named; a rank that
+#     hangs makes the others give up the NCCL all-reduce after
+#     AMD_NCCL_TIMEOUT_S, abort NCCL and end the job, naming themselves.
+# usage: dist_gpu.sh one|two AMDNN_ONNX MODELS_DIR IDX_DIR COMPARE_MODELS_PY
+set -u
+part=$1 amd=$2 models=$3 idx=$4 compare_py=$5
+amd="$(cd "$(dirname "$amd")" && pwd)/$(basename "$amd")"
+[ -f "$idx/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no IDX data set in $idx"; exit 77; }
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
+ldd "$amd" | grep -q libnccl || { echo "SKIP: $amd is built without NCCL"; exit 77; }
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  gpus=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+else
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fi
+[ "$part" = two ] && [ "$gpus" -lt 2 ] && { echo "SKIP: needs 2 GPUs (found $gpus)"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/amdnn-nccl.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+mpi() { timeout 300 mpirun -x LD_LIBRARY_PATH -x NCCL_DEBUG "$@"; }
+compare() { python3 "$compare_py" "$@"; }
+lenet="$models/lenet5_train.onnx"
+
+if [ "$part" = one ]; then
+  common=(--data "mnist:$idx" --limit 2048 --batch 64 --lr 0.05 --seed 3 --epochs 1 --device cuda)
+  "$amd" train "$lenet" "${common[@]}" -o "$tmp/plain.onnx" >"$tmp/plain.log" 2>&1
+  rc1=$?
+  AMD_DIST=nccl mpi -np 1 -x AMD_DIST "$amd" train "$lenet" "${common[@]}" -o "$tmp/nccl1.onnx" >"$tmp/nccl1.log" 2>&1
+  rc=$?
+  if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && grep -q "^1 rank (NCCL)" "$tmp/nccl1.log" && cmp -s "$tmp/plain.onnx" "$tmp/nccl1.onnx"; then
+    ok "LeNet-5, AMD_DIST=nccl under mpirun -np 1: the plain GPU run's model, byte for byte"
+  else
+    bad "LeNet-5 one-rank NCCL: exits $rc1 $rc, $(cmp "$tmp/plain.onnx" "$tmp/nccl1.onnx" 2>&1)"
+    tail -5 "$tmp/plain.log" "$tmp/nccl1.log"
+  fi
+  AMD_DIST=nccl AMD_DIST_BUCKET_MB=0.01 mpi -np 1 -x AMD_DIST -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" \
+    -o "$tmp/nccl1b.onnx" >"$tmp/nccl1b.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && cmp -s "$tmp/plain.onnx" "$tmp/nccl1b.onnx"; then
+    ok "LeNet-5, one-rank NCCL with 10 kB gradient buckets on a second stream: the plain GPU run's model, byte for byte"
+  else
+    bad "LeNet-5 one-rank NCCL buckets: exit $rc, $(cmp "$tmp/plain.onnx" "$tmp/nccl1b.onnx" 2>&1)"
+    tail -5 "$tmp/nccl1b.log"
+  fi
+  if python3 -c "import numpy, onnx" 2>/dev/null; then
+    python3 -c "
+import numpy as np
+from onnx import numpy_helper
+g = np.random.default_rng(5)
+open('$tmp/X.pb', 'wb').write(numpy_helper.from_array(g.standard_normal((64, 3, 32, 32)).astype(np.float32)).SerializeToString())
+open('$tmp/Y.pb', 'wb').write(numpy_helper.from_array(g.integers(0, 10, 64).astype(np.int64)).SerializeToString())"
+    bn=(--data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --batch 32 --lr 0.05 --seed 2 --device cuda)
+    "$amd" train "$models/resnet8_train.onnx" "${bn[@]}" -o "$tmp/r1.onnx" >"$tmp/r1.log" 2>&1
+    rc1=$?
+    AMD_DIST=nccl mpi -np 1 -x AMD_DIST "$amd" train "$models/resnet8_train.onnx" "${bn[@]}" -o "$tmp/rn.onnx" \
+      >"$tmp/rn.log" 2>&1
+    rc=$?
+    if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && cmp -s "$tmp/r1.onnx" "$tmp/rn.onnx"; then
+      ok "ResNet-8 (BN statistics through NCCL too), one-rank NCCL: the plain GPU run's model, byte for byte"
+    else
+      bad "ResNet-8 one-rank NCCL: exits $rc1 $rc, $(cmp "$tmp/r1.onnx" "$tmp/rn.onnx" 2>&1)"
+      tail -5 "$tmp/r1.log" "$tmp/rn.log"
+    fi
+  else
+    echo "(no python3 numpy + onnx: the ResNet-8 check is left out)"
+  fi
+  mpi -np 2 "$amd" train "$lenet" "${common[@]}" --device cuda:0 -o "$tmp/x.onnx" >"$tmp/same.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "ranks 0 and 1 both drive GPU" "$tmp/same.log" && [ ! -e "$tmp/x.onnx" ]; then
+    ok "two ranks on one GPU refused: $(grep -o 'ranks 0 and 1 both drive GPU [^:]*' "$tmp/same.log" | head -1)"
+  else
+    bad "two ranks on one GPU: exit $rc"
+    tail -5 "$tmp/same.log"
+  fi
+fi
+
+if [ "$part" = two ]; then
+  python3 -c "import numpy, onnx" 2>/dev/null || { echo "SKIP: python3 numpy + onnx missing (compare_models.py)"; exit 77; }
+  # 1. the first step's update (SGD without momentum: the gradients), 2 x 32 against 1 x 64
+  step1=(--data "mnist:$idx" --limit 64 --lr 0.05 --seed 3 --momentum 0 --epochs 1 --device cuda)
+  "$amd" train "$lenet" "${step1[@]}" --batch 64 -o "$tmp/g1.onnx" >"$tmp/g1.log" 2>&1
+  mpi -np 2 "$amd" train "$lenet" "${step1[@]}" --batch 32 -o "$tmp/g2.onnx" >"$tmp/g2.log" 2>&1
+  if r=$(compare "$tmp/g1.onnx" "$tmp/g2.onnx" 1e-3 "$lenet"); then ok "first-step update, 2 GPUs x 32 vs 1 x 64: $r"
+  else bad "first-step update: $r"; tail -5 "$tmp/g1.log" "$tmp/g2.log"; fi
+
+  # 2. an epoch of 32 steps with an uneven last batch (7 + 8), checksums before every step
+  common=(--data "mnist:$idx" --limit 1999 --lr 0.01 --seed 3 --epochs 1 --device cuda)
+  "$amd" train "$lenet" "${common[@]}" --batch 64 -o "$tmp/one.onnx" >"$tmp/one.log" 2>&1
+  AMD_DIST_CHECK=1 mpi -np 2 -x AMD_DIST_CHECK "$amd" train "$lenet" "${common[@]}" --batch 32 -o "$tmp/two.onnx" \
+    >"$tmp/two.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && r=$(compare "$tmp/one.onnx" "$tmp/two.onnx" 1e-3); then ok "one epoch, 2 GPUs x 32 vs 1 x 64: $r"
+  else bad "one epoch on 2 GPUs: exit $rc, ${r:-}"; tail -8 "$tmp/two.log"; fi
+  grep -q "^2 ranks (NCCL): global batch 64" "$tmp/two.log" && ok "the run says: $(grep '^2 ranks' "$tmp/two.log")" \
+    || bad "no '2 ranks (NCCL)' line"
+  grep -q "device cuda:0" "$tmp/two.log" && grep -q "device cuda:1" "$tmp/two.log" \
+    && ok "rank 0 on cuda:0, rank 1 on cuda:1" || { bad "devices: $(grep -o 'device cuda:[0-9]*' "$tmp/two.log" | tr '\n' ' ')"; }
+  c0=$(sed -n 's/^rank 0: parameter checksum \([0-9a-f]*\)$/\1/p' "$tmp/two.log")
+  c1=$(sed -n 's/^rank 1: parameter checksum \([0-9a-f]*\)$/\1/p' "$tmp/two.log")
+  [ -n "$c0" ] && [ "$c0" = "$c1" ] && grep -q "parameters identical on all 2 ranks (checksum $c0)" "$tmp/two.log" \
+    && ok "both ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
+    || bad "checksums: rank 0 '$c0', rank 1 '$c1'"
+
+  # 2b. the gradients in 10 kB buckets during the backward pass: the same bytes
+  AMD_DIST_BUCKET_MB=0.01 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch 32 \
+    -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
+    ok "2 GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
+  else
+    bad "2 GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
+    tail -5 "$tmp/twob.log"
+  fi
+
+  # 3. a failing rank ends the job, named
+  for kind in error kill; do
+    fault="1:5"
+    [ $kind = kill ] && fault="1:5:kill"
+    start=$(date +%s)
+    AMD_FAULT_RANK=$fault mpi -np 2 -x AMD_FAULT_RANK "$amd" train "$lenet" "${common[@]}" --batch 32 -o "$tmp/f.onnx" \
+      >"$tmp/f-$kind.log" 2>&1
+    rc=$? took=$(($(date +%s) - start))
+    named=0
+    if [ $kind = error ]; then grep -q "rank 1 of 2 failed: injected failure (AMD_FAULT_RANK) at step 5" "$tmp/f-$kind.log" && named=1
+    else grep -q "process rank 1 .*exited on signal 9" "$tmp/f-$kind.log" && named=1; fi
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $named -eq 1 ] && [ ! -e "$tmp/f.onnx" ]; then
+      ok "rank 1 fails ($kind) at step 5: the job ends in ${took}s with exit $rc, naming rank 1"
+    else bad "failing rank ($kind): exit $rc after ${took}s, named $named"; tail -12 "$tmp/f-$kind.log"; fi
+  done
+
+  # 4. a rank that hangs (rank 0 stops itself after its checkpoint of step 3): rank 1 waits in the
+  #    all-reduce of step 4, gives up after AMD_NCCL_TIMEOUT_S=5, aborts NCCL and ends the job
+  start=$(date +%s)
+  # shellcheck disable=SC2016 # expanded by the rank's shell
+  AMD_NCCL_TIMEOUT_S=5 mpi -np 2 -x AMD_NCCL_TIMEOUT_S bash -c \
+    '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export AMD_FAULT_PAUSE_AFTER_STEP=3; exec "$0" "$@"' \
+    "$amd" train "$lenet" "${common[@]}" --batch 32 --checkpoint-dir "$tmp/ck" --checkpoint-steps 3 -o "$tmp/h.onnx" \
+    >"$tmp/hang.log" 2>&1
+  rc=$? took=$(($(date +%s) - start))
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank 1 of 2 failed: .*ncclAllReduce did not complete in" "$tmp/hang.log"; then
+    ok "rank 0 hangs after step 3: rank 1 gives up the all-reduce (5 s), aborts NCCL, the job ends in ${took}s (exit $rc)"
+  else bad "hanging rank: exit $rc after ${took}s"; tail -12 "$tmp/hang.log"; fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
