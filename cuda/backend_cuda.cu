@@ -3,8 +3,8 @@
  * device (softmax cross-entropy, finite check, scaling, the fused optimizer).
  *
  * Memory: float tensors are device memory from a caching allocator (blocks
- * kept by rounded size and reused, so a training step after the first makes
- * no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
+ * kept by rounded size and reused best-fit, so a training step after the
+ * first makes no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
  * memory (amd_tensor_alloc), because the ops' infer functions read them.
  * Everything is queued on one stream; copies to the host synchronise it. */
 #include <math.h>
@@ -59,12 +59,21 @@ static void release_unused(void) {
 
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   size_t sz = round_size(bytes ? bytes : 1);
+  /* the smallest free block that fits, if it wastes less than a quarter (a
+   * training step frees and asks again for many sizes: exact matches only
+   * left blocks of other sizes idle while new ones were made) */
+  int best = -1;
   for (int i = 0; i < n_blocks; i++)
-    if (!blocks[i].used && blocks[i].size == sz) {
-      blocks[i].used = 1;
-      *p = blocks[i].p;
-      return 0;
+    if (!blocks[i].used && blocks[i].size >= sz && blocks[i].size - sz <= sz / 4 &&
+        (best < 0 || blocks[i].size < blocks[best].size)) {
+      best = i;
+      if (blocks[i].size == sz) break;
     }
+  if (best >= 0) {
+    blocks[best].used = 1;
+    *p = blocks[best].p;
+    return 0;
+  }
   if (n_blocks == cap_blocks) {
     int nc = cap_blocks ? cap_blocks * 2 : 256;
     cu_block *nb = (cu_block *)realloc(blocks, (size_t)nc * sizeof *nb);

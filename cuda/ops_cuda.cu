@@ -988,7 +988,8 @@ static int act_backward(BWD_ARGS) {
   act_params(n, in, kind, &p0, &p1);
   int64_t nel = amd_tensor_numel(in[0]);
   if (!nel) return 0;
-  const float *x = F(in[0]), *y = F(&out[0]), *g = F(dout[0]);
+  /* Relu's gradient from its output (y > 0 where x > 0): training frees Relu's input (bwd_unread_in) */
+  const float *y = F(&out[0]), *x = kind == ACT_RELU ? y : F(in[0]), *g = F(dout[0]);
   float *dx = F(din[0]);
   if (nel % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(g) && aligned16(dx))
     k_act_bwd<4><<<amd_cu_blocks(nel / 4), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1);

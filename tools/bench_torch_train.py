@@ -29,6 +29,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--write-tensors", metavar="DIR")
     ap.add_argument("--count", type=int, default=2560)
+    ap.add_argument("--kernels", action="store_true",
+                    help="also list the CUDA kernels of a few more steps by GPU time (torch.profiler)")
     a = ap.parse_args()
     ctor, shape = export_models.MODELS[a.model]
     if a.write_tensors:
@@ -65,6 +67,16 @@ def main():
           % (a.model, a.batch, a.steps * a.batch / dt, a.steps, torch.__version__, torch.cuda.get_device_name()))
     print("pytorch %s batch %d GPU memory: peak %.1f MiB allocated, %.1f MiB reserved by its caching allocator"
           % (a.model, a.batch, torch.cuda.max_memory_allocated() / 2**20, torch.cuda.max_memory_reserved() / 2**20))
+    if a.kernels:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15, max_name_column_width=70))
 
 
 if __name__ == "__main__":

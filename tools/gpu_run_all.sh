@@ -60,7 +60,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "=== benchmarks"
-  bin/bench-cuda-gemm
+  [ "${AMD_BENCH_GEMM:-1}" = 0 ] || bin/bench-cuda-gemm  # the mode GEMM alone at ResNet-18 shapes
   common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
   # LeNet-5: whole epochs of 60000 images (the second is warm)
   for mode in acc32 am16 am32 fp16; do
@@ -82,7 +82,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode acc32 --profile "$out/profile_r18_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
     echo "--- resnet18 am16 --profile"
     $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode am16 --profile "$out/profile_r18_am16.tsv" 2>&1 | sed -n '/^profile/,$p'
-    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50 --kernels
     # peak GPU memory, ResNet-50 batch 128 training (issue 5: at most 1.5x PyTorch's)
     if python3 tools/export_models.py --out "$tmp/gen" --models resnet50 >>"$tmp/export.log" 2>&1; then
       echo "--- resnet50 acc32 memory"

@@ -49,7 +49,8 @@ static int stage(const amd_backend *be, int n, const amd_tensor *const *src, uns
   for (int k = 0; k < n; k++) {
     owned[k] = 0;
     view[k] = src[k];
-    if (!src[k] || src[k]->device == AMD_DEVICE_CPU || !((mask >> k) & 1)) continue;
+    /* no data: a value training freed because backward does not read it (op.h bwd_unread_*) */
+    if (!src[k] || !src[k]->data || src[k]->device == AMD_DEVICE_CPU || !((mask >> k) & 1)) continue;
     if (amd_backend_download(be, src[k], &tmp[k], st)) return -1;
     owned[k] = 1;
     view[k] = &tmp[k];

@@ -3,7 +3,10 @@
  * Runtime tensors live in an array parallel to g->values. Initializers are
  * borrowed (never freed here); caller inputs are borrowed too; every node
  * output is allocated through the backend. Inference frees each intermediate
- * after its last reader; training keeps everything for the backward pass. */
+ * after its last reader; training (keep = 1) keeps what the backward pass
+ * reads and frees the data of the rest after its last reader, keeping the
+ * shape (the op descriptors' bwd_unread_in / bwd_unread_out say what backward
+ * does not read: a BatchNormalization output that only feeds a Relu, say). */
 #include "exec.h"
 
 #include "backend.h"
@@ -63,11 +66,12 @@ int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   r->vals = calloc(nv, sizeof *r->vals);
   r->owned = calloc(nv, 1);
   r->readers = calloc(nv, sizeof *r->readers);
+  r->bwd_reads = calloc(nv, 1);
   r->node_rng = calloc((size_t)g->n_nodes + 1, sizeof *r->node_rng);
   r->inits = calloc(nv, sizeof *r->inits);
   r->init_owned = calloc(nv, 1);
   r->in_dev = calloc((size_t)g->n_inputs + 1, sizeof *r->in_dev);
-  if (!r->vals || !r->owned || !r->readers || !r->node_rng || !r->inits || !r->init_owned || !r->in_dev) {
+  if (!r->vals || !r->owned || !r->readers || !r->bwd_reads || !r->node_rng || !r->inits || !r->init_owned || !r->in_dev) {
     amd_run_free(r);
     return amd_fail(st, "out of memory");
   }
@@ -131,11 +135,27 @@ void amd_run_free(amd_run *r) {
   free(r->vals);
   free(r->owned);
   free(r->readers);
+  free(r->bwd_reads);
   free(r->node_rng);
   free(r->inits);
   free(r->init_owned);
   free(r->in_dev);
   memset(r, 0, sizeof *r);
+}
+
+/* bwd_reads[v] = 1 when some node's backward reads value v's data (or v is a
+ * graph output, which the caller reads). */
+static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
+  memset(bwd_reads, 0, (size_t)g->n_values);
+  for (int i = 0; i < g->n_values; i++) bwd_reads[i] = g->values[i].is_graph_output;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    if (!n->op->backward) continue;
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] >= 0 && !((n->op->bwd_unread_in >> k) & 1)) bwd_reads[n->in[k]] = 1;
+    for (int o = 0; o < n->n_out; o++)
+      if (n->out[o] >= 0 && !((n->op->bwd_unread_out >> o) & 1)) bwd_reads[n->out[o]] = 1;
+  }
 }
 
 /* Frees a value's tensor wherever it lives. */
@@ -169,6 +189,7 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
   for (int i = 0; i < g->n_nodes; i++)
     for (int k = 0; k < g->nodes[i].n_in; k++)
       if (g->nodes[i].in[k] >= 0) r->readers[g->nodes[i].in[k]]++;
+  if (keep) mark_bwd_reads(g, r->bwd_reads);
 
   const amd_tensor *in[64];
   amd_tensor out[16];
@@ -197,11 +218,11 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       vals[v] = out[o];
       r->owned[v] = 1;
     }
-    if (keep) continue;
-    /* free intermediates after their last reader */
+    /* free intermediates after their last reader (training: those backward does not read; the shape stays) */
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
-      if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned) {
+      if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned &&
+          !(keep && r->bwd_reads[v])) {
         free_val(be, &vals[v]);
         r->owned[v] = 0;
       }

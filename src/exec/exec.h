@@ -28,6 +28,7 @@ typedef struct amd_run {
   amd_tensor *vals;       /* per value; initializers and caller inputs are borrowed */
   unsigned char *owned;   /* vals[i] was allocated by this run */
   int *readers;           /* remaining readers during a pass */
+  unsigned char *bwd_reads; /* per value: the backward pass reads its data (set by a keep = 1 pass) */
   uint64_t *node_rng;     /* ctx->rng before each node's forward (Dropout's backward) */
   int pinned;             /* a value kept even when keep = 0 (-1: none), e.g. the logits */
 } amd_run;
@@ -40,7 +41,9 @@ int amd_run_set_backend(amd_run *r, const struct amd_backend *be, amd_status *st
 /* Points initializer v at t (backend memory, not owned by the run), e.g. a
  * parameter inside the trainer's device block; call before amd_run_set_backend. */
 void amd_run_set_init(amd_run *r, int v, const amd_tensor *t);
-/* Runs every node on r->be (ctx->backend is ignored). keep = 1 keeps every intermediate (for backward); keep = 0
+/* Runs every node on r->be (ctx->backend is ignored). keep = 1 keeps every
+ * intermediate that some op's backward reads (the others keep their shape but
+ * lose their data after their last reader); keep = 0
  * frees each after its last reader (graph outputs stay). The previous pass's
  * tensors are freed first. */
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st);

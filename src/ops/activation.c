@@ -387,7 +387,21 @@ static int clip_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
     return 0;                                                                                                \
   }
 
-UNARY_BWD(relu, v > 0 ? g : 0.0f, v > 0 ? g : 0.0)
+/* From the output alone (y > 0 exactly where x > 0, NaN neither), so that
+ * training need not keep Relu's input (bwd_unread_in). */
+static int relu_backward(BWD_ARGS) {
+  BWD_SETUP;
+  if (x->dtype == AMD_FLOAT) {
+    const float *u = y->data, *g = dy->data;
+    float *d = dx->data;
+    for (int64_t i = 0; i < nel; i++) d[i] += u[i] > 0 ? g[i] : 0.0f;
+  } else {
+    const double *u = y->data, *g = dy->data;
+    double *d = dx->data;
+    for (int64_t i = 0; i < nel; i++) d[i] += u[i] > 0 ? g[i] : 0.0;
+  }
+  return 0;
+}
 UNARY_BWD(sigmoid, g *u *(1.0f - u), g *u *(1.0 - u))
 UNARY_BWD(tanh, g *(1.0f - u * u), g *(1.0 - u * u))
 UNARY_BWD(exp, g *u, g *u)
@@ -484,7 +498,8 @@ const amd_op amd_op_Relu = {.name = "Relu",
                             .since = {1, 6, 13, 14},
                             .infer = relu_infer,
                             .forward = relu_forward,
-                            .backward = relu_backward};
+                            .backward = relu_backward,
+                            .bwd_unread_in = 1};
 const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu",
                                  .since = {1, 6, 16},
                                  .parse = leakyrelu_parse,

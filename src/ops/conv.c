@@ -408,4 +408,5 @@ const amd_op amd_op_Conv = {
     .forward = conv_forward,
     .backward = conv_backward,
     .is_gemm = 1,
+    .bwd_unread_out = 1,
 };

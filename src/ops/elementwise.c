@@ -450,9 +450,10 @@ EW_BWD_FN(sub_backward, OP_SUB)
 EW_BWD_FN(mul_backward, OP_MUL)
 EW_BWD_FN(div_backward, OP_DIV)
 
+/* backward reads only the output's shape */
 #define EW_DESC(NAME, FWD, BWD)                                                                   \
   const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
-                                .infer = ew_infer, .forward = FWD, .backward = BWD}
+                                .infer = ew_infer, .forward = FWD, .backward = BWD, .bwd_unread_out = 1}
 
 EW_DESC(Add, add_forward, add_backward);
 EW_DESC(Sub, sub_forward, sub_backward);

@@ -311,4 +311,5 @@ const amd_op amd_op_MatMul = {
     .forward = matmul_forward,
     .backward = matmul_backward,
     .is_gemm = 1,
+    .bwd_unread_out = 1,
 };

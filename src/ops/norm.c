@@ -340,4 +340,5 @@ const amd_op amd_op_BatchNormalization = {
     .forward = bn_forward,
     .backward = bn_backward,
     .nondiff_inputs = (1u << 3) | (1u << 4), /* running mean, var */
+    .bwd_unread_out = 1,                     /* Y: the gradient needs X and the statistics */
 };

@@ -63,6 +63,10 @@ typedef struct amd_op {
   int (*backward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
                   const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st);
   unsigned nondiff_inputs; /* bit k set: input k never gets a gradient (shapes, indices, running stats) */
+  /* Bit k set: backward never reads the DATA of input k / output k (only its
+   * dtype and shape), so training may free it once the forward pass is done
+   * with it (exec.c). 0, the default, keeps everything. */
+  unsigned bwd_unread_in, bwd_unread_out;
 } amd_op;
 
 /* The table of every op (registry.c). */

@@ -3,13 +3,16 @@
  * Gradient convention: dvals[v] holds d(loss)/d(value v) for this step. Ops'
  * backward functions ACCUMULATE into it (+=), so every buffer is zeroed once
  * per step before the backward walk; parameter gradients live in t->grads
- * (one block, zeroed with one memset). */
+ * (one block, zeroed with one memset). The walk frees a node's output
+ * gradients once the node's backward has used them: every reader of a value
+ * comes after its producer, so the gradient is complete and nobody else needs
+ * it (at most the gradients of a few layers are alive at a time). */
 #include "trainer.h"
 
 #include "../data/dataset.h"
 #include "../exec/backend.h"
-#include "optim.h"
 #include "../report/profile.h"
+#include "optim.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -84,7 +87,8 @@ static int find_logits(const amd_graph *g) {
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
   memset(t, 0, sizeof *t);
   t->g = g;
-  if (g->n_inputs != 1) return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
+  if (g->n_inputs != 1)
+    return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
   if (prepare_batchnorm(t, st)) goto fail;
   t->logits_value = find_logits(g);
 
@@ -172,19 +176,22 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   free(on_path);
   if (blocked)
     snprintf(t->warning, sizeof t->warning,
-             "node '%s' has no backward: parameters that only reach the loss through it are not trained", blocked);
+             "node '%s' has no backward: parameters that only reach the loss through it are not trained",
+             blocked);
   /* eval-mode exports fold BatchNormalization into the convolutions (PyTorch names them onnx::Conv_N) */
   int n_bn = 0, folded = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
     n_bn += is_op(n, "BatchNormalization");
-    if (is_op(n, "Conv") && n->n_in > 1 && n->in[1] >= 0 && strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
+    if (is_op(n, "Conv") && n->n_in > 1 && n->in[1] >= 0 &&
+        strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
       folded++;
   }
   if (n_bn == 0 && folded)
     snprintf(t->warning, sizeof t->warning,
              "this model was exported in eval mode: BatchNormalization was folded into %d Conv nodes, so it "
-             "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to keep it)",
+             "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to "
+             "keep it)",
              folded);
   if (amd_run_init(&t->run, g, st)) goto fail;
   t->be = &amd_backend_cpu;
@@ -200,8 +207,10 @@ fail:
 
 static void free_dval(amd_trainer *t, amd_tensor *d) {
   if (!d->data) return;
-  if (d->device == AMD_DEVICE_CPU) amd_tensor_free(d);
-  else t->be->free(d);
+  if (d->device == AMD_DEVICE_CPU)
+    amd_tensor_free(d);
+  else
+    t->be->free(d);
   d->data = NULL;
 }
 
@@ -291,7 +300,8 @@ int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_s
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;
   size_t bytes = (size_t)t->n_floats * sizeof(float);
-  if (be->mem_to_host(t->params, t->bparams, bytes, st) || be->mem_to_host(t->grads, t->bgrads, bytes, st)) return -1;
+  if (be->mem_to_host(t->params, t->bparams, bytes, st) || be->mem_to_host(t->grads, t->bgrads, bytes, st))
+    return -1;
   for (int i = 0; i < t->n_stats; i++) {
     int v = t->stats[i][1];
     amd_tensor *src = stat_tensor(t, v), *dst = &t->g->values[v].init;
@@ -345,9 +355,11 @@ int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_
 
 /* Logits [N, C, 1...] -> N and C. */
 static int logits_shape(const amd_tensor *z, int64_t *n, int64_t *c, amd_status *st) {
-  if (z->dtype != AMD_FLOAT || z->rank < 2) return amd_fail(st, "the model's output must be float [batch, classes]");
+  if (z->dtype != AMD_FLOAT || z->rank < 2)
+    return amd_fail(st, "the model's output must be float [batch, classes]");
   for (int i = 2; i < z->rank; i++)
-    if (z->dims[i] != 1) return amd_fail(st, "the model's output must be [batch, classes] (trailing dims of 1 allowed)");
+    if (z->dims[i] != 1)
+      return amd_fail(st, "the model's output must be [batch, classes] (trailing dims of 1 allowed)");
   *n = z->dims[0];
   *c = z->dims[1];
   return 0;
@@ -356,7 +368,8 @@ static int logits_shape(const amd_tensor *z, int64_t *n, int64_t *c, amd_status 
 static int check_labels(const int64_t *labels, int64_t n, int64_t c, amd_status *st) {
   for (int64_t i = 0; i < n; i++)
     if (labels[i] < 0 || labels[i] >= c)
-      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i], (long long)c);
+      return amd_fail(st, "label %lld out of range for a model with %lld outputs", (long long)labels[i],
+                      (long long)c);
   return 0;
 }
 
@@ -392,8 +405,10 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
     for (int o = 0; o < n_->n_out; o++) {
       int v = n_->out[o];
       dout[o] = v >= 0 && t->dvals[v].data ? &t->dvals[v] : NULL;
-      if (v >= 0) outs[o] = t->run.vals[v];
-      else memset(&outs[o], 0, sizeof outs[o]);
+      if (v >= 0)
+        outs[o] = t->run.vals[v];
+      else
+        memset(&outs[o], 0, sizeof outs[o]);
       any_out |= dout[o] != NULL;
     }
     if (!any_out) continue;
@@ -408,12 +423,15 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
         any_in = 1;
       }
     }
-    if (!any_in) continue;
-    t->ctx.rng = t->run.node_rng[i];
-    double t0 = AMD_PROF_T0;
-    if (amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st))
-      return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
-    if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
+    if (any_in) {
+      t->ctx.rng = t->run.node_rng[i];
+      double t0 = AMD_PROF_T0;
+      if (amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st))
+        return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
+      if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
+    }
+    for (int o = 0; o < n_->n_out; o++)
+      if (n_->out[o] >= 0 && !g->values[n_->out[o]].init_in_block) free_dval(t, &t->dvals[n_->out[o]]);
   }
   t->ctx.rng = rng_after;
   if (t->backward_progress && t->backward_progress(t->progress_user, -1, st)) return -1;
@@ -460,9 +478,9 @@ int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
   return n;
 }
 
-int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
-                           int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion, int64_t n_classes,
-                           amd_status *st) {
+int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
+                           const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs,
+                           int64_t *confusion, int64_t n_classes, amd_status *st) {
   int64_t per = ds->c * ds->h * ds->w;
   amd_tensor x = {.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
   if (amd_tensor_alloc(&x, st)) return -1;
@@ -570,7 +588,8 @@ int amd_trainer_scale_grads(amd_trainer *t, float f, amd_status *st) {
 int amd_trainer_uses_fp16(const amd_trainer *t) {
   for (int i = 0; i < t->g->n_nodes; i++) {
     const amd_node *n = &t->g->nodes[i];
-    if ((n->mult && n->mult->mode == AMD_MODE_FP16) || (n->bwd_mult && n->bwd_mult->mode == AMD_MODE_FP16)) return 1;
+    if ((n->mult && n->mult->mode == AMD_MODE_FP16) || (n->bwd_mult && n->bwd_mult->mode == AMD_MODE_FP16))
+      return 1;
   }
   return 0;
 }
