@@ -110,6 +110,42 @@ void amd_cu_free(void *p) {
     }
 }
 
+static struct {
+  void *p;
+  size_t size;
+} workspaces[AMD_CU_WS_COUNT];
+
+int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st) {
+  if (workspaces[slot].size < bytes) {
+    if (workspaces[slot].p) { /* the old one may still be in use by queued kernels */
+      AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
+      cudaFree(workspaces[slot].p);
+      held_bytes -= workspaces[slot].size;
+      workspaces[slot].p = NULL, workspaces[slot].size = 0;
+    }
+    size_t sz = round_size(bytes);
+    void *d = NULL;
+    cudaError_t e = cudaMalloc(&d, sz);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      cudaStreamSynchronize(amd_cu.stream);
+      release_unused();
+      e = cudaMalloc(&d, sz);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return amd_fail(st, "CUDA error %s allocating a %zu-byte workspace on the GPU (%zu held)",
+                      cudaGetErrorName(e), sz, held_bytes);
+    }
+    n_mallocs++;
+    held_bytes += sz;
+    if (held_bytes > peak_bytes) peak_bytes = held_bytes;
+    workspaces[slot].p = d, workspaces[slot].size = sz;
+  }
+  *p = workspaces[slot].p;
+  return 0;
+}
+
 extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs) {
   *held = held_bytes;
   *peak = peak_bytes;
@@ -446,6 +482,8 @@ extern "C" void amd_cuda_backend_close(void) {
   if (!amd_cu.open) return;
   cudaStreamSynchronize(amd_cu.stream);
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
+  for (int i = 0; i < AMD_CU_WS_COUNT; i++) cudaFree(workspaces[i].p);
+  memset(workspaces, 0, sizeof workspaces);
   free(blocks);
   blocks = NULL;
   n_blocks = cap_blocks = 0;

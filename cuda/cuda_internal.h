@@ -28,6 +28,14 @@ extern amd_cuda_state amd_cu;
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st);
 void amd_cu_free(void *p);
 
+/* Grow-only workspaces for the large transient buffers of one op at a time
+ * (Conv's im2col matrix and its reordered output / gradient): every Conv
+ * shares them, where cached blocks of each layer's own size would all stay
+ * held (ops run one after another on the one stream, so sharing is safe).
+ * Counted in the allocator's held and peak bytes; freed at close. */
+enum { AMD_CU_WS_COL, AMD_CU_WS_OUT, AMD_CU_WS_COUNT };
+int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st);
+
 /* A launch configuration for n independent elements (grid-stride loops). */
 static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
   int64_t b = (n + threads - 1) / threads;

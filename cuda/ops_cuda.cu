@@ -433,6 +433,14 @@ static int64_t conv_chunk(const amd_conv_geom *g) {
   return nb < g->n ? nb : g->n;
 }
 
+/* The im2col matrix and the [M][L] output (or output gradient) of a chunk. */
+static int conv_workspaces(const amd_conv_geom *g, int64_t chunk, float **col, float **out, amd_status *st) {
+  size_t ncol = (size_t)(g->group * g->cg * g->kvol * chunk * g->osize),
+         nout = (size_t)(g->m * chunk * g->osize);
+  return amd_cu_workspace(AMD_CU_WS_COL, (ncol ? ncol : 1) * 4, (void **)col, st) ||
+         amd_cu_workspace(AMD_CU_WS_OUT, (nout ? nout : 1) * 4, (void **)out, st);
+}
+
 static int conv_forward(FWD_ARGS) {
   (void)ctx;
   const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
@@ -441,24 +449,22 @@ static int conv_forward(FWD_ARGS) {
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
-  scratch col, yt;
-  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
-      yt.get((size_t)(g.m * chunk * g.osize) * 4, st))
-    return -1;
+  float *colp, *ytp;
+  if (conv_workspaces(&g, chunk, &colp, &ytp, st)) return -1;
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
     const float *xc = F(x) + n0 * g.c * g.isize;
     double t0 = amd_cu_prof_t0();
-    if (launch_im2col(p, g.n, xc, col.f(), st)) return -1;
+    if (launch_im2col(p, g.n, xc, colp, st)) return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
     t0 = amd_cu_prof_t0();
     for (int64_t gi = 0; gi < g.group; gi++)
       if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
-                        col.f() + gi * kdim * p.L, p.L, 0, 0.0f, yt.f() + gi * g.mg * p.L, p.L, 0, 1, st))
+                        colp + gi * kdim * p.L, p.L, 0, 0.0f, ytp + gi * g.mg * p.L, p.L, 0, 1, st))
         return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
-    if (conv_out(nb, g.m, g.osize, yt.f(), b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
+    if (conv_out(nb, g.m, g.osize, ytp, b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
   }
   return 0;
 }
@@ -474,23 +480,20 @@ static int conv_backward(BWD_ARGS) {
   if (db && g.m > 0 && g.n * g.osize > 0 && channel_sum_into(g.n, g.m, g.osize, F(dy), F(db), st)) return -1;
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
-  scratch col, dyt;
-  if (col.get((size_t)(g.group * kdim * chunk * g.osize) * 4, st) ||
-      dyt.get((size_t)(g.m * chunk * g.osize) * 4, st))
-    return -1;
+  float *colp, *dytp;
+  if (conv_workspaces(&g, chunk, &colp, &dytp, st)) return -1;
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
-    if (conv_dyt(nb, g.m, g.osize, F(dy) + n0 * g.m * g.osize, dyt.f(), st)) return -1;
+    if (conv_dyt(nb, g.m, g.osize, F(dy) + n0 * g.m * g.osize, dytp, st)) return -1;
     if (dw) {
       double t0 = amd_cu_prof_t0();
-      if (launch_im2col(p, g.n, F(x) + n0 * g.c * g.isize, col.f(), st)) return -1;
+      if (launch_im2col(p, g.n, F(x) + n0 * g.c * g.isize, colp, st)) return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
       t0 = amd_cu_prof_t0();
       for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
-        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dyt.f() + gi * g.mg * p.L,
-                          p.L, 0, col.f() + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0,
-                          1, st))
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dytp + gi * g.mg * p.L, p.L,
+                          0, colp + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0, 1, st))
           return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)g.m * (double)kdim * (double)p.L);
     }
@@ -498,12 +501,12 @@ static int conv_backward(BWD_ARGS) {
       double t0 = amd_cu_prof_t0();
       for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
         if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
-                          kdim, 0, dyt.f() + gi * g.mg * p.L, p.L, 0, 0.0f, col.f() + gi * kdim * p.L, p.L, 0,
-                          1, st))
+                          kdim, 0, dytp + gi * g.mg * p.L, p.L, 0, 0.0f, colp + gi * kdim * p.L, p.L, 0, 1,
+                          st))
           return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
       t0 = amd_cu_prof_t0();
-      if (launch_col2im(p, col.f(), F(dx) + n0 * g.c * g.isize, st)) return -1;
+      if (launch_col2im(p, colp, F(dx) + n0 * g.c * g.isize, st)) return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
     }
   }
