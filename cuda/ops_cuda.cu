@@ -1268,8 +1268,8 @@ template <int V>
 __global__ void k_ew_bwd_same(int op, int which, int64_t total, const float *a, const float *b,
                               const float *g, float *d) {
   AMD_CU_LOOP(i, total / V) {
-    vecf<V> av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i], gv = ((const vecf<V> *)g)[i],
-            dv = ((const vecf<V> *)d)[i];
+    vecf<V> av = {}, bv = {}, gv = ((const vecf<V> *)g)[i], dv = ((const vecf<V> *)d)[i];
+    if (op >= EW_MUL) av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i]; /* Add, Sub: unread */
     const float *ae = (const float *)&av, *be = (const float *)&bv, *ge = (const float *)&gv;
     float *de = (float *)&dv;
 #pragma unroll
@@ -1302,7 +1302,8 @@ __global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, cons
       oa += id * s.sa[dd];
       ob += id * s.sb[dd];
     }
-    d[which ? ob : oa] += ew_grad(op, which, a[oa], b[ob], g[i]); /* x + (-t) == x - t: the CPU's -= */
+    const float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f; /* Add, Sub: unread */
+    d[which ? ob : oa] += ew_grad(op, which, x, y, g[i]); /* x + (-t) == x - t: the CPU's -= */
   }
 }
 
@@ -1326,7 +1327,8 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
       int64_t oo = 0, oa = 0, ob = 0;
       for (int dd = 0; dd < s.rank; dd++)
         oo += idx[dd] * s.so[dd], oa += idx[dd] * s.sa[dd], ob += idx[dd] * s.sb[dd];
-      float x = a[oa], y = b[ob], gv = g[oo];
+      float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f,
+            gv = g[oo]; /* Add, Sub: unread */
       acc += (double)ew_grad(op, which, x, y, gv);
       int dd = s.rank - 1; /* advance the reduced dims, last fastest */
       for (; dd >= 0; dd--) {

@@ -356,6 +356,12 @@ EW_BWD_KERNEL(f32, float, float)
 EW_BWD_KERNEL(f32d, float, double)
 EW_BWD_KERNEL(f64, double, double)
 
+/* Element off of an operand, or NULL when training freed its data: Add and
+ * Sub do not read their operands (bwd_unread_in), only their shapes. */
+static const void *operand_at(const amd_tensor *t, int64_t off, size_t elem) {
+  return t->data ? (const char *)t->data + off * (int64_t)elem : NULL;
+}
+
 static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   if (!dout[0]) return 0;
@@ -409,15 +415,15 @@ static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, c
     for (int64_t done = 0; done < total; done += inner) {
       int64_t offd = which ? offb : offa;
       if (t == AMD_DOUBLE)
-        ew_bwd_f64(op, which, (const double *)a->data + offa, (const double *)bv.data + offb,
+        ew_bwd_f64(op, which, (const double *)operand_at(a, offa, 8), (const double *)operand_at(&bv, offb, 8),
                    (const double *)dout[0]->data + done, (double *)dt->data + offd, inner, sa[nd - 1],
                    sb[nd - 1], sd[nd - 1]);
       else if (scratch)
-        ew_bwd_f32d(op, which, (const float *)a->data + offa, (const float *)bv.data + offb,
+        ew_bwd_f32d(op, which, (const float *)operand_at(a, offa, 4), (const float *)operand_at(&bv, offb, 4),
                     (const float *)dout[0]->data + done, scratch + offd, inner, sa[nd - 1], sb[nd - 1],
                     sd[nd - 1]);
       else
-        ew_bwd_f32(op, which, (const float *)a->data + offa, (const float *)bv.data + offb,
+        ew_bwd_f32(op, which, (const float *)operand_at(a, offa, 4), (const float *)operand_at(&bv, offb, 4),
                    (const float *)dout[0]->data + done, (float *)dt->data + offd, inner, sa[nd - 1],
                    sb[nd - 1], sd[nd - 1]);
       for (int d = nd - 2; d >= 0; d--) {
@@ -450,12 +456,13 @@ EW_BWD_FN(sub_backward, OP_SUB)
 EW_BWD_FN(mul_backward, OP_MUL)
 EW_BWD_FN(div_backward, OP_DIV)
 
-/* backward reads only the output's shape */
-#define EW_DESC(NAME, FWD, BWD)                                                                   \
+/* backward reads only the output's shape, and Add's and Sub's only their operands' shapes */
+#define EW_DESC(NAME, FWD, BWD, UNREAD_IN)                                                        \
   const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
-                                .infer = ew_infer, .forward = FWD, .backward = BWD, .bwd_unread_out = 1}
+                                .infer = ew_infer, .forward = FWD, .backward = BWD,               \
+                                .bwd_unread_in = UNREAD_IN, .bwd_unread_out = 1}
 
-EW_DESC(Add, add_forward, add_backward);
-EW_DESC(Sub, sub_forward, sub_backward);
-EW_DESC(Mul, mul_forward, mul_backward);
-EW_DESC(Div, div_forward, div_backward);
+EW_DESC(Add, add_forward, add_backward, 3);
+EW_DESC(Sub, sub_forward, sub_backward, 3);
+EW_DESC(Mul, mul_forward, mul_backward, 0);
+EW_DESC(Div, div_forward, div_backward, 0);
