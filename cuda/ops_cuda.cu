@@ -90,8 +90,9 @@ static bool fits32(int64_t n) { return n < ((int64_t)1 << 31) - ((int64_t)1 << 2
  * a channel's slices in slice order. The slicing depends only on the shape,
  * so the sums are reproducible (no atomics).
  *
- * Sums, with the shift K = the channel's first element (so that a mean far
- * from zero costs no precision in the variance):
+ * Sums, with the shift K = the channel's first element, or shift[c] when
+ * given (so that a mean far from zero costs no precision in the variance;
+ * ranks that add their sums share a shift):
  *   part[.., 0] = sum (x - K)      part[.., 1] = sum (x - K)^2
  *   part[.., 2] = sum dy           part[.., 3] = sum dy (x - K)
  * x or dy may be NULL: their sums are then not computed (left 0). */
@@ -100,11 +101,17 @@ enum { CHAN_SUMS = 4, CHAN_THREADS = 256 };
 struct chan_slicing {
   int64_t batch, ch, sp, cnt; /* cnt = batch * sp elements per channel */
   int slices;
+  const float *shift; /* per channel (device), or NULL: each channel's first element */
 };
+
+/* the shift K of channel c */
+__device__ __forceinline__ double chan_shift(const chan_slicing &s, const float *x, int64_t c) {
+  return s.shift ? (double)s.shift[c] : (x ? (double)x[c * s.sp] : 0.0);
+}
 
 static chan_slicing chan_slices(int64_t batch, int64_t ch, int64_t sp) {
   chan_slicing s;
-  s.batch = batch, s.ch = ch, s.sp = sp, s.cnt = batch * sp;
+  s.batch = batch, s.ch = ch, s.sp = sp, s.cnt = batch * sp, s.shift = NULL;
   /* about 8 resident blocks per SM on 132 SMs, and at least 2048 elements a block */
   int64_t want = (1056 + ch - 1) / ch, most = (s.cnt + 2047) / 2048;
   if (want > most) want = most;
@@ -124,7 +131,7 @@ __global__ void __launch_bounds__(CHAN_THREADS)
   __shared__ double red[CHAN_SUMS][CHAN_THREADS / 32];
   const I c = (I)blockIdx.x, sl = (I)blockIdx.y, sp = (I)s.sp, ch = (I)s.ch, cnt = (I)s.cnt;
   const I lo = (I)((int64_t)cnt * sl / s.slices), hi = (I)((int64_t)cnt * (sl + 1) / s.slices);
-  const double K = x ? (double)x[(int64_t)c * sp] : 0.0;
+  const double K = chan_shift(s, x, c);
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (I e = lo + (I)threadIdx.x; e < hi; e += (I)blockDim.x) {
     I img = e / sp;
@@ -703,7 +710,7 @@ __global__ void k_bn_stats(chan_slicing s, const double *part, const float *x, c
       double t[CHAN_SUMS];
       chan_total(part, c, s.slices, t);
       double n = (double)s.cnt, dm = t[0] / n;
-      m = (double)x[c * s.sp] + dm;
+      m = chan_shift(s, x, c) + dm;
       v = t[1] / n - dm * dm;
       if (v < 0) v = 0;
     } else if (batch_stats) {
@@ -741,6 +748,50 @@ __global__ void k_bn_apply(int64_t total, int64_t ch, int64_t sp, const float *x
   }
 }
 
+/* --sync-bn (ctx->sync_stats): adds this rank's per-channel sums (part, with
+ * the shift s.shift that every rank shares) and element count to every other
+ * rank's, through the host, into gpart as one slice; *gs describes them. */
+static int bn_sync_sums(const amd_ctx *ctx, const chan_slicing &s, const double *part, double *gpart,
+                        chan_slicing *gs, amd_status *st) {
+  size_t nl = (size_t)(s.ch * s.slices * CHAN_SUMS), ng = (size_t)(s.ch * CHAN_SUMS);
+  double *h = (double *)malloc((nl + ng + 1) * sizeof(double));
+  if (!h) return amd_fail(st, "out of memory");
+  double *tot = h + nl;
+  int rc = -1;
+  if (s.cnt == 0) /* no sample here (the sums were not run) */
+    memset(h, 0, nl * sizeof(double));
+  else if (cudaMemcpyAsync(h, part, nl * sizeof(double), cudaMemcpyDeviceToHost, amd_cu.stream) !=
+               cudaSuccess ||
+           cudaStreamSynchronize(amd_cu.stream) != cudaSuccess) {
+    amd_fail(st, "CUDA error %s reading the BatchNormalization sums", cudaGetErrorName(cudaGetLastError()));
+    goto done;
+  }
+  for (int64_t c = 0; c < s.ch; c++)
+    for (int k = 0; k < CHAN_SUMS; k++) {
+      double v = 0;
+      for (int sl = 0; sl < s.slices; sl++) v += h[(c * s.slices + sl) * CHAN_SUMS + k];
+      tot[c * CHAN_SUMS + k] = v;
+    }
+  tot[ng] = (double)s.cnt;
+  if (ctx->sync_stats(ctx->sync_user, tot, (int64_t)ng + 1, st)) {
+    amd_fail_prefix(st, "BatchNormalization statistics over the ranks");
+    goto done;
+  }
+  if (cudaMemcpyAsync(gpart, tot, ng * sizeof(double), cudaMemcpyHostToDevice, amd_cu.stream) !=
+          cudaSuccess ||
+      cudaStreamSynchronize(amd_cu.stream) != cudaSuccess) { /* tot is freed below */
+    amd_fail(st, "CUDA error %s writing the BatchNormalization sums", cudaGetErrorName(cudaGetLastError()));
+    goto done;
+  }
+  *gs = s;
+  gs->slices = 1;
+  gs->cnt = (int64_t)tot[ng];
+  rc = 0;
+done:
+  free(h);
+  return rc;
+}
+
 static int bn_forward(FWD_ARGS) {
   const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
   const amd_tensor *x = in[0];
@@ -754,15 +805,24 @@ static int bn_forward(FWD_ARGS) {
   float *rv = n->n_out > 2 && n->out[2] >= 0 && out[2].data ? F(&out[2]) : NULL;
   float *sm = n->n_out > 3 && n->out[3] >= 0 && out[3].data ? F(&out[3]) : NULL;
   float *sv = n->n_out > 4 && n->out[4] >= 0 && out[4].data ? F(&out[4]) : NULL;
-  chan_slicing s = chan_slices(batch, ch, sp);
-  scratch coef, part;
+  chan_slicing s = chan_slices(batch, ch, sp), gs;
+  const bool sync = bstats && ctx && ctx->training && ctx->sync_stats;
+  if (sync) s.shift = F(in[3]); /* the running mean: the same on every rank */
+  scratch coef, part, gpart;
   if (coef.get((size_t)ch * 4 * sizeof(double), st) ||
-      part.get((size_t)ch * s.slices * CHAN_SUMS * sizeof(double), st))
+      part.get((size_t)ch * s.slices * CHAN_SUMS * sizeof(double), st) ||
+      gpart.get((size_t)ch * CHAN_SUMS * sizeof(double), st))
     return -1;
   if (bstats && count > 0 && chan_partial(s, F(x), NULL, part.d(), st)) return -1;
-  k_bn_stats<<<amd_cu_blocks(ch, 128), 128, 0, amd_cu.stream>>>(s, part.d(), F(x), F(in[1]), F(in[3]),
-                                                                F(in[4]), bstats, a->epsilon, a->momentum,
-                                                                unbias, rm, rv, sm, sv, coef.d());
+  if (sync) { /* the statistics of the global batch */
+    if (bn_sync_sums(ctx, s, part.d(), gpart.d(), &gs, st)) return -1;
+    s = gs;
+    count = s.cnt;
+    unbias = count > 1 ? (double)count / (double)(count - 1) : 1.0;
+  }
+  k_bn_stats<<<amd_cu_blocks(ch, 128), 128, 0, amd_cu.stream>>>(
+      s, sync ? gpart.d() : part.d(), F(x), F(in[1]), F(in[3]), F(in[4]), bstats, a->epsilon, a->momentum,
+      unbias, rm, rv, sm, sv, coef.d());
   AMD_CUDA_CHECK_LAUNCH("k_bn_stats", st);
   int64_t total = amd_tensor_numel(x);
   if (total) {
@@ -786,19 +846,21 @@ static int bn_forward(FWD_ARGS) {
  * statistics used, sg = sum dy, sgx = sum dy (x - m) (from the shifted sums:
  * sum dy (x - K) - (m - K) sg); dscale += sgx / sqrt(v + eps), dbias += sg;
  * coef = m, k, c0, c1 for dx. */
-__global__ void k_bn_bwd_coef(chan_slicing s, const double *part, const float *x, const float *scale,
-                              const float *mean_in, const float *var_in, int batch_stats, double eps,
-                              double *coef, float *dscale, float *dbias) {
+__global__ void k_bn_bwd_coef(chan_slicing s, const double *part, chan_slicing gs, const double *gpart,
+                              const float *x, const float *scale, const float *mean_in, const float *var_in,
+                              int batch_stats, double eps, double *coef, float *dscale, float *dbias) {
   AMD_CU_LOOP(c, s.ch) {
-    double t[CHAN_SUMS] = {0, 0, 0, 0}, K = 0, n = (double)s.cnt, m, v;
+    /* t: this rank's sums (dscale, dbias); g: every rank's (the statistics, dx) with --sync-bn, else t */
+    double t[CHAN_SUMS] = {0, 0, 0, 0}, g[CHAN_SUMS] = {0, 0, 0, 0}, K = 0, n = (double)gs.cnt, m, v;
     if (s.cnt > 0) {
       chan_total(part, c, s.slices, t);
-      K = (double)x[c * s.sp];
+      K = chan_shift(s, x, c);
     }
+    if (gs.cnt > 0) chan_total(gpart, c, gs.slices, g);
     if (batch_stats) {
-      double dm = s.cnt > 0 ? t[0] / n : 0.0;
+      double dm = gs.cnt > 0 ? g[0] / n : 0.0;
       m = K + dm;
-      v = s.cnt > 0 ? t[1] / n - dm * dm : 0.0;
+      v = gs.cnt > 0 ? g[1] / n - dm * dm : 0.0;
       if (v < 0) v = 0;
     } else {
       m = mean_in[c];
@@ -808,9 +870,10 @@ __global__ void k_bn_bwd_coef(chan_slicing s, const double *part, const float *x
     if (dscale) dscale[c] = (float)((double)dscale[c] + sgx * inv);
     if (dbias) dbias[c] = (float)((double)dbias[c] + sg);
     double c0 = 0, c1 = 0;
-    if (batch_stats && s.cnt > 0) {
-      c0 = sg / n;
-      c1 = sgx * inv * inv / n;
+    if (batch_stats && gs.cnt > 0) {
+      double gsg = g[2], gsgx = g[3] - (m - K) * gsg;
+      c0 = gsg / n;
+      c1 = gsgx * inv * inv / n;
     }
     coef[c * 4 + 0] = m;
     coef[c * 4 + 1] = (double)scale[c] * inv;
@@ -846,14 +909,19 @@ static int bn_backward(BWD_ARGS) {
   for (int i = 2; i < x->rank; i++) sp *= x->dims[i];
   if (ch == 0) return 0;
   int bstats = amd_bn_use_batch_stats(n, ctx);
-  chan_slicing s = chan_slices(batch, ch, sp);
-  scratch coef, part;
+  chan_slicing s = chan_slices(batch, ch, sp), gs;
+  const bool sync = bstats && ctx && ctx->training && ctx->sync_stats;
+  if (sync) s.shift = F(in[3]); /* as the forward pass */
+  scratch coef, part, gpart;
   if (coef.get((size_t)ch * 4 * sizeof(double), st) ||
-      part.get((size_t)ch * s.slices * CHAN_SUMS * sizeof(double), st))
+      part.get((size_t)ch * s.slices * CHAN_SUMS * sizeof(double), st) ||
+      gpart.get((size_t)ch * CHAN_SUMS * sizeof(double), st))
     return -1;
   if (s.cnt > 0 && chan_partial(s, F(x), F(dy), part.d(), st)) return -1;
+  if (sync && bn_sync_sums(ctx, s, part.d(), gpart.d(), &gs, st)) return -1;
   k_bn_bwd_coef<<<amd_cu_blocks(ch, 128), 128, 0, amd_cu.stream>>>(
-      s, part.d(), F(x), F(in[1]), F(in[3]), F(in[4]), bstats, a->epsilon, coef.d(), F(dscale), F(dbias));
+      s, part.d(), sync ? gs : s, sync ? gpart.d() : part.d(), F(x), F(in[1]), F(in[3]), F(in[4]), bstats,
+      a->epsilon, coef.d(), F(dscale), F(dbias));
   AMD_CUDA_CHECK_LAUNCH("k_bn_bwd_coef", st);
   int64_t total = amd_tensor_numel(x);
   if (dx && total) {

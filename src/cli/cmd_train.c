@@ -485,11 +485,6 @@ static int setup(run_state *r, amd_status *st) {
   /* several ranks: each takes GPU (local rank mod GPU count) unless --device cuda:N names one */
   if (amd_cli_backend_rank(c->device, c->debug_sync || c->profile, r->dist.local_rank, &be, st)) return -1;
   if (amd_dist_use_device(&r->dist, be, st)) return -1; /* NCCL between GPU ranks */
-  if (c->sync_bn && r->dist.size > 1 && be->device != AMD_DEVICE_CPU)
-    return amd_fail(st,
-                    "--sync-bn on GPUs is not supported yet: the CUDA BatchNormalization kernels use each "
-                    "rank's own batch statistics (without --sync-bn the running statistics are averaged "
-                    "over the ranks after every step)");
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
   amd_cli_backend_note("train", r->g, be);
   int64_t n_out;

@@ -483,7 +483,7 @@ static int bn_reduce(void *user, double *buf, int64_t n, amd_status *st) {
 }
 
 void amd_dist_sync_bn(amd_dist *d, amd_trainer *t) {
-  if (d->size == 1) return;
+  if (d->size == 1 && !d->reduce_alone) return;
   d->sync_bn = 1;
   t->ctx.sync_stats = bn_reduce;
   t->ctx.sync_user = d;

@@ -8,6 +8,8 @@
 #     statistics go through NCCL after each step as well); with the gradient
 #     sums in buckets on a second stream during the backward pass
 #     (AMD_DIST_BUCKET_MB) as well;
+#   - ResNet-8 with --sync-bn (BatchNormalization sums through MPI every step)
+#     against the plain GPU run, within tolerance;
 #   - two ranks on one GPU (--device cuda:0 on both) are refused, naming them.
 #  two: needs 2 GPUs (else exit 77, "SKIP: needs 2 GPUs")
 #   - mpirun -np 2 --batch 32 on two GPUs against one process --batch 64: the
@@ -83,6 +85,18 @@ open('$tmp/Y.pb', 'wb').write(numpy_helper.from_array(g.integers(0, 10, 64).asty
     else
       bad "ResNet-8 one-rank NCCL: exits $rc1 $rc, $(cmp "$tmp/r1.onnx" "$tmp/rn.onnx" 2>&1)"
       tail -5 "$tmp/r1.log" "$tmp/rn.log"
+    fi
+    # --sync-bn on GPUs: the BN sums of every step go through the host and MPI (one rank here: the
+    # same statistics, summed around the running mean instead of each channel's first element)
+    AMD_DIST=nccl mpi -np 1 -x AMD_DIST "$amd" train "$models/resnet8_train.onnx" "${bn[@]}" --sync-bn \
+      -o "$tmp/rs.onnx" >"$tmp/rs.log" 2>&1
+    rc=$?
+    if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && grep -q "BatchNormalization synchronised" "$tmp/rs.log" &&
+      d=$(compare "$tmp/r1.onnx" "$tmp/rs.onnx" 1e-4); then
+      ok "ResNet-8 --sync-bn on a GPU, one-rank NCCL: the plain GPU run's model within 1e-4 ($d)"
+    else
+      bad "ResNet-8 --sync-bn one-rank NCCL: exits $rc1 $rc ${d:-}"
+      tail -5 "$tmp/rs.log"
     fi
   else
     echo "(no python3 numpy + onnx: the ResNet-8 check is left out)"
