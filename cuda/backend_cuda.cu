@@ -458,6 +458,38 @@ extern "C" int amd_cuda_device_count(char *why, size_t n) {
   return count;
 }
 
+/* --profile's clock on the GPU: an event recorded on the stream and waited
+ * for, timed against a reference event (re-based every second, so that the
+ * float milliseconds of cudaEventElapsedTime keep their resolution). A reading
+ * is the GPU's time when everything queued before it has run. */
+static struct {
+  cudaEvent_t ref, now;
+  double base; /* seconds up to ref */
+  int ready;
+} prof_clock;
+
+static double cu_prof_clock(void) {
+  if (!prof_clock.ready) {
+    if (cudaEventCreate(&prof_clock.ref) != cudaSuccess || cudaEventCreate(&prof_clock.now) != cudaSuccess ||
+        cudaEventRecord(prof_clock.ref, amd_cu.stream) != cudaSuccess)
+      return prof_clock.base;
+    prof_clock.ready = 1;
+  }
+  float ms = 0;
+  if (cudaEventRecord(prof_clock.now, amd_cu.stream) != cudaSuccess ||
+      cudaEventSynchronize(prof_clock.now) != cudaSuccess ||
+      cudaEventElapsedTime(&ms, prof_clock.ref, prof_clock.now) != cudaSuccess)
+    return prof_clock.base;
+  double t = prof_clock.base + ms / 1000.0;
+  if (ms > 1000.0f) { /* the reading becomes the new reference */
+    cudaEvent_t e = prof_clock.ref;
+    prof_clock.ref = prof_clock.now;
+    prof_clock.now = e;
+    prof_clock.base = t;
+  }
+  return t;
+}
+
 extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st) {
   amd_cuda_debug_sync = debug_sync;
   if (amd_cu.open) {
@@ -474,12 +506,19 @@ extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backen
   snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);
   amd_cu.device = index;
   amd_cu.open = 1;
+  amd_prof_set_device_clock(cu_prof_clock);
   *be = &amd_backend_cuda;
   return 0;
 }
 
 extern "C" void amd_cuda_backend_close(void) {
   if (!amd_cu.open) return;
+  amd_prof_set_device_clock(NULL);
+  if (prof_clock.ready) {
+    cudaEventDestroy(prof_clock.ref);
+    cudaEventDestroy(prof_clock.now);
+    prof_clock.ready = 0;
+  }
   cudaStreamSynchronize(amd_cu.stream);
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
   for (int i = 0; i < AMD_CU_WS_COUNT; i++) cudaFree(workspaces[i].p);

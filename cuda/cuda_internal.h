@@ -47,17 +47,11 @@ static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                                  \
        i += (int64_t)gridDim.x * blockDim.x)
 
-/* --profile: a stage's clock is read after the stream has drained, so host
- * clocks measure the GPU's time for it (0 when not profiling). */
-static inline double amd_cu_prof_t0(void) {
-  if (!amd_prof_on) return 0;
-  cudaStreamSynchronize(amd_cu.stream);
-  return amd_prof_clock();
-}
+/* --profile: a stage's GPU time, from the backend's device clock (CUDA
+ * events, backend_cuda.cu; 0 when not profiling). */
+static inline double amd_cu_prof_t0(void) { return amd_prof_on ? amd_prof_clock() : 0; }
 static inline void amd_cu_prof_stage(double t0, amd_prof_stage s, double macs) {
-  if (!amd_prof_on) return;
-  cudaStreamSynchronize(amd_cu.stream);
-  amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
+  if (amd_prof_on) amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
 }
 
 /* Per-op entry points (ops_cuda.cu): forward / backward of one native node,

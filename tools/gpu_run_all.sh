@@ -67,7 +67,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     echo "--- lenet5 $mode"
     $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device|wrote"
   done
-  echo "--- lenet5 acc32 --profile (synchronises after each kernel)"
+  echo "--- lenet5 acc32 --profile (CUDA events)"
   $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 12800 --mode acc32 \
     --profile "$out/profile_lenet5_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
   python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
@@ -78,10 +78,11 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       echo "--- resnet18 $mode"
       $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
     done
-    echo "--- resnet18 acc32 --profile (synchronises after each kernel)"
-    $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode acc32 --profile "$out/profile_r18_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
-    echo "--- resnet18 am16 --profile"
-    $amd train "${r18[@]}" --epochs 1 --limit 1280 --mode am16 --profile "$out/profile_r18_am16.tsv" 2>&1 | sed -n '/^profile/,$p'
+    for mode in acc32 am16; do # the steps alone, on one random batch, with where the GPU time goes
+      echo "--- resnet18 $mode: bench --profile (CUDA events)"
+      $amd bench "$tmp/gen/resnet18_train.onnx" --batch 128 --steps 10 --mode $mode \
+        --profile "$out/profile_r18_$mode.tsv" 2>&1 | sed -n '/^bench/,$p'
+    done
     python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50 --kernels
     # peak GPU memory, ResNet-50 batch 128 training (issue 5: at most 1.5x PyTorch's)
     if python3 tools/export_models.py --out "$tmp/gen" --models resnet50 >>"$tmp/export.log" 2>&1; then

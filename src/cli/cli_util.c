@@ -2,11 +2,13 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../exec/backend.h"
 #ifdef AMD_HAVE_CUDA
@@ -121,6 +123,17 @@ const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, 
   }
   snprintf(buf, n, "%d of %d nodes native; host fallback: %s", native, g->n_nodes, listed ? list : "none");
   return buf;
+}
+
+int amd_cli_check_writable(const char *path, const char *what, amd_status *st) {
+  char probe[4096];
+  int k = snprintf(probe, sizeof probe, "%s.probe.%ld", path, (long)getpid());
+  if (k < 0 || (size_t)k >= sizeof probe) return amd_fail(st, "cannot write %s '%s': path too long", what, path);
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return amd_fail(st, "cannot write %s '%s': %s", what, path, strerror(errno));
+  close(fd);
+  unlink(probe);
+  return 0;
 }
 
 void amd_cli_device_memory_note(const char *cmd, const amd_backend *be) {

@@ -30,6 +30,9 @@ int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const
 /* One stderr line for a device backend: the device and the nodes that take
  * the host fallback (nothing for the CPU). */
 void amd_cli_backend_note(const char *cmd, const struct amd_graph *g, const struct amd_backend *be);
+/* Fails now, not after days of training, when FILE cannot be created next to
+ * `path`: makes and removes an empty probe file. what names it in the message. */
+int amd_cli_check_writable(const char *path, const char *what, struct amd_status *st);
 /* One stderr line for the CUDA backend: the peak of the device memory its
  * caching allocator held (nothing for the CPU). */
 void amd_cli_device_memory_note(const char *cmd, const struct amd_backend *be);

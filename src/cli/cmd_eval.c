@@ -28,7 +28,7 @@ static const char usage[] =
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
     "samples of the split. --confusion draws the confusion matrix as a picture.\n"
     "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
-    "and writes the same rows to FILE.tsv.\n"
+    "(on a GPU timed with CUDA events) and writes the same rows to FILE.tsv.\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
     "--debug-sync synchronises after every GPU kernel.\n";
 
@@ -93,8 +93,8 @@ int amd_cmd_eval(int argc, char **argv) {
       amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st))
     goto fail;
   const amd_backend *be;
-  /* --profile on a GPU: host clocks after each kernel's synchronisation */
-  if (amd_cli_backend(device, debug_sync || profile, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
+  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("eval", g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;

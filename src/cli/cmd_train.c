@@ -89,8 +89,8 @@ static const char usage[] =
     "                         test_loss, test_top1, lr, images_per_s (+ val columns)\n"
     "  --plot FILE.png        loss and accuracy curves per epoch, redrawn after each epoch\n"
     "  --profile FILE.tsv     time per stage (im2col, GEMM, backward-data, backward-weights)\n"
-    "                         and per op family over the training steps: a table at the end\n"
-    "                         and the same rows in FILE.tsv\n"
+    "                         and per op family over the training steps (on a GPU timed with\n"
+    "                         CUDA events): a table at the end and the same rows in FILE.tsv\n"
     "  --checkpoint-dir DIR   save checkpoints there (the last two are kept)\n"
     "  --checkpoint-every N   every N epochs (default 1 with --checkpoint-dir)\n"
     "  --checkpoint-minutes M also every M minutes of training\n"
@@ -430,19 +430,6 @@ static void progress_clear(int tty) {
   if (tty) fprintf(stderr, "\r%*s\r", 100, "");
 }
 
-/* Fails now, not after days of training, when FILE cannot be created next to
- * `path`: makes and removes an empty probe file. */
-static int check_writable(const char *path, const char *what, amd_status *st) {
-  char probe[4096];
-  int k = snprintf(probe, sizeof probe, "%s.probe.%ld", path, (long)getpid());
-  if (k < 0 || (size_t)k >= sizeof probe) return amd_fail(st, "cannot write %s '%s': path too long", what, path);
-  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return amd_fail(st, "cannot write %s '%s': %s", what, path, strerror(errno));
-  close(fd);
-  unlink(probe);
-  return 0;
-}
-
 static int setup(run_state *r, amd_status *st) {
   train_cfg *c = &r->cfg;
   if (amd_optim_init(c->optimizer, &r->opt, st)) return -1;
@@ -480,10 +467,9 @@ static int setup(run_state *r, amd_status *st) {
   if (r->t.warning[0]) fprintf(stderr, "amdnn-onnx train: warning: %s\n", r->t.warning);
   if (c->reinit) printf("--reinit: %d initializers re-initialised from seed %lld\n", amd_trainer_reinit(&r->t, (uint64_t)c->seed), (long long)c->seed);
   const amd_backend *be;
-  /* --profile on a GPU: synchronising after each kernel makes the host clocks
-   * around each stage measure the GPU's time (CUDA-event timing is not done yet) */
+  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
   /* several ranks: each takes GPU (local rank mod GPU count) unless --device cuda:N names one */
-  if (amd_cli_backend_rank(c->device, c->debug_sync || c->profile, r->dist.local_rank, &be, st)) return -1;
+  if (amd_cli_backend_rank(c->device, c->debug_sync, r->dist.local_rank, &be, st)) return -1;
   if (amd_dist_use_device(&r->dist, be, st)) return -1; /* NCCL between GPU ranks */
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
   amd_cli_backend_note("train", r->g, be);
@@ -552,12 +538,12 @@ int amd_cmd_train(int argc, char **argv) {
     return 1;
   }
   c->ranks = dist->size;
-  if (dist->rank == 0 && check_writable(c->out, "the model", &st)) goto fail;
-  if (dist->rank == 0 && c->profile && check_writable(c->profile, "the --profile table", &st)) goto fail;
+  if (dist->rank == 0 && amd_cli_check_writable(c->out, "the model", &st)) goto fail;
+  if (dist->rank == 0 && c->profile && amd_cli_check_writable(c->profile, "the --profile table", &st)) goto fail;
   if (c->ckpt_dir && dist->rank == 0) {
     char probe[4096];
     snprintf(probe, sizeof probe, "%s/x", c->ckpt_dir);
-    if (amd_make_dir(c->ckpt_dir, st.msg, sizeof st.msg) || check_writable(probe, "into the checkpoint folder", &st))
+    if (amd_make_dir(c->ckpt_dir, st.msg, sizeof st.msg) || amd_cli_check_writable(probe, "into the checkpoint folder", &st))
       goto fail;
   }
   if (setup(&r, &st)) goto fail;

@@ -9,5 +9,6 @@ int amd_cmd_lut(int argc, char **argv);
 int amd_cmd_grad(int argc, char **argv);
 int amd_cmd_train(int argc, char **argv);
 int amd_cmd_eval(int argc, char **argv);
+int amd_cmd_bench(int argc, char **argv);
 
 #endif

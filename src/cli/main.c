@@ -20,6 +20,8 @@ static const char usage[] =
     "                               accuracy under an emulated multiplier\n"
     "  grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
     "                               loss and parameter gradients of one batch\n"
+    "  bench MODEL.onnx [--batch N] [--mode MODE] [--infer] [--profile FILE.tsv]\n"
+    "                               images/s of training steps (or inference)\n"
     "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
@@ -36,7 +38,7 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*fn)(int, char **);
-  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}, {"train", amd_cmd_train}, {"eval", amd_cmd_eval}};
+  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}, {"train", amd_cmd_train}, {"eval", amd_cmd_eval}, {"bench", amd_cmd_bench}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "amdnn-onnx: unknown command '%s'\n\n%s", argv[1], usage);

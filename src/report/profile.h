@@ -8,9 +8,10 @@
  * each node's forward and backward time under its op type; the commands
  * record the rest of the step (data, loss, optimizer) and the wall time of
  * the measured part. CPU times are host clocks (CLOCK_MONOTONIC) around
- * synchronous work; a GPU backend records kernel time from CUDA events
- * through the same calls. Not thread-safe: call from the thread that drives
- * the run (the GEMM's OpenMP workers never call it). */
+ * synchronous work; a GPU backend installs a device clock (CUDA events on its
+ * stream: each reading is the GPU's time when the work queued before it has
+ * run), so the same calls measure GPU time. Not thread-safe: call from the
+ * thread that drives the run (the GEMM's OpenMP workers never call it). */
 #ifndef AMD_PROFILE_H
 #define AMD_PROFILE_H
 
@@ -40,8 +41,11 @@ typedef enum amd_prof_part {
 
 extern int amd_prof_on;
 
-/* Seconds on a monotonic clock. */
+/* Seconds on a monotonic clock: the device clock when one is installed, else
+ * the host's. */
 double amd_prof_clock(void);
+/* Installs (NULL: removes) the clock of a device backend. */
+void amd_prof_set_device_clock(double (*clock)(void));
 /* Clears every figure and turns recording on. */
 void amd_prof_start(void);
 void amd_prof_stage_add(amd_prof_stage s, double seconds, double macs);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --profile on train and eval: the table is printed and the TSV holds every
+# --profile on train, eval and bench: the table is printed and the TSV holds every
 # stage, and the multiply-accumulates it counts are the model's: per sample,
 # `info`'s MACs in the forward GEMMs and in the backward-weights GEMMs, and
 # those less the first Conv's in the backward-data GEMMs (the first layer
@@ -58,6 +58,26 @@ check "$tmp/eval.tsv" "backward-data GEMM" 0
 rc=$?
 [ $rc -eq 1 ] && grep -q "cannot write the --profile table" "$tmp/b.log" && ! grep -q "^training " "$tmp/b.log" && ok "an unwritable --profile file: exit 1 before training" \
   || { bad "unwritable --profile: exit $rc"; tail -3 "$tmp/b.log"; }
+
+# bench: the training steps of a random batch, timed, with the same table
+"$amd" bench "$model" --device cpu --batch 32 --steps 4 --warmup 1 --profile "$tmp/bench.tsv" >"$tmp/be.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^bench .*: training, batch 32, mode acc32, cpu: [0-9]* images/s, .* over 4 steps" "$tmp/be.log" &&
+  grep -q "^profile: 4 batches" "$tmp/be.log"; then
+  ok "bench --profile prints images/s and the table"
+else
+  bad "bench --profile: exit $rc"; tail -5 "$tmp/be.log"
+fi
+check "$tmp/bench.tsv" "forward GEMM" $((per_sample * 32 * 4))
+check "$tmp/bench.tsv" "backward-data GEMM" $(((per_sample - first_conv) * 32 * 4))
+"$amd" bench "$model" --device cpu --infer --batch 16 --steps 2 --mode am16 --profile "$tmp/bi.tsv" >"$tmp/bi.log" 2>&1 \
+  && grep -q "inference, batch 16, mode am16" "$tmp/bi.log" && ok "bench --infer --mode am16" || { bad "bench --infer"; tail -3 "$tmp/bi.log"; }
+check "$tmp/bi.tsv" "forward GEMM" $((per_sample * 16 * 2))
+check "$tmp/bi.tsv" "backward-weights GEMM" 0
+"$amd" bench "$model" --steps 0 >"$tmp/bz.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q -- "--steps needs a positive integer" "$tmp/bz.log" && ok "bench --steps 0: exit 2, says why" \
+  || { bad "bench --steps 0: exit $rc"; cat "$tmp/bz.log"; }
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
