@@ -1,7 +1,8 @@
 /* `amdnn-onnx bench`: the speed of training steps (or of inference) of a model
  * on one random batch of its input shape, with --profile's breakdown. The
  * batch is drawn once from --seed, so the steps do the same work as real data
- * would (no data loading: the steps alone are timed). */
+ * would (no data loading: the steps alone are timed); its labels are spread
+ * over the model's classes once the first step has shown how many there are. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ int amd_cmd_bench(int argc, char **argv) {
   amd_trainer t = {0};
   amd_tensor x = {0};
   amd_mode_set modes = {0};
-  int64_t *labels = calloc((size_t)batch, sizeof *labels); /* class 0: any classifier has it */
+  int64_t *labels = calloc((size_t)batch, sizeof *labels); /* class 0 until the first step shows the classes */
   float *opt_state = NULL;
   int rc = 1;
   amd_optim opt;
@@ -166,6 +167,11 @@ int amd_cmd_bench(int argc, char **argv) {
                amd_trainer_optim_step(&t, &opt, 0.01, s + 1, opt_state, t.n_floats, &st) ||
                amd_trainer_update_stats(&t, &st)) {
       goto fail;
+    }
+    if (s == 0) { /* now the logits' shape gives the classes: labels spread over them */
+      const amd_tensor *z = &t.run.vals[t.logits_value];
+      int64_t classes = z->rank >= 2 && z->dims[1] > 0 ? z->dims[1] : 1;
+      for (int64_t i = 0; i < batch; i++) labels[i] = (i * 7 + seed) % classes;
     }
   }
   if (amd_trainer_sync_host(&t, NULL, 0, &st)) goto fail; /* drains the device's queue */
