@@ -57,6 +57,28 @@ static void release_unused(void) {
   n_blocks = k;
 }
 
+/* cudaMalloc of sz bytes, counted in the held and peak bytes; when the GPU is
+ * full, the cache's free blocks are given back and it tries once more. */
+static int device_malloc(void **d, size_t sz, amd_status *st) {
+  *d = NULL;
+  cudaError_t e = cudaMalloc(d, sz);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    cudaStreamSynchronize(amd_cu.stream);
+    release_unused();
+    e = cudaMalloc(d, sz);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return amd_fail(st, "CUDA error %s allocating %zu bytes on the GPU (%zu held)", cudaGetErrorName(e), sz,
+                    held_bytes);
+  }
+  n_mallocs++;
+  held_bytes += sz;
+  if (held_bytes > peak_bytes) peak_bytes = held_bytes;
+  return 0;
+}
+
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   size_t sz = round_size(bytes ? bytes : 1);
   /* the smallest free block that fits, if it wastes less than a quarter (a
@@ -80,22 +102,8 @@ int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
     if (!nb) return amd_fail(st, "out of memory");
     blocks = nb, cap_blocks = nc;
   }
-  void *d = NULL;
-  cudaError_t e = cudaMalloc(&d, sz);
-  if (e == cudaErrorMemoryAllocation) { /* give the cache back and try once more */
-    cudaGetLastError();
-    cudaStreamSynchronize(amd_cu.stream);
-    release_unused();
-    e = cudaMalloc(&d, sz);
-  }
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return amd_fail(st, "CUDA error %s allocating %zu bytes on the GPU (%zu held)", cudaGetErrorName(e), sz,
-                    held_bytes);
-  }
-  n_mallocs++;
-  held_bytes += sz;
-  if (held_bytes > peak_bytes) peak_bytes = held_bytes;
+  void *d;
+  if (device_malloc(&d, sz, st)) return -1;
   blocks[n_blocks++] = cu_block{d, sz, 1};
   *p = d;
   return 0;
@@ -124,22 +132,8 @@ int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st) {
       workspaces[slot].p = NULL, workspaces[slot].size = 0;
     }
     size_t sz = round_size(bytes);
-    void *d = NULL;
-    cudaError_t e = cudaMalloc(&d, sz);
-    if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      cudaStreamSynchronize(amd_cu.stream);
-      release_unused();
-      e = cudaMalloc(&d, sz);
-    }
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      return amd_fail(st, "CUDA error %s allocating a %zu-byte workspace on the GPU (%zu held)",
-                      cudaGetErrorName(e), sz, held_bytes);
-    }
-    n_mallocs++;
-    held_bytes += sz;
-    if (held_bytes > peak_bytes) peak_bytes = held_bytes;
+    void *d;
+    if (device_malloc(&d, sz, st)) return -1;
     workspaces[slot].p = d, workspaces[slot].size = sz;
   }
   *p = workspaces[slot].p;

@@ -146,8 +146,7 @@ void amd_run_free(amd_run *r) {
 /* bwd_reads[v] = 1 when some node's backward reads value v's data (or v is a
  * graph output, which the caller reads). */
 static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
-  memset(bwd_reads, 0, (size_t)g->n_values);
-  for (int i = 0; i < g->n_values; i++) bwd_reads[i] = g->values[i].is_graph_output;
+  for (int i = 0; i < g->n_values; i++) bwd_reads[i] = (unsigned char)g->values[i].is_graph_output;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
     if (!n->op->backward) continue;
