@@ -1346,15 +1346,22 @@ __global__ void k_ew_bwd_same(int op, int which, int64_t total, const float *a, 
   }
 }
 
+/* The offsets in a and b of output element i. */
+__device__ __forceinline__ void ew_offsets(const ew_shape &s, int64_t i, int64_t *oa, int64_t *ob) {
+  int64_t r = i;
+  *oa = 0, *ob = 0;
+  for (int d = s.rank - 1; d >= 0; d--) {
+    int64_t id = r % s.dims[d];
+    r /= s.dims[d];
+    *oa += id * s.sa[d];
+    *ob += id * s.sb[d];
+  }
+}
+
 __global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, const float *b, float *o) {
   AMD_CU_LOOP(i, total) {
-    int64_t r = i, oa = 0, ob = 0;
-    for (int d = s.rank - 1; d >= 0; d--) {
-      int64_t id = r % s.dims[d];
-      r /= s.dims[d];
-      oa += id * s.sa[d];
-      ob += id * s.sb[d];
-    }
+    int64_t oa, ob;
+    ew_offsets(s, i, &oa, &ob);
     o[i] = ew_apply(op, a[oa], b[ob]);
   }
 }
@@ -1363,13 +1370,8 @@ __global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, cons
 __global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, const float *a, const float *b,
                               const float *g, float *d) {
   AMD_CU_LOOP(i, total) {
-    int64_t r = i, oa = 0, ob = 0;
-    for (int dd = s.rank - 1; dd >= 0; dd--) {
-      int64_t id = r % s.dims[dd];
-      r /= s.dims[dd];
-      oa += id * s.sa[dd];
-      ob += id * s.sb[dd];
-    }
+    int64_t oa, ob;
+    ew_offsets(s, i, &oa, &ob);
     const float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f; /* Add, Sub: unread */
     d[which ? ob : oa] += ew_grad(op, which, x, y, g[i]); /* x + (-t) == x - t: the CPU's -= */
   }
