@@ -17,6 +17,8 @@ export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # mpirun as root (containers)
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 amd=bin/amdnn-onnx cmp=bin/golden-compare m=../models
+# NVLink multicast stays off (the lending machines' rule: it can take shared GPUs out of service)
+export NCCL_NVLS_ENABLE=0
 tmp=$(mktemp -d)
 declare -A res
 t() { # NAME CMD...: one test, its output indented

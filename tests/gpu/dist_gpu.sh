@@ -42,7 +42,8 @@ ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-mpi() { timeout 300 mpirun -x LD_LIBRARY_PATH -x NCCL_DEBUG "$@"; }
+export NCCL_NVLS_ENABLE=0 # no NVLink multicast (it can take shared GPUs out of service)
+mpi() { timeout 300 mpirun -x LD_LIBRARY_PATH -x NCCL_DEBUG -x NCCL_NVLS_ENABLE "$@"; }
 compare() { python3 "$compare_py" "$@"; }
 lenet="$models/lenet5_train.onnx"
 
