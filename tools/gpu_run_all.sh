@@ -98,8 +98,8 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       ips() { sed -n 's/^epoch 2\/2 .* \([0-9][0-9]*\) img\/s .*/\1/p'; }
       for mode in acc32 am16; do
         one=$($amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | ips)
-        two=$(mpirun -np 2 $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | ips)
-        twob=$(AMD_DIST_BUCKET_MB=25 mpirun -np 2 -x AMD_DIST_BUCKET_MB $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | ips)
+        two=$(mpirun -np 2 -x NCCL_NVLS_ENABLE $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | ips)
+        twob=$(AMD_DIST_BUCKET_MB=25 mpirun -np 2 -x AMD_DIST_BUCKET_MB -x NCCL_NVLS_ENABLE $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | ips)
         x() { awk -v a="${one:-0}" -v b="${1:-0}" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "?" }'; }
         echo "--- resnet18 $mode images/s, batch 128 per GPU: 1 GPU ${one:-?}, 2 GPUs (NCCL) ${two:-?} ($(x "$two"))," \
           "2 GPUs with 25 MB buckets overlapping the backward pass ${twob:-?} ($(x "$twob"))"
