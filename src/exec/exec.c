@@ -221,7 +221,7 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
       if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned &&
-          !(keep && r->bwd_reads[v])) {
+          !(keep && (r->keep_all || r->bwd_reads[v]))) {
         free_val(be, &vals[v]);
         r->owned[v] = 0;
       }

@@ -29,6 +29,7 @@ typedef struct amd_run {
   unsigned char *owned;   /* vals[i] was allocated by this run */
   int *readers;           /* remaining readers during a pass */
   unsigned char *bwd_reads; /* per value: the backward pass reads its data (set by a keep = 1 pass) */
+  int keep_all;             /* keep = 1 keeps every intermediate (tests compare with it) */
   uint64_t *node_rng;     /* ctx->rng before each node's forward (Dropout's backward) */
   int pinned;             /* a value kept even when keep = 0 (-1: none), e.g. the logits */
 } amd_run;

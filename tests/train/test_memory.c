@@ -1,0 +1,131 @@
+/* What a training step keeps in memory (src/exec/exec.c, src/train/trainer.c),
+ * on ResNet-8 (training export: Conv, BatchNormalization, Relu, residual Add)
+ * on the CPU backend:
+ *  - after the forward pass, every value that some backward reads keeps its
+ *    data, and only those: a BatchNormalization output read by a Relu and an
+ *    Add output are freed (their shapes stay), a Conv output (BN's input) and
+ *    a Relu output are kept; the logits are kept;
+ *  - after the backward walk, no gradient of an intermediate value is left
+ *    (each was freed once its producer's backward had used it), while the
+ *    parameter gradients, in their block, are not all zero;
+ *  - the step's loss and parameter gradients equal those of the same step run
+ *    with every intermediate kept (amd_run.keep_all), bit for bit.
+ * usage: test_memory MODELS_DIR */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/load.h"
+#include "train/trainer.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                     \
+  do {                                                                                                       \
+    if (cond) {                                                                                              \
+      passed++;                                                                                              \
+    } else {                                                                                                 \
+      failed++;                                                                                              \
+      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
+      printf(__VA_ARGS__);                                                                                   \
+      printf("\n");                                                                                          \
+    }                                                                                                        \
+  } while (0)
+
+/* The op type of the only reader of value v, or NULL if it has none or several. */
+static const char *only_reader(const amd_graph *g, int v) {
+  const char *op = NULL;
+  int n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] == v) op = g->nodes[i].op->name, n++;
+  return n == 1 ? op : NULL;
+}
+
+/* One training step of ResNet-8 on a fixed batch; returns the loss and a copy
+ * of the gradient block (caller frees). keep_all: the run is told that every
+ * backward reads everything, so nothing is freed. */
+static double step(const char *model, int keep_all, float **grads, int64_t *n_grads, int check_liveness) {
+  amd_status st = {{0}};
+  amd_graph *g = NULL;
+  amd_trainer t;
+  if (amd_graph_load(model, 0, &g, &st) || amd_trainer_init(&t, g, NULL, &st)) {
+    printf("FAIL: %s\n", st.msg);
+    exit(1);
+  }
+  int64_t dims[4] = {4, 3, 32, 32}, labels[4] = {1, 7, 3, 0};
+  amd_tensor x = {0};
+  amd_tensor_set_shape(&x, AMD_FLOAT, 4, dims);
+  if (amd_tensor_alloc(&x, &st)) exit(1);
+  float *px = x.data;
+  for (int64_t i = 0; i < amd_tensor_numel(&x); i++) px[i] = (float)sin(0.37 * (double)i);
+  double loss = 0;
+  t.run.keep_all = keep_all;
+  if (amd_trainer_step_grads(&t, &x, labels, 0.0f, 1.0f, &loss, NULL, &st)) {
+    printf("FAIL: step: %s\n", st.msg);
+    exit(1);
+  }
+  if (check_liveness) {
+    int bn_relu = 0, bn_relu_freed = 0, add = 0, add_freed = 0, conv = 0, conv_kept = 0, relu = 0,
+        relu_kept = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      const amd_node *n = &g->nodes[i];
+      int v = n->out[0];
+      if (v < 0) continue;
+      const amd_tensor *tv = &t.run.vals[v];
+      const char *r = only_reader(g, v);
+      if (!strcmp(n->op->name, "BatchNormalization") && r && !strcmp(r, "Relu")) {
+        bn_relu++;
+        bn_relu_freed += tv->data == NULL && amd_tensor_numel(tv) > 0;
+      } else if (!strcmp(n->op->name, "Add")) {
+        add++;
+        add_freed += tv->data == NULL && amd_tensor_numel(tv) > 0;
+      } else if (!strcmp(n->op->name, "Conv")) {
+        conv++;
+        conv_kept += tv->data != NULL;
+      } else if (!strcmp(n->op->name, "Relu")) {
+        relu++;
+        relu_kept += tv->data != NULL;
+      }
+    }
+    CHECK(bn_relu > 0 && bn_relu_freed == bn_relu, "BN outputs read by a Relu: %d freed of %d", bn_relu_freed,
+          bn_relu);
+    CHECK(add > 0 && add_freed == add, "Add outputs: %d freed of %d", add_freed, add);
+    CHECK(conv > 0 && conv_kept == conv, "Conv outputs: %d kept of %d", conv_kept, conv);
+    CHECK(relu > 0 && relu_kept == relu, "Relu outputs: %d kept of %d", relu_kept, relu);
+    CHECK(t.run.vals[t.logits_value].data != NULL, "the logits are kept");
+    int left = 0;
+    for (int v = 0; v < g->n_values; v++) left += !g->values[v].init_in_block && t.dvals[v].data != NULL;
+    CHECK(left == 0, "%d gradients of intermediate values left after the backward walk", left);
+  }
+  *n_grads = t.n_floats;
+  *grads = malloc((size_t)t.n_floats * sizeof(float));
+  memcpy(*grads, t.grads, (size_t)t.n_floats * sizeof(float));
+  amd_tensor_free(&x);
+  amd_trainer_free(&t);
+  amd_graph_free(g);
+  return loss;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_memory MODELS_DIR\n");
+    return 2;
+  }
+  char model[4096];
+  snprintf(model, sizeof model, "%s/resnet8_train.onnx", argv[1]);
+  float *g1, *g2;
+  int64_t n1, n2;
+  double l1 = step(model, 0, &g1, &n1, 1), l2 = step(model, 1, &g2, &n2, 0);
+  CHECK(l1 == l2, "loss %.9g with values freed, %.9g with every value kept", l1, l2);
+  int64_t differ = 0, nonzero = 0;
+  for (int64_t i = 0; i < n1 && n1 == n2; i++)
+    differ += memcmp(&g1[i], &g2[i], sizeof(float)) != 0, nonzero += g1[i] != 0;
+  CHECK(n1 == n2 && differ == 0, "%lld of %lld parameter gradients differ", (long long)differ, (long long)n1);
+  CHECK(nonzero > n1 / 2, "only %lld of %lld parameter gradients are non-zero", (long long)nonzero,
+        (long long)n1);
+  free(g1);
+  free(g2);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
