@@ -6,7 +6,8 @@
  * kept by rounded size and reused best-fit, so a training step after the
  * first makes no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
  * memory (amd_tensor_alloc), because the ops' infer functions read them.
- * Everything is queued on one stream; copies to the host synchronise it. */
+ * Everything is queued on one stream; copies to the host synchronise it,
+ * uploads up to 8 MB do not (pinned staging, see cu_from_host). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cuda_internal.h"
 
 extern "C" {
+#include "../src/data/dataset.h"
 #include "../src/train/loss.h"
 #include "../src/train/optim.h"
 }
@@ -182,11 +184,58 @@ static int cu_to_host(void *dst, const void *src, size_t bytes, amd_status *st) 
   return 0;
 }
 
+/* Uploads go through a ring of pinned staging slots, so that a training
+ * step's batch and labels queue without waiting for the stream: the caller's
+ * buffer is copied into a slot at once (it may be reused on return), and a
+ * slot is written again only after the event of its last copy. An upload
+ * larger than a slot goes direct and waits. */
+enum { STAGE_SLOTS = 4 };
+static const size_t stage_slot_bytes = (size_t)8 << 20;
+static struct {
+  char *p; /* STAGE_SLOTS slots, or NULL before the first upload */
+  cudaEvent_t done[STAGE_SLOTS];
+  int next;
+} staging;
+
+static int staging_open(amd_status *st) {
+  AMD_CUDA_CHECK(cudaHostAlloc((void **)&staging.p, STAGE_SLOTS * stage_slot_bytes, cudaHostAllocDefault),
+                 st);
+  for (int i = 0; i < STAGE_SLOTS; i++) {
+    cudaError_t e = cudaEventCreateWithFlags(&staging.done[i], cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      while (i-- > 0) cudaEventDestroy(staging.done[i]);
+      cudaFreeHost(staging.p);
+      staging.p = NULL;
+      return amd_fail(st, "CUDA error %s creating the upload events", cudaGetErrorName(e));
+    }
+  }
+  staging.next = 0;
+  return 0;
+}
+
+static void staging_close(void) {
+  if (!staging.p) return;
+  for (int i = 0; i < STAGE_SLOTS; i++) cudaEventDestroy(staging.done[i]);
+  cudaFreeHost(staging.p);
+  memset(&staging, 0, sizeof staging);
+}
+
 static int cu_from_host(void *dst, const void *src, size_t bytes, amd_status *st) {
   if (!bytes) return 0;
-  AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, amd_cu.stream), st);
-  /* the host buffer may be reused at once (the caller's batch): wait for it */
-  AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
+  if (bytes > stage_slot_bytes) {
+    AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, amd_cu.stream), st);
+    /* the host buffer may be reused at once (the caller's batch): wait for it */
+    AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
+    return 0;
+  }
+  if (!staging.p && staging_open(st)) return -1;
+  const int k = staging.next;
+  staging.next = (k + 1) % STAGE_SLOTS;
+  char *slot = staging.p + (size_t)k * stage_slot_bytes;
+  AMD_CUDA_CHECK(cudaEventSynchronize(staging.done[k]), st); /* its previous copy has been read */
+  memcpy(slot, src, bytes);
+  AMD_CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, amd_cu.stream), st);
+  AMD_CUDA_CHECK(cudaEventRecord(staging.done[k], amd_cu.stream), st);
   return 0;
 }
 
@@ -417,6 +466,57 @@ static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, con
   return 0;
 }
 
+/* ================================================================ batches on the device */
+
+/* One thread per element of x: dataset.c's fill_sample for the planned
+ * sample (the same fp32 operations, unfused). */
+__global__ void k_data_batch(const uint8_t *u8, const float *f32, int64_t C, int64_t H, int64_t W,
+                             const float *norm, const amd_batch_sample *plan, int64_t n, float *x) {
+  const int64_t HW = H * W, CHW = C * HW;
+  AMD_CU_LOOP(e, n * CHW) {
+    const int64_t b = e / CHW, r = e % CHW, c = r / HW, i = (r % HW) / W, j = r % W;
+    const amd_batch_sample p = plan[b];
+    const float *nc = norm + 4 * c; /* scale, shift, inv, mean */
+    float v;
+    if (i >= p.cut_y0 && i < p.cut_y1 && j >= p.cut_x0 && j < p.cut_x1) {
+      v = 0.0f;
+    } else {
+      const int64_t si = i + p.dy, sj = (p.mirror ? W - 1 - j : j) + p.dx;
+      if (si < 0 || si >= H || sj < 0 || sj >= W)
+        v = nc[1];
+      else if (u8)
+        v = __fadd_rn(__fmul_rn((float)u8[p.src * CHW + c * HW + si * W + sj], nc[0]), nc[1]);
+      else
+        v = __fmul_rn(__fsub_rn(f32[p.src * CHW + c * HW + si * W + sj], nc[3]), nc[2]);
+    }
+    x[e] = v;
+  }
+}
+
+static int cu_data_batch(const void *pixels, int is_u8, int64_t c, int64_t h, int64_t w, const float *norm,
+                         const amd_batch_sample *plan, int64_t n, float *x, amd_status *st) {
+  if (n <= 0) return 0;
+  /* the plan and the channel constants in one upload (queued: pinned staging) */
+  const size_t plan_bytes = (size_t)n * sizeof *plan, bytes = plan_bytes + (size_t)c * 4 * sizeof(float);
+  char *host = (char *)malloc(bytes);
+  if (!host) return amd_fail(st, "out of memory");
+  memcpy(host, plan, plan_bytes);
+  memcpy(host + plan_bytes, norm, bytes - plan_bytes);
+  void *dev = NULL;
+  int rc = amd_cu_malloc(&dev, bytes, st);
+  if (rc == 0) rc = cu_from_host(dev, host, bytes, st);
+  free(host);
+  if (rc == 0) {
+    const amd_batch_sample *dplan = (const amd_batch_sample *)dev;
+    const float *dnorm = (const float *)((const char *)dev + plan_bytes);
+    k_data_batch<<<amd_cu_blocks(n * c * h * w), 256, 0, amd_cu.stream>>>(
+        is_u8 ? (const uint8_t *)pixels : NULL, is_u8 ? NULL : (const float *)pixels, c, h, w, dnorm, dplan, n, x);
+    if (cudaGetLastError() != cudaSuccess) rc = amd_fail(st, "CUDA error launching k_data_batch");
+  }
+  amd_cu_free(dev); /* later users of the block are queued after the kernel */
+  return rc;
+}
+
 /* ================================================================ the table, device selection */
 
 extern "C" const amd_backend amd_backend_cuda = {
@@ -438,6 +538,7 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* all_finite */ cu_all_finite,
     /* scale */ cu_scale,
     /* optim_step */ cu_optim_step,
+    /* data_batch */ cu_data_batch,
 };
 
 extern "C" int amd_cuda_device_count(char *why, size_t n) {
@@ -514,6 +615,7 @@ extern "C" void amd_cuda_backend_close(void) {
     prof_clock.ready = 0;
   }
   cudaStreamSynchronize(amd_cu.stream);
+  staging_close();
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
   for (int i = 0; i < AMD_CU_WS_COUNT; i++) cudaFree(workspaces[i].p);
   memset(workspaces, 0, sizeof workspaces);

@@ -22,6 +22,10 @@
  *   [S][batch][M][N]; split_reduce adds the slices in order 0..S-1 (no
  *   atomics: bit-reproducible) and applies alpha and beta.
  * - Accumulation: __fadd_rn in k order, then C = alpha * sum (+ beta * C).
+ * - Shapes that the large tile would mostly pad (fewer than 30% useful
+ *   outputs: LeNet's convolutions, ResNet's first weight gradient) go to small_kernel, one output
+ *   per thread in 8 x 32 tiles, the same fast and exact paths, split-K up to
+ *   512.
  *
  * Fast encodings (notation of ../shared/spec/multipliers.md; s sign, E biased
  * exponent, F fraction; mask = all ones for a normal operand, 0 for a zero or
@@ -461,6 +465,135 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
   }
 }
 
+/* One product of the fast path from two encoded operands (ea, eb) and their
+ * masks (compute_fast's arithmetic for one pair; tb: the table's bytes,
+ * lane4: this lane's column of the replicated MBM1 table). */
+template <int MODE>
+__device__ __forceinline__ float fast_prod(uint32_t ea, uint32_t ma, uint32_t eb, uint32_t mb, const char *tb,
+                                           uint32_t lane4) {
+  if (MODE == AMD_MODE_FP16)
+    return __half2float(__hmul(__float2half_rn(__uint_as_float(ea)), __float2half_rn(__uint_as_float(eb))));
+  if (MODE == AMD_MODE_ACC16)
+    return __uint_as_float(__float_as_uint(__fmul_rn(__uint_as_float(ea), __uint_as_float(eb))) &
+                           0xFFFF0000u);
+  uint32_t r;
+  if (MODE == AMD_MODE_AM32) {
+    const int32_t u =
+        (int32_t)(MBM23_K0 + AMD_PROD_ONE - (ea & AMD_PROD_FRAC)) - (int32_t)(eb & AMD_PROD_FRAC);
+    const int32_t lim = (int32_t)(MBM23_K0 + MBM23_K1) - (int32_t)AMD_PROD_ONE;
+    int32_t d = min(max(u >> 1, (int32_t)MBM23_K1), (int32_t)MBM23_K0);
+    d = u > lim ? d : 0;
+    r = ea + eb + (uint32_t)d;
+  } else if (ModeTraits<MODE>::mbm1) {
+    r = ea + eb + *reinterpret_cast<const uint32_t *>(tb + (((ea & 0xFFFFu) | lane4) + (eb & 0xFFFFu)));
+  } else { /* MIT kinds */
+    r = ea + eb;
+  }
+  return __uint_as_float(r & ma & mb);
+}
+
+/* The small-tile kernel, for GEMMs that the 64/128 x 128 tile would mostly
+ * pad (LeNet's convolutions: M = 6 output channels, or the weight gradient
+ * M x N = 6 x 25 over K = 100352). A block computes SR x SC outputs, one per
+ * thread, over its split-K slice, SBK deep at a time: the tile pair is
+ * checked for the fast range as in mode_kernel and staged in shared memory
+ * as (encoding, mask) pairs, or raw for the exact path (always for lut:,
+ * whose table would not fit beside the tiles). Sums in k order, then the same
+ * epilogue and split-K reduction as mode_kernel. */
+constexpr int SR = 8, SC = 32, SBK = 32, SMALL_MAX_SPLIT = 512;
+static_assert(SR * SC == NT && SBK == 32, "one output per thread, one warp-wide K step");
+
+constexpr int small_smem_words(int tab_words) {
+  return tab_words + 2 * (SBK * (SR + 1) + SBK * (SC + 1)) + 4 * NT / 32;
+}
+static_assert(small_smem_words(128 * 32) * 4 <= 48 * 1024,
+              "the am16 table and the tiles fit the default 48 KiB");
+
+template <int MODE> __global__ void __launch_bounds__(NT) small_kernel(const Params p) {
+  constexpr bool use_fast = MODE != AMD_MODE_LUT;
+  extern __shared__ __align__(16) uint32_t smem[];
+  uint32_t *tabs = smem;
+  uint2(*As)[SR + 1] = reinterpret_cast<uint2(*)[SR + 1]>(smem + p.tab_words); /* [k][row] */
+  uint2(*Bs)[SC + 1] = reinterpret_cast<uint2(*)[SC + 1]>(As + SBK);           /* [k][col] */
+  uint32_t *red = reinterpret_cast<uint32_t *>(Bs + SBK);
+  const int tid = threadIdx.x, tx = tid & 31, ty = tid >> 5;
+  const uint32_t lane4 = (uint32_t)tx << 2;
+  const char *tb = reinterpret_cast<const char *>(tabs);
+  const int r0 = blockIdx.y * SR, c0 = blockIdx.x * SC;
+  const bool kca = !p.trans_a, kcb = p.trans_b; /* k contiguous in memory */
+  if (ModeTraits<MODE>::mbm1)
+    for (int i = tid; i < p.tab_words; i += NT) tabs[i] = p.tab[i];
+  for (int z = blockIdx.z; z < p.batch * p.splits; z += gridDim.z) {
+    const int b = z / p.splits, s = z % p.splits;
+    const float *A = p.A + (int64_t)b * p.sa, *B = p.B + (int64_t)b * p.sb;
+    const int kbeg = s * p.kslice, kend = min(p.K, kbeg + p.kslice);
+    float acc = 0.0f;
+    for (int k0 = kbeg; k0 < kend; k0 += SBK) {
+      /* A: SR x SBK, one element per thread; B: SBK x SC, four per thread */
+      const int ar = kca ? tid >> 5 : tid & 7, ak = kca ? tid & 31 : tid >> 3;
+      uint32_t va[1], vb[SBK * SC / NT];
+      {
+        const int gr = r0 + ar, gk = k0 + ak;
+        float x = 0.0f;
+        if (gr < p.M && gk < kend) x = kca ? A[(int64_t)gr * p.lda + gk] : A[(int64_t)gk * p.lda + gr];
+        va[0] = __float_as_uint(x);
+      }
+#pragma unroll
+      for (int q = 0; q < SBK * SC / NT; q++) {
+        const int c = kcb ? (tid >> 5) + 8 * q : tid & 31, k = kcb ? tid & 31 : (tid >> 5) + 8 * q;
+        const int gc = c0 + c, gk = k0 + k;
+        float x = 0.0f;
+        if (gc < p.N && gk < kend) x = kcb ? B[(int64_t)gc * p.ldb + gk] : B[(int64_t)gk * p.ldb + gc];
+        vb[q] = __float_as_uint(x);
+      }
+      bool fast = use_fast;
+      if (use_fast && ModeTraits<MODE>::check) {
+        uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
+        exp_range(va, alo, ahi, sp);
+        exp_range(vb, blo, bhi, sp);
+        fast = tile_fast(alo, ahi, blo, bhi, sp, red);
+      }
+      const auto stage = [&](uint32_t u, bool is_a) {
+        uint32_t e = u;
+        if (fast) e = is_a ? encode<MODE, true>(u, 0) : encode<MODE, false>(u, 0);
+        return make_uint2(e, (u & 0x7F800000u) ? 0xFFFFFFFFu : 0u);
+      };
+      As[ak][ar] = stage(va[0], true);
+#pragma unroll
+      for (int q = 0; q < SBK * SC / NT; q++) {
+        const int c = kcb ? (tid >> 5) + 8 * q : tid & 31, k = kcb ? tid & 31 : (tid >> 5) + 8 * q;
+        Bs[k][c] = stage(vb[q], false);
+      }
+      __syncthreads();
+      const int kn = min(SBK, kend - k0);
+      if (fast) {
+#pragma unroll 8
+        for (int k = 0; k < kn; k++) {
+          const uint2 a = As[k][ty], bb = Bs[k][tx];
+          acc = fadd(acc, fast_prod<MODE>(a.x, a.y, bb.x, bb.y, tb, lane4));
+        }
+      } else {
+#pragma unroll 4
+        for (int k = 0; k < kn; k++)
+          acc = fadd(acc, __uint_as_float(exact_prod<MODE>(As[k][ty].x, Bs[k][tx].x, p.lut, p.lut_bits)));
+      }
+      __syncthreads();
+    }
+    const int r = r0 + ty, c = c0 + tx;
+    if (r < p.M && c < p.N) {
+      if (p.ws) {
+        p.ws[(int64_t)(s * p.batch + b) * p.M * p.N + (int64_t)r * p.N + c] = acc;
+      } else {
+        float *out = p.C + (int64_t)b * p.sc + (int64_t)r * p.ldc + c;
+        if (p.beta == 0.0f)
+          *out = __fmul_rn(p.alpha, acc);
+        else
+          *out = fadd(__fmul_rn(p.alpha, acc), __fmul_rn(p.beta, *out));
+      }
+    }
+  }
+}
+
 /* Sums the split-K slices in order and applies alpha/beta; with splits == 0
  * (K == 0) it writes C = beta * C (0 when beta == 0), like the CPU GEMM. */
 __global__ void split_reduce(const Params p) {
@@ -505,6 +638,7 @@ struct amd_cuda_gemm_ctx {
   int ntabs, captabs;
   float *ws;
   size_t ws_bytes;
+  amd_gemm_tile tile;
 };
 
 extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream, amd_status *st) {
@@ -536,6 +670,8 @@ extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream
   *out = ctx;
   return 0;
 }
+
+extern "C" void amd_cuda_gemm_set_tile(amd_cuda_gemm_ctx *ctx, amd_gemm_tile tile) { ctx->tile = tile; }
 
 extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   if (!ctx) return;
@@ -646,7 +782,38 @@ static int ensure_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
   return 0;
 }
 
-/* Launches one instantiation: picks the split from an occupancy model. */
+/* Sets p's split-K slices (splits slices of kslice, a multiple of bk) and
+ * the workspace they write to. */
+static int set_splits(amd_cuda_gemm_ctx *ctx, Params &p, int64_t ksteps, int64_t splits, int bk,
+                      amd_status *st) {
+  const int64_t per = (ksteps + splits - 1) / splits; /* K steps per slice */
+  p.kslice = (int)(per * bk);
+  p.splits = p.K == 0 ? 0 : (int)((ksteps + per - 1) / per); /* no empty last slice */
+  p.ws = NULL;
+  if (p.splits > 1) {
+    if (ensure_ws(ctx, (size_t)p.splits * p.batch * p.M * p.N * sizeof(float), st)) return -1;
+    p.ws = ctx->ws;
+  }
+  return 0;
+}
+
+/* After the kernel: adds the slices (or, K == 0, scales C by beta). */
+static int reduce_splits(amd_cuda_gemm_ctx *ctx, const Params &p, amd_status *st) {
+  if (p.splits == 1) return 0;
+  const int64_t total = (int64_t)p.M * p.N * p.batch;
+  const int64_t blocks = (total + 255) / 256;
+  split_reduce<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, ctx->stream>>>(p);
+  AMD_CUDA_CHECK_LAUNCH("split_reduce", st);
+  return 0;
+}
+
+static unsigned grid_z(const Params &p) {
+  const int64_t z = (int64_t)p.batch * p.splits;
+  return (unsigned)(z < 65535 ? z : 65535);
+}
+
+/* Launches one instantiation of the large-tile kernel: picks the split from
+ * an occupancy model. */
 template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
   constexpr int BM = 64 * MI;
   const int smem = smem_bytes<MODE, MI>(p.tab_words);
@@ -679,35 +846,62 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
     }
     if (tiles * s >= 8 * slots) break;
   }
-  p.splits = best;
-  p.kslice = (int)(((ksteps + best - 1) / best) * BK);
-  if (p.K == 0) p.splits = 0;
-  if (p.splits != 1) {
-    if (p.splits > 1) {
-      if (ensure_ws(ctx, (size_t)p.splits * p.batch * p.M * p.N * sizeof(float), st)) return -1;
-      p.ws = ctx->ws;
-    }
-  } else {
-    p.ws = NULL;
-  }
+  if (set_splits(ctx, p, ksteps, best, BK, st)) return -1;
   if (p.splits >= 1) {
-    const int64_t z = (int64_t)p.batch * p.splits;
-    dim3 grid((unsigned)tn, (unsigned)tm, (unsigned)(z < 65535 ? z : 65535));
+    dim3 grid((unsigned)tn, (unsigned)tm, grid_z(p));
     mode_kernel<MODE, MI><<<grid, NT, smem, ctx->stream>>>(p);
     AMD_CUDA_CHECK_LAUNCH("mode_kernel", st);
   }
-  if (p.splits != 1) {
-    const int64_t total = (int64_t)p.M * p.N * p.batch;
-    const int64_t blocks = (total + 255) / 256;
-    split_reduce<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, ctx->stream>>>(p);
-    AMD_CUDA_CHECK_LAUNCH("split_reduce", st);
+  return reduce_splits(ctx, p, st);
+}
+
+/* Launches the small-tile kernel: enough slices to give every SM two
+ * rounds of blocks, each slice at least 4 K steps deep. */
+template <int MODE> static int launch_small(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
+  if (!ModeTraits<MODE>::mbm1) p.tab_words = 0;       /* lut: runs exact here */
+  const int smem = small_smem_words(p.tab_words) * 4; /* under 48 KiB: no opt-in needed */
+  int per_sm = 0;
+  AMD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, small_kernel<MODE>, NT, smem), st);
+  if (per_sm < 1)
+    return amd_fail(st, "small mode GEMM kernel does not fit on the device (%d B shared)", smem);
+  const int64_t tm = (p.M + SR - 1) / SR, tn = (p.N + SC - 1) / SC;
+  if (tm > 65535) return amd_fail(st, "amd_cuda_gemm: M = %d needs more than 65535 row tiles", p.M);
+  /* enough slices for two rounds of blocks on every SM, each at least 4 K
+   * steps deep (8 where a block first copies the table) */
+  const int64_t tiles = tm * tn * p.batch, want = 2 * (int64_t)per_sm * ctx->sms;
+  const int64_t ksteps = (p.K + SBK - 1) / SBK, min_steps = p.tab_words ? 8 : 4;
+  int64_t s = tiles < want ? (want + tiles - 1) / tiles : 1;
+  s = s < ksteps / min_steps ? s : ksteps / min_steps;
+  s = s < SMALL_MAX_SPLIT ? s : SMALL_MAX_SPLIT;
+  s = s < INT_MAX / p.batch ? s : INT_MAX / p.batch;
+  if (set_splits(ctx, p, ksteps, s > 1 ? s : 1, SBK, st)) return -1;
+  if (p.splits >= 1) {
+    dim3 grid((unsigned)tn, (unsigned)tm, grid_z(p));
+    small_kernel<MODE><<<grid, NT, smem, ctx->stream>>>(p);
+    AMD_CUDA_CHECK_LAUNCH("small_kernel", st);
   }
-  return 0;
+  return reduce_splits(ctx, p, st);
+}
+
+/* The large tile's rows: 64 where a 128-row tile would be mostly padding. */
+static int large_tile_rows(const Params &p) {
+  return p.M <= 64 || (p.M % 128 != 0 && p.M % 128 <= 64) ? 64 : 128;
+}
+
+/* The large tile's share of useful outputs. */
+static double large_tile_use(const Params &p) {
+  const int bm = large_tile_rows(p);
+  const double padded = (double)((p.M + bm - 1) / bm * bm) * (double)((p.N + BN - 1) / BN * BN);
+  return (double)p.M * p.N / padded;
 }
 
 template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p, amd_status *st) {
-  /* 64-row tiles where a 128-row tile would be mostly padding */
-  if (p.M <= 64 || (p.M % 128 != 0 && p.M % 128 <= 64)) return launch_mode<MODE, 1>(ctx, p, st);
+  /* the small tile where the large one would be more than 70% padding (the
+   * small tile reuses each operand less: up to 2 times slower per product) */
+  const int small =
+      ctx->tile == AMD_GEMM_TILE_SMALL || (ctx->tile == AMD_GEMM_TILE_AUTO && large_tile_use(p) < 0.3);
+  if (small) return launch_small<MODE>(ctx, p, st);
+  if (large_tile_rows(p) == 64) return launch_mode<MODE, 1>(ctx, p, st);
   return launch_mode<MODE, 2>(ctx, p, st);
 }
 

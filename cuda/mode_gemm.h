@@ -32,6 +32,12 @@ typedef struct amd_cuda_gemm_ctx amd_cuda_gemm_ctx;
 int amd_cuda_gemm_create(amd_cuda_gemm_ctx **ctx, cudaStream_t stream, amd_status *st);
 void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx);
 
+/* Which kernel the emulated modes use: AUTO picks per shape (the small tile
+ * where the large one would be mostly padding); tests and benchmarks force
+ * one to check or time both on the same shapes. */
+typedef enum { AMD_GEMM_TILE_AUTO, AMD_GEMM_TILE_LARGE, AMD_GEMM_TILE_SMALL } amd_gemm_tile;
+void amd_cuda_gemm_set_tile(amd_cuda_gemm_ctx *ctx, amd_gemm_tile tile);
+
 int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b, int64_t M,
                   int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
                   const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,

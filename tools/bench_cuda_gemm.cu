@@ -5,6 +5,8 @@
  * mode; acc32 is cuBLAS SGEMM with TF32 off, the baseline of each shape.
  * Times with CUDA events: 2 warm-up runs, then the median of 7. Prints
  * T multiply-accumulates/s per mode and shape and the ratio to cuBLAS.
+ * Then the shapes that the large tile mostly pads (LeNet-5's convolutions,
+ * ResNet-18's first weight gradient): ms with each tile forced and as picked.
  *
  * usage: bench_cuda_gemm [MODE,MODE,...]   (default: all; lut = lut: with
  * the MBM_7 table of amd_mult_make_table) */
@@ -46,6 +48,27 @@ typedef struct shape {
 static int cmpf(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return x < y ? -1 : x > y;
+}
+
+/* Median time in ms of 7 runs (after 2 warm-up runs) of one GEMM. */
+static float time_gemm(amd_cuda_gemm_ctx *ctx, cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1,
+                       const amd_mult *mult, const shape *sh, const float *A, const float *B, float *C) {
+  amd_status st = {{0}};
+  const long long lda = sh->ta ? sh->M : sh->K, ldb = sh->tb ? sh->K : sh->N;
+  float ms[7];
+  for (int r = 0; r < 9; r++) {
+    CK(cudaEventRecord(e0, stream));
+    if (amd_cuda_gemm(ctx, mult, sh->ta, sh->tb, sh->M, sh->N, sh->K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, C,
+                      sh->N, 0, 1, &st)) {
+      fprintf(stderr, "%s: %s\n", sh->name, st.msg);
+      exit(1);
+    }
+    CK(cudaEventRecord(e1, stream));
+    CK(cudaEventSynchronize(e1));
+    if (r >= 2) CK(cudaEventElapsedTime(&ms[r - 2], e0, e1));
+  }
+  qsort(ms, 7, sizeof ms[0], cmpf);
+  return ms[3];
 }
 
 int main(int argc, char **argv) {
@@ -119,22 +142,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nall; i++) {
       tmacs[s][i] = 0;
       if (!use[i]) continue;
-      const amd_mult *mult = &mults[i];
-      const long long lda = sh->ta ? sh->M : sh->K, ldb = sh->tb ? sh->K : sh->N;
-      float ms[7];
-      for (int r = 0; r < 9; r++) {
-        CK(cudaEventRecord(e0, stream));
-        if (amd_cuda_gemm(ctx, mult, sh->ta, sh->tb, sh->M, sh->N, sh->K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, C,
-                          sh->N, 0, 1, &st))
-          return fprintf(stderr, "%s %s: %s\n", sh->name, all[i], st.msg), 1;
-        CK(cudaEventRecord(e1, stream));
-        CK(cudaEventSynchronize(e1));
-        if (r >= 2) CK(cudaEventElapsedTime(&ms[r - 2], e0, e1));
-      }
-      qsort(ms, 7, sizeof ms[0], cmpf);
-      tmacs[s][i] = macs / (ms[3] * 1e-3) / 1e12;
+      const float ms = time_gemm(ctx, stream, e0, e1, &mults[i], sh, A, B, C);
+      tmacs[s][i] = macs / (ms * 1e-3) / 1e12;
       printf("%s M %5lld N %6lld K %6lld ta %d tb %d  %-6s %8.3f ms  %6.2f T MAC/s  %5.3f x cuBLAS\n",
-             sh->name, sh->M, sh->N, sh->K, sh->ta, sh->tb, all[i], ms[3], tmacs[s][i],
+             sh->name, sh->M, sh->N, sh->K, sh->ta, sh->tb, all[i], ms, tmacs[s][i],
              tmacs[s][i] / tmacs[s][0]);
       fflush(stdout);
     }
@@ -149,6 +160,29 @@ int main(int argc, char **argv) {
       if (use[i]) printf("  %5.2f (%4.2f)", tmacs[s][i], tmacs[s][i] / tmacs[s][0]);
     printf("\n");
   }
+  /* shapes the large tile mostly pads: each tile forced, and the pick */
+  const shape small[] = {{"LeNet5 conv1 fwd", 0, 0, 6, 128LL * 28 * 28, 25},
+                         {"LeNet5 conv1 bwdW", 0, 1, 6, 25, 128LL * 28 * 28},
+                         {"LeNet5 conv2 fwd", 0, 0, 16, 128LL * 10 * 10, 150},
+                         {"LeNet5 conv2 bwdW", 0, 1, 16, 150, 128LL * 10 * 10},
+                         {"LeNet5 conv2 bwdD", 1, 0, 150, 128LL * 10 * 10, 16},
+                         {"ResNet18 conv1 bwdW", 0, 1, 64, 27, 128LL * 32 * 32}};
+  static const char *tiles[] = {"auto", "large", "small"};
+  printf("\nms per GEMM, large and small tile forced, and the tile picked per shape (auto)\n");
+  for (unsigned s = 0; s < sizeof small / sizeof small[0]; s++)
+    for (int i = 1; i < nall; i++) {
+      if (!use[i]) continue;
+      const shape *sh = &small[s];
+      float ms[3];
+      for (int t = 0; t < 3; t++) {
+        amd_cuda_gemm_set_tile(ctx, (amd_gemm_tile)t);
+        ms[t] = time_gemm(ctx, stream, e0, e1, &mults[i], sh, A, B, C);
+      }
+      amd_cuda_gemm_set_tile(ctx, AMD_GEMM_TILE_AUTO);
+      printf("%-20s M %4lld N %6lld K %6lld  %-6s", sh->name, sh->M, sh->N, sh->K, all[i]);
+      for (int t = 0; t < 3; t++) printf("  %s %7.3f", tiles[t], ms[t]);
+      printf("\n");
+    }
   amd_cuda_gemm_destroy(ctx);
   return 0;
 }

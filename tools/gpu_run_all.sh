@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU suite and the GPU benchmarks from a folder made by
 # tools/gpu_bundle.sh (the same tests as `meson test --suite gpu`, with the
-# bundle's paths). usage: run_all.sh [tests|bench|accuracy|kernels|all] OUT_DIR
-# (kernels: GPU time per kernel of ResNet-18 training under Nsight Compute)
+# bundle's paths). usage: run_all.sh [tests|bench|accuracy|kernels|lenet|all] OUT_DIR
+# (kernels: GPU time per kernel of ResNet-18 training under Nsight Compute;
+# lenet: the LeNet-5 epoch per mode, PyTorch's LeNet-5, the small GEMMs)
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -111,6 +112,22 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     echo "resnet18 export failed:"
     tail -5 "$tmp/export.log"
   fi
+fi
+if [ "$what" = lenet ]; then
+  # the LeNet-5 epoch in every mode (issue 5: at most 0.5 s), the GEMM kernels it uses, where a step's time goes
+  t cuda-gemm bin/test_cuda_gemm
+  bin/bench-cuda-gemm ${LENET_GEMM_MODES:-am16,am32,acc16,fp16} | sed -n '/^ms per GEMM/,$p'
+  for mode in acc32 acc16 am16 am32 fp16 mit16; do
+    echo "--- lenet5 $mode"
+    $amd train $m/lenet5_train.onnx --data mnist:data/idx --batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx" \
+      --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
+  done
+  python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200  # the same model in PyTorch
+  for mode in acc32 am32; do
+    echo "--- lenet5 $mode: bench, then bench --profile (CUDA events)"
+    $amd bench $m/lenet5_train.onnx --batch 128 --steps 200 --mode $mode 2>&1 | tail -3
+    $amd bench $m/lenet5_train.onnx --batch 128 --steps 200 --mode $mode --profile "$tmp/p.tsv" 2>&1 | sed -n '/^profile/,$p'
+  done
 fi
 if [ "$what" = kernels ]; then
   # GPU time per kernel over a few ResNet-18 training steps (Nsight Compute,

@@ -57,6 +57,10 @@ static const char usage[] =
     "  --val N                hold out N training samples (seeded) as a validation set\n"
     "  --no-shuffle           keep the data order (default: a seeded permutation per epoch)\n"
     "  --limit N              use only the first N samples of each split (quick runs)\n"
+    "  --host-batches         on a GPU, assemble each batch on the host and upload it\n"
+    "                         (default there: the training images are copied to the\n"
+    "                         GPU once and each batch is cropped, flipped and\n"
+    "                         normalised by a kernel; the batches are the same)\n"
     "optimisation:\n"
     "  --epochs N             (default 10)\n"
     "  --batch N              (default 128)\n"
@@ -121,7 +125,7 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync;
+  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches;
   int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
@@ -256,6 +260,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--walltime")) bad = (c->walltime_s = parse_duration(v)) <= 0;
     else if (!strcmp(a, "--nesterov")) c->nesterov = 1;
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
+    else if (!strcmp(a, "--host-batches")) c->host_batches = 1;
     else if (!strcmp(a, "--resume")) c->resume = 1;
     else if (!strcmp(a, "--reinit")) c->reinit = 1;
     else if (!strcmp(a, "--sync-bn")) c->sync_bn = 1;
@@ -307,6 +312,56 @@ typedef struct run_state {
   char config[1024];
   char metrics[METRICS_BYTES];
 } run_state;
+
+/* Training batches assembled by the backend (its data_batch): the training
+ * split's pixels copied into backend memory once; per batch the host makes
+ * the plan (the random draws) and the backend writes x. */
+typedef struct device_batches {
+  const amd_backend *be; /* NULL: batches are assembled on the host */
+  void *pixels;
+  float norm[4 * 64]; /* per channel: scale, shift, inv, mean */
+  amd_batch_sample *plan;
+  amd_tensor x; /* [batch, C, H, W] in backend memory */
+} device_batches;
+
+/* Sets d up where the backend can (else leaves d->be NULL, saying why when
+ * it tried and failed); -1 only on a host allocation failure. */
+static int device_batches_open(device_batches *d, const amd_backend *be, const amd_dataset *ds, int64_t batch,
+                               amd_status *st) {
+  memset(d, 0, sizeof *d);
+  const amd_data_split *tr = &ds->train;
+  if (!be->data_batch || ds->c > 64 || (!tr->u8 && !tr->f32) || tr->n == 0) return 0;
+  const size_t bytes = (size_t)(tr->n * ds->c * ds->h * ds->w) * (tr->u8 ? 1 : sizeof(float));
+  d->plan = malloc((size_t)batch * sizeof *d->plan);
+  if (!d->plan) return amd_fail(st, "out of memory");
+  amd_status why = {{0}};
+  d->x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
+  if (be->mem_alloc(&d->pixels, bytes, &why) ||
+      be->mem_from_host(d->pixels, tr->u8 ? (const void *)tr->u8 : (const void *)tr->f32, bytes, &why) ||
+      be->alloc(&d->x, &why)) {
+    fprintf(stderr, "amdnn-onnx train: batches assembled on the host (the training images do not go to %s: %s)\n",
+            be->name, why.msg);
+    if (d->pixels) be->mem_free(d->pixels);
+    free(d->plan);
+    memset(d, 0, sizeof *d);
+    return 0;
+  }
+  for (int64_t c = 0; c < ds->c; c++) {
+    float *n = d->norm + 4 * c;
+    amd_dataset_batch_norm(ds, c, &n[0], &n[1], &n[2]);
+    n[3] = ds->mean[c];
+  }
+  d->be = be;
+  return 0;
+}
+
+static void device_batches_close(device_batches *d) {
+  if (!d->be) return;
+  d->be->free(&d->x);
+  d->be->mem_free(d->pixels);
+  free(d->plan);
+  memset(d, 0, sizeof *d);
+}
 
 static void gather_buffers(run_state *r, int to_ckpt) {
   float *p = r->buffers;
@@ -532,6 +587,7 @@ int amd_cmd_train(int argc, char **argv) {
   int64_t prof_steps = 0;
   amd_tensor x = {0};
   int64_t *y = NULL;
+  device_batches dev = {0};
   amd_dist *dist = &r.dist;
   if (amd_dist_init(dist, &st)) {
     fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
@@ -582,6 +638,7 @@ int amd_cmd_train(int argc, char **argv) {
   x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {c->batch, r.ds.c, r.ds.h, r.ds.w}};
   y = malloc((size_t)c->batch * sizeof *y);
   if (!y || amd_tensor_alloc(&x, &st)) goto fail;
+  if (!c->host_batches && device_batches_open(&dev, r.t.be, &r.ds, c->batch, &st)) goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
   if (c->profile) amd_prof_start();
   int saved_any = c->resume;
@@ -605,13 +662,21 @@ int amd_cmd_train(int argc, char **argv) {
       int64_t own, nb; /* this rank's share of the global batch */
       amd_dist_share(dist, b, &own, &nb);
       uint64_t aug_rng = amd_dist_rng_split(dist, &r.pos.aug_rng);
-      x.dims[0] = nb;
-      amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug,
-                        dist->size > 1 ? &aug_rng : &r.pos.aug_rng, x.data, y);
+      uint64_t *rng = dist->size > 1 ? &aug_rng : &r.pos.aug_rng;
+      amd_tensor *xb = dev.be ? &dev.x : &x;
+      xb->dims[0] = nb;
+      if (dev.be) {
+        amd_dataset_batch_plan(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug, rng, dev.plan, y);
+        if (dev.be->data_batch(dev.pixels, r.ds.train.u8 != NULL, r.ds.c, r.ds.h, r.ds.w, dev.norm, dev.plan, nb,
+                               dev.x.data, &st))
+          goto fail;
+      } else {
+        amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug, rng, x.data, y);
+      }
       if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
       double loss;
       amd_batch_stats bs = {0};
-      if (amd_dist_step_grads(dist, &r.t, &x, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
+      if (amd_dist_step_grads(dist, &r.t, xb, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
                               &bs, &st))
         goto fail;
       /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
@@ -757,6 +822,7 @@ done:
   }
   amd_prof_on = 0;
   amd_tensor_free(&x);
+  device_batches_close(&dev);
   free(y);
   free_state(&r);
   if (c->plot) amd_plot_release();

@@ -36,8 +36,7 @@ int amd_data_find(char *out, size_t n, const char *dir, const char *name, amd_st
   return amd_fail(st, "missing file: neither %s nor %s exists", out, gz);
 }
 
-int amd_data_read_all(const char *path, int64_t max_bytes, uint8_t **data, int64_t *len,
-                      amd_status *st) {
+int amd_data_read_all(const char *path, int64_t max_bytes, uint8_t **data, int64_t *len, amd_status *st) {
   *data = NULL;
   *len = 0;
   errno = 0;
@@ -77,8 +76,10 @@ int amd_data_read_all(const char *path, int64_t max_bytes, uint8_t **data, int64
   if (!err) {
     int zerr = Z_OK;
     const char *m = gzerror(f, &zerr);
-    if (zerr == Z_BUF_ERROR) err = "truncated gzip stream (file ends in the middle of the data)";
-    else if (zerr != Z_OK) err = m;
+    if (zerr == Z_BUF_ERROR)
+      err = "truncated gzip stream (file ends in the middle of the data)";
+    else if (zerr != Z_OK)
+      err = m;
   }
   char msg[256];
   if (err) snprintf(msg, sizeof msg, "%s", err); /* gzerror's text lives in f */
@@ -140,11 +141,16 @@ int amd_data_set_stats(amd_dataset *ds, int identity, amd_status *st) {
 
 const char *amd_data_format_name(amd_data_format f) {
   switch (f) {
-  case AMD_DATA_IDX: return "mnist";
-  case AMD_DATA_CIFAR10: return "cifar10";
-  case AMD_DATA_IMAGES: return "images";
-  case AMD_DATA_TENSORS: return "tensors";
-  default: return "none";
+  case AMD_DATA_IDX:
+    return "mnist";
+  case AMD_DATA_CIFAR10:
+    return "cifar10";
+  case AMD_DATA_IMAGES:
+    return "images";
+  case AMD_DATA_TENSORS:
+    return "tensors";
+  default:
+    return "none";
   }
 }
 
@@ -174,8 +180,10 @@ int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
   if (!spec) return amd_fail(st, "no data set given");
   const char *colon = strchr(spec, ':');
   if (!colon || colon[1] == 0)
-    return amd_fail(st, "bad data spec '%s' (expected mnist:DIR, cifar10:DIR, images:DIR or "
-                        "tensors:X.pb,Y.pb)", spec);
+    return amd_fail(st,
+                    "bad data spec '%s' (expected mnist:DIR, cifar10:DIR, images:DIR or "
+                    "tensors:X.pb,Y.pb)",
+                    spec);
   size_t kl = (size_t)(colon - spec);
   const char *arg = colon + 1;
   if (strlen(arg) >= AMD_DATA_PATH_MAX) return amd_fail(st, "data spec too long");
@@ -200,12 +208,16 @@ int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
       parts[np++] = tok;
     }
     if (np != 2 && np != 4)
-      return amd_fail(st, "bad data spec '%s' (expected tensors:X.pb,Y.pb or "
-                          "tensors:X.pb,Y.pb,XTEST.pb,YTEST.pb)", spec);
+      return amd_fail(st,
+                      "bad data spec '%s' (expected tensors:X.pb,Y.pb or "
+                      "tensors:X.pb,Y.pb,XTEST.pb,YTEST.pb)",
+                      spec);
     rc = amd_dataset_load_tensors(parts[0], parts[1], parts[2], parts[3], ds, st);
   } else {
-    return amd_fail(st, "unknown data format '%.*s' in '%s' (expected mnist, cifar10, images or "
-                        "tensors)", (int)kl, spec, spec);
+    return amd_fail(st,
+                    "unknown data format '%.*s' in '%s' (expected mnist, cifar10, images or "
+                    "tensors)",
+                    (int)kl, spec, spec);
   }
   if (rc) {
     amd_dataset_free(ds);
@@ -274,70 +286,92 @@ int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status
 
 /* ---------------------------------------------------------------- batches */
 
-void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
-                       int64_t n, const amd_augment *aug, uint64_t *rng, float *x, int64_t *y) {
-  const int64_t C = ds->c, H = ds->h, W = ds->w, HW = H * W, CHW = C * HW;
+/* The draws of one sample, in amd_dataset_batch's order. */
+static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int64_t s, const amd_augment *aug,
+                        uint64_t *rng, amd_batch_sample *p) {
+  const int64_t H = ds->h, W = ds->w;
   const int P = aug && aug->pad_crop > 0 ? aug->pad_crop : 0;
-  const int flip = aug && aug->hflip;
   const int S = aug && aug->cutout > 0 ? aug->cutout : 0;
-  AMD_ASSERT(!(P || flip || S) || rng);
-  AMD_ASSERT(split->u8 || split->f32 || n == 0);
-  float scale[64], shift[64]; /* v_norm = raw * scale + shift, for uint8 */
-  const int fast = C <= 64;
-  if (fast)
-    for (int64_t c = 0; c < C; c++) {
-      scale[c] = (float)(1.0 / (255.0 * (double)ds->std[c]));
-      shift[c] = -ds->mean[c] / ds->std[c];
-    }
-  for (int64_t b = 0; b < n; b++) {
-    int64_t s = idx[b];
-    AMD_ASSERT(s >= 0 && s < split->n);
-    y[b] = split->labels[s];
-    int64_t dy = 0, dx = 0; /* output (i, j) reads source (i + dy, j + dx) */
-    if (P) {
-      dy = (int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P;
-      dx = (int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P;
-    }
-    int mirror = flip ? (int)(amd_rng_next(rng) >> 63) : 0;
-    float *out = x + b * CHW;
-    for (int64_t c = 0; c < C; c++) {
-      float *o = out + c * HW;
-      /* value of a zero (padding) pixel after normalisation */
-      float zero = -ds->mean[c] / ds->std[c];
-      float sc = fast ? scale[c] : (float)(1.0 / (255.0 * (double)ds->std[c]));
-      float sh = fast ? shift[c] : zero;
-      float inv = 1.0f / ds->std[c], mu = ds->mean[c];
-      for (int64_t i = 0; i < H; i++) {
-        int64_t si = i + dy;
-        float *orow = o + i * W;
-        if (si < 0 || si >= H) {
-          for (int64_t j = 0; j < W; j++) orow[j] = zero;
-          continue;
-        }
-        for (int64_t j = 0; j < W; j++) {
-          int64_t jj = mirror ? W - 1 - j : j; /* flip applies to the cropped image */
-          int64_t sj = jj + dx;
-          if (sj < 0 || sj >= W) {
-            orow[j] = zero;
-          } else if (split->u8) {
-            orow[j] = (float)split->u8[s * CHW + c * HW + si * W + sj] * sc + sh;
-          } else {
-            orow[j] = (split->f32[s * CHW + c * HW + si * W + sj] - mu) * inv;
-          }
-        }
+  AMD_ASSERT(s >= 0 && s < split->n);
+  memset(p, 0, sizeof *p);
+  p->src = s;
+  if (P) {
+    p->dy = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
+    p->dx = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
+  }
+  p->mirror = aug && aug->hflip ? (int32_t)(amd_rng_next(rng) >> 63) : 0;
+  if (S) {
+    int64_t cy = (int64_t)amd_rng_below(rng, (uint64_t)H);
+    int64_t cx = (int64_t)amd_rng_below(rng, (uint64_t)W);
+    int64_t y0 = cy - S / 2, x0 = cx - S / 2, y1 = y0 + S, x1 = x0 + S;
+    p->cut_y0 = (int32_t)(y0 < 0 ? 0 : y0);
+    p->cut_x0 = (int32_t)(x0 < 0 ? 0 : x0);
+    p->cut_y1 = (int32_t)(y1 > H ? H : y1);
+    p->cut_x1 = (int32_t)(x1 > W ? W : x1);
+  }
+}
+
+void amd_dataset_batch_norm(const amd_dataset *ds, int64_t c, float *scale, float *shift, float *inv) {
+  *scale = (float)(1.0 / (255.0 * (double)ds->std[c]));
+  *shift = -ds->mean[c] / ds->std[c];
+  *inv = 1.0f / ds->std[c];
+}
+
+/* The pixels of one planned sample into out [C, H, W]. */
+static void fill_sample(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *p,
+                        float *out) {
+  const int64_t C = ds->c, H = ds->h, W = ds->w, HW = H * W, CHW = C * HW, s = p->src;
+  for (int64_t c = 0; c < C; c++) {
+    float *o = out + c * HW;
+    float sc, sh, inv; /* u8: raw * sc + sh; f32: (raw - mean) * inv; padding: sh */
+    amd_dataset_batch_norm(ds, c, &sc, &sh, &inv);
+    const float mu = ds->mean[c];
+    for (int64_t i = 0; i < H; i++) {
+      int64_t si = i + p->dy;
+      float *orow = o + i * W;
+      if (si < 0 || si >= H) {
+        for (int64_t j = 0; j < W; j++) orow[j] = sh;
+        continue;
+      }
+      for (int64_t j = 0; j < W; j++) {
+        int64_t jj = p->mirror ? W - 1 - j : j; /* flip applies to the cropped image */
+        int64_t sj = jj + p->dx;
+        if (sj < 0 || sj >= W)
+          orow[j] = sh;
+        else if (split->u8)
+          orow[j] = (float)split->u8[s * CHW + c * HW + si * W + sj] * sc + sh;
+        else
+          orow[j] = (split->f32[s * CHW + c * HW + si * W + sj] - mu) * inv;
       }
     }
-    if (S) {
-      int64_t cy = (int64_t)amd_rng_below(rng, (uint64_t)H);
-      int64_t cx = (int64_t)amd_rng_below(rng, (uint64_t)W);
-      int64_t y0 = cy - S / 2, x0 = cx - S / 2, y1 = y0 + S, x1 = x0 + S;
-      if (y0 < 0) y0 = 0;
-      if (x0 < 0) x0 = 0;
-      if (y1 > H) y1 = H;
-      if (x1 > W) x1 = W;
-      for (int64_t c = 0; c < C; c++)
-        for (int64_t i = y0; i < y1; i++)
-          for (int64_t j = x0; j < x1; j++) out[c * HW + i * W + j] = 0.0f;
-    }
+    for (int64_t i = p->cut_y0; i < p->cut_y1; i++)
+      for (int64_t j = p->cut_x0; j < p->cut_x1; j++) o[i * W + j] = 0.0f;
+  }
+}
+
+void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
+                            const amd_augment *aug, uint64_t *rng, amd_batch_sample *plan, int64_t *y) {
+  AMD_ASSERT(!(aug && (aug->pad_crop > 0 || aug->hflip || aug->cutout > 0)) || rng);
+  for (int64_t b = 0; b < n; b++) {
+    plan_sample(ds, split, idx[b], aug, rng, &plan[b]);
+    y[b] = split->labels[idx[b]];
+  }
+}
+
+void amd_dataset_batch_fill(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,
+                            int64_t n, float *x) {
+  AMD_ASSERT(split->u8 || split->f32 || n == 0);
+  for (int64_t b = 0; b < n; b++) fill_sample(ds, split, &plan[b], x + b * ds->c * ds->h * ds->w);
+}
+
+void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
+                       const amd_augment *aug, uint64_t *rng, float *x, int64_t *y) {
+  AMD_ASSERT(!(aug && (aug->pad_crop > 0 || aug->hflip || aug->cutout > 0)) || rng);
+  AMD_ASSERT(split->u8 || split->f32 || n == 0);
+  for (int64_t b = 0; b < n; b++) { /* sample by sample: no plan array to allocate */
+    amd_batch_sample p;
+    plan_sample(ds, split, idx[b], aug, rng, &p);
+    y[b] = split->labels[idx[b]];
+    fill_sample(ds, split, &p, x + b * ds->c * ds->h * ds->w);
   }
 }

@@ -54,9 +54,9 @@ typedef struct amd_data_split {
 
 typedef struct amd_dataset {
   amd_data_format format;
-  int64_t c, h, w;   /* sample shape */
-  int64_t n_classes; /* images: folder count; others: max label + 1 (cifar10: 10) */
-  float *mean, *std; /* [c], the normalisation batches get (see above) */
+  int64_t c, h, w;    /* sample shape */
+  int64_t n_classes;  /* images: folder count; others: max label + 1 (cifar10: 10) */
+  float *mean, *std;  /* [c], the normalisation batches get (see above) */
   char **class_names; /* images: [n_classes] folder names; else NULL */
   amd_data_split train, test;
   int test_is_train; /* tensors: with one pair: test points at train's arrays */
@@ -110,7 +110,25 @@ typedef struct amd_augment {
  * sample, in order: crop dy, crop dx, flip, cutout cy, cutout cx (only those
  * enabled); rng may be NULL when nothing random is enabled. Indices must be in
  * range (checked, always-on assert). */
-void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx,
-                       int64_t n, const amd_augment *aug, uint64_t *rng, float *x, int64_t *y);
+void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
+                       const amd_augment *aug, uint64_t *rng, float *x, int64_t *y);
+
+/* The same in two parts, so that the pixels can be assembled elsewhere (the
+ * CUDA backend's data_batch, from a device copy of the split): _plan makes
+ * every random draw (the same sequence as amd_dataset_batch) and fills y;
+ * _fill writes the pixels of a plan, as amd_dataset_batch does. */
+typedef struct amd_batch_sample {
+  int64_t src; /* index in the split */
+  int32_t dy, dx,
+      mirror; /* output (i, j) reads source (i + dy, (mirror ? W-1-j : j) + dx); outside: padding */
+  int32_t cut_y0, cut_x0, cut_y1, cut_x1; /* cutout rows [y0, y1) x columns [x0, x1), set to 0; empty: none */
+} amd_batch_sample;
+void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
+                            const amd_augment *aug, uint64_t *rng, amd_batch_sample *plan, int64_t *y);
+void amd_dataset_batch_fill(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,
+                            int64_t n, float *x);
+/* Channel c's normalisation: a uint8 pixel becomes raw * scale + shift (fp32
+ * multiply, then add), a float value (raw - mean[c]) * inv, padding shift. */
+void amd_dataset_batch_norm(const amd_dataset *ds, int64_t c, float *scale, float *shift, float *inv);
 
 #endif

@@ -3,7 +3,8 @@
  * backend's mem_* functions and calls the op's own CPU code.
  *
  * Host fallback, forward: every input that lives in backend memory is
- * downloaded into a temporary host tensor, the op's infer and forward run on
+ * downloaded into a temporary host tensor (except those whose data the op
+ * never reads: op.h fwd_unread_in), the op's infer and forward run on
  * host tensors, and each float output is uploaded (the backend's placement
  * rule); the temporaries are freed. Backward: the same for in / out / dout,
  * and each din is downloaded, accumulated into by the CPU backward (+=) and
@@ -68,7 +69,9 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
   if (n->n_in > MAX_IN || n->n_out > MAX_OUT)
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
   int native = be->native(n, in);
-  unsigned long long mask = native ? (be->host_inputs ? be->host_inputs(n) : 0) : ~0ull;
+  /* the fallback downloads the inputs whose data the op reads */
+  unsigned long long mask =
+      native ? (be->host_inputs ? be->host_inputs(n) : 0) : ~(unsigned long long)n->op->fwd_unread_in;
   amd_tensor tmp[MAX_IN];
   unsigned char owned[MAX_IN];
   const amd_tensor *view[MAX_IN];

@@ -26,6 +26,7 @@
 
 struct amd_optim;
 struct amd_batch_stats;
+struct amd_batch_sample;
 
 typedef struct amd_backend {
   const char *name;
@@ -58,6 +59,13 @@ typedef struct amd_backend {
   /* One optimizer step exactly as amd_optim_step (optim.c). */
   int (*optim_step)(const struct amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                     int64_t n, amd_status *st);
+  /* Optional (NULL: the host assembles batches). x [n, c, h, w] in backend
+   * memory from the host plan (dataset.h amd_dataset_batch_plan), exactly as
+   * amd_dataset_batch_fill: pixels is a copy of the split in backend memory
+   * (uint8 when is_u8, else float), norm the host's 4 floats per channel
+   * (scale, shift, inv, mean: amd_dataset_batch_norm). */
+  int (*data_batch)(const void *pixels, int is_u8, int64_t c, int64_t h, int64_t w, const float *norm,
+                    const struct amd_batch_sample *plan, int64_t n, float *x, amd_status *st);
 } amd_backend;
 
 extern const amd_backend amd_backend_cpu;

@@ -93,4 +93,5 @@ const amd_backend amd_backend_cpu = {
     .all_finite = cpu_all_finite,
     .scale = cpu_scale,
     .optim_step = cpu_optim_step,
+    .data_batch = NULL, /* amd_dataset_batch writes host memory directly */
 };

@@ -67,6 +67,9 @@ typedef struct amd_op {
    * dtype and shape), so training may free it once the forward pass is done
    * with it (exec.c). 0, the default, keeps everything. */
   unsigned bwd_unread_in, bwd_unread_out;
+  /* Bit k set: infer and forward read only the dtype and shape of input k
+   * (Shape), so a host fallback need not download its data. */
+  unsigned fwd_unread_in;
 } amd_op;
 
 /* The table of every op (registry.c). */

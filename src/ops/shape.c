@@ -643,7 +643,8 @@ const amd_op amd_op_Shape = {.name = "Shape",
                              .since = {1, 13, 15},
                              .parse = shape_parse,
                              .infer = shape_infer,
-                             .forward = shape_forward};
+                             .forward = shape_forward,
+                             .fwd_unread_in = 1u};
 
 /* ---------------------------------------------------------------- Gather */
 

@@ -3,7 +3,7 @@
  * table and with a random 6-bit table).
  *
  * Shapes: 1, primes, non-multiples of the tiles, the 64- and 128-row tiles,
- * long K (split-K), all four transpose combinations, leading dimensions
+ * long K (split-K), LeNet-5's small convolutions, all four transpose combinations, leading dimensions
  * padded by 3, several alpha / beta (beta == 0: C starts as NaN and must not
  * be read), strided batches with stride 0 (broadcast A or B).
  * - K = 1, every mode but acc32: every output is alpha * (0 + one product)
@@ -13,7 +13,8 @@
  *   bit patterns with Inf / NaN: the exact path).
  * - K > 1, and acc32 (cuBLAS may fuse alpha and beta into FMAs): sums may differ in order, so |gpu - cpu| <=
  * (K + 4) 2^-23 S per output, S = |alpha| sum |products| + |beta C| (products from amd_mult_product); NaN
- * must match NaN and Inf the same Inf. Exits 1 on any mismatch, 77 without a GPU. */
+ * must match NaN and Inf the same Inf. Every case runs three times: kernel picked per shape, the large
+ * tile forced, the small tile forced. Exits 1 on any mismatch, 77 without a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -162,43 +163,49 @@ int main(int argc, char **argv) {
   /* M, N, K (K = 1 first: bit-exact) */
   static const int64_t k1_shapes[][2] = {{1, 1},    {7, 1},     {1, 13},   {3, 5},
                                          {64, 128}, {129, 131}, {65, 257}, {31, 300}};
-  static const int64_t shapes[][3] = {{1, 1, 2},      {1, 1, 7},      {7, 1, 9},      {1, 13, 5},
-                                      {17, 19, 23},   {64, 128, 8},   {128, 128, 64}, {129, 131, 67},
-                                      {200, 70, 300}, {65, 257, 129}, {5, 7, 3000},   {70, 40, 2048},
-                                      {1, 1, 5000},   {2, 3, 20000},  {192, 130, 17}, {33, 65, 1000}};
+  /* the last four: LeNet-5's convolutions (forward, weight gradient) */
+  static const int64_t shapes[][3] = {{1, 1, 2},      {1, 1, 7},      {7, 1, 9},       {1, 13, 5},
+                                      {17, 19, 23},   {64, 128, 8},   {128, 128, 64},  {129, 131, 67},
+                                      {200, 70, 300}, {65, 257, 129}, {5, 7, 3000},    {70, 40, 2048},
+                                      {1, 1, 5000},   {2, 3, 20000},  {192, 130, 17},  {33, 65, 1000},
+                                      {6, 3000, 25},  {6, 25, 30000}, {16, 1200, 150}, {16, 150, 1200}};
   const float ab[][2] = {{1.0f, 0.0f}, {0.5f, -1.25f}, {-2.0f, 0.0f}, {1.0f, 1.0f}};
 
-  for (int mi = 0; mi < NMODES; mi++) {
-    if (quick && mi != AMD_MODE_ACC32 && mi != AMD_MODE_AM16 && mi != AMD_MODE_AM32 && mi != AMD_MODE_FP16 &&
-        mi != 10)
-      continue;
-    const long f0 = failures;
-    const amd_mult *mult = &mults[mi];
-    for (unsigned s = 0; s < sizeof k1_shapes / sizeof k1_shapes[0]; s++)
-      for (int set = 0; set < SET_COUNT; set++)
+  /* every case with the kernel picked per shape, then with each tile forced */
+  static const char *tile_names[] = {"auto", "large tile", "small tile"};
+  for (int tile = AMD_GEMM_TILE_AUTO; tile <= AMD_GEMM_TILE_SMALL; tile++)
+    for (int mi = 0; mi < NMODES; mi++) {
+      amd_cuda_gemm_set_tile(ctx, (amd_gemm_tile)tile);
+      if (quick && mi != AMD_MODE_ACC32 && mi != AMD_MODE_AM16 && mi != AMD_MODE_AM32 &&
+          mi != AMD_MODE_FP16 && mi != 10)
+        continue;
+      const long f0 = failures;
+      const amd_mult *mult = &mults[mi];
+      for (unsigned s = 0; s < sizeof k1_shapes / sizeof k1_shapes[0]; s++)
+        for (int set = 0; set < SET_COUNT; set++)
+          for (int t = 0; t < 4; t++) {
+            const float *x = ab[(s + set + t) % 4];
+            check(ctx, mult, names[mi], t & 1, t >> 1, k1_shapes[s][0], k1_shapes[s][1], 1, x[0], x[1], 1, 0,
+                  set);
+          }
+      for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++) {
-          const float *x = ab[(s + set + t) % 4];
-          check(ctx, mult, names[mi], t & 1, t >> 1, k1_shapes[s][0], k1_shapes[s][1], 1, x[0], x[1], 1, 0,
-                set);
+          const int set = (s + t) % 3; /* normal, range, special */
+          const float *x = ab[(s + t) % 4];
+          check(ctx, mult, names[mi], t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], x[0], x[1], 1,
+                0, set);
         }
-    for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-      for (int t = 0; t < 4; t++) {
-        const int set = (s + t) % 3; /* normal, range, special */
-        const float *x = ab[(s + t) % 4];
-        check(ctx, mult, names[mi], t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], x[0], x[1], 1, 0,
-              set);
+      /* batches: separate, A broadcast, B broadcast (K = 1 bit-exact and K > 1) */
+      for (int bc = 0; bc < 3; bc++) {
+        check(ctx, mult, names[mi], 0, 0, 33, 45, 1, 1.0f, 0.0f, 3, bc, SET_WILD);
+        check(ctx, mult, names[mi], bc & 1, 1, 70, 90, 150, 0.75f, 0.5f, 4, bc, SET_NORMAL);
+        check(ctx, mult, names[mi], 1, 0, 9, 11, 4000, 1.0f, 0.0f, 5, bc, SET_RANGE);
       }
-    /* batches: separate, A broadcast, B broadcast (K = 1 bit-exact and K > 1) */
-    for (int bc = 0; bc < 3; bc++) {
-      check(ctx, mult, names[mi], 0, 0, 33, 45, 1, 1.0f, 0.0f, 3, bc, SET_WILD);
-      check(ctx, mult, names[mi], bc & 1, 1, 70, 90, 150, 0.75f, 0.5f, 4, bc, SET_NORMAL);
-      check(ctx, mult, names[mi], 1, 0, 9, 11, 4000, 1.0f, 0.0f, 5, bc, SET_RANGE);
+      /* K = 0: C = beta * C */
+      check(ctx, mult, names[mi], 0, 0, 5, 6, 0, 1.0f, 0.5f, 2, 0, SET_NORMAL);
+      check(ctx, mult, names[mi], 0, 0, 5, 6, 0, 1.0f, 0.0f, 1, 0, SET_NORMAL);
+      printf("%-16s %-10s %s\n", names[mi], tile_names[tile], failures == f0 ? "ok" : "FAIL");
     }
-    /* K = 0: C = beta * C */
-    check(ctx, mult, names[mi], 0, 0, 5, 6, 0, 1.0f, 0.5f, 2, 0, SET_NORMAL);
-    check(ctx, mult, names[mi], 0, 0, 5, 6, 0, 1.0f, 0.0f, 1, 0, SET_NORMAL);
-    printf("%-16s %s\n", names[mi], failures == f0 ? "ok" : "FAIL");
-  }
   amd_cuda_gemm_destroy(ctx);
   for (int i = 0; i < 9; i++) amd_mult_free(&mults[i]);
   printf("%ld cases, %ld failed\n%s\n", cases, failures, failures ? "FAILED" : "PASSED");

@@ -6,7 +6,10 @@
 #    reported, `eval --device cpu` agrees within 0.5 points;
 #  - a GPU run stopped (--stop-after, with checkpoints) and resumed on the GPU
 #    ends with the same weights, byte for byte, as an uninterrupted GPU run;
-#  - am16 and fp16 (dynamic loss scaling) train on the GPU with a finite loss.
+#  - am16 and fp16 (dynamic loss scaling) train on the GPU with a finite loss;
+#  - batches assembled on the GPU (the default) and on the host (--host-batches)
+#    give byte-identical models (uint8 images and float tensors, augmented);
+#  - warm training steps make no cudaMalloc (bench: 2 and 40 steps, the same count).
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -61,6 +64,44 @@ for m in am16 fp16; do
   rc=$?
   l=$(sed -n 's/^epoch 1\/1  train loss \([0-9.]*\).*/\1/p' "$tmp/$m.log")
   [ $rc -eq 0 ] && [ -n "$l" ] && ok "--mode $m on the GPU: train loss $l" || { bad "--mode $m: exit $rc"; tail -3 "$tmp/$m.log"; }
+done
+# 5. batches assembled on the GPU (the default there) = batches assembled on the host, byte for byte:
+#    uint8 images with crop, flip and cutout, and float tensors with crop and flip
+aug=(--epochs 2 --augment crop:2,flip,cutout:6 --seed 5)
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${aug[@]}" -o "$tmp/dev.onnx" >"$tmp/dev.log" 2>&1
+rc1=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${aug[@]}" --host-batches -o "$tmp/host.onnx" >/dev/null 2>&1
+rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/dev.onnx" "$tmp/host.onnx" && ! grep -q "assembled on the host" "$tmp/dev.log"; then
+  ok "MNIST with crop, flip and cutout: batches made on the GPU give the same model as --host-batches"
+else
+  bad "GPU batches (uint8): exits $rc1 $rc2, $(cmp "$tmp/dev.onnx" "$tmp/host.onnx" 2>&1 | head -1)"; grep "assembled" "$tmp/dev.log"
+fi
+g=$models/golden/lenet5
+tens=(--data "tensors:$g/input.pb,$g/labels.pb" --batch 3 --epochs 3 --augment crop:3,flip --lr 0.05 --seed 2 --device cuda)
+"$amd" train "$models/lenet5_train.onnx" "${tens[@]}" -o "$tmp/tdev.onnx" >/dev/null 2>&1
+rc1=$?
+"$amd" train "$models/lenet5_train.onnx" "${tens[@]}" --host-batches -o "$tmp/thost.onnx" >/dev/null 2>&1
+rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/tdev.onnx" "$tmp/thost.onnx"; then
+  ok "float tensors with crop and flip: batches made on the GPU give the same model as --host-batches"
+else
+  bad "GPU batches (float): exits $rc1 $rc2, $(cmp "$tmp/tdev.onnx" "$tmp/thost.onnx" 2>&1 | head -1)"
+fi
+# 6. a warm training step makes no cudaMalloc: `bench` (5 untimed steps first) reports as many calls after
+#    40 timed steps as after 2 (LeNet-5 acc32: cuBLAS; ResNet-8 am16: the mode GEMM's split-K workspace, BN)
+for spec in "lenet5 acc32" "resnet8 am16"; do
+  set -- $spec
+  n=()
+  for steps in 2 40; do
+    n+=("$("$amd" bench "$models/${1}_train.onnx" --batch 32 --steps $steps --mode "$2" --device cuda 2>&1 |
+      sed -n 's/.*(\([0-9]*\) cudaMalloc calls).*/\1/p')")
+  done
+  if [ -n "${n[0]}" ] && [ "${n[0]}" = "${n[1]}" ]; then
+    ok "$1 $2: ${n[0]} cudaMalloc calls after 2 timed steps and after 40 (none in a warm step)"
+  else
+    bad "$1 $2: cudaMalloc calls '${n[0]:-}' after 2 steps, '${n[1]:-}' after 40"
+  fi
 done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
