@@ -31,6 +31,7 @@
 #include "../report/plot.h"
 #include "../report/profile.h"
 #include "../mult/mode_map.h"
+#include "../train/batches.h"
 #include "../train/checkpoint.h"
 #include "../train/dist.h"
 #include "../train/optim.h"
@@ -313,56 +314,6 @@ typedef struct run_state {
   char metrics[METRICS_BYTES];
 } run_state;
 
-/* Training batches assembled by the backend (its data_batch): the training
- * split's pixels copied into backend memory once; per batch the host makes
- * the plan (the random draws) and the backend writes x. */
-typedef struct device_batches {
-  const amd_backend *be; /* NULL: batches are assembled on the host */
-  void *pixels;
-  float norm[4 * 64]; /* per channel: scale, shift, inv, mean */
-  amd_batch_sample *plan;
-  amd_tensor x; /* [batch, C, H, W] in backend memory */
-} device_batches;
-
-/* Sets d up where the backend can (else leaves d->be NULL, saying why when
- * it tried and failed); -1 only on a host allocation failure. */
-static int device_batches_open(device_batches *d, const amd_backend *be, const amd_dataset *ds, int64_t batch,
-                               amd_status *st) {
-  memset(d, 0, sizeof *d);
-  const amd_data_split *tr = &ds->train;
-  if (!be->data_batch || ds->c > 64 || (!tr->u8 && !tr->f32) || tr->n == 0) return 0;
-  const size_t bytes = (size_t)(tr->n * ds->c * ds->h * ds->w) * (tr->u8 ? 1 : sizeof(float));
-  d->plan = malloc((size_t)batch * sizeof *d->plan);
-  if (!d->plan) return amd_fail(st, "out of memory");
-  amd_status why = {{0}};
-  d->x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
-  if (be->mem_alloc(&d->pixels, bytes, &why) ||
-      be->mem_from_host(d->pixels, tr->u8 ? (const void *)tr->u8 : (const void *)tr->f32, bytes, &why) ||
-      be->alloc(&d->x, &why)) {
-    fprintf(stderr, "amdnn-onnx train: batches assembled on the host (the training images do not go to %s: %s)\n",
-            be->name, why.msg);
-    if (d->pixels) be->mem_free(d->pixels);
-    free(d->plan);
-    memset(d, 0, sizeof *d);
-    return 0;
-  }
-  for (int64_t c = 0; c < ds->c; c++) {
-    float *n = d->norm + 4 * c;
-    amd_dataset_batch_norm(ds, c, &n[0], &n[1], &n[2]);
-    n[3] = ds->mean[c];
-  }
-  d->be = be;
-  return 0;
-}
-
-static void device_batches_close(device_batches *d) {
-  if (!d->be) return;
-  d->be->free(&d->x);
-  d->be->mem_free(d->pixels);
-  free(d->plan);
-  memset(d, 0, sizeof *d);
-}
-
 static void gather_buffers(run_state *r, int to_ckpt) {
   float *p = r->buffers;
   for (int i = 0; i < r->n_buffers; i++) {
@@ -585,9 +536,8 @@ int amd_cmd_train(int argc, char **argv) {
   int rc = 1;
   double prof_wall = 0; /* --profile: wall time and count of the measured steps */
   int64_t prof_steps = 0;
-  amd_tensor x = {0};
+  amd_batches data = {0}; /* the training batches */
   int64_t *y = NULL;
-  device_batches dev = {0};
   amd_dist *dist = &r.dist;
   if (amd_dist_init(dist, &st)) {
     fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
@@ -635,10 +585,13 @@ int amd_cmd_train(int argc, char **argv) {
       goto fail;
     }
   }
-  x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {c->batch, r.ds.c, r.ds.h, r.ds.w}};
   y = malloc((size_t)c->batch * sizeof *y);
-  if (!y || amd_tensor_alloc(&x, &st)) goto fail;
-  if (!c->host_batches && device_batches_open(&dev, r.t.be, &r.ds, c->batch, &st)) goto fail;
+  if (!y) {
+    amd_fail(&st, "out of memory");
+    goto fail;
+  }
+  if (amd_batches_open(&data, r.t.be, c->host_batches, &r.ds, &r.ds.train, c->batch, "amdnn-onnx train", &st))
+    goto fail;
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
   if (c->profile) amd_prof_start();
   int saved_any = c->resume;
@@ -662,21 +615,13 @@ int amd_cmd_train(int argc, char **argv) {
       int64_t own, nb; /* this rank's share of the global batch */
       amd_dist_share(dist, b, &own, &nb);
       uint64_t aug_rng = amd_dist_rng_split(dist, &r.pos.aug_rng);
-      uint64_t *rng = dist->size > 1 ? &aug_rng : &r.pos.aug_rng;
-      amd_tensor *xb = dev.be ? &dev.x : &x;
-      xb->dims[0] = nb;
-      if (dev.be) {
-        amd_dataset_batch_plan(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug, rng, dev.plan, y);
-        if (dev.be->data_batch(dev.pixels, r.ds.train.u8 != NULL, r.ds.c, r.ds.h, r.ds.w, dev.norm, dev.plan, nb,
-                               dev.x.data, &st))
-          goto fail;
-      } else {
-        amd_dataset_batch(&r.ds, &r.ds.train, r.perm + start + own, nb, &r.aug, rng, x.data, y);
-      }
+      if (amd_batches_make(&data, r.perm + start + own, nb, &r.aug, dist->size > 1 ? &aug_rng : &r.pos.aug_rng, y,
+                           &st))
+        goto fail;
       if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
       double loss;
       amd_batch_stats bs = {0};
-      if (amd_dist_step_grads(dist, &r.t, xb, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
+      if (amd_dist_step_grads(dist, &r.t, &data.x, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
                               &bs, &st))
         goto fail;
       /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
@@ -821,8 +766,7 @@ done:
     rc = 1;
   }
   amd_prof_on = 0;
-  amd_tensor_free(&x);
-  device_batches_close(&dev);
+  amd_batches_close(&data);
   free(y);
   free_state(&r);
   if (c->plot) amd_plot_release();

@@ -12,6 +12,7 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../report/profile.h"
+#include "batches.h"
 #include "optim.h"
 
 #include <math.h>
@@ -481,27 +482,23 @@ int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
 int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs,
                            int64_t *confusion, int64_t n_classes, amd_status *st) {
-  int64_t per = ds->c * ds->h * ds->w;
-  amd_tensor x = {.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
-  if (amd_tensor_alloc(&x, st)) return -1;
+  amd_batches b;
   int64_t *ids = malloc((size_t)batch * sizeof *ids), *y = malloc((size_t)batch * sizeof *y);
   int64_t *pred = malloc((size_t)batch * sizeof *pred);
-  int rc = 0;
-  if (!ids || !y || !pred) rc = amd_fail(st, "out of memory");
+  int rc = !ids || !y || !pred ? amd_fail(st, "out of memory")
+                               : amd_batches_open(&b, t->be, 0, ds, split, batch, "evaluation", st);
   for (int64_t start = 0; rc == 0 && start < n; start += batch) {
-    int64_t b = n - start < batch ? n - start : batch;
-    for (int64_t i = 0; i < b; i++) ids[i] = idx ? idx[start + i] : start + i;
-    x.dims[0] = b;
-    amd_dataset_batch(ds, split, ids, b, NULL, NULL, x.data, y);
-    rc = amd_trainer_eval(t, &x, y, bs, pred, st);
-    for (int64_t i = 0; rc == 0 && confusion && i < b; i++)
+    int64_t k = n - start < batch ? n - start : batch;
+    for (int64_t i = 0; i < k; i++) ids[i] = idx ? idx[start + i] : start + i;
+    rc = amd_batches_make(&b, ids, k, NULL, NULL, y, st);
+    if (rc == 0) rc = amd_trainer_eval(t, &b.x, y, bs, pred, st);
+    for (int64_t i = 0; rc == 0 && confusion && i < k; i++)
       if (y[i] < n_classes && pred[i] < n_classes) confusion[y[i] * n_classes + pred[i]]++;
   }
-  (void)per;
+  if (ids && y && pred) amd_batches_close(&b);
   free(ids);
   free(y);
   free(pred);
-  amd_tensor_free(&x);
   return rc;
 }
 

@@ -118,7 +118,8 @@ struct amd_dataset;
 struct amd_data_split;
 /* Evaluates n samples of split (idx: their indices, NULL = the first n) in
  * batches of `batch`, adding to bs; confusion (may be NULL) is a C x C count
- * matrix [label][prediction] for C = n_classes. */
+ * matrix [label][prediction] for C = n_classes. The batches are made where
+ * the backend can (batches.h: on the GPU, from a copy of the split). */
 int amd_trainer_eval_split(amd_trainer *t, const struct amd_dataset *ds, const struct amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion,
                            int64_t n_classes, amd_status *st);

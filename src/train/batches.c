@@ -1,0 +1,71 @@
+/* Batches of a data split for a backend (see batches.h). */
+#include "batches.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The split's pixels into backend memory; 0 on success. */
+static int upload(amd_batches *b, const amd_backend *be, amd_status *why) {
+  const amd_dataset *ds = b->ds;
+  const amd_data_split *s = b->split;
+  const size_t bytes = (size_t)(s->n * ds->c * ds->h * ds->w) * (s->u8 ? 1 : sizeof(float));
+  if (be->mem_alloc(&b->pixels, bytes, why)) return -1;
+  if (be->mem_from_host(b->pixels, s->u8 ? (const void *)s->u8 : (const void *)s->f32, bytes, why) ||
+      be->alloc(&b->x, why)) {
+    be->mem_free(b->pixels);
+    b->pixels = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int amd_batches_open(amd_batches *b, const amd_backend *be, int host_only, const amd_dataset *ds,
+                     const amd_data_split *split, int64_t batch, const char *what, amd_status *st) {
+  memset(b, 0, sizeof *b);
+  b->ds = ds;
+  b->split = split;
+  b->x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
+  if (!host_only && be->data_batch && ds->c <= 64 && (split->u8 || split->f32) && split->n > 0) {
+    b->plan = malloc((size_t)batch * sizeof *b->plan);
+    if (!b->plan) return amd_fail(st, "out of memory");
+    amd_status why = {{0}};
+    if (upload(b, be, &why) == 0) {
+      for (int64_t c = 0; c < ds->c; c++) {
+        float *n = b->norm + 4 * c;
+        amd_dataset_batch_norm(ds, c, &n[0], &n[1], &n[2]);
+        n[3] = ds->mean[c];
+      }
+      b->be = be;
+      return 0;
+    }
+    fprintf(stderr, "%s: batches assembled on the host (the images do not go to %s: %s)\n", what, be->name,
+            why.msg);
+    free(b->plan);
+    b->plan = NULL;
+  }
+  return amd_tensor_alloc(&b->x, st);
+}
+
+int amd_batches_make(amd_batches *b, const int64_t *idx, int64_t n, const amd_augment *aug, uint64_t *rng,
+                     int64_t *y, amd_status *st) {
+  b->x.dims[0] = n;
+  if (!b->be) {
+    amd_dataset_batch(b->ds, b->split, idx, n, aug, rng, b->x.data, y);
+    return 0;
+  }
+  amd_dataset_batch_plan(b->ds, b->split, idx, n, aug, rng, b->plan, y);
+  return b->be->data_batch(b->pixels, b->split->u8 != NULL, b->ds->c, b->ds->h, b->ds->w, b->norm, b->plan, n,
+                           b->x.data, st);
+}
+
+void amd_batches_close(amd_batches *b) {
+  if (b->be) {
+    b->be->free(&b->x);
+    b->be->mem_free(b->pixels);
+  } else {
+    amd_tensor_free(&b->x);
+  }
+  free(b->plan);
+  memset(b, 0, sizeof *b);
+}
