@@ -868,6 +868,27 @@ static void test_batches(void) {
   }
   CHECK(cut_ok && any_zero, "cutout squares");
 
+  /* the two-part form (what the GPU path uses): plan + fill = amd_dataset_batch, draws and pixels */
+  {
+    amd_batch_sample plan[TN];
+    int64_t y2[TN];
+    uint64_t ra = 99, rb = 99;
+    amd_dataset_batch(&ds, &ds.train, idx, TN, &all, &ra, x1, y);
+    amd_dataset_batch_plan(&ds, &ds.train, idx, TN, &all, &rb, plan, y2);
+    amd_dataset_batch_fill(&ds, &ds.train, plan, TN, x2);
+    CHECK(!memcmp(x1, x2, sizeof x1) && !memcmp(y, y2, sizeof y) && ra == rb,
+          "plan + fill = amd_dataset_batch (pixels, labels, rng state)");
+    int crops = 0, mirrors = 0, cuts = 0;
+    for (int b = 0; b < TN; b++) {
+      crops += plan[b].dy != 0 || plan[b].dx != 0;
+      mirrors += plan[b].mirror;
+      cuts += plan[b].cut_y1 > plan[b].cut_y0;
+      CHECK(plan[b].src == idx[b] && plan[b].dy >= -2 && plan[b].dy <= 2 && plan[b].dx >= -2 && plan[b].dx <= 2,
+            "plan %d: source and crop offsets", b);
+    }
+    CHECK(crops > 0 && mirrors > 0 && cuts == TN, "the plan draws crops, flips and cutouts");
+  }
+
   /* statistics helper against the slow way */
   float m2[TC], s2[TC];
   amd_data_stats_u8(&ds.train, TC, THW, m2, s2);
