@@ -45,9 +45,12 @@
  *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); the low 16 bits
  *   of x are the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy
  *   of 4^m words; lookups may conflict).
- * - MBM23 (am32): the MIT encoding with F, plus the correction
- *   d = clamp((K + ONE - S) >> 1, K/2, K), or 0 in the corner
- *   S >= 2 ONE - K/2 (K = 0xA0000, S = F(a) + F(b)).
+ * - MBM23 (am32), large tile: the significand V from one fp32 add rounded
+ *   toward zero and one integer add and max, times the operands' scales (see
+ *   compute_fast_am32); three A planes (alpha, gamma, scale) and two B planes
+ *   (beta, scale) instead of (enc, mask). Small tile: the MIT encoding with
+ *   F, plus the correction d = clamp((K + ONE - S) >> 1, K/2, K), or 0 in the
+ *   corner S >= 2 ONE - K/2 (K = 0xA0000, S = F(a) + F(b)).
  * - acc16: enc = T16(x) as a float; product = T16(a * b) (one IEEE multiply,
  *   a NaN stays a NaN). No range check (IEEE arithmetic).
  * - fp16: enc = half(x) as a float; the products are packed half multiplies
@@ -101,6 +104,11 @@ template <int MODE> struct ModeTraits {
   static constexpr bool mbm1 = MODE == AMD_MODE_AM16 || MODE == AMD_MODE_MBM14;
   static constexpr bool lut = MODE == AMD_MODE_LUT;
   static constexpr bool table = mbm1 || lut;
+  /* am32 in the large kernel: the product as a scaled significand (see the
+   * file comment), three A planes and two B planes per stage */
+  static constexpr bool scaled = MODE == AMD_MODE_AM32;
+  static constexpr int a_planes = scaled ? 3 : 2;
+  static constexpr int planes = a_planes + 2; /* per stage */
 };
 
 /* The kept fraction F' of the Mitchell-style modes. */
@@ -206,6 +214,22 @@ __device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const 
   for (int q = 0; q < R / 32; q++) {
     const int idx = tile_k<R>(kc, q) * LDS + tile_r<R>(kc, q);
     const uint32_t u = v[q];
+    if (ModeTraits<MODE>::scaled) {
+      /* planes from enc on: A alpha, gamma, scale; B beta, scale (the raw
+       * bits in the first plane on the exact path) */
+      const uint32_t f = u & AMD_PROD_FRAC, scale = u & 0xFF800000u; /* +-0 for a zero or subnormal */
+      if (!fast) {
+        enc[idx] = u;
+      } else if (IS_A) {
+        enc[idx] = __float_as_uint(__fmul_rn(__uint2float_rn(MBM23_K0 + f), 0x1p-23f)); /* exact */
+        enc[PLANE + idx] = MBM23_K1 + f;
+        enc[2 * PLANE + idx] = scale;
+      } else {
+        enc[idx] = 0x3F800000u | f;
+        enc[PLANE + idx] = scale;
+      }
+      continue;
+    }
     enc[idx] = fast ? encode<MODE, IS_A>(u, m) : u;
     if (ModeTraits<MODE>::masks) mask[idx] = (u & 0x7F800000u) ? 0xFFFFFFFFu : 0u;
   }
@@ -243,10 +267,6 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
     if (ModeTraits<MODE>::table)
 #pragma unroll
       for (int i = 0; i < 4 * MI; i++) ia[i] = (ea[i] & 0xFFFFu) | (ModeTraits<MODE>::mbm1 ? lane4 : 0u);
-    int32_t ua[4 * MI];
-    if (MODE == AMD_MODE_AM32)
-#pragma unroll
-      for (int i = 0; i < 4 * MI; i++) ua[i] = (int32_t)(MBM23_K0 + AMD_PROD_ONE - (ea[i] & AMD_PROD_FRAC));
 #pragma unroll
     for (int jh = 0; jh < 2; jh++) {
       uint32_t eb[4], mb[4];
@@ -274,21 +294,6 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
             const float p = __fmul_rn(__uint_as_float(ea[i]), __uint_as_float(eb[j]));
             ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(__float_as_uint(p) & 0xFFFF0000u));
           }
-      } else if (MODE == AMD_MODE_AM32) {
-        int32_t fb[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) fb[j] = (int32_t)(eb[j] & AMD_PROD_FRAC);
-        const int32_t lim = (int32_t)(MBM23_K0 + MBM23_K1) - (int32_t)AMD_PROD_ONE;
-#pragma unroll
-        for (int i = 0; i < 4 * MI; i++)
-#pragma unroll
-          for (int j = 0; j < 4; j++) {
-            const int32_t u = ua[i] - fb[j]; /* K + ONE - S */
-            int32_t d = min(max(u >> 1, (int32_t)MBM23_K1), (int32_t)MBM23_K0);
-            d = u > lim ? d : 0;
-            const uint32_t r = (ea[i] + eb[j] + (uint32_t)d) & ma[i] & mb[j];
-            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r));
-          }
       } else if (ModeTraits<MODE>::table) {
         uint32_t ib[4];
 #pragma unroll
@@ -312,12 +317,74 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
   }
 }
 
+/* The am32 products of one k step against 4 B columns, accumulated (see
+ * compute_fast_am32). CORNER: some pair may reach the corner of section 3. */
+template <int MI, bool CORNER>
+__device__ __forceinline__ void am32_step(const uint32_t (&al)[4 * MI], const uint32_t (&ga)[4 * MI],
+                                          const uint32_t (&sa)[4 * MI], const uint32_t (&be)[4],
+                                          const uint32_t (&sb)[4], float (&acc)[4 * MI][8], int j0) {
+#pragma unroll
+  for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      const int32_t t1 = (int32_t)__float_as_uint(__fadd_rz(__uint_as_float(al[i]), __uint_as_float(be[j])));
+      const int32_t t2 = (int32_t)(ga[i] + be[j]);
+      int32_t v = max(t2, t1);
+      if (CORNER && t2 >= 0x40800000) v = t2 - (int32_t)MBM23_K1;
+      const float r = __fmul_rn(__int_as_float(v), __uint_as_float(sb[j]));
+      acc[i][j0 + j] = __fmaf_rn(r, __uint_as_float(sa[i]), acc[i][j0 + j]);
+    }
+}
+
+/* One stage's BK steps of am32, fast path. In units of 1/ONE the product's
+ * significand (1.M, doubled by the carry) is V = max(t1, t2) outside the
+ * corner, with t1 = alpha + beta rounded toward zero (alpha = (K + F(a)) /
+ * ONE, beta = 1 + F(b) / ONE) and t2 the bits gamma + beta (gamma = K/2 +
+ * F(a)): the float 2S + K where S + K/2 >= ONE, a float below t1 otherwise;
+ * in the corner (t2 >= 4.0f) V = 2S, the bits t2 - K/2 (the CPU's
+ * KIND_MBM23X, src/gemm/gemm.c). The product is V * scale(b) * scale(a),
+ * scale = s|E<<23 as a float (+-0 for a zero or subnormal): both
+ * multiplications are exact inside the fast range, and the second is fused
+ * into the accumulation, so the sum is the fp32 add of the exact product.
+ * The corner compare runs only at the k where this warp's largest gamma and
+ * beta can reach it. */
+template <int MI>
+__device__ __forceinline__ void compute_fast_am32(const uint32_t *st, float (&acc)[4 * MI][8]) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const uint32_t *Aal = st, *Aga = st + PLANE, *Asc = st + 2 * PLANE, *Bbe = st + 3 * PLANE,
+                 *Bsc = st + 4 * PLANE;
+#pragma unroll
+  for (int k = 0; k < BK; k++) {
+    uint32_t al[4 * MI], ga[4 * MI], sa[4 * MI];
+#pragma unroll
+    for (int h = 0; h < MI; h++) {
+      lds4(Aal + k * LDS + h * 64 + ty * 4, al + 4 * h);
+      lds4(Aga + k * LDS + h * 64 + ty * 4, ga + 4 * h);
+      lds4(Asc + k * LDS + h * 64 + ty * 4, sa + 4 * h);
+    }
+    int32_t gmax = (int32_t)ga[0];
+#pragma unroll
+    for (int i = 1; i < 4 * MI; i++) gmax = max(gmax, (int32_t)ga[i]);
+#pragma unroll
+    for (int jh = 0; jh < 2; jh++) {
+      uint32_t be[4], sb[4];
+      lds4(Bbe + k * LDS + jh * 64 + tx * 4, be);
+      lds4(Bsc + k * LDS + jh * 64 + tx * 4, sb);
+      const int32_t bmax = max(max((int32_t)be[0], (int32_t)be[1]), max((int32_t)be[2], (int32_t)be[3]));
+      if (__any_sync(0xFFFFFFFFu, gmax + bmax >= 0x40800000))
+        am32_step<MI, true>(al, ga, sa, be, sb, acc, jh * 4);
+      else
+        am32_step<MI, false>(al, ga, sa, be, sb, acc, jh * 4);
+    }
+  }
+}
+
 /* One stage's BK steps, exact path (raw bits in the enc planes). */
 template <int MODE, int MI>
 __device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4 * MI][8], const uint8_t *lut,
                                               int m) {
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const uint32_t *Ae = st, *Be = st + 2 * PLANE;
+  const uint32_t *Ae = st, *Be = st + ModeTraits<MODE>::a_planes * PLANE;
 #pragma unroll 1
   for (int k = 0; k < BK; k++) {
     uint32_t a[4 * MI], b[8];
@@ -334,9 +401,10 @@ __device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4
 }
 
 /* Block-wide decision for a tile pair: reduce the exponent ranges over the
- * warps (red: this stage's 8 x 4 words). Contains a barrier. */
+ * warps (red: this stage's 8 x 4 words). Contains a barrier. scaled: am32's
+ * V * scale(b) (V < 4) must also stay finite, E(b) <= 253. */
 __device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t blo, uint32_t bhi, uint32_t sp,
-                                          uint32_t *red) {
+                                          uint32_t *red, bool scaled = false) {
   const unsigned full = 0xFFFFFFFFu;
   alo = __reduce_min_sync(full, alo);
   ahi = __reduce_max_sync(full, ahi);
@@ -361,13 +429,13 @@ __device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t b
     bhi = max(bhi, v.w & 0xFFu);
     s |= v.w >> 31;
   }
-  if (s) return false;
+  if (s || (scaled && blo <= bhi && bhi > 253u)) return false;
   if (alo > ahi || blo > bhi) return true; /* only zeros on a side */
   return alo + blo >= 128u && ahi + bhi <= 380u;
 }
 
 template <int MODE, int MI> constexpr int smem_bytes(int tab_words) {
-  return tab_words * 4 + 2 * 4 * PLANE * 4 + 2 * (NT / 32) * 4 * 4;
+  return tab_words * 4 + 2 * ModeTraits<MODE>::planes * PLANE * 4 + 2 * (NT / 32) * 4 * 4;
 }
 
 /* The mode GEMM kernel. grid: x = N tiles, y = M tiles, z = batch * splits
@@ -377,7 +445,8 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t *tabs = smem;
   uint32_t *stages = smem + p.tab_words;
-  uint32_t *red = stages + 2 * 4 * PLANE;
+  constexpr int SP = ModeTraits<MODE>::planes * PLANE, BOFF = ModeTraits<MODE>::a_planes * PLANE;
+  uint32_t *red = stages + 2 * SP;
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
   const uint32_t lane4 = (uint32_t)(tid & 31) << 2;
   const int m = p.lut_bits;
@@ -409,35 +478,38 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
         uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
         exp_range(va, alo, ahi, sp);
         exp_range(vb, blo, bhi, sp);
-        fast = tile_fast(alo, ahi, blo, bhi, sp, red);
+        fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled);
       }
       store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
-      store_tile<MODE, false, BN>(stages + 2 * PLANE, stages + 3 * PLANE, vb, kcb, fast, m);
+      store_tile<MODE, false, BN>(stages + BOFF, stages + BOFF + PLANE, vb, kcb, fast, m);
     }
     __syncthreads();
 
     for (int t = 0; t < ntiles; t++) {
-      const uint32_t *cur = stages + (t & 1) * 4 * PLANE;
-      uint32_t *nxt = stages + ((t + 1) & 1) * 4 * PLANE;
+      const uint32_t *cur = stages + (t & 1) * SP;
+      uint32_t *nxt = stages + ((t + 1) & 1) * SP;
       const bool more = t + 1 < ntiles;
       if (more) {
         const int k0 = kbeg + (t + 1) * BK;
         load_tile<BM>(A, p.lda, kca, p.M, r0, k0, kend, va);
         load_tile<BN>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
       }
-      if (fast)
-        compute_fast<MODE, MI>(cur, tabs, acc, lane4);
-      else
+      if (!fast)
         compute_exact<MODE, MI>(cur, acc, p.lut, m);
+      else if constexpr (ModeTraits<MODE>::scaled)
+        compute_fast_am32<MI>(cur, acc);
+      else
+        compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       if (more) {
         if (ModeTraits<MODE>::check) {
           uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
           exp_range(va, alo, ahi, sp);
           exp_range(vb, blo, bhi, sp);
-          fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4);
+          fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4,
+                           ModeTraits<MODE>::scaled);
         }
         store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
-        store_tile<MODE, false, BN>(nxt + 2 * PLANE, nxt + 3 * PLANE, vb, kcb, fast, m);
+        store_tile<MODE, false, BN>(nxt + BOFF, nxt + BOFF + PLANE, vb, kcb, fast, m);
       }
       __syncthreads();
     }
@@ -901,6 +973,9 @@ template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p
   const int small =
       ctx->tile == AMD_GEMM_TILE_SMALL || (ctx->tile == AMD_GEMM_TILE_AUTO && large_tile_use(p) < 0.3);
   if (small) return launch_small<MODE>(ctx, p, st);
+  /* am32's 128-row tile runs out of registers (its five planes' operands
+   * beside 64 sums): 64 rows, 1.3 to 1.4 times faster on the 128-row shapes */
+  if constexpr (ModeTraits<MODE>::scaled) return launch_mode<MODE, 1>(ctx, p, st);
   if (large_tile_rows(p) == 64) return launch_mode<MODE, 1>(ctx, p, st);
   return launch_mode<MODE, 2>(ctx, p, st);
 }
