@@ -7,7 +7,8 @@
  * first makes no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
  * memory (amd_tensor_alloc), because the ops' infer functions read them.
  * Everything is queued on one stream; copies to the host synchronise it,
- * uploads up to 8 MB do not (pinned staging, see cu_from_host). */
+ * uploads up to 8 MB do not (pinned staging, see cu_from_host), nor do the
+ * loss and the finite check of a deferred training step (xent_defer). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,9 +276,11 @@ static int cu_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
 /* ================================================================ training primitives */
 
 /* One thread per sample: loss.c's algorithm (double sums); per sample the
- * loss, the argmax and the number of logits strictly above the label's. */
+ * loss, the argmax and the number of logits strictly above the label's.
+ * guard (may be NULL): cleared where a loss is not finite. */
 __global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
-                       float scale, float *dz, double *loss, int64_t *arg_out, int64_t *above_out) {
+                       float scale, float *dz, double *loss, int64_t *arg_out, int64_t *above_out,
+                       int *guard) {
   AMD_CU_LOOP(i, n) {
     const float *zr = z + i * c;
     int64_t y = labels[i];
@@ -291,6 +294,7 @@ __global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t
     for (int64_t j = 0; j < c; j++) sum_logp += (double)zr[j] - mx - log_sum;
     double logp_y = (double)zr[y] - mx - log_sum;
     loss[i] = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
+    if (guard && !isfinite(loss[i])) *guard = 0;
     if (dz)
       for (int64_t j = 0; j < c; j++) {
         double p = exp((double)zr[j] - mx - log_sum);
@@ -305,6 +309,46 @@ __global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t
   }
 }
 
+/* Per-sample results of k_xent, as they lie in device memory after the
+ * labels and as they are copied to the host: argmax, rank, loss. */
+static size_t xent_result_bytes(int64_t n) { return (size_t)n * (2 * sizeof(int64_t) + sizeof(double)); }
+
+/* Uploads the labels and launches k_xent into a new device buffer [labels |
+ * results] (*buf, the caller frees it). */
+static int xent_launch(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                       float scale, float *dz, int *guard, void **buf, amd_status *st) {
+  if (amd_cu_malloc(buf, (size_t)n * sizeof(int64_t) + xent_result_bytes(n), st)) return -1;
+  int64_t *dlab = (int64_t *)*buf, *darg = dlab + n, *dabove = darg + n;
+  double *dloss = (double *)(dabove + n);
+  if (cu_from_host(dlab, labels, (size_t)n * sizeof(int64_t), st)) return -1;
+  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg,
+                                                           dabove, guard);
+  AMD_CUDA_CHECK_LAUNCH("k_xent", st);
+  return 0;
+}
+
+/* The host's part of softmax_xent from the results copied back: the sums in
+ * sample order (loss.c's), the statistics and the predictions. */
+static double xent_sums(const char *results, const int64_t *labels, int64_t n, int64_t *pred,
+                        amd_batch_stats *bs) {
+  const int64_t *harg = (const int64_t *)results, *habove = harg + n;
+  const double *hloss = (const double *)(habove + n);
+  double total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    total += hloss[i];
+    if (bs) {
+      bs->top1 += harg[i] == labels[i];
+      bs->top5 += habove[i] < 5;
+    }
+    if (pred) pred[i] = harg[i];
+  }
+  if (bs) {
+    bs->loss_sum += total;
+    bs->n += n;
+  }
+  return total / (double)n;
+}
+
 static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
                            float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
                            amd_status *st) {
@@ -312,53 +356,120 @@ static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int
     *mean = 0;
     return 0;
   }
-  /* one device buffer: labels in, per-sample loss / argmax / rank out */
-  size_t bytes = (size_t)n * (sizeof(int64_t) * 3 + sizeof(double));
   void *buf = NULL;
-  if (amd_cu_malloc(&buf, bytes, st)) return -1;
-  int64_t *dlab = (int64_t *)buf, *darg = dlab + n, *dabove = darg + n;
-  double *dloss = (double *)(dabove + n);
-  char *host = (char *)malloc(bytes);
-  int rc = -1;
-  if (!host) {
-    amd_fail(st, "out of memory");
-    goto done;
-  }
-  if (cu_from_host(dlab, labels, (size_t)n * sizeof(int64_t), st)) goto done;
-  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg,
-                                                           dabove);
-  if (cudaGetLastError() != cudaSuccess) {
-    amd_fail(st, "CUDA error launching k_xent");
-    goto done;
-  }
-  if (cu_to_host(host, buf, bytes, st)) goto done;
-  {
-    const int64_t *harg = (const int64_t *)host + n, *habove = harg + n;
-    const double *hloss = (const double *)(habove + n);
-    double total = 0;
-    for (int64_t i = 0; i < n; i++) {
-      total += hloss[i];
-      if (bs) {
-        bs->top1 += harg[i] == labels[i];
-        bs->top5 += habove[i] < 5;
-      }
-      if (pred) pred[i] = harg[i];
-    }
-    if (bs) {
-      bs->loss_sum += total;
-      bs->n += n;
-    }
-    *mean = total / (double)n;
-  }
-  rc = 0;
-done:
+  char *host = (char *)malloc(xent_result_bytes(n));
+  int rc = !host ? amd_fail(st, "out of memory")
+                 : xent_launch(z, labels, n, c, smoothing, scale, dz, NULL, &buf, st);
+  if (rc == 0) rc = cu_to_host(host, (int64_t *)buf + n, xent_result_bytes(n), st);
+  if (rc == 0) *mean = xent_sums(host, labels, n, pred, bs);
   free(host);
   amd_cu_free(buf);
   return rc;
 }
 
+/* Training steps that do not wait (backend.h, xent_defer): per slot a pinned
+ * host record that the step's results and the guard are copied into, the
+ * labels it is scored against, and the event after its last copy. */
+static struct {
+  int *guard;      /* device: 1 until a deferred step's loss or gradient is not finite */
+  char *pinned;    /* AMD_STEP_SLOTS records of slot_bytes: results, then the guard */
+  int64_t *labels; /* AMD_STEP_SLOTS x cap */
+  size_t slot_bytes;
+  int64_t cap; /* samples per slot */
+  int64_t n[AMD_STEP_SLOTS];
+  cudaEvent_t done[AMD_STEP_SLOTS];
+  int events;
+} steps;
+
+static void steps_close(void) {
+  cudaFree(steps.guard);
+  cudaFreeHost(steps.pinned);
+  free(steps.labels);
+  for (int i = 0; i < steps.events; i++) cudaEventDestroy(steps.done[i]);
+  memset(&steps, 0, sizeof steps);
+}
+
+__global__ void k_set_guard(int *guard) { *guard = 1; }
+
+static int cu_guard_reset(amd_status *st) {
+  if (!steps.guard) AMD_CUDA_CHECK(cudaMalloc((void **)&steps.guard, sizeof(int)), st);
+  for (; steps.events < AMD_STEP_SLOTS; steps.events++)
+    AMD_CUDA_CHECK(cudaEventCreateWithFlags(&steps.done[steps.events], cudaEventDisableTiming), st);
+  k_set_guard<<<1, 1, 0, amd_cu.stream>>>(steps.guard);
+  AMD_CUDA_CHECK_LAUNCH("k_set_guard", st);
+  return 0;
+}
+
+/* Room for n samples per slot. Growing waits for the steps in flight and
+ * moves their records (a slot's record does not depend on the capacity). */
+static int steps_reserve(int64_t n, amd_status *st) {
+  if (n <= steps.cap) return 0;
+  const size_t bytes = (xent_result_bytes(n) + sizeof(int) + 15) & ~(size_t)15;
+  int64_t *labels = (int64_t *)malloc((size_t)AMD_STEP_SLOTS * (size_t)n * sizeof(int64_t));
+  char *pinned = NULL;
+  if (!labels) return amd_fail(st, "out of memory");
+  cudaError_t e = cudaStreamSynchronize(amd_cu.stream);
+  if (e == cudaSuccess) e = cudaHostAlloc((void **)&pinned, AMD_STEP_SLOTS * bytes, cudaHostAllocDefault);
+  if (e != cudaSuccess) {
+    free(labels);
+    return amd_fail(st, "CUDA error %s making room for the loss of %lld samples", cudaGetErrorName(e),
+                    (long long)n);
+  }
+  for (int i = 0; steps.cap && i < AMD_STEP_SLOTS; i++) {
+    memcpy(pinned + (size_t)i * bytes, steps.pinned + (size_t)i * steps.slot_bytes, steps.slot_bytes);
+    memcpy(labels + (size_t)i * n, steps.labels + (size_t)i * steps.cap, (size_t)steps.cap * sizeof(int64_t));
+  }
+  cudaFreeHost(steps.pinned);
+  free(steps.labels);
+  steps.pinned = pinned;
+  steps.labels = labels;
+  steps.slot_bytes = bytes;
+  steps.cap = n;
+  return 0;
+}
+
+static int cu_xent_defer(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                         float *dz, int slot, amd_status *st) {
+  if (!steps.guard || slot < 0 || slot >= AMD_STEP_SLOTS)
+    return amd_fail(st, "xent_defer: no guard_reset before, or slot %d out of range", slot);
+  if (steps_reserve(n, st)) return -1;
+  /* the slot's previous step has been collected: its record is free */
+  memcpy(steps.labels + (size_t)slot * steps.cap, labels, (size_t)n * sizeof(int64_t));
+  steps.n[slot] = n;
+  if (n <= 0) return 0;
+  void *buf = NULL;
+  int rc = xent_launch(z, labels, n, c, smoothing, 1.0f, dz, steps.guard, &buf, st);
+  if (rc == 0 && cudaMemcpyAsync(steps.pinned + (size_t)slot * steps.slot_bytes, (int64_t *)buf + n,
+                                 xent_result_bytes(n), cudaMemcpyDeviceToHost, amd_cu.stream) != cudaSuccess)
+    rc = amd_fail(st, "CUDA error copying the loss of a step");
+  amd_cu_free(buf); /* later users of the block queue behind the copy */
+  return rc;
+}
+
 __global__ void k_finite(const float *p, int64_t n, int *ok) {
   AMD_CU_LOOP(i, n) if (!isfinite(p[i])) *ok = 0;
+}
+
+static int cu_step_end(const float *g, int64_t n, int slot, amd_status *st) {
+  if (n > 0) {
+    k_finite<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(g, n, steps.guard);
+    AMD_CUDA_CHECK_LAUNCH("k_finite", st);
+  }
+  char *rec = steps.pinned + (size_t)slot * steps.slot_bytes;
+  AMD_CUDA_CHECK(cudaMemcpyAsync(rec + xent_result_bytes(steps.n[slot]), steps.guard, sizeof(int),
+                                 cudaMemcpyDeviceToHost, amd_cu.stream),
+                 st);
+  AMD_CUDA_CHECK(cudaEventRecord(steps.done[slot], amd_cu.stream), st);
+  return 0;
+}
+
+static int cu_step_collect(int slot, amd_batch_stats *bs, double *mean, int *ok, amd_status *st) {
+  AMD_CUDA_CHECK(cudaEventSynchronize(steps.done[slot]), st);
+  const char *rec = steps.pinned + (size_t)slot * steps.slot_bytes;
+  const int64_t n = steps.n[slot];
+  *mean = n > 0 ? xent_sums(rec, steps.labels + (size_t)slot * steps.cap, n, NULL, bs) : 0;
+  memcpy(ok, rec + xent_result_bytes(n), sizeof(int));
+  return 0;
 }
 
 static int cu_all_finite(const float *p, int64_t n, int *ok, amd_status *st) {
@@ -394,7 +505,8 @@ __device__ __forceinline__ float opt_fma(int fused, float a, float b, float c) {
 /* The fused optimizer: optim.c's loops (SGD / Adam / AdamW / RMSprop with
  * their options) in one kernel; the flags are uniform across threads. */
 __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_optim_coeffs c, float *p,
-                        const float *g, float *s1, float *s2, int64_t n) {
+                        const float *g, float *s1, float *s2, int64_t n, const int *guard) {
+  if (guard && !*guard) return; /* a deferred step's loss or gradient was not finite */
   AMD_CU_LOOP(i, n) {
     float d = g[i];
     switch (kind) {
@@ -439,8 +551,9 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
 }
 
 static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                         int64_t n, amd_status *st) {
+                         int64_t n, int guarded, amd_status *st) {
   if (n <= 0) return 0;
+  if (guarded && !steps.guard) return amd_fail(st, "optim_step: guarded without guard_reset");
   amd_optim_coeffs c;
   amd_optim_get_coeffs(o, lr, t, &c);
   int wd = o->weight_decay != 0, mom = 0, nesterov = 0;
@@ -461,7 +574,7 @@ static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, con
   }
   if (amd_optim_state_blocks(o) > 0 && !state) return amd_fail(st, "optimizer state missing");
   k_optim<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>((int)o->kind, wd, mom, nesterov, amd_optim_fused_fma,
-                                                       c, p, g, s1, s2, n);
+                                                       c, p, g, s1, s2, n, guarded ? steps.guard : NULL);
   AMD_CUDA_CHECK_LAUNCH("k_optim", st);
   return 0;
 }
@@ -510,7 +623,8 @@ static int cu_data_batch(const void *pixels, int is_u8, int64_t c, int64_t h, in
     const amd_batch_sample *dplan = (const amd_batch_sample *)dev;
     const float *dnorm = (const float *)((const char *)dev + plan_bytes);
     k_data_batch<<<amd_cu_blocks(n * c * h * w), 256, 0, amd_cu.stream>>>(
-        is_u8 ? (const uint8_t *)pixels : NULL, is_u8 ? NULL : (const float *)pixels, c, h, w, dnorm, dplan, n, x);
+        is_u8 ? (const uint8_t *)pixels : NULL, is_u8 ? NULL : (const float *)pixels, c, h, w, dnorm, dplan,
+        n, x);
     if (cudaGetLastError() != cudaSuccess) rc = amd_fail(st, "CUDA error launching k_data_batch");
   }
   amd_cu_free(dev); /* later users of the block are queued after the kernel */
@@ -538,6 +652,10 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* all_finite */ cu_all_finite,
     /* scale */ cu_scale,
     /* optim_step */ cu_optim_step,
+    /* xent_defer */ cu_xent_defer,
+    /* step_end */ cu_step_end,
+    /* step_collect */ cu_step_collect,
+    /* guard_reset */ cu_guard_reset,
     /* data_batch */ cu_data_batch,
 };
 
@@ -616,6 +734,7 @@ extern "C" void amd_cuda_backend_close(void) {
   }
   cudaStreamSynchronize(amd_cu.stream);
   staging_close();
+  steps_close();
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
   for (int i = 0; i < AMD_CU_WS_COUNT; i++) cudaFree(workspaces[i].p);
   memset(workspaces, 0, sizeof workspaces);

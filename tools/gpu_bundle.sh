@@ -12,7 +12,8 @@ set -eu
 build=$1 idx=$2 out=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/dist" "$out/tools" "$out/data"
+mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/dist" "$out/tests/faults" "$out/tools" \
+  "$out/data"
 ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
@@ -27,6 +28,7 @@ ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { pr
 # models/ travels with the checkout: run_all.sh reads ../models
 cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
 cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
+cp "$src"/tests/faults/*.sh "$src"/tests/faults/*.py "$out/tests/faults/"
 cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"
 cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"

@@ -164,7 +164,7 @@ int amd_cmd_bench(int argc, char **argv) {
       if (amd_trainer_eval(&t, &x, labels, &bs, NULL, &st)) goto fail; /* reads the loss back: synchronises */
       loss = bs.loss_sum / (double)batch;
     } else if (amd_trainer_step_grads(&t, &x, labels, 0.0f, 1.0f, &loss, NULL, &st) ||
-               amd_trainer_optim_step(&t, &opt, 0.01, s + 1, opt_state, t.n_floats, &st) ||
+               amd_trainer_optim_step(&t, &opt, 0.01, s + 1, opt_state, t.n_floats, 0, &st) ||
                amd_trainer_update_stats(&t, &st)) {
       goto fail;
     }

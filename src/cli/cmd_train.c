@@ -62,6 +62,11 @@ static const char usage[] =
     "                         (default there: the training images are copied to the\n"
     "                         GPU once and each batch is cropped, flipped and\n"
     "                         normalised by a kernel; the batches are the same)\n"
+    "  --sync-steps           on a GPU, wait for each step's loss before queuing the\n"
+    "                         next (default there: the host queues a step while the\n"
+    "                         GPU runs the one before, and a step whose loss or\n"
+    "                         gradients are not finite changes nothing; the same\n"
+    "                         results; fp16 and several ranks always wait)\n"
     "optimisation:\n"
     "  --epochs N             (default 10)\n"
     "  --batch N              (default 128)\n"
@@ -126,7 +131,7 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches;
+  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps;
   int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
@@ -262,6 +267,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (!strcmp(a, "--nesterov")) c->nesterov = 1;
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
     else if (!strcmp(a, "--host-batches")) c->host_batches = 1;
+    else if (!strcmp(a, "--sync-steps")) c->sync_steps = 1;
     else if (!strcmp(a, "--resume")) c->resume = 1;
     else if (!strcmp(a, "--reinit")) c->reinit = 1;
     else if (!strcmp(a, "--sync-bn")) c->sync_bn = 1;
@@ -436,6 +442,44 @@ static void progress_clear(int tty) {
   if (tty) fprintf(stderr, "\r%*s\r", 100, "");
 }
 
+/* A training step queued without waiting for its loss (see --sync-steps):
+ * where it was, to add its sums or name it when it went wrong. */
+typedef struct queued_step {
+  int active, slot;
+  int64_t epoch, batch, step, b; /* step: optimizer steps before it; b: its global batch */
+} queued_step;
+
+/* Reports a step whose loss or gradients are not finite; the caller stops
+ * with exit status 4 before the step's update. */
+static void report_bad_step(const run_state *r, int64_t epoch, int64_t batch, int64_t step, double loss, int finite,
+                            int saved_any) {
+  fprintf(stderr, "amdnn-onnx train: the %s at epoch %lld, batch %lld (step %lld); stopping before the step%s\n",
+          isfinite(loss) && !finite ? "gradients overflowed" : isnan(loss) ? "loss became NaN" : "loss became Inf",
+          (long long)epoch + 1, (long long)batch + 1, (long long)step + 1,
+          !r->cfg.ckpt_dir || !saved_any
+              ? ""
+              : ": the checkpoints are intact (if a resume fails again, move the newest away to use the one before)");
+}
+
+/* Waits for a queued step: adds its loss and counts to the epoch's sums;
+ * 4 (reported) where its loss or gradients were not finite; -1 on error. */
+static int finish_queued(run_state *r, queued_step *q, int saved_any, amd_status *st) {
+  if (!q->active) return 0;
+  q->active = 0;
+  double loss;
+  int finite;
+  amd_batch_stats bs = {0};
+  if (amd_trainer_step_collect(&r->t, q->slot, &loss, &bs, &finite, st)) return -1;
+  if (!isfinite(loss) || !finite) {
+    report_bad_step(r, q->epoch, q->batch, q->step, loss, finite, saved_any);
+    return 4;
+  }
+  r->pos.seen += q->b;
+  r->pos.loss_sum += bs.loss_sum;
+  r->pos.top1 += bs.top1;
+  return 0;
+}
+
 static int setup(run_state *r, amd_status *st) {
   train_cfg *c = &r->cfg;
   if (amd_optim_init(c->optimizer, &r->opt, st)) return -1;
@@ -595,6 +639,13 @@ int amd_cmd_train(int argc, char **argv) {
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
   if (c->profile) amd_prof_start();
   int saved_any = c->resume;
+  /* steps that do not wait for their loss: one backend rank without loss scaling */
+  const int defer = !c->sync_steps && amd_trainer_can_defer(&r.t) && dist->size == 1 && !dist->reduce_alone &&
+                    r.pos.loss_scale == 1.0;
+  queued_step queued = {0};
+  int64_t n_queued = 0;
+  int unfinished = 0; /* finish_queued's result: 4 (a step went wrong, reported) or -1 */
+  if (defer && amd_trainer_guard_reset(&r.t, &st)) goto fail;
   /* the rate of the last step taken (a run resumed at an epoch's end reports it too) */
   double lr = r.pos.step ? amd_schedule_lr(&r.sched, r.pos.step - 1, batches, total_steps) : 0;
   for (; r.pos.epoch < c->epochs; r.pos.epoch++) {
@@ -619,52 +670,61 @@ int amd_cmd_train(int argc, char **argv) {
                            &st))
         goto fail;
       if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
-      double loss;
-      amd_batch_stats bs = {0};
-      if (amd_dist_step_grads(dist, &r.t, &data.x, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
-                              &bs, &st))
-        goto fail;
-      /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
-      int finite = 1;
-      if ((p->loss_scale != 1.0 || isfinite(loss)) && amd_trainer_grads_finite(&r.t, &finite, &st)) goto fail;
-      int bad_grads = p->loss_scale == 1.0 && isfinite(loss) && !finite;
-      if (!isfinite(loss) || bad_grads) {
-        fprintf(stderr,
-                "amdnn-onnx train: the %s at epoch %lld, batch %lld (step %lld); stopping before the step%s\n",
-                bad_grads ? "gradients overflowed" : isnan(loss) ? "loss became NaN" : "loss became Inf",
-                (long long)p->epoch + 1, (long long)p->batch + 1, (long long)p->step + 1,
-                !c->ckpt_dir || !saved_any ? ""
-                : ": the checkpoints are intact (if a resume fails again, move the newest away to use the one before)");
-        rc = 4;
-        goto done;
-      }
-      lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
-      if (p->loss_scale != 1.0 && !finite) {
-        /* an overflowing product: skip the step, halve the scale */
-        p->loss_scale = p->loss_scale > 1.0 ? p->loss_scale * 0.5 : 1.0;
-        p->scale_good = 0;
-        p->skipped++;
-      } else {
-        if (p->loss_scale != 1.0) {
-          if (amd_trainer_scale_grads(&r.t, (float)(1.0 / p->loss_scale), &st)) goto fail;
-          if (++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
-        }
+      if (defer) {
+        /* queue this step, then finish the one before (done or nearly by now) */
+        const queued_step q = {1, (int)(n_queued++ % AMD_STEP_SLOTS), p->epoch, p->batch, p->step, b};
+        if (amd_trainer_step_deferred(&r.t, &data.x, y, c->smoothing, q.slot, &st)) goto fail;
+        lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
         p->step++;
         double t_opt = now_s();
-        if (amd_trainer_optim_step(&r.t, &r.opt, lr, p->step, r.opt_state, r.n_opt, &st) ||
+        if (amd_trainer_optim_step(&r.t, &r.opt, lr, p->step, r.opt_state, r.n_opt, 1, &st) ||
             amd_trainer_update_stats(&r.t, &st))
           goto fail;
-        if (amd_dist_sync_stats(dist, &r.t, &st)) goto fail;
         if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
+        if ((unfinished = finish_queued(&r, &queued, saved_any, &st))) goto unfinished;
+        queued = q;
+      } else {
+        double loss;
+        amd_batch_stats bs = {0};
+        if (amd_dist_step_grads(dist, &r.t, &data.x, y, nb, b, c->smoothing, (float)p->loss_scale, p->step, &loss,
+                                &bs, &st))
+          goto fail;
+        /* a NaN/Inf loss, or (without loss scaling, which handles it) an overflowing gradient */
+        int finite = 1;
+        if ((p->loss_scale != 1.0 || isfinite(loss)) && amd_trainer_grads_finite(&r.t, &finite, &st)) goto fail;
+        if (!isfinite(loss) || (p->loss_scale == 1.0 && !finite)) {
+          report_bad_step(&r, p->epoch, p->batch, p->step, loss, finite, saved_any);
+          rc = 4;
+          goto done;
+        }
+        lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
+        if (p->loss_scale != 1.0 && !finite) {
+          /* an overflowing product: skip the step, halve the scale */
+          p->loss_scale = p->loss_scale > 1.0 ? p->loss_scale * 0.5 : 1.0;
+          p->scale_good = 0;
+          p->skipped++;
+        } else {
+          if (p->loss_scale != 1.0) {
+            if (amd_trainer_scale_grads(&r.t, (float)(1.0 / p->loss_scale), &st)) goto fail;
+            if (++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
+          }
+          p->step++;
+          double t_opt = now_s();
+          if (amd_trainer_optim_step(&r.t, &r.opt, lr, p->step, r.opt_state, r.n_opt, 0, &st) ||
+              amd_trainer_update_stats(&r.t, &st))
+            goto fail;
+          if (amd_dist_sync_stats(dist, &r.t, &st)) goto fail;
+          if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
+        }
+        p->seen += b;
+        p->loss_sum += bs.loss_sum;
+        p->top1 += bs.top1;
       }
       if (amd_prof_on) {
         prof_wall += now_s() - t0;
         prof_steps++;
         amd_prof_on = 0;
       }
-      p->seen += b;
-      p->loss_sum += bs.loss_sum;
-      p->top1 += bs.top1;
       double dt = now_s() - t0;
       p->train_seconds += dt;
       step_avg = step_avg ? 0.9 * step_avg + 0.1 * dt : dt;
@@ -681,6 +741,8 @@ int amd_cmd_train(int argc, char **argv) {
       int periodic = c->ckpt_dir && ((c->ckpt_minutes > 0 && now_s() - last_ckpt > 60.0 * c->ckpt_minutes) ||
                                      (c->ckpt_steps && p->step % c->ckpt_steps == 0));
       if (sig || out_of_time || periodic) {
+        /* a checkpoint holds finished steps */
+        if ((unfinished = finish_queued(&r, &queued, saved_any, &st))) goto unfinished;
         p->batch++; /* this batch is done */
         if (c->ckpt_dir) {
           if (save_checkpoint(&r, &st)) goto fail;
@@ -703,6 +765,9 @@ int amd_cmd_train(int argc, char **argv) {
         }
       }
     }
+    double t_last = now_s(); /* the epoch's last step, counted in its training time */
+    if ((unfinished = finish_queued(&r, &queued, saved_any, &st))) goto unfinished;
+    p->train_seconds += now_s() - t_last;
     progress_clear(tty);
     /* end of epoch: evaluate, report, checkpoint */
     double train_s = p->train_seconds - train_time_at_start;
@@ -756,6 +821,11 @@ int amd_cmd_train(int argc, char **argv) {
   amd_cli_device_memory_note("train", r.t.be);
   rc = 0;
   goto done;
+unfinished:
+  if (unfinished > 0) {
+    rc = unfinished;
+    goto done;
+  }
 fail:
   amd_dist_fail(dist, "amdnn-onnx train", st.msg);
   rc = 1;

@@ -28,6 +28,8 @@ struct amd_optim;
 struct amd_batch_stats;
 struct amd_batch_sample;
 
+#define AMD_STEP_SLOTS 2 /* training steps in flight (xent_defer) */
+
 typedef struct amd_backend {
   const char *name;
   int device; /* the device tag of the float tensors it allocates */
@@ -56,9 +58,24 @@ typedef struct amd_backend {
                       amd_status *st);
   int (*all_finite)(const float *p, int64_t n, int *ok, amd_status *st);
   int (*scale)(float *p, int64_t n, float f, amd_status *st);
-  /* One optimizer step exactly as amd_optim_step (optim.c). */
+  /* One optimizer step exactly as amd_optim_step (optim.c); guarded (only
+   * where step_end exists): nothing changes once the step guard is cleared. */
   int (*optim_step)(const struct amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                    int64_t n, amd_status *st);
+                    int64_t n, int guarded, amd_status *st);
+  /* Optional (NULL: every training step waits for its loss). Steps that do
+   * not wait, so that the host queues the next one while the device works:
+   * xent_defer is softmax_xent (scale 1, dz required) whose sums stay in step
+   * slot `slot`; step_end(g, n, slot) ends the step: where one of its losses
+   * or of the n gradients g is not finite it clears the step guard, which
+   * optim_step(guarded) honours in that step and every later one until
+   * guard_reset; step_collect(slot) waits for that step and gives what
+   * softmax_xent and all_finite would have (bs, *mean, *ok). Slots 0 ..
+   * AMD_STEP_SLOTS - 1, one per step in flight. */
+  int (*xent_defer)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float *dz,
+                    int slot, amd_status *st);
+  int (*step_end)(const float *g, int64_t n, int slot, amd_status *st);
+  int (*step_collect)(int slot, struct amd_batch_stats *bs, double *mean, int *ok, amd_status *st);
+  int (*guard_reset)(amd_status *st);
   /* Optional (NULL: the host assembles batches). x [n, c, h, w] in backend
    * memory from the host plan (dataset.h amd_dataset_batch_plan), exactly as
    * amd_dataset_batch_fill: pixels is a copy of the split in backend memory

@@ -68,7 +68,8 @@ static int cpu_scale(float *p, int64_t n, float f, amd_status *st) {
 }
 
 static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                          int64_t n, amd_status *st) {
+                          int64_t n, int guarded, amd_status *st) {
+  (void)guarded; /* no step_end: never a guard */
   (void)st;
   amd_optim_step(o, lr, t, p, g, state, n);
   return 0;
@@ -94,4 +95,5 @@ const amd_backend amd_backend_cpu = {
     .scale = cpu_scale,
     .optim_step = cpu_optim_step,
     .data_batch = NULL, /* amd_dataset_batch writes host memory directly */
+    .xent_defer = NULL, /* nothing to overlap: every step has its loss at once */
 };

@@ -341,7 +341,7 @@ int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_op
 }
 
 int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_t step, float *opt_state,
-                           int64_t n_opt, amd_status *st) {
+                           int64_t n_opt, int guarded, amd_status *st) {
   const amd_backend *be = t->be;
   float *state = opt_state;
   if (be->device != AMD_DEVICE_CPU) {
@@ -351,7 +351,7 @@ int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_
     }
     state = t->bopt;
   }
-  return be->optim_step(o, lr, step, t->bparams, t->bgrads, state, t->n_floats, st);
+  return be->optim_step(o, lr, step, t->bparams, t->bgrads, state, t->n_floats, guarded, st);
 }
 
 /* Logits [N, C, 1...] -> N and C. */
@@ -374,8 +374,9 @@ static int check_labels(const int64_t *labels, int64_t n, int64_t c, amd_status 
   return 0;
 }
 
-int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
-                           float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
+/* amd_trainer_step_grads, or with slot >= 0 amd_trainer_step_deferred. */
+static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                      float loss_scale, int slot, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
   const amd_backend *be = t->be;
   if (be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) return -1;
@@ -391,7 +392,10 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
   double t0 = AMD_PROF_T0;
-  if (be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st)) return -1;
+  if (slot >= 0
+          ? be->xent_defer(z->data, labels, n, c, smoothing, dz->data, slot, st)
+          : be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st))
+    return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
 
   uint64_t rng_after = t->ctx.rng;
@@ -437,6 +441,26 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   t->ctx.rng = rng_after;
   if (t->backward_progress && t->backward_progress(t->progress_user, -1, st)) return -1;
   return 0;
+}
+
+int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                           float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
+  return step_grads(t, x, labels, smoothing, loss_scale, -1, loss, bs, st);
+}
+
+int amd_trainer_can_defer(const amd_trainer *t) { return t->be->xent_defer != NULL; }
+
+int amd_trainer_guard_reset(amd_trainer *t, amd_status *st) { return t->be->guard_reset(st); }
+
+int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                              int slot, amd_status *st) {
+  if (step_grads(t, x, labels, smoothing, 1.0f, slot, NULL, NULL, st)) return -1;
+  return t->be->step_end(t->bgrads, t->n_floats, slot, st);
+}
+
+int amd_trainer_step_collect(amd_trainer *t, int slot, double *loss, amd_batch_stats *bs, int *finite,
+                             amd_status *st) {
+  return t->be->step_collect(slot, bs, loss, finite, st);
 }
 
 int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {

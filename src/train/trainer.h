@@ -81,9 +81,10 @@ int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_s
 int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_opt, amd_status *st);
 /* One optimizer step over the blocks; opt_state is the host state of n_opt
  * floats (used directly on the CPU; device backends keep their own copy,
- * synchronised by the functions above). */
+ * synchronised by the functions above). guarded: after deferred steps, no
+ * change once the step guard is cleared (see amd_trainer_step_deferred). */
 int amd_trainer_optim_step(amd_trainer *t, const struct amd_optim *o, double lr, int64_t step, float *opt_state,
-                           int64_t n_opt, amd_status *st);
+                           int64_t n_opt, int guarded, amd_status *st);
 void amd_trainer_free(amd_trainer *t);
 
 /* Forward + loss + backward on one batch x with labels; grads are overwritten
@@ -92,6 +93,20 @@ void amd_trainer_free(amd_trainer *t);
  * here: the caller decides). */
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st);
+/* Steps that do not wait for their loss (backends with xent_defer, see
+ * backend.h), so that the host queues the next step while the device runs
+ * this one: amd_trainer_step_deferred is amd_trainer_step_grads (loss scale
+ * 1) with its results kept in slot (0 .. AMD_STEP_SLOTS - 1) and the step
+ * guard cleared where a loss or gradient is not finite; a guarded optimizer
+ * step then changes nothing, in that step and every later one until
+ * amd_trainer_guard_reset. amd_trainer_step_collect waits for the step of
+ * slot and gives its mean loss, sums and *finite (loss and gradients). */
+int amd_trainer_can_defer(const amd_trainer *t);
+int amd_trainer_guard_reset(amd_trainer *t, amd_status *st);
+int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing, int slot,
+                              amd_status *st);
+int amd_trainer_step_collect(amd_trainer *t, int slot, double *loss, amd_batch_stats *bs, int *finite,
+                             amd_status *st);
 /* *ok = 1 if every gradient is finite. */
 int amd_trainer_grads_finite(amd_trainer *t, int *ok, amd_status *st);
 /* Multiplies every gradient by f. */

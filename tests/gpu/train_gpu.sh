@@ -9,7 +9,9 @@
 #  - am16 and fp16 (dynamic loss scaling) train on the GPU with a finite loss;
 #  - batches assembled on the GPU (the default) and on the host (--host-batches)
 #    give byte-identical models (uint8 images and float tensors, augmented);
-#  - warm training steps make no cudaMalloc (bench: 2 and 40 steps, the same count).
+#  - warm training steps make no cudaMalloc (bench: 2 and 40 steps, the same count);
+#  - steps queued without waiting for their loss (the default) and --sync-steps
+#    give byte-identical models and the same printed losses and accuracies.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -103,5 +105,16 @@ for spec in "lenet5 acc32" "resnet8 am16"; do
     bad "$1 $2: cudaMalloc calls '${n[0]:-}' after 2 steps, '${n[1]:-}' after 40"
   fi
 done
+# 7. deferred steps (the default on a GPU) = --sync-steps: the model and every epoch line but the speed
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${aug[@]}" --sync-steps -o "$tmp/sync.onnx" >"$tmp/sync.log" 2>&1
+rc=$?
+lines() { grep '^epoch' "$1" | sed 's/  [0-9]* img\/s .*//'; }
+if [ $rc -eq 0 ] && cmp -s "$tmp/dev.onnx" "$tmp/sync.onnx" && [ -n "$(lines "$tmp/sync.log")" ] &&
+  [ "$(lines "$tmp/dev.log")" = "$(lines "$tmp/sync.log")" ]; then
+  ok "steps that do not wait for their loss = --sync-steps: the same model and epoch lines ($(lines "$tmp/sync.log" | tail -1))"
+else
+  bad "deferred steps vs --sync-steps: exit $rc, $(cmp "$tmp/dev.onnx" "$tmp/sync.onnx" 2>&1 | head -1)"
+  diff <(lines "$tmp/dev.log") <(lines "$tmp/sync.log")
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
