@@ -40,7 +40,12 @@
  *   of x (the sum of the operands' low 16 bits, formed once per operand and
  *   K step, plus the lane) are the byte offset of tab[idx] in a table
  *   replicated once per warp lane (no bank conflicts); tab[idx] =
- *   (carry<<23 | M) - idx<<7, product = x + tab[idx].
+ *   (carry<<23 | M) - idx<<7, product = x + tab[idx]. That is the small
+ *   kernel's; the large kernel keeps only h<<7 and each operand's scale
+ *   s|E<<23 (+-0 for a zero or subnormal), looks up the product of the
+ *   significands 1.M * 2^carry at h(a) + h(b) and multiplies it by the
+ *   product of the scales, fused into the fp32 add (exact in the fast range):
+ *   four instructions a product, one of them an integer add.
  * - LUT (lut:FILE, m bits): enc(a) = (s|E<<23) - 127<<23 + i<<(m+2),
  *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); the low 16 bits
  *   of x are the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy
@@ -76,6 +81,7 @@ constexpr int BN = 128, BK = 8, NT = 256, LDS = 132; /* LDS: padded row of a pla
 constexpr int PLANE = BK * LDS;                      /* uint32 per plane */
 constexpr int MAX_SPLIT = 128;
 constexpr uint32_t MBM23_K0 = 0xA0000u, MBM23_K1 = 0x50000u;
+constexpr int MBM1_TAB_WORDS = 128 * 32; /* one MBM1 table, replicated per lane */
 
 /* Everything a launch needs (by value). */
 struct Params {
@@ -90,7 +96,8 @@ struct Params {
   float *C;
   int64_t ldc, sc;
   float *ws;           /* split-K partial sums, [S][batch][M][N], or NULL */
-  const uint32_t *tab; /* the mode's table (device), or NULL */
+  const uint32_t *tab; /* the mode's table for this kernel (device), or NULL */
+  const uint32_t *tab_small; /* MBM1: the small kernel's table (the large one's is scaled) */
   int tab_words;       /* words of tab to copy into shared memory */
   const uint8_t *lut;  /* lut: the raw byte table (exact path) */
   int lut_bits;        /* m of lut: */
@@ -230,6 +237,12 @@ __device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const 
       }
       continue;
     }
+    if (ModeTraits<MODE>::mbm1) {
+      /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
+      enc[idx] = fast ? (MODE == AMD_MODE_AM16 ? ((u >> 17) & 63u) : ((u >> 19) & 15u)) << 7 : u;
+      mask[idx] = u & 0xFF800000u;
+      continue;
+    }
     enc[idx] = fast ? encode<MODE, IS_A>(u, m) : u;
     if (ModeTraits<MODE>::masks) mask[idx] = (u & 0x7F800000u) ? 0xFFFFFFFFu : 0u;
   }
@@ -303,8 +316,15 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
 #pragma unroll
           for (int j = 0; j < 4; j++) {
             const uint32_t t = *reinterpret_cast<const uint32_t *>(tb + (ia[i] + ib[j]));
-            const uint32_t r = ea[i] + eb[j] + t;
-            ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r & ma[i] & mb[j]));
+            if (ModeTraits<MODE>::mbm1) {
+              /* t = the product of the significands, 1.M * 2^carry; times the
+               * scales, exactly (fast range), fused into the fp32 add */
+              const float sab = __fmul_rn(__uint_as_float(ma[i]), __uint_as_float(mb[j]));
+              ac[i][j0 + j] = __fmaf_rn(__uint_as_float(t), sab, ac[i][j0 + j]);
+            } else {
+              const uint32_t r = ea[i] + eb[j] + t;
+              ac[i][j0 + j] = fadd(ac[i][j0 + j], __uint_as_float(r & ma[i] & mb[j]));
+            }
           }
       } else { /* MIT kinds */
 #pragma unroll
@@ -759,12 +779,14 @@ extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   free(ctx);
 }
 
-/* Builds the words of a mode's fast table (see the file comment). */
+/* Builds the words of a mode's fast table (see the file comment); MBM1
+ * kinds: the small kernel's 128 x 32 words, then as many for the large
+ * kernel, whose entries are the products of the significands themselves. */
 static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_status *st) {
   const amd_mode mode = mult->mode;
   int n = 0;
   if (mode == AMD_MODE_AM16 || mode == AMD_MODE_MBM14)
-    n = 128 * 32;
+    n = 2 * MBM1_TAB_WORDS;
   else if (mode == AMD_MODE_LUT)
     n = 1 << (2 * mult->lut_bits);
   uint32_t *w = (uint32_t *)calloc((size_t)n, sizeof *w);
@@ -784,7 +806,10 @@ static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_
       const uint32_t a = 0x3F800000u | (ha << shift), b = 0x3F800000u | (hb << shift);
       const uint32_t prod = mode == AMD_MODE_AM16 ? amd_prod_am16_bits(a, b) : amd_prod_mbm14_bits(a, b);
       const uint32_t g = prod - 0x3F800000u; /* carry<<23 | M */
-      for (int l = 0; l < 32; l++) w[idx * 32 + l] = g - (idx << 7);
+      for (int l = 0; l < 32; l++) {
+        w[idx * 32 + l] = g - (idx << 7);
+        w[MBM1_TAB_WORDS + idx * 32 + l] = prod; /* 1.M * 2^carry */
+      }
     }
   }
   *words = w;
@@ -931,6 +956,7 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
  * rounds of blocks, each slice at least 4 K steps deep. */
 template <int MODE> static int launch_small(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
   if (!ModeTraits<MODE>::mbm1) p.tab_words = 0;       /* lut: runs exact here */
+  p.tab = p.tab_small;
   const int smem = small_smem_words(p.tab_words) * 4; /* under 48 KiB: no opt-in needed */
   int per_sm = 0;
   AMD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, small_kernel<MODE>, NT, smem), st);
@@ -1044,6 +1070,11 @@ extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int t
     if (get_table(ctx, mult, &t, st)) return -1;
     p.tab = t->dev;
     p.tab_words = t->words;
+    if (mult->mode != AMD_MODE_LUT) { /* MBM1 */
+      p.tab_small = t->dev;
+      p.tab = t->dev + MBM1_TAB_WORDS;
+      p.tab_words = MBM1_TAB_WORDS;
+    }
     if (mult->mode == AMD_MODE_LUT) {
       p.lut = (const uint8_t *)(t->dev + t->words);
       p.lut_bits = t->lut_bits;
