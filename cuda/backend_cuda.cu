@@ -151,7 +151,9 @@ extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs) 
 
 /* ================================================================ the table's memory functions */
 
-static int cu_alloc(amd_tensor *t, amd_status *st) {
+/* Device memory for a float tensor (other dtypes: host memory, zeroed),
+ * filled with the byte fill (-1: left as it is). */
+static int alloc_filled(amd_tensor *t, int fill, amd_status *st) {
   if (t->dtype != AMD_FLOAT) return amd_tensor_alloc(t, st);
   for (int i = 0; i < t->rank; i++)
     if (t->dims[i] < 0) return amd_fail(st, "negative dimension %lld", (long long)t->dims[i]);
@@ -160,8 +162,17 @@ static int cu_alloc(amd_tensor *t, amd_status *st) {
     return amd_fail(st, "tensor too large (over %lld bytes)", (long long)AMD_MAX_TENSOR_BYTES);
   if (amd_cu_malloc(&t->data, bytes, st)) return -1;
   t->device = AMD_DEVICE_CUDA;
-  if (bytes) AMD_CUDA_CHECK(cudaMemsetAsync(t->data, 0, bytes, amd_cu.stream), st);
+  if (bytes && fill >= 0) AMD_CUDA_CHECK(cudaMemsetAsync(t->data, fill, bytes, amd_cu.stream), st);
   return 0;
+}
+
+static int cu_alloc(amd_tensor *t, amd_status *st) { return alloc_filled(t, 0, st); }
+
+/* Outputs of native nodes are written in full by their forward. Tests set
+ * AMD_CUDA_POISON_OUTPUTS=1 to fill them with NaN instead, so that an
+ * element a kernel leaves unwritten shows. */
+static int cu_alloc_out(amd_tensor *t, amd_status *st) {
+  return alloc_filled(t, amd_cu.poison_outputs ? 0xFF : -1, st);
 }
 
 static void cu_free(amd_tensor *t) {
@@ -639,6 +650,7 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* native */ cu_native,
     /* host_inputs */ cu_host_inputs,
     /* alloc */ cu_alloc,
+    /* alloc_out */ cu_alloc_out,
     /* free */ cu_free,
     /* forward */ cu_forward,
     /* backward */ cu_backward,
@@ -719,6 +731,8 @@ extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backen
   snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);
   amd_cu.device = index;
   amd_cu.open = 1;
+  const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
+  amd_cu.poison_outputs = poison && !strcmp(poison, "1");
   amd_prof_set_device_clock(cu_prof_clock);
   *be = &amd_backend_cuda;
   return 0;

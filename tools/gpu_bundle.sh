@@ -14,6 +14,14 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/dist" "$out/tests/faults" "$out/tools" \
   "$out/data"
+# meson 1.0's nvcc rule records no header dependencies (nvcc -MD names its file
+# differently from what ninja reads): rebuild the CUDA sources when a header
+# they may include is newer than their objects
+if find "$src/cuda" "$src/src" -name '*.h' -newer "$(ls -t "$build"/cuda/libamdnn_cuda.a.p/*.o 2>/dev/null | tail -1)" \
+  2>/dev/null | grep -q .; then
+  touch "$src"/cuda/*.cu "$src"/tests/gpu/*.cu
+fi
+ninja -C "$build" >/dev/null
 ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \

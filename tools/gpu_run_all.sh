@@ -14,7 +14,9 @@ nccl=
 if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
   nccl=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0] + "/lib")' 2>/dev/null || true)
 fi
-export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${cublas}:${nccl}:${LD_LIBRARY_PATH:-}"
+# the machine's CUDA runtime and cuBLAS first, which belong together; the bundle's runtime is the
+# fallback for a machine without /usr/local/cuda
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:$here/lib:${cublas}:${nccl}:${LD_LIBRARY_PATH:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # mpirun as root (containers)
 gpus=$(nvidia-smi -L | grep -c '^GPU')
 amd=bin/amdnn-onnx cmp=bin/golden-compare m=../models
@@ -37,6 +39,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-gemm bin/test_cuda_gemm
   t cuda-repro bin/test_cuda_repro
   t cuda-ops bin/test_cuda_ops
+  # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
+  t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_cuda_ops
   if command -v compute-sanitizer >/dev/null; then
     t cuda-ops-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bin/test_cuda_ops
   fi
@@ -49,6 +53,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     t "golden-grad-$n" sh tests/golden/grad_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp "$tmp/gg-$n" cuda
     t "golden-train3-$n" sh tests/golden/train_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp python3 \
       tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gt-$n" cuda
+    t "golden-train3-poisoned-$n" env AMD_CUDA_POISON_OUTPUTS=1 sh tests/golden/train_golden.sh "$m/${n}_train.onnx" \
+      "$m/golden/$n" $amd $cmp python3 tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gp-$n" cuda
     for mode in acc32 am16; do
       t "grad-cpu-vs-cuda-$n-$mode" sh tests/gpu/grad_cpu_vs_cuda.sh $amd $cmp "$m/${n}_train.onnx" "$m/golden/$n" "$tmp/gc-$n-$mode" $mode 1e-4
     done

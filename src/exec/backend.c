@@ -79,8 +79,10 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
   int rc = stage(be, n->n_in, in, mask, tmp, owned, view, st);
   if (rc == 0) rc = n->op->infer(n, view, out, st);
   int n_alloc = 0;
+  /* a native forward writes its outputs in full (not when only shapes are wanted) */
+  int (*alloc_out)(amd_tensor *, amd_status *) = be->alloc_out && !shapes_only ? be->alloc_out : be->alloc;
   for (int o = 0; rc == 0 && o < n->n_out; o++, n_alloc++)
-    rc = native ? be->alloc(&out[o], st) : amd_tensor_alloc(&out[o], st);
+    rc = native ? alloc_out(&out[o], st) : amd_tensor_alloc(&out[o], st);
   int run_it = !shapes_only;
   for (int o = 0; shapes_only && o < n->n_out; o++) run_it |= out[o].dtype != AMD_FLOAT;
   if (rc == 0 && run_it)

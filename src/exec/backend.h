@@ -36,6 +36,9 @@ typedef struct amd_backend {
   int (*native)(const amd_node *n, const amd_tensor *const *in);
   unsigned (*host_inputs)(const amd_node *n);
   int (*alloc)(amd_tensor *t, amd_status *st); /* zeroed memory for t's shape */
+  /* Optional (NULL: alloc): memory for an output of a native node, which its
+   * forward writes in full, so it is not zeroed first. */
+  int (*alloc_out)(amd_tensor *t, amd_status *st);
   void (*free)(amd_tensor *t);
   int (*forward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                  amd_status *st);

@@ -81,6 +81,7 @@ const amd_backend amd_backend_cpu = {
     .native = cpu_native,
     .host_inputs = NULL,
     .alloc = amd_tensor_alloc,
+    .alloc_out = NULL, /* calloc is cheap next to the CPU ops */
     .free = amd_tensor_free,
     .forward = cpu_forward,
     .backward = cpu_backward,
