@@ -265,6 +265,11 @@ static int cu_zero(void *p, size_t bytes, amd_status *st) {
 
 static int cu_native(const amd_node *n, const amd_tensor *const *in) { return amd_cu_node_ok(n, in); }
 
+static unsigned cu_bwd_overwrite(const amd_node *n, const amd_tensor *const *in) {
+  const amd_cu_op *e = amd_cu_node_ok(n, in) ? amd_cu_find_op(n) : NULL;
+  return e ? e->bwd_overwrite : 0;
+}
+
 static unsigned cu_host_inputs(const amd_node *n) {
   const amd_cu_op *e = amd_cu_find_op(n);
   return e ? e->host_inputs : 0;
@@ -654,6 +659,7 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* free */ cu_free,
     /* forward */ cu_forward,
     /* backward */ cu_backward,
+    /* bwd_overwrite */ cu_bwd_overwrite,
     /* mem_alloc */ cu_mem_alloc,
     /* mem_free */ amd_cu_free,
     /* mem_to_host */ cu_to_host,

@@ -67,6 +67,7 @@ typedef struct amd_cu_op {
   amd_cu_fwd_fn forward;
   amd_cu_bwd_fn backward;
   unsigned host_inputs;
+  unsigned bwd_overwrite; /* inputs k whose din the backward can write over (ctx->bwd_overwrite) */
 } amd_cu_op;
 /* The table entry of a node's op, or NULL (host fallback). */
 const amd_cu_op *amd_cu_find_op(const amd_node *n);

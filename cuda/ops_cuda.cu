@@ -51,11 +51,19 @@ static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* ================================================================ small kernels */
 
-__global__ void k_add_into(float *d, const float *s, int64_t n) { AMD_CU_LOOP(i, n) d[i] += s[i]; }
+/* A backward's gradient buffers: accumulated into (+=), or where the trainer
+ * allows it (ctx->bwd_overwrite, amd_cu_op.bwd_overwrite) written over their
+ * unzeroed memory; then an element is 0 + v, the same bits as adding to a
+ * zeroed buffer. acc_of: whether din[k] is added to. */
+static bool acc_of(const amd_ctx *ctx, int k) { return !(ctx && ((ctx->bwd_overwrite >> k) & 1u)); }
 
-static int add_into(float *d, const float *s, int64_t n, amd_status *st) {
+__global__ void k_add_into(float *d, const float *s, int64_t n, bool acc) {
+  AMD_CU_LOOP(i, n) d[i] = (acc ? d[i] : 0.0f) + s[i];
+}
+
+static int add_into(float *d, const float *s, int64_t n, amd_status *st, bool acc = true) {
   if (n <= 0) return 0;
-  k_add_into<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(d, s, n);
+  k_add_into<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(d, s, n, acc);
   AMD_CUDA_CHECK_LAUNCH("k_add_into", st);
   return 0;
 }
@@ -325,7 +333,7 @@ static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float
  * their loads are in flight at once; KH = KW = 0 is the general form. The
  * taps are added in the same order either way. */
 template <typename I, int KH, int KW, bool S1>
-__global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
+__global__ void k_col2im(conv2d p, const float *dcol, float *dx, bool acc_dx) {
   const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
   const I kh = KH ? (I)KH : (I)p.kh, kw = KW ? (I)KW : (I)p.kw, sh = S1 ? 1 : (I)p.sh, sw = S1 ? 1 : (I)p.sw;
   const I oh = (I)p.oh, ow = (I)p.ow;
@@ -349,31 +357,32 @@ __global__ void k_col2im(conv2d p, const float *dcol, float *dx) {
         acc += __ldg(base + (int64_t)(ki * kw + kj) * p.L + oy * ow + ox);
       }
     }
-    dx[i] += acc;
+    dx[i] = (acc_dx ? dx[i] : 0.0f) + acc;
   }
 }
 
-template <typename I> static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64_t nx) {
+template <typename I>
+static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64_t nx, bool acc) {
   /* about four elements a thread: fewer block launches, and each has its taps in flight */
   unsigned blocks = amd_cu_blocks((nx + 3) / 4);
   bool s1 = p.sh == 1 && p.sw == 1;
   if (p.kh == 3 && p.kw == 3 && s1)
-    k_col2im<I, 3, 3, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx);
+    k_col2im<I, 3, 3, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
   else if (p.kh == 1 && p.kw == 1 && s1)
-    k_col2im<I, 1, 1, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx);
+    k_col2im<I, 1, 1, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
   else if (p.kh == 3 && p.kw == 3)
-    k_col2im<I, 3, 3, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx);
+    k_col2im<I, 3, 3, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
   else
-    k_col2im<I, 0, 0, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx);
+    k_col2im<I, 0, 0, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
 }
 
-/* dx (nb images) += col2im(dcol) */
-static int launch_col2im(const conv2d &p, const float *dcol, float *dx, amd_status *st) {
+/* dx (nb images) += col2im(dcol), or (!acc) = */
+static int launch_col2im(const conv2d &p, const float *dcol, float *dx, bool acc, amd_status *st) {
   int64_t nx = p.nb * p.c * p.h * p.w;
   if (fits32(nx) && fits32(p.g * p.kdim * p.L))
-    launch_col2im_i<int>(p, dcol, dx, nx);
+    launch_col2im_i<int>(p, dcol, dx, nx, acc);
   else
-    launch_col2im_i<int64_t>(p, dcol, dx, nx);
+    launch_col2im_i<int64_t>(p, dcol, dx, nx, acc);
   AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
   return 0;
 }
@@ -477,7 +486,7 @@ static int conv_forward(FWD_ARGS) {
 }
 
 static int conv_backward(BWD_ARGS) {
-  (void)ctx, (void)out;
+  (void)out;
   const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
   const amd_tensor *x = in[0], *w = in[1], *dy = dout[0];
   amd_tensor *dx = din[0], *dw = din[1], *db = n->n_in > 2 && in[2] ? din[2] : NULL;
@@ -485,6 +494,9 @@ static int conv_backward(BWD_ARGS) {
   amd_conv_geom g;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (db && g.m > 0 && g.n * g.osize > 0 && channel_sum_into(g.n, g.m, g.osize, F(dy), F(db), st)) return -1;
+  if (dx && !acc_of(ctx, 0) && (g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) &&
+      amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
+    AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   float *colp, *dytp;
@@ -513,7 +525,7 @@ static int conv_backward(BWD_ARGS) {
           return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
       t0 = amd_cu_prof_t0();
-      if (launch_col2im(p, colp, F(dx) + n0 * g.c * g.isize, st)) return -1;
+      if (launch_col2im(p, colp, F(dx) + n0 * g.c * g.isize, acc_of(ctx, 0), st)) return -1;
       amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
     }
   }
@@ -885,11 +897,12 @@ __global__ void k_bn_bwd_coef(chan_slicing s, const double *part, chan_slicing g
 /* dx += k (dy - c0 - (x - m) c1), V floats of one channel at a time */
 template <typename I, int V>
 __global__ void k_bn_dx(int64_t total, int64_t ch, int64_t sp, const float *x, const float *dy,
-                        const double *coef, float *dx) {
+                        const double *coef, float *dx, bool acc) {
   AMD_CU_LOOP_I(I, i, total / V) {
     I c = (i / (I)(sp / V)) % (I)ch;
     const double *k = coef + c * 4;
-    vecf<V> xv = ((const vecf<V> *)x)[i], gv = ((const vecf<V> *)dy)[i], dv = ((const vecf<V> *)dx)[i];
+    vecf<V> xv = ((const vecf<V> *)x)[i], gv = ((const vecf<V> *)dy)[i], dv = {};
+    if (acc) dv = ((const vecf<V> *)dx)[i];
     const float *xe = (const float *)&xv, *ge = (const float *)&gv;
     float *de = (float *)&dv;
 #pragma unroll
@@ -927,14 +940,16 @@ static int bn_backward(BWD_ARGS) {
   if (dx && total) {
     const float *xp = F(x), *gp = F(dy);
     float *dp = F(dx);
+    const bool acc = acc_of(ctx, 0);
     if (sp % 4 == 0 && aligned16(xp) && aligned16(gp) && aligned16(dp) && fits32(total))
       k_bn_dx<int, 4>
-          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp);
+          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp, acc);
     else if (fits32(total))
-      k_bn_dx<int, 1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp);
+      k_bn_dx<int, 1>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp, acc);
     else
       k_bn_dx<int64_t, 1>
-          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp);
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, gp, coef.d(), dp, acc);
     AMD_CUDA_CHECK_LAUNCH("k_bn_dx", st);
   }
   return 0;
@@ -998,10 +1013,10 @@ __global__ void k_act_fwd(int kind, int64_t nel, const float *x, float *y, float
 
 template <int V>
 __global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y, const float *g, float *dx,
-                          float p0, float p1) {
+                          float p0, float p1, bool acc) {
   AMD_CU_LOOP(i, nel / V) {
-    vecf<V> xv = ((const vecf<V> *)x)[i], yv = ((const vecf<V> *)y)[i], gv = ((const vecf<V> *)g)[i],
-            dv = ((const vecf<V> *)dx)[i];
+    vecf<V> xv = ((const vecf<V> *)x)[i], yv = ((const vecf<V> *)y)[i], gv = ((const vecf<V> *)g)[i], dv = {};
+    if (acc) dv = ((const vecf<V> *)dx)[i];
     const float *xe = (const float *)&xv, *ye = (const float *)&yv, *ge = (const float *)&gv;
     float *de = (float *)&dv;
 #pragma unroll
@@ -1052,8 +1067,8 @@ static int act_forward(FWD_ARGS) {
 }
 
 static int act_backward(BWD_ARGS) {
-  (void)ctx;
   if (!dout[0] || !din[0]) return 0;
+  const bool acc = acc_of(ctx, 0);
   int kind = act_kind(n);
   float p0, p1;
   act_params(n, in, kind, &p0, &p1);
@@ -1063,9 +1078,9 @@ static int act_backward(BWD_ARGS) {
   const float *y = F(&out[0]), *x = kind == ACT_RELU ? y : F(in[0]), *g = F(dout[0]);
   float *dx = F(din[0]);
   if (nel % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(g) && aligned16(dx))
-    k_act_bwd<4><<<amd_cu_blocks(nel / 4), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1);
+    k_act_bwd<4><<<amd_cu_blocks(nel / 4), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1, acc);
   else
-    k_act_bwd<1><<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1);
+    k_act_bwd<1><<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1, acc);
   AMD_CUDA_CHECK_LAUNCH("k_act_bwd", st);
   return 0;
 }
@@ -1334,9 +1349,10 @@ __global__ void k_ew_fwd_same(int op, int64_t total, const float *a, const float
 
 template <int V>
 __global__ void k_ew_bwd_same(int op, int which, int64_t total, const float *a, const float *b,
-                              const float *g, float *d) {
+                              const float *g, float *d, bool acc) {
   AMD_CU_LOOP(i, total / V) {
-    vecf<V> av = {}, bv = {}, gv = ((const vecf<V> *)g)[i], dv = ((const vecf<V> *)d)[i];
+    vecf<V> av = {}, bv = {}, gv = ((const vecf<V> *)g)[i], dv = {};
+    if (acc) dv = ((const vecf<V> *)d)[i];
     if (op >= EW_MUL) av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i]; /* Add, Sub: unread */
     const float *ae = (const float *)&av, *be = (const float *)&bv, *ge = (const float *)&gv;
     float *de = (float *)&dv;
@@ -1368,19 +1384,20 @@ __global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, cons
 
 /* Full-size operand: one thread per output element (a bijection onto the operand). */
 __global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, const float *a, const float *b,
-                              const float *g, float *d) {
+                              const float *g, float *d, bool acc) {
   AMD_CU_LOOP(i, total) {
     int64_t oa, ob;
     ew_offsets(s, i, &oa, &ob);
     const float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f; /* Add, Sub: unread */
-    d[which ? ob : oa] += ew_grad(op, which, x, y, g[i]); /* x + (-t) == x - t: the CPU's -= */
+    float &o = d[which ? ob : oa];
+    o = (acc ? o : 0.0f) + ew_grad(op, which, x, y, g[i]); /* x + (-t) == x - t: the CPU's -= */
   }
 }
 
 /* Broadcast operand: one thread per operand element, summing (in double, in
  * output order) over the output elements that read it, as the CPU's scratch. */
 __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, const float *a, const float *b,
-                                const float *g, float *d) {
+                                const float *g, float *d, bool acc_d) {
   AMD_CU_LOOP(j, nop) {
     const int64_t *sd = which ? s.sb : s.sa;
     int64_t idx[AMD_MAX_RANK], r = j;
@@ -1408,7 +1425,7 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
       }
       if (dd < 0) break;
     }
-    d[j] += (float)acc;
+    d[j] = (acc_d ? d[j] : 0.0f) + (float)acc;
   }
 }
 
@@ -1452,31 +1469,38 @@ static int ew_forward(FWD_ARGS) {
 }
 
 static int ew_backward(BWD_ARGS) {
-  (void)ctx;
   if (!dout[0]) return 0;
   amd_tensor bv;
   if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
   ew_shape s;
   ew_make(in[0], &bv, &out[0], &s);
   int64_t total = amd_tensor_numel(&out[0]);
-  if (!total) return 0;
+  if (!total) { /* an empty output: a broadcast operand's gradient is 0 */
+    for (int which = 0; which < 2; which++)
+      if (din[which] && !acc_of(ctx, which) && amd_tensor_nbytes(din[which]))
+        AMD_CUDA_CHECK(cudaMemsetAsync(din[which]->data, 0, amd_tensor_nbytes(din[which]), amd_cu.stream),
+                       st);
+    return 0;
+  }
   for (int which = 0; which < 2; which++) {
     if (!din[which]) continue;
     int64_t nop = amd_tensor_numel(which ? &bv : in[0]);
     const float *a = F(in[0]), *b = F(&bv), *g = F(dout[0]);
     float *d = F(din[which]);
+    const bool acc = acc_of(ctx, which);
     bool same = amd_tensor_numel(in[0]) == total && amd_tensor_numel(&bv) == total;
     if (same && total % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(g) && aligned16(d))
       k_ew_bwd_same<4>
-          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d);
+          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d, acc);
     else if (same)
-      k_ew_bwd_same<1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d);
+      k_ew_bwd_same<1>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d, acc);
     else if (nop == total)
-      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, F(in[0]),
-                                                                     F(&bv), F(dout[0]), F(din[which]));
+      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, a, b, g, d,
+                                                                     acc);
     else
-      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, F(in[0]),
-                                                                        F(&bv), F(dout[0]), F(din[which]));
+      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, a, b, g, d,
+                                                                        acc);
     AMD_CUDA_CHECK_LAUNCH("elementwise backward", st);
   }
   return 0;
@@ -1556,9 +1580,9 @@ static int copy_forward(FWD_ARGS) {
 }
 
 static int copy_backward(BWD_ARGS) {
-  (void)n, (void)ctx, (void)in, (void)out;
+  (void)n, (void)in, (void)out;
   if (!dout[0] || !din[0]) return 0;
-  return add_into(F(din[0]), F(dout[0]), amd_tensor_numel(din[0]), st);
+  return add_into(F(din[0]), F(dout[0]), amd_tensor_numel(din[0]), st, acc_of(ctx, 0));
 }
 
 /* ================================================================ Concat */
@@ -1738,34 +1762,35 @@ extern const amd_op amd_op_Conv, amd_op_Gemm, amd_op_MatMul, amd_op_BatchNormali
     amd_op_Softmax, amd_op_LogSoftmax, amd_op_Dropout, amd_op_ReduceMean;
 }
 
+/* last field: the inputs whose gradient the backward can write over (see acc_of) */
 static const amd_cu_op cu_ops[] = {
-    {&amd_op_Conv, conv_forward, conv_backward, 0},
-    {&amd_op_Gemm, gemm_forward, gemm_backward, 0},
-    {&amd_op_MatMul, matmul_forward, matmul_backward, 0},
-    {&amd_op_BatchNormalization, bn_forward, bn_backward, 0},
-    {&amd_op_Relu, act_forward, act_backward, 0},
-    {&amd_op_LeakyRelu, act_forward, act_backward, 0},
-    {&amd_op_Sigmoid, act_forward, act_backward, 0},
-    {&amd_op_Tanh, act_forward, act_backward, 0},
-    {&amd_op_Clip, act_forward, act_backward, 0x6u},
-    {&amd_op_MaxPool, pool_forward, pool_backward, 0},
-    {&amd_op_AveragePool, pool_forward, pool_backward, 0},
-    {&amd_op_GlobalAveragePool, global_forward, global_backward, 0},
-    {&amd_op_GlobalMaxPool, global_forward, global_backward, 0},
-    {&amd_op_Add, ew_forward, ew_backward, 0},
-    {&amd_op_Sub, ew_forward, ew_backward, 0},
-    {&amd_op_Mul, ew_forward, ew_backward, 0},
-    {&amd_op_Div, ew_forward, ew_backward, 0},
-    {&amd_op_Flatten, copy_forward, copy_backward, 0},
-    {&amd_op_Reshape, copy_forward, copy_backward, 0x2u},
-    {&amd_op_Identity, copy_forward, copy_backward, 0},
-    {&amd_op_Squeeze, copy_forward, copy_backward, 0x2u},
-    {&amd_op_Unsqueeze, copy_forward, copy_backward, 0x2u},
-    {&amd_op_Concat, concat_forward, concat_backward, 0},
-    {&amd_op_Softmax, sm_forward, sm_backward, 0},
-    {&amd_op_LogSoftmax, sm_forward, sm_backward, 0},
-    {&amd_op_Dropout, dropout_forward, dropout_backward, 0x6u},
-    {&amd_op_ReduceMean, mean_forward, mean_backward, 0x2u},
+    {&amd_op_Conv, conv_forward, conv_backward, 0, 0x1u},
+    {&amd_op_Gemm, gemm_forward, gemm_backward, 0, 0},
+    {&amd_op_MatMul, matmul_forward, matmul_backward, 0, 0},
+    {&amd_op_BatchNormalization, bn_forward, bn_backward, 0, 0x1u},
+    {&amd_op_Relu, act_forward, act_backward, 0, 0x1u},
+    {&amd_op_LeakyRelu, act_forward, act_backward, 0, 0x1u},
+    {&amd_op_Sigmoid, act_forward, act_backward, 0, 0x1u},
+    {&amd_op_Tanh, act_forward, act_backward, 0, 0x1u},
+    {&amd_op_Clip, act_forward, act_backward, 0x6u, 0x1u},
+    {&amd_op_MaxPool, pool_forward, pool_backward, 0, 0},
+    {&amd_op_AveragePool, pool_forward, pool_backward, 0, 0},
+    {&amd_op_GlobalAveragePool, global_forward, global_backward, 0, 0},
+    {&amd_op_GlobalMaxPool, global_forward, global_backward, 0, 0},
+    {&amd_op_Add, ew_forward, ew_backward, 0, 0x3u},
+    {&amd_op_Sub, ew_forward, ew_backward, 0, 0x3u},
+    {&amd_op_Mul, ew_forward, ew_backward, 0, 0x3u},
+    {&amd_op_Div, ew_forward, ew_backward, 0, 0x3u},
+    {&amd_op_Flatten, copy_forward, copy_backward, 0, 0x1u},
+    {&amd_op_Reshape, copy_forward, copy_backward, 0x2u, 0x1u},
+    {&amd_op_Identity, copy_forward, copy_backward, 0, 0x1u},
+    {&amd_op_Squeeze, copy_forward, copy_backward, 0x2u, 0x1u},
+    {&amd_op_Unsqueeze, copy_forward, copy_backward, 0x2u, 0x1u},
+    {&amd_op_Concat, concat_forward, concat_backward, 0, 0},
+    {&amd_op_Softmax, sm_forward, sm_backward, 0, 0},
+    {&amd_op_LogSoftmax, sm_forward, sm_backward, 0, 0},
+    {&amd_op_Dropout, dropout_forward, dropout_backward, 0x6u, 0},
+    {&amd_op_ReduceMean, mean_forward, mean_backward, 0x2u, 0},
 };
 
 const amd_cu_op *amd_cu_find_op(const amd_node *n) {

@@ -44,6 +44,10 @@ typedef struct amd_backend {
                  amd_status *st);
   int (*backward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
                   const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st);
+  /* Optional (NULL: none): the inputs k of a native node whose din[k] its
+   * backward writes in full, so that it may write over unzeroed memory
+   * (ctx->bwd_overwrite) instead of adding to a zeroed buffer. */
+  unsigned (*bwd_overwrite)(const amd_node *n, const amd_tensor *const *in);
   /* raw memory of the backend (bytes) */
   int (*mem_alloc)(void **p, size_t bytes, amd_status *st); /* zeroed */
   void (*mem_free)(void *p);

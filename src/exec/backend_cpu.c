@@ -82,6 +82,7 @@ const amd_backend amd_backend_cpu = {
     .host_inputs = NULL,
     .alloc = amd_tensor_alloc,
     .alloc_out = NULL, /* calloc is cheap next to the CPU ops */
+    .bwd_overwrite = NULL,
     .free = amd_tensor_free,
     .forward = cpu_forward,
     .backward = cpu_backward,

@@ -43,6 +43,11 @@ typedef struct amd_ctx {
    * (in place; every rank gets the same sums). NULL: this process's batch. */
   int (*sync_stats)(void *sync_user, double *buf, int64_t n, amd_status *st);
   void *sync_user;
+  /* Backends' backward functions: the inputs k whose din[k] holds unzeroed
+   * memory that the backward writes over instead of adding to (set by the
+   * trainer only where the backend's bwd_overwrite allows it; CPU ops never
+   * see a bit set). */
+  unsigned bwd_overwrite;
 } amd_ctx;
 
 typedef struct amd_op {

@@ -97,9 +97,10 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   unsigned char *on_path = calloc((size_t)nv, 1);
   t->needs_grad = calloc((size_t)nv, 1);
   t->dvals = calloc((size_t)nv, sizeof *t->dvals);
+  t->dfresh = calloc((size_t)nv, 1);
   t->param_value = calloc((size_t)nv, sizeof *t->param_value);
   t->param_offset = calloc((size_t)nv, sizeof *t->param_offset);
-  if (!on_path || !t->needs_grad || !t->dvals || !t->param_value || !t->param_offset) {
+  if (!on_path || !t->needs_grad || !t->dvals || !t->dfresh || !t->param_value || !t->param_offset) {
     free(on_path);
     amd_fail(st, "out of memory");
     goto fail;
@@ -236,6 +237,7 @@ void amd_trainer_free(amd_trainer *t) {
   amd_run_free(&t->run);
   free_device_blocks(t);
   free(t->dvals);
+  free(t->dfresh);
   free(t->needs_grad);
   free(t->param_value);
   free(t->param_offset);
@@ -245,14 +247,40 @@ void amd_trainer_free(amd_trainer *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* The gradient buffer of value v for this step (allocated zeroed on first use). */
+/* The gradient buffer of value v for this step, allocated on first use:
+ * zeroed, or where the backend's backward functions can write over a buffer
+ * (bwd_overwrite) left unzeroed and marked fresh, so that its first writer
+ * writes over it (or zeroes it first: see first_writes). */
 static amd_tensor *grad_of(amd_trainer *t, int v, amd_status *st) {
   amd_tensor *d = &t->dvals[v];
   if (d->data) return d;
   const amd_tensor *x = &t->run.vals[v];
   amd_tensor_set_shape(d, x->dtype, x->rank, x->dims);
-  if (t->be->alloc(d, st)) return NULL;
+  const int raw = t->be->alloc_out && t->be->bwd_overwrite;
+  if ((raw ? t->be->alloc_out : t->be->alloc)(d, st)) return NULL;
+  t->dfresh[v] = (unsigned char)raw;
   return d;
+}
+
+/* Before node n's backward: the inputs whose fresh gradient buffer it writes
+ * over (the mask for ctx.bwd_overwrite); every other fresh one is zeroed
+ * now, for the backward to add to (also one that two inputs share). */
+static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *const *in,
+                        amd_tensor *const *din, unsigned *mask, amd_status *st) {
+  const unsigned can = t->be->bwd_overwrite ? t->be->bwd_overwrite(n, in) : 0;
+  *mask = 0;
+  for (int k = 0; k < n->n_in; k++) {
+    if (!din[k] || !t->dfresh[n->in[k]]) continue;
+    int shared = 0;
+    for (int j = 0; j < n->n_in; j++) shared |= j != k && din[j] == din[k];
+    if (((can >> k) & 1u) && !shared && k < 32) {
+      *mask |= 1u << k;
+    } else {
+      if (t->be->mem_zero(din[k]->data, amd_tensor_nbytes(din[k]), st)) return -1;
+    }
+    t->dfresh[n->in[k]] = 0; /* written by this backward either way */
+  }
+  return 0;
 }
 
 int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *st) {
@@ -391,6 +419,7 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
   if (check_labels(labels, n, c, st)) return -1;
   amd_tensor *dz = grad_of(t, t->logits_value, st);
   if (!dz) return -1;
+  t->dfresh[t->logits_value] = 0; /* the loss writes all of it */
   double t0 = AMD_PROF_T0;
   if (slot >= 0
           ? be->xent_defer(z->data, labels, n, c, smoothing, dz->data, slot, st)
@@ -431,8 +460,10 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
     if (any_in) {
       t->ctx.rng = t->run.node_rng[i];
       double t0 = AMD_PROF_T0;
-      if (amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st))
-        return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
+      if (first_writes(t, n_, in, din, &t->ctx.bwd_overwrite, st)) return -1;
+      const int rc = amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st);
+      t->ctx.bwd_overwrite = 0;
+      if (rc) return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
       if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
     }
     for (int o = 0; o < n_->n_out; o++)

@@ -59,6 +59,7 @@ typedef struct amd_trainer {
   int (*stats)[2];        /* BatchNormalization: [output with the new statistic, initializer to update] */
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
+  unsigned char *dfresh;  /* per value: its dval is unwritten, unzeroed memory (see grad_of) */
   /* Optional, called in the backward walk of amd_trainer_step_grads before
    * node i's backward, and with i = -1 after the walk: every node above i has
    * queued its backward, so the gradient of a parameter that no node <= i
