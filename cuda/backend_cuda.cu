@@ -64,6 +64,7 @@ static void release_unused(void) {
  * full, the cache's free blocks are given back and it tries once more. */
 static int device_malloc(void **d, size_t sz, amd_status *st) {
   *d = NULL;
+  if (amd_cu.capturing) return amd_fail(st, "a new allocation (%zu bytes) in a captured step", sz);
   cudaError_t e = cudaMalloc(d, sz);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
@@ -191,6 +192,7 @@ static int cu_mem_alloc(void **p, size_t bytes, amd_status *st) {
 
 static int cu_to_host(void *dst, const void *src, size_t bytes, amd_status *st) {
   if (!bytes) return 0;
+  if (amd_cu.capturing) return amd_fail(st, "a copy to the host in a captured step");
   AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, amd_cu.stream), st);
   AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
   return 0;
@@ -234,6 +236,8 @@ static void staging_close(void) {
 
 static int cu_from_host(void *dst, const void *src, size_t bytes, amd_status *st) {
   if (!bytes) return 0;
+  /* a captured copy would read the staging buffer when replayed, not src */
+  if (amd_cu.capturing) return amd_fail(st, "a copy from the host in a captured step");
   if (bytes > stage_slot_bytes) {
     AMD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, amd_cu.stream), st);
     /* the host buffer may be reused at once (the caller's batch): wait for it */
@@ -383,11 +387,14 @@ static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int
   return rc;
 }
 
-/* Training steps that do not wait (backend.h, xent_defer): per slot a pinned
- * host record that the step's results and the guard are copied into, the
- * labels it is scored against, and the event after its last copy. */
+/* Training steps that do not wait (backend.h, step_begin ... step_collect):
+ * per slot a pinned host record that the step's results and the guard are
+ * copied into, the labels it is scored against, and the event after its last
+ * copy; on the device the labels and per-sample results of the step being
+ * run, at fixed addresses (a CUDA graph of the step reads and writes them). */
 static struct {
   int *guard;      /* device: 1 until a deferred step's loss or gradient is not finite */
+  int64_t *dlab;   /* device: cap labels, then cap x (argmax, rank, loss) results */
   char *pinned;    /* AMD_STEP_SLOTS records of slot_bytes: results, then the guard */
   int64_t *labels; /* AMD_STEP_SLOTS x cap */
   size_t slot_bytes;
@@ -399,6 +406,7 @@ static struct {
 
 static void steps_close(void) {
   cudaFree(steps.guard);
+  cudaFree(steps.dlab);
   cudaFreeHost(steps.pinned);
   free(steps.labels);
   for (int i = 0; i < steps.events; i++) cudaEventDestroy(steps.done[i]);
@@ -421,13 +429,15 @@ static int cu_guard_reset(amd_status *st) {
 static int steps_reserve(int64_t n, amd_status *st) {
   if (n <= steps.cap) return 0;
   const size_t bytes = (xent_result_bytes(n) + sizeof(int) + 15) & ~(size_t)15;
-  int64_t *labels = (int64_t *)malloc((size_t)AMD_STEP_SLOTS * (size_t)n * sizeof(int64_t));
+  int64_t *labels = (int64_t *)malloc((size_t)AMD_STEP_SLOTS * (size_t)n * sizeof(int64_t)), *dlab = NULL;
   char *pinned = NULL;
   if (!labels) return amd_fail(st, "out of memory");
   cudaError_t e = cudaStreamSynchronize(amd_cu.stream);
   if (e == cudaSuccess) e = cudaHostAlloc((void **)&pinned, AMD_STEP_SLOTS * bytes, cudaHostAllocDefault);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&dlab, (size_t)n * sizeof(int64_t) + xent_result_bytes(n));
   if (e != cudaSuccess) {
     free(labels);
+    cudaFreeHost(pinned);
     return amd_fail(st, "CUDA error %s making room for the loss of %lld samples", cudaGetErrorName(e),
                     (long long)n);
   }
@@ -436,44 +446,56 @@ static int steps_reserve(int64_t n, amd_status *st) {
     memcpy(labels + (size_t)i * n, steps.labels + (size_t)i * steps.cap, (size_t)steps.cap * sizeof(int64_t));
   }
   cudaFreeHost(steps.pinned);
+  cudaFree(steps.dlab);
   free(steps.labels);
   steps.pinned = pinned;
   steps.labels = labels;
+  steps.dlab = dlab;
   steps.slot_bytes = bytes;
   steps.cap = n;
   return 0;
 }
 
-static int cu_xent_defer(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
-                         float *dz, int slot, amd_status *st) {
+static int cu_step_begin(const int64_t *labels, int64_t n, int slot, amd_status *st) {
   if (!steps.guard || slot < 0 || slot >= AMD_STEP_SLOTS)
-    return amd_fail(st, "xent_defer: no guard_reset before, or slot %d out of range", slot);
+    return amd_fail(st, "step_begin: no guard_reset before, or slot %d out of range", slot);
   if (steps_reserve(n, st)) return -1;
   /* the slot's previous step has been collected: its record is free */
   memcpy(steps.labels + (size_t)slot * steps.cap, labels, (size_t)n * sizeof(int64_t));
   steps.n[slot] = n;
+  return cu_from_host(steps.dlab, labels, (size_t)n * sizeof(int64_t), st);
+}
+
+static int cu_xent_defer(const float *z, int64_t n, int64_t c, float smoothing, float *dz, amd_status *st) {
   if (n <= 0) return 0;
-  void *buf = NULL;
-  int rc = xent_launch(z, labels, n, c, smoothing, 1.0f, dz, steps.guard, &buf, st);
-  if (rc == 0 && cudaMemcpyAsync(steps.pinned + (size_t)slot * steps.slot_bytes, (int64_t *)buf + n,
-                                 xent_result_bytes(n), cudaMemcpyDeviceToHost, amd_cu.stream) != cudaSuccess)
-    rc = amd_fail(st, "CUDA error copying the loss of a step");
-  amd_cu_free(buf); /* later users of the block queue behind the copy */
-  return rc;
+  if (n > steps.cap)
+    return amd_fail(st, "xent_defer: %lld samples, step_begin made room for %lld", (long long)n,
+                    (long long)steps.cap);
+  int64_t *dlab = steps.dlab, *darg = dlab + steps.cap, *dabove = darg + n;
+  k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, 1.0f, dz,
+                                                           (double *)(dabove + n), darg, dabove, steps.guard);
+  AMD_CUDA_CHECK_LAUNCH("k_xent", st);
+  return 0;
 }
 
 __global__ void k_finite(const float *p, int64_t n, int *ok) {
   AMD_CU_LOOP(i, n) if (!isfinite(p[i])) *ok = 0;
 }
 
-static int cu_step_end(const float *g, int64_t n, int slot, amd_status *st) {
-  if (n > 0) {
-    k_finite<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(g, n, steps.guard);
-    AMD_CUDA_CHECK_LAUNCH("k_finite", st);
-  }
+static int cu_step_end(const float *g, int64_t n, amd_status *st) {
+  if (n <= 0) return 0;
+  k_finite<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(g, n, steps.guard);
+  AMD_CUDA_CHECK_LAUNCH("k_finite", st);
+  return 0;
+}
+
+static int cu_step_finish(int slot, amd_status *st) {
   char *rec = steps.pinned + (size_t)slot * steps.slot_bytes;
-  AMD_CUDA_CHECK(cudaMemcpyAsync(rec + xent_result_bytes(steps.n[slot]), steps.guard, sizeof(int),
-                                 cudaMemcpyDeviceToHost, amd_cu.stream),
+  const size_t res = xent_result_bytes(steps.n[slot]);
+  if (res)
+    AMD_CUDA_CHECK(cudaMemcpyAsync(rec, steps.dlab + steps.cap, res, cudaMemcpyDeviceToHost, amd_cu.stream),
+                   st);
+  AMD_CUDA_CHECK(cudaMemcpyAsync(rec + res, steps.guard, sizeof(int), cudaMemcpyDeviceToHost, amd_cu.stream),
                  st);
   AMD_CUDA_CHECK(cudaEventRecord(steps.done[slot], amd_cu.stream), st);
   return 0;
@@ -595,6 +617,111 @@ static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, con
   return 0;
 }
 
+/* ================================================================ CUDA graphs of a training step */
+
+/* A captured step and, to replay it with another learning rate and step
+ * number, its k_optim node with the node's arguments (the coefficients are
+ * kernel arguments: they are replaced before each launch). */
+struct cu_graph {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaGraphNode_t optim; /* NULL: the step has no optimizer node */
+  struct {
+    int kind, wd, mom, nesterov, fused;
+    amd_optim_coeffs c;
+    float *p;
+    const float *g;
+    float *s1, *s2;
+    int64_t n;
+    const int *guard;
+  } args;
+  cudaKernelNodeParams kp;
+};
+
+static void cu_graph_free(void *h) {
+  cu_graph *g = (cu_graph *)h;
+  if (!g) return;
+  if (g->exec) cudaGraphExecDestroy(g->exec);
+  if (g->graph) cudaGraphDestroy(g->graph);
+  free(g);
+}
+
+static int cu_graph_begin(amd_status *st) {
+  /* thread-local: a call that is not allowed while capturing (a cudaMalloc,
+   * a synchronising copy) fails and ends the capture, instead of running */
+  AMD_CUDA_CHECK(cudaStreamBeginCapture(amd_cu.stream, cudaStreamCaptureModeThreadLocal), st);
+  amd_cu.capturing = 1;
+  return 0;
+}
+
+static int cu_graph_end(void **out, amd_status *st) {
+  *out = NULL;
+  amd_cu.capturing = 0;
+  cu_graph *g = (cu_graph *)calloc(1, sizeof *g);
+  cudaError_t e = cudaStreamEndCapture(amd_cu.stream, g ? &g->graph : NULL);
+  if (!g) return amd_fail(st, "out of memory");
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec, g->graph, 0);
+  size_t nn = 0;
+  if (e == cudaSuccess) e = cudaGraphGetNodes(g->graph, NULL, &nn);
+  cudaGraphNode_t *nodes = (cudaGraphNode_t *)calloc(nn ? nn : 1, sizeof *nodes);
+  if (e == cudaSuccess && nodes) e = cudaGraphGetNodes(g->graph, nodes, &nn);
+  for (size_t i = 0; e == cudaSuccess && nodes && i < nn; i++) {
+    cudaGraphNodeType type;
+    cudaKernelNodeParams kp;
+    /* cuBLAS's kernels are driver-API nodes, whose runtime parameters cannot
+     * be read: not ours (and the error must not stay as the last one) */
+    if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+        cudaGraphKernelNodeGetParams(nodes[i], &kp) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (kp.func != (void *)k_optim) continue;
+    if (g->optim) {
+      e = cudaErrorNotSupported; /* two optimizer steps in one step: not ours */
+      break;
+    }
+    g->optim = nodes[i];
+    g->kp = kp;
+    void **a = kp.kernelParams;
+    memcpy(&g->args.kind, a[0], sizeof(int));
+    memcpy(&g->args.wd, a[1], sizeof(int));
+    memcpy(&g->args.mom, a[2], sizeof(int));
+    memcpy(&g->args.nesterov, a[3], sizeof(int));
+    memcpy(&g->args.fused, a[4], sizeof(int));
+    memcpy(&g->args.c, a[5], sizeof g->args.c);
+    memcpy(&g->args.p, a[6], sizeof g->args.p);
+    memcpy(&g->args.g, a[7], sizeof g->args.g);
+    memcpy(&g->args.s1, a[8], sizeof g->args.s1);
+    memcpy(&g->args.s2, a[9], sizeof g->args.s2);
+    memcpy(&g->args.n, a[10], sizeof g->args.n);
+    memcpy(&g->args.guard, a[11], sizeof g->args.guard);
+  }
+  free(nodes);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* the failed capture's error is not sticky: clear it */
+    cu_graph_free(g);
+    return amd_fail(st, "%s", cudaGetErrorString(e));
+  }
+  *out = g;
+  return 0;
+}
+
+static int cu_graph_launch(void *h, const amd_optim *o, double lr, int64_t t, amd_status *st) {
+  cu_graph *g = (cu_graph *)h;
+  if (g->optim) {
+    amd_optim_get_coeffs(o, lr, t, &g->args.c);
+    void *a[12] = {&g->args.kind,  &g->args.wd, &g->args.mom, &g->args.nesterov,
+                   &g->args.fused, &g->args.c,  &g->args.p,   (void *)&g->args.g,
+                   &g->args.s1,    &g->args.s2, &g->args.n,   (void *)&g->args.guard};
+    cudaKernelNodeParams kp = g->kp;
+    kp.kernelParams = a;
+    kp.extra = NULL;
+    AMD_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g->exec, g->optim, &kp), st);
+  }
+  AMD_CUDA_CHECK(cudaGraphLaunch(g->exec, amd_cu.stream), st);
+  return 0;
+}
+
 /* ================================================================ batches on the device */
 
 /* One thread per element of x: dataset.c's fill_sample for the planned
@@ -641,7 +768,8 @@ static int cu_data_batch(const void *pixels, int is_u8, int64_t c, int64_t h, in
     k_data_batch<<<amd_cu_blocks(n * c * h * w), 256, 0, amd_cu.stream>>>(
         is_u8 ? (const uint8_t *)pixels : NULL, is_u8 ? NULL : (const float *)pixels, c, h, w, dnorm, dplan,
         n, x);
-    if (cudaGetLastError() != cudaSuccess) rc = amd_fail(st, "CUDA error launching k_data_batch");
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) rc = amd_fail(st, "CUDA error %s launching k_data_batch", cudaGetErrorName(e));
   }
   amd_cu_free(dev); /* later users of the block are queued after the kernel */
   return rc;
@@ -670,10 +798,16 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* all_finite */ cu_all_finite,
     /* scale */ cu_scale,
     /* optim_step */ cu_optim_step,
+    /* step_begin */ cu_step_begin,
     /* xent_defer */ cu_xent_defer,
     /* step_end */ cu_step_end,
+    /* step_finish */ cu_step_finish,
     /* step_collect */ cu_step_collect,
     /* guard_reset */ cu_guard_reset,
+    /* graph_begin */ cu_graph_begin,
+    /* graph_end */ cu_graph_end,
+    /* graph_launch */ cu_graph_launch,
+    /* graph_free */ cu_graph_free,
     /* data_batch */ cu_data_batch,
 };
 

@@ -95,12 +95,12 @@ struct Params {
   int64_t lda, ldb, sa, sb;
   float *C;
   int64_t ldc, sc;
-  float *ws;           /* split-K partial sums, [S][batch][M][N], or NULL */
-  const uint32_t *tab; /* the mode's table for this kernel (device), or NULL */
+  float *ws;                 /* split-K partial sums, [S][batch][M][N], or NULL */
+  const uint32_t *tab;       /* the mode's table for this kernel (device), or NULL */
   const uint32_t *tab_small; /* MBM1: the small kernel's table (the large one's is scaled) */
-  int tab_words;       /* words of tab to copy into shared memory */
-  const uint8_t *lut;  /* lut: the raw byte table (exact path) */
-  int lut_bits;        /* m of lut: */
+  int tab_words;             /* words of tab to copy into shared memory */
+  const uint8_t *lut;        /* lut: the raw byte table (exact path) */
+  int lut_bits;              /* m of lut: */
 };
 
 /* ---- per-mode arithmetic ------------------------------------------------ */
@@ -731,7 +731,10 @@ struct amd_cuda_gemm_ctx {
   float *ws;
   size_t ws_bytes;
   amd_gemm_tile tile;
+  void *cublas_ws; /* cuBLAS's workspace, ours: a CUDA graph of a step holds its address */
 };
+
+static const size_t cublas_ws_bytes = (size_t)32 << 20;
 
 extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream, amd_status *st) {
   *out = NULL;
@@ -750,6 +753,14 @@ extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream
     if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetStream(ctx->cublas, stream);
     /* never TF32: default math keeps SGEMM in IEEE fp32 */
     if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH);
+    if (cs == CUBLAS_STATUS_SUCCESS) {
+      e = cudaMalloc(&ctx->cublas_ws, cublas_ws_bytes);
+      if (e != cudaSuccess) {
+        rc = amd_fail(st, "CUDA GEMM context: %s allocating cuBLAS's workspace", cudaGetErrorString(e));
+        break;
+      }
+      cs = cublasSetWorkspace(ctx->cublas, ctx->cublas_ws, cublas_ws_bytes);
+    }
     if (cs != CUBLAS_STATUS_SUCCESS) {
       rc = amd_fail(st, "CUDA GEMM context: cuBLAS: %s", cublasGetStatusName(cs));
       break;
@@ -776,6 +787,7 @@ extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   free(ctx->tabs);
   cudaFree(ctx->ws);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
+  cudaFree(ctx->cublas_ws);
   free(ctx);
 }
 
@@ -871,6 +883,10 @@ static int get_table(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const table_e
 
 static int ensure_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
   if (bytes <= ctx->ws_bytes) return 0;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(ctx->stream, &capturing) == cudaSuccess &&
+      capturing != cudaStreamCaptureStatusNone)
+    return amd_fail(st, "the split-K workspace would grow in a captured step");
   if (ctx->ws) AMD_CUDA_CHECK(cudaFreeAsync(ctx->ws, ctx->stream), st);
   ctx->ws = NULL;
   ctx->ws_bytes = 0;
@@ -955,7 +971,7 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
 /* Launches the small-tile kernel: enough slices to give every SM two
  * rounds of blocks, each slice at least 4 K steps deep. */
 template <int MODE> static int launch_small(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
-  if (!ModeTraits<MODE>::mbm1) p.tab_words = 0;       /* lut: runs exact here */
+  if (!ModeTraits<MODE>::mbm1) p.tab_words = 0; /* lut: runs exact here */
   p.tab = p.tab_small;
   const int smem = small_smem_words(p.tab_words) * 4; /* under 48 KiB: no opt-in needed */
   int per_sm = 0;

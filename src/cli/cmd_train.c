@@ -67,6 +67,10 @@ static const char usage[] =
     "                         GPU runs the one before, and a step whose loss or\n"
     "                         gradients are not finite changes nothing; the same\n"
     "                         results; fp16 and several ranks always wait)\n"
+    "  --no-graph             on a GPU, launch every step's kernels (default there:\n"
+    "                         the second step of an epoch is captured into a CUDA\n"
+    "                         graph that the later full batches replay; the same\n"
+    "                         results)\n"
     "optimisation:\n"
     "  --epochs N             (default 10)\n"
     "  --batch N              (default 128)\n"
@@ -131,7 +135,7 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps;
+  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
   int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
@@ -268,6 +272,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
     else if (!strcmp(a, "--host-batches")) c->host_batches = 1;
     else if (!strcmp(a, "--sync-steps")) c->sync_steps = 1;
+    else if (!strcmp(a, "--no-graph")) c->no_graph = 1;
     else if (!strcmp(a, "--resume")) c->resume = 1;
     else if (!strcmp(a, "--reinit")) c->reinit = 1;
     else if (!strcmp(a, "--sync-bn")) c->sync_bn = 1;
@@ -639,11 +644,15 @@ int amd_cmd_train(int argc, char **argv) {
   double run_start = now_s(), last_ckpt = run_start, step_avg = 0;
   if (c->profile) amd_prof_start();
   int saved_any = c->resume;
-  /* steps that do not wait for their loss: one backend rank without loss scaling */
-  const int defer = !c->sync_steps && amd_trainer_can_defer(&r.t) && dist->size == 1 && !dist->reduce_alone &&
+  /* steps that do not wait for their loss: one backend rank without loss scaling (--profile
+   * times each step's parts, waiting for them anyway) */
+  const int defer = !c->sync_steps && !c->profile && amd_trainer_can_defer(&r.t) && dist->size == 1 &&
+                    !dist->reduce_alone &&
                     r.pos.loss_scale == 1.0;
   queued_step queued = {0};
   int64_t n_queued = 0;
+  /* CUDA graphs of the deferred steps (not while profiling or synchronising every kernel) */
+  const int graphs = defer && !c->no_graph && !c->debug_sync;
   int unfinished = 0; /* finish_queued's result: 4 (a step went wrong, reported) or -1 */
   if (defer && amd_trainer_guard_reset(&r.t, &st)) goto fail;
   /* the rate of the last step taken (a run resumed at an epoch's end reports it too) */
@@ -673,14 +682,11 @@ int amd_cmd_train(int argc, char **argv) {
       if (defer) {
         /* queue this step, then finish the one before (done or nearly by now) */
         const queued_step q = {1, (int)(n_queued++ % AMD_STEP_SLOTS), p->epoch, p->batch, p->step, b};
-        if (amd_trainer_step_deferred(&r.t, &data.x, y, c->smoothing, q.slot, &st)) goto fail;
         lr = amd_schedule_lr(&r.sched, p->step, batches, total_steps);
         p->step++;
-        double t_opt = now_s();
-        if (amd_trainer_optim_step(&r.t, &r.opt, lr, p->step, r.opt_state, r.n_opt, 1, &st) ||
-            amd_trainer_update_stats(&r.t, &st))
+        if (amd_trainer_step_deferred(&r.t, &data.x, y, c->smoothing, q.slot, &r.opt, lr, p->step, r.opt_state,
+                                      r.n_opt, graphs && b == gbatch, &st))
           goto fail;
-        if (amd_prof_on) amd_prof_part_add(AMD_PROF_OPTIMIZER, now_s() - t_opt);
         if ((unfinished = finish_queued(&r, &queued, saved_any, &st))) goto unfinished;
         queued = q;
       } else {
@@ -768,6 +774,7 @@ int amd_cmd_train(int argc, char **argv) {
     double t_last = now_s(); /* the epoch's last step, counted in its training time */
     if ((unfinished = finish_queued(&r, &queued, saved_any, &st))) goto unfinished;
     p->train_seconds += now_s() - t_last;
+    amd_trainer_graph_reset(&r.t); /* the evaluation uses the device's memory */
     progress_clear(tty);
     /* end of epoch: evaluate, report, checkpoint */
     double train_s = p->train_seconds - train_time_at_start;
@@ -818,6 +825,8 @@ int amd_cmd_train(int argc, char **argv) {
   if (amd_trainer_sync_host(&r.t, r.opt_state, r.n_opt, &st)) goto fail;
   if (dist->rank == 0 && amd_graph_write(r.g, c->out, 1, &st)) goto fail;
   printf("wrote %s (%.1f s of training)\n", c->out, r.pos.train_seconds);
+  if (r.t.graph_replays) printf("CUDA graph: %lld training steps replayed\n", (long long)r.t.graph_replays);
+  if (r.t.graph_off) printf("CUDA graph: none (%s); the steps ran uncaptured\n", r.t.graph_note);
   amd_cli_device_memory_note("train", r.t.be);
   rc = 0;
   goto done;

@@ -71,18 +71,32 @@ typedef struct amd_backend {
                     int64_t n, int guarded, amd_status *st);
   /* Optional (NULL: every training step waits for its loss). Steps that do
    * not wait, so that the host queues the next one while the device works:
-   * xent_defer is softmax_xent (scale 1, dz required) whose sums stay in step
-   * slot `slot`; step_end(g, n, slot) ends the step: where one of its losses
-   * or of the n gradients g is not finite it clears the step guard, which
-   * optim_step(guarded) honours in that step and every later one until
-   * guard_reset; step_collect(slot) waits for that step and gives what
-   * softmax_xent and all_finite would have (bs, *mean, *ok). Slots 0 ..
-   * AMD_STEP_SLOTS - 1, one per step in flight. */
-  int (*xent_defer)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float *dz,
-                    int slot, amd_status *st);
-  int (*step_end)(const float *g, int64_t n, int slot, amd_status *st);
+   * step_begin gives the step's n labels and its slot (0 .. AMD_STEP_SLOTS -
+   * 1, one per step in flight); xent_defer is softmax_xent on them (scale 1,
+   * dz required) whose sums stay on the device; step_end(g, n) checks the n
+   * gradients g: where one of them or one of the losses is not finite it
+   * clears the step guard, which optim_step(guarded) honours in that step and
+   * every later one until guard_reset; step_finish(slot) sends the sums and
+   * the guard to the slot; step_collect(slot) waits for them and gives what
+   * softmax_xent and all_finite would have (bs, *mean, *ok). Between
+   * step_begin and step_finish the step makes no copy to or from the host. */
+  int (*step_begin)(const int64_t *labels, int64_t n, int slot, amd_status *st);
+  int (*xent_defer)(const float *z, int64_t n, int64_t c, float smoothing, float *dz, amd_status *st);
+  int (*step_end)(const float *g, int64_t n, amd_status *st);
+  int (*step_finish)(int slot, amd_status *st);
   int (*step_collect)(int slot, struct amd_batch_stats *bs, double *mean, int *ok, amd_status *st);
   int (*guard_reset)(amd_status *st);
+  /* Optional (NULL: none): the device work of such a step (between
+   * step_begin and step_finish) captured into a graph and replayed.
+   * graph_begin starts capturing; graph_end stops and makes the graph
+   * (an error where the step did something a graph cannot hold: a copy from
+   * or to the host, a new allocation; the capture is then over and nothing
+   * of it ran); graph_launch runs it again with the optimizer's coefficients
+   * of lr and step t; graph_free. */
+  int (*graph_begin)(amd_status *st);
+  int (*graph_end)(void **graph, amd_status *st);
+  int (*graph_launch)(void *graph, const struct amd_optim *o, double lr, int64_t t, amd_status *st);
+  void (*graph_free)(void *graph);
   /* Optional (NULL: the host assembles batches). x [n, c, h, w] in backend
    * memory from the host plan (dataset.h amd_dataset_batch_plan), exactly as
    * amd_dataset_batch_fill: pixels is a copy of the split in backend memory

@@ -16,6 +16,7 @@
 #include "optim.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +237,7 @@ void amd_trainer_free(amd_trainer *t) {
       if (!t->g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
   amd_run_free(&t->run);
   free_device_blocks(t);
+  amd_trainer_graph_reset(t);
   free(t->dvals);
   free(t->dfresh);
   free(t->needs_grad);
@@ -402,9 +404,9 @@ static int check_labels(const int64_t *labels, int64_t n, int64_t c, amd_status 
   return 0;
 }
 
-/* amd_trainer_step_grads, or with slot >= 0 amd_trainer_step_deferred. */
+/* amd_trainer_step_grads, or (deferred) its work in amd_trainer_step_deferred. */
 static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
-                      float loss_scale, int slot, double *loss, amd_batch_stats *bs, amd_status *st) {
+                      float loss_scale, int deferred, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
   const amd_backend *be = t->be;
   if (be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) return -1;
@@ -421,9 +423,8 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
   if (!dz) return -1;
   t->dfresh[t->logits_value] = 0; /* the loss writes all of it */
   double t0 = AMD_PROF_T0;
-  if (slot >= 0
-          ? be->xent_defer(z->data, labels, n, c, smoothing, dz->data, slot, st)
-          : be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st))
+  if (deferred ? be->xent_defer(z->data, n, c, smoothing, dz->data, st)
+               : be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st))
     return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
 
@@ -476,17 +477,77 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
 
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st) {
-  return step_grads(t, x, labels, smoothing, loss_scale, -1, loss, bs, st);
+  return step_grads(t, x, labels, smoothing, loss_scale, 0, loss, bs, st);
 }
 
-int amd_trainer_can_defer(const amd_trainer *t) { return t->be->xent_defer != NULL; }
+int amd_trainer_can_defer(const amd_trainer *t) { return t->be->step_begin != NULL; }
 
 int amd_trainer_guard_reset(amd_trainer *t, amd_status *st) { return t->be->guard_reset(st); }
 
+/* The device work of a deferred step: gradients, their check, the guarded
+ * optimizer step, the BN statistics. */
+static int deferred_work(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
+                         const amd_optim *o, double lr, int64_t step, float *opt_state, int64_t n_opt,
+                         amd_status *st) {
+  if (step_grads(t, x, labels, smoothing, 1.0f, 1, NULL, NULL, st) ||
+      t->be->step_end(t->bgrads, t->n_floats, st) ||
+      amd_trainer_optim_step(t, o, lr, step, opt_state, n_opt, 1, st))
+    return -1;
+  return amd_trainer_update_stats(t, st);
+}
+
+void amd_trainer_graph_reset(amd_trainer *t) {
+  if (t->graph) t->be->graph_free(t->graph);
+  t->graph = NULL;
+  t->graph_warm = 0;
+}
+
 int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
-                              int slot, amd_status *st) {
-  if (step_grads(t, x, labels, smoothing, 1.0f, slot, NULL, NULL, st)) return -1;
-  return t->be->step_end(t->bgrads, t->n_floats, slot, st);
+                              int slot, const amd_optim *o, double lr, int64_t step, float *opt_state,
+                              int64_t n_opt, int graphs, amd_status *st) {
+  const amd_backend *be = t->be;
+  const int64_t n = x->rank > 0 ? x->dims[0] : 0;
+  if (be->step_begin(labels, n, slot, st)) return -1;
+  /* a graph replays one batch shape from one input buffer */
+  if (t->graph && (!graphs || n != t->graph_n || x->data != t->graph_x)) amd_trainer_graph_reset(t);
+  if (t->graph) {
+    if (check_labels(labels, n, t->graph_classes, st) || be->graph_launch(t->graph, o, lr, step, st))
+      return -1;
+    t->graph_replays++;
+  } else if (graphs && be->graph_begin && !t->graph_off && ++t->graph_warm >= 2) {
+    /* the second step of a run of same-shaped ones: every allocation it makes
+     * is cached by now, so the capture needs none */
+    const uint64_t rng = t->ctx.rng;
+    if (be->graph_begin(st)) return -1;
+    amd_status cst, est;
+    memset(&cst, 0, sizeof cst);
+    memset(&est, 0, sizeof est);
+    const int rc = deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, &cst);
+    void *g = NULL;
+    const int erc = be->graph_end(&g, &est); /* ends the capture whatever happened */
+    if (rc == 0 && erc == 0 && t->ctx.rng == rng) {
+      t->graph = g;
+      t->graph_n = n;
+      t->graph_x = x->data;
+      t->graph_classes = t->run.vals[t->logits_value].dims[1];
+      if (be->graph_launch(g, o, lr, step, st)) return -1;
+    } else {
+      /* nothing captured ran: the step runs uncaptured; the next one tries
+       * again (a first step can leave an allocation to the second), up to
+       * three times in a run */
+      if (g) be->graph_free(g);
+      t->graph_off = ++t->graph_fails >= 3;
+      snprintf(t->graph_note, sizeof t->graph_note, "%.200s",
+               rc    ? cst.msg
+               : erc ? est.msg
+                     : "a node draws random numbers in each step (Dropout)");
+      t->ctx.rng = rng;
+      if (deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, st)) return -1;
+    }
+  } else if (deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, st)) {
+    return -1;
+  }
+  return be->step_finish(slot, st);
 }
 
 int amd_trainer_step_collect(amd_trainer *t, int slot, double *loss, amd_batch_stats *bs, int *finite,

@@ -60,6 +60,15 @@ typedef struct amd_trainer {
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
   unsigned char *dfresh;  /* per value: its dval is unwritten, unzeroed memory (see grad_of) */
+  /* the CUDA graph of a deferred step (amd_trainer_step_deferred) */
+  void *graph;            /* NULL: none captured */
+  int64_t graph_n, graph_classes; /* its batch and the model's outputs */
+  const void *graph_x;    /* its input buffer */
+  int graph_warm;         /* same-shaped steps since the last reset */
+  int graph_fails;        /* captures that failed */
+  int graph_off;          /* three failed: none is tried again */
+  int64_t graph_replays;
+  char graph_note[256];   /* why the last capture failed */
   /* Optional, called in the backward walk of amd_trainer_step_grads before
    * node i's backward, and with i = -1 after the walk: every node above i has
    * queued its backward, so the gradient of a parameter that no node <= i
@@ -94,18 +103,26 @@ void amd_trainer_free(amd_trainer *t);
  * here: the caller decides). */
 int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                            float loss_scale, double *loss, amd_batch_stats *bs, amd_status *st);
-/* Steps that do not wait for their loss (backends with xent_defer, see
+/* Steps that do not wait for their loss (backends with step_begin, see
  * backend.h), so that the host queues the next step while the device runs
  * this one: amd_trainer_step_deferred is amd_trainer_step_grads (loss scale
- * 1) with its results kept in slot (0 .. AMD_STEP_SLOTS - 1) and the step
- * guard cleared where a loss or gradient is not finite; a guarded optimizer
- * step then changes nothing, in that step and every later one until
- * amd_trainer_guard_reset. amd_trainer_step_collect waits for the step of
- * slot and gives its mean loss, sums and *finite (loss and gradients). */
+ * 1), then amd_trainer_optim_step (guarded, with lr and step) and
+ * amd_trainer_update_stats, with its results kept in slot (0 ..
+ * AMD_STEP_SLOTS - 1) and the step guard cleared where a loss or gradient is
+ * not finite; a guarded optimizer step then changes nothing, in that step
+ * and every later one until amd_trainer_guard_reset. With graphs (and a
+ * backend that has them) the second of a run of same-shaped steps is
+ * captured into a CUDA graph and the later ones replay it: the caller resets
+ * it (amd_trainer_graph_reset) before anything else uses the device, such as
+ * an evaluation; a model whose steps cannot be captured (a host fallback, a
+ * Dropout) runs uncaptured, graph_note says why. amd_trainer_step_collect
+ * waits for the step of slot and gives its mean loss, sums and *finite. */
 int amd_trainer_can_defer(const amd_trainer *t);
 int amd_trainer_guard_reset(amd_trainer *t, amd_status *st);
 int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing, int slot,
-                              amd_status *st);
+                              const struct amd_optim *o, double lr, int64_t step, float *opt_state, int64_t n_opt,
+                              int graphs, amd_status *st);
+void amd_trainer_graph_reset(amd_trainer *t);
 int amd_trainer_step_collect(amd_trainer *t, int slot, double *loss, amd_batch_stats *bs, int *finite,
                              amd_status *st);
 /* *ok = 1 if every gradient is finite. */
