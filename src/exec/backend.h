@@ -28,7 +28,7 @@ struct amd_optim;
 struct amd_batch_stats;
 struct amd_batch_sample;
 
-#define AMD_STEP_SLOTS 2 /* training steps in flight (xent_defer) */
+#define AMD_STEP_SLOTS 2 /* training steps in flight (step_begin) */
 
 typedef struct amd_backend {
   const char *name;

@@ -97,5 +97,5 @@ const amd_backend amd_backend_cpu = {
     .scale = cpu_scale,
     .optim_step = cpu_optim_step,
     .data_batch = NULL, /* amd_dataset_batch writes host memory directly */
-    .xent_defer = NULL, /* nothing to overlap: every step has its loss at once */
+    .step_begin = NULL, /* nothing to overlap: every step has its loss at once */
 };
