@@ -1197,6 +1197,30 @@ __global__ void k_pool_bwd(pool2d p, int is_max, const float *x, const float *dy
   }
 }
 
+/* Max-pool windows that cannot overlap (no dilation, kernel <= stride): one
+ * thread per output adds its gradient to its window's argmax (window_argmax's
+ * rule), so each input element receives at most one term and the sums are
+ * k_pool_bwd's, without that kernel's search for the windows of an element.
+ * 32-bit indices: the caller checks that the input has fewer than 2^31. */
+__global__ void k_maxpool_bwd_disjoint(pool2d p, const float *x, const float *dy, float *dx) {
+  const int oh = (int)p.oh, ow = (int)p.ow, h = (int)p.h, w = (int)p.w;
+  const int total = (int)p.planes * oh * ow;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const int ox = i % ow, t = i / ow, oy = t % oh, pl = t / oh;
+    const int y0 = oy * (int)p.sh - (int)p.pbh, x0 = ox * (int)p.sw - (int)p.pbw;
+    const int ya = y0 < 0 ? 0 : y0, xa = x0 < 0 ? 0 : x0;
+    const int yb = min(y0 + (int)p.kh, h), xb = min(x0 + (int)p.kw, w);
+    if (ya >= yb || xa >= xb) continue;
+    const float *xp = x + pl * h * w;
+    int bi = ya * w + xa;
+    float best = xp[bi];
+    for (int a = ya; a < yb; a++)
+      for (int b = xa; b < xb; b++)
+        if (xp[a * w + b] > best) best = xp[a * w + b], bi = a * w + b;
+    dx[pl * h * w + bi] += dy[i];
+  }
+}
+
 static int pool_forward(FWD_ARGS) {
   (void)ctx;
   const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
@@ -1220,6 +1244,13 @@ static int pool_backward(BWD_ARGS) {
   pool2d p = make_pool2d(&g, a->count_include_pad);
   int64_t total = g.planes * g.in_plane;
   if (!total) return 0;
+  if (a->kind == AMD_POOL_MAX && p.dh == 1 && p.dw == 1 && p.kh <= p.sh && p.kw <= p.sw &&
+      total < INT32_MAX) {
+    k_maxpool_bwd_disjoint<<<amd_cu_blocks(g.planes * g.out_plane), 256, 0, amd_cu.stream>>>(
+        p, F(in[0]), F(dout[0]), F(din[0]));
+    AMD_CUDA_CHECK_LAUNCH("k_maxpool_bwd_disjoint", st);
+    return 0;
+  }
   k_pool_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(p, a->kind == AMD_POOL_MAX, F(in[0]),
                                                               F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_pool_bwd", st);

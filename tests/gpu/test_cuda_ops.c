@@ -337,6 +337,18 @@ static void other_ops(void) {
              1e-6);
     run_case("MaxPool 2x2 ceil", "MaxPool", 12, b, 3, in1, 1, 1, NULL, 1, 1, 1, 0);
     gc_attrs_free(b, 4);
+    /* windows that do not overlap (kernel <= stride): the backward's one-thread-per-window path */
+    int64_t s3[2] = {3, 3};
+    Onnx__AttributeProto *c[2] = {gc_attr_ints("kernel_shape", 2, k2), gc_attr_ints("strides", 2, s2)};
+    run_case("MaxPool 2x2 s2", "MaxPool", 12, c, 2, in1, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(c, 2);
+    Onnx__AttributeProto *d[4] = {gc_attr_ints("kernel_shape", 2, k2), gc_attr_ints("strides", 2, s2),
+                                  gc_attr_ints("pads", 4, p01), gc_attr_int("ceil_mode", 1)};
+    run_case("MaxPool 2x2 s2 pads ceil", "MaxPool", 12, d, 4, in1, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(d, 4);
+    Onnx__AttributeProto *e[2] = {gc_attr_ints("kernel_shape", 2, k2), gc_attr_ints("strides", 2, s3)};
+    run_case("MaxPool 2x2 s3", "MaxPool", 12, e, 2, in1, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(e, 2);
     run_case("GlobalAveragePool", "GlobalAveragePool", 1, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
     run_case("GlobalMaxPool", "GlobalMaxPool", 1, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 0);
   }
