@@ -336,13 +336,13 @@ static size_t xent_result_bytes(int64_t n) { return (size_t)n * (2 * sizeof(int6
 /* Uploads the labels and launches k_xent into a new device buffer [labels |
  * results] (*buf, the caller frees it). */
 static int xent_launch(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
-                       float scale, float *dz, int *guard, void **buf, amd_status *st) {
+                       float scale, float *dz, void **buf, amd_status *st) {
   if (amd_cu_malloc(buf, (size_t)n * sizeof(int64_t) + xent_result_bytes(n), st)) return -1;
   int64_t *dlab = (int64_t *)*buf, *darg = dlab + n, *dabove = darg + n;
   double *dloss = (double *)(dabove + n);
   if (cu_from_host(dlab, labels, (size_t)n * sizeof(int64_t), st)) return -1;
   k_xent<<<amd_cu_blocks(n, 128), 128, 0, amd_cu.stream>>>(z, dlab, n, c, smoothing, scale, dz, dloss, darg,
-                                                           dabove, guard);
+                                                           dabove, NULL);
   AMD_CUDA_CHECK_LAUNCH("k_xent", st);
   return 0;
 }
@@ -378,8 +378,8 @@ static int cu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int
   }
   void *buf = NULL;
   char *host = (char *)malloc(xent_result_bytes(n));
-  int rc = !host ? amd_fail(st, "out of memory")
-                 : xent_launch(z, labels, n, c, smoothing, scale, dz, NULL, &buf, st);
+  int rc =
+      !host ? amd_fail(st, "out of memory") : xent_launch(z, labels, n, c, smoothing, scale, dz, &buf, st);
   if (rc == 0) rc = cu_to_host(host, (int64_t *)buf + n, xent_result_bytes(n), st);
   if (rc == 0) *mean = xent_sums(host, labels, n, pred, bs);
   free(host);
@@ -531,6 +531,15 @@ static int cu_scale(float *p, int64_t n, float f, amd_status *st) {
   if (n <= 0) return 0;
   k_scale<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(p, n, f);
   AMD_CUDA_CHECK_LAUNCH("k_scale", st);
+  return 0;
+}
+
+__global__ void k_add(float *y, const float *x, int64_t n) { AMD_CU_LOOP(i, n) y[i] += x[i]; }
+
+static int cu_add(float *y, const float *x, int64_t n, amd_status *st) {
+  if (n <= 0) return 0;
+  k_add<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>(y, x, n);
+  AMD_CUDA_CHECK_LAUNCH("k_add", st);
   return 0;
 }
 
@@ -797,6 +806,7 @@ extern "C" const amd_backend amd_backend_cuda = {
     /* softmax_xent */ cu_softmax_xent,
     /* all_finite */ cu_all_finite,
     /* scale */ cu_scale,
+    /* add */ cu_add,
     /* optim_step */ cu_optim_step,
     /* step_begin */ cu_step_begin,
     /* xent_defer */ cu_xent_defer,

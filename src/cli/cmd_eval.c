@@ -18,7 +18,7 @@
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
-    "                       [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
     "samples of the split. --confusion draws the confusion matrix as a picture.\n"
+    "--tta (test-time augmentation) also runs every image mirrored left-right and\n"
+    "scores the mean of the two logits.\n"
     "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
     "(on a GPU timed with CUDA events) and writes the same rows to FILE.tsv.\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
@@ -41,7 +43,7 @@ static double now_s(void) {
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
              *profile = NULL, *device = NULL;
-  int debug_sync = 0;
+  int debug_sync = 0, tta = 0;
   int64_t batch = 256, limit = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -53,6 +55,7 @@ int amd_cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
     else if (!strcmp(a, "--device") && v) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
+    else if (!strcmp(a, "--tta")) tta = 1;
     else if (!strcmp(a, "--confusion") && v) {
       confusion_png = argv[++i];
       if (!amd_plot_available()) {
@@ -96,6 +99,7 @@ int amd_cmd_eval(int argc, char **argv) {
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("eval", g, be);
+  t.tta = tta;
   int64_t n_out;
   if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
   if (ds.n_classes > n_out) {
@@ -117,7 +121,8 @@ int amd_cmd_eval(int argc, char **argv) {
   if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, confusion, c, &st)) goto fail;
   double secs = now_s() - t0;
   amd_prof_on = 0;
-  printf("model %s, mode %s, %s split of %s: %lld images\n", model, mode, split, data, (long long)bs.n);
+  printf("model %s, mode %s, %s split of %s: %lld images%s\n", model, mode, split, data, (long long)bs.n,
+         tta ? " (and each mirrored: --tta)" : "");
   printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,
          100.0 * (double)bs.top5 / (double)bs.n, bs.loss_sum / (double)bs.n, secs > 0 ? (double)bs.n / secs : 0);
   printf("per-class accuracy:\n");

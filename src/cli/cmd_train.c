@@ -58,6 +58,9 @@ static const char usage[] =
     "  --val N                hold out N training samples (seeded) as a validation set\n"
     "  --no-shuffle           keep the data order (default: a seeded permutation per epoch)\n"
     "  --limit N              use only the first N samples of each split (quick runs)\n"
+    "  --tta                  score the test (and validation) split with test-time\n"
+    "                         augmentation: each image also mirrored left-right, the\n"
+    "                         mean of the two logits\n"
     "  --host-batches         on a GPU, assemble each batch on the host and upload it\n"
     "                         (default there: the training images are copied to the\n"
     "                         GPU once and each batch is cropped, flipped and\n"
@@ -135,7 +138,7 @@ typedef struct train_cfg {
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
-  int nesterov, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
+  int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
   int ranks; /* processes training together (1 without mpirun) */
 } train_cfg;
 
@@ -269,6 +272,7 @@ static int parse_args(int argc, char **argv, train_cfg *c) {
     else if (OPT("--label-smoothing")) bad = amd_parse_float(v, &c->smoothing) || c->smoothing < 0 || c->smoothing >= 1;
     else if (OPT("--walltime")) bad = (c->walltime_s = parse_duration(v)) <= 0;
     else if (!strcmp(a, "--nesterov")) c->nesterov = 1;
+    else if (!strcmp(a, "--tta")) c->tta = 1;
     else if (!strcmp(a, "--no-shuffle")) c->no_shuffle = 1;
     else if (!strcmp(a, "--host-batches")) c->host_batches = 1;
     else if (!strcmp(a, "--sync-steps")) c->sync_steps = 1;
@@ -527,6 +531,7 @@ static int setup(run_state *r, amd_status *st) {
   if (amd_cli_backend_rank(c->device, c->debug_sync, r->dist.local_rank, &be, st)) return -1;
   if (amd_dist_use_device(&r->dist, be, st)) return -1; /* NCCL between GPU ranks */
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
+  r->t.tta = c->tta;
   amd_cli_backend_note("train", r->g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&r->t, &r->ds, &n_out, st)) return -1;

@@ -299,7 +299,7 @@ static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int6
     p->dy = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
     p->dx = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
   }
-  p->mirror = aug && aug->hflip ? (int32_t)(amd_rng_next(rng) >> 63) : 0;
+  p->mirror = aug && aug->hflip ? (int32_t)(amd_rng_next(rng) >> 63) : aug && aug->mirror_all;
   if (S) {
     int64_t cy = (int64_t)amd_rng_below(rng, (uint64_t)H);
     int64_t cx = (int64_t)amd_rng_below(rng, (uint64_t)W);

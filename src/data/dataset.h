@@ -98,11 +98,12 @@ int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status
 
 /* ---- Batch assembly. ---- */
 typedef struct amd_augment {
-  int pad_crop; /* P > 0: pad with P zero pixels (before normalisation, as torchvision's
-                   RandomCrop(padding=P)), then crop HxW at a uniform offset in [0, 2P]^2 */
-  int hflip;    /* 1: mirror left-right with probability 0.5 */
-  int cutout;   /* S > 0: a SxS square (centre uniform over the image, clipped at the
-                   border) set to 0 after normalisation, all channels */
+  int pad_crop;   /* P > 0: pad with P zero pixels (before normalisation, as torchvision's
+                     RandomCrop(padding=P)), then crop HxW at a uniform offset in [0, 2P]^2 */
+  int hflip;      /* 1: mirror left-right with probability 0.5 */
+  int cutout;     /* S > 0: a SxS square (centre uniform over the image, clipped at the
+                     border) set to 0 after normalisation, all channels */
+  int mirror_all; /* 1 (without hflip): mirror every sample, no draw (test-time augmentation) */
 } amd_augment;
 
 /* Fills x [n, C, H, W] (normalised, augmented when aug is non-NULL and asks for

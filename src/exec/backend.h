@@ -65,6 +65,7 @@ typedef struct amd_backend {
                       amd_status *st);
   int (*all_finite)(const float *p, int64_t n, int *ok, amd_status *st);
   int (*scale)(float *p, int64_t n, float f, amd_status *st);
+  int (*add)(float *y, const float *x, int64_t n, amd_status *st); /* y += x */
   /* One optimizer step exactly as amd_optim_step (optim.c); guarded (only
    * where step_end exists): nothing changes once the step guard is cleared. */
   int (*optim_step)(const struct amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,

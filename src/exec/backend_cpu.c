@@ -67,6 +67,12 @@ static int cpu_scale(float *p, int64_t n, float f, amd_status *st) {
   return 0;
 }
 
+static int cpu_add(float *y, const float *x, int64_t n, amd_status *st) {
+  (void)st;
+  for (int64_t i = 0; i < n; i++) y[i] += x[i];
+  return 0;
+}
+
 static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                           int64_t n, int guarded, amd_status *st) {
   (void)guarded; /* no step_end: never a guard */
@@ -95,6 +101,7 @@ const amd_backend amd_backend_cpu = {
     .softmax_xent = cpu_softmax_xent,
     .all_finite = cpu_all_finite,
     .scale = cpu_scale,
+    .add = cpu_add,
     .optim_step = cpu_optim_step,
     .data_batch = NULL, /* amd_dataset_batch writes host memory directly */
     .step_begin = NULL, /* nothing to overlap: every step has its loss at once */

@@ -115,7 +115,7 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
     if (!n->op->backward) {
-      if (!blocked) blocked = n->name;
+      if (!blocked && n->n_in > 0) blocked = n->name; /* (a Constant blocks no parameter) */
       continue;
     }
     for (int k = 0; k < n->n_in; k++)
@@ -573,20 +573,51 @@ int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
   return 0;
 }
 
-int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
-                     int64_t *pred, amd_status *st) {
+/* The inference-mode forward of x; *z: the logits [n, c] in backend memory. */
+static int eval_forward(amd_trainer *t, const amd_tensor *x, const amd_tensor **z, int64_t *n, int64_t *c,
+                        amd_status *st) {
   amd_ctx ctx = t->ctx;
   ctx.training = 0;
   ctx.inference = 1;
   if (amd_run_forward(&t->run, &ctx, x, 0, st)) return -1;
-  const amd_tensor *z = &t->run.vals[t->logits_value];
-  int64_t n = 0, c = 0;
-  if (logits_shape(z, &n, &c, st)) return -1;
+  *z = &t->run.vals[t->logits_value];
+  return logits_shape(*z, n, c, st);
+}
+
+static int eval_loss(amd_trainer *t, const float *z, const int64_t *labels, int64_t n, int64_t c,
+                     amd_batch_stats *bs, int64_t *pred, amd_status *st) {
   if (check_labels(labels, n, c, st)) return -1;
   double mean, t0 = AMD_PROF_T0;
-  if (t->be->softmax_xent(z->data, labels, n, c, 0, 1.0f, NULL, pred, bs, &mean, st)) return -1;
+  if (t->be->softmax_xent(z, labels, n, c, 0, 1.0f, NULL, pred, bs, &mean, st)) return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
   return 0;
+}
+
+int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels, amd_batch_stats *bs,
+                     int64_t *pred, amd_status *st) {
+  const amd_tensor *z;
+  int64_t n = 0, c = 0;
+  if (eval_forward(t, x, &z, &n, &c, st)) return -1;
+  return eval_loss(t, z->data, labels, n, c, bs, pred, st);
+}
+
+/* amd_trainer_eval of samples ids[0..k) with test-time augmentation: the
+ * batch as it is and mirrored (made into b), the logits of the two summed in
+ * *sum (backend memory for `batch` samples, allocated by the first call)
+ * and halved. */
+static int eval_mirrored(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_t k, int64_t batch,
+                         int64_t *y, void **sum, amd_batch_stats *bs, int64_t *pred, amd_status *st) {
+  static const amd_augment mirror = {.mirror_all = 1};
+  const amd_tensor *z;
+  int64_t n = 0, c = 0;
+  if (amd_batches_make(b, ids, k, NULL, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st)) return -1;
+  if (!*sum && t->be->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
+  float *s = *sum;
+  if (t->be->mem_copy(s, z->data, (size_t)(n * c) * sizeof(float), st) ||
+      amd_batches_make(b, ids, k, &mirror, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st) ||
+      t->be->add(s, z->data, n * c, st) || t->be->scale(s, n * c, 0.5f, st))
+    return -1;
+  return eval_loss(t, s, y, n, c, bs, pred, st);
 }
 
 int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
@@ -603,14 +634,20 @@ int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data
   int64_t *pred = malloc((size_t)batch * sizeof *pred);
   int rc = !ids || !y || !pred ? amd_fail(st, "out of memory")
                                : amd_batches_open(&b, t->be, 0, ds, split, batch, "evaluation", st);
+  void *sum = NULL; /* t->tta: the summed logits of a batch */
   for (int64_t start = 0; rc == 0 && start < n; start += batch) {
     int64_t k = n - start < batch ? n - start : batch;
     for (int64_t i = 0; i < k; i++) ids[i] = idx ? idx[start + i] : start + i;
-    rc = amd_batches_make(&b, ids, k, NULL, NULL, y, st);
-    if (rc == 0) rc = amd_trainer_eval(t, &b.x, y, bs, pred, st);
+    if (t->tta) {
+      rc = eval_mirrored(t, &b, ids, k, batch, y, &sum, bs, pred, st);
+    } else {
+      rc = amd_batches_make(&b, ids, k, NULL, NULL, y, st);
+      if (rc == 0) rc = amd_trainer_eval(t, &b.x, y, bs, pred, st);
+    }
     for (int64_t i = 0; rc == 0 && confusion && i < k; i++)
       if (y[i] < n_classes && pred[i] < n_classes) confusion[y[i] * n_classes + pred[i]]++;
   }
+  if (sum) t->be->mem_free(sum);
   if (ids && y && pred) amd_batches_close(&b);
   free(ids);
   free(y);

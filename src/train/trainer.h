@@ -76,6 +76,7 @@ typedef struct amd_trainer {
   int (*backward_progress)(void *user, int i, amd_status *st);
   void *progress_user;
   char warning[512];      /* set-up notes for the user (e.g. BN folded) */
+  int tta;                /* amd_trainer_eval_split: test-time augmentation (see there) */
 } amd_trainer;
 
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st);
@@ -152,7 +153,9 @@ struct amd_data_split;
 /* Evaluates n samples of split (idx: their indices, NULL = the first n) in
  * batches of `batch`, adding to bs; confusion (may be NULL) is a C x C count
  * matrix [label][prediction] for C = n_classes. The batches are made where
- * the backend can (batches.h: on the GPU, from a copy of the split). */
+ * the backend can (batches.h: on the GPU, from a copy of the split). With
+ * t->tta each batch also runs mirrored left-right, and the loss and the
+ * prediction come from the mean of the two logits. */
 int amd_trainer_eval_split(amd_trainer *t, const struct amd_dataset *ds, const struct amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion,
                            int64_t n_classes, amd_status *st);

@@ -41,9 +41,29 @@ if python3 "$(dirname "$0")/fashion_tensors.py" "$fashion" 2000 "$tmp" 2>"$tmp/p
   if [ -n "$mine" ] && [ "$mine" = "$theirs" ]; then ok "onnxruntime on the trained model: $theirs, as eval"
   elif echo "$theirs" | grep -q SKIP; then echo "SKIP onnxruntime check: $theirs"
   else bad "onnxruntime '$theirs' vs eval '$mine'"; fi
+  # 2c. --tta scores the mean logits of each image and its mirror, so the
+  # mirrored data set scores exactly the same; without --tta it does not
+  python3 -c "import sys, numpy as np; from onnx import numpy_helper as h, TensorProto as T
+t = T(); t.ParseFromString(open(sys.argv[1], 'rb').read()); x = h.to_array(t)[..., ::-1]
+open(sys.argv[2], 'wb').write(h.from_array(np.ascontiguousarray(x), 'X').SerializeToString())" "$tmp/X.pb" "$tmp/Xm.pb"
+  score() { "$amd" eval "$tmp/t.onnx" --data "tensors:$1,$tmp/Y.pb" "${@:2}" 2>&1 | sed -n 's/^\(top1 .* loss [0-9.]*\).*/\1/p'; }
+  tta=$(score "$tmp/X.pb" --tta) ttam=$(score "$tmp/Xm.pb" --tta) plain=$(score "$tmp/X.pb") plainm=$(score "$tmp/Xm.pb")
+  if [ -n "$tta" ] && [ "$tta" = "$ttam" ] && [ "$plain" != "$plainm" ] && [ "$tta" != "$plain" ]; then
+    ok "eval --tta: '$tta' on the images and on their mirrors (without: '$plain' and '$plainm')"
+  else
+    bad "eval --tta: '$tta' vs mirrored '$ttam'; without: '$plain' vs '$plainm'"
+  fi
 else
   echo "SKIP onnxruntime check: $(tail -1 "$tmp/py.err")"
 fi
+
+# 2d. train --tta reports the test accuracy that eval --tta gives for the written model
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" --limit 2000 --epochs 1 --tta -o "$tmp/tta.onnx" >"$tmp/tta.log" 2>&1
+tacc=$(sed -n 's/.*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/tta.log" | tail -1)
+eacc=$("$amd" eval "$tmp/tta.onnx" --data "$data" --limit 2000 --tta 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+nacc=$("$amd" eval "$tmp/tta.onnx" --data "$data" --limit 2000 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+[ -n "$tacc" ] && [ "$tacc" = "$eacc" ] && ok "train --tta: test top1 $tacc%, as eval --tta (without: $nacc%)" \
+  || { bad "train --tta '$tacc' vs eval --tta '$eacc'"; tail -3 "$tmp/tta.log"; }
 
 # 3. stop and resume = uninterrupted (2 epochs = 188 steps; with dropout-free LeNet, augmentation on)
 run2=(--epochs 2 --augment crop:2,flip)

@@ -766,12 +766,12 @@ static void test_batches(void) {
   CHECK(badl == 0, "batch labels");
   CHECK(maxd < 2e-6, "normalisation max diff %g", maxd);
   printf("  normalisation max |diff| %.3g\n", maxd);
-  amd_augment none = {0, 0, 0};
+  amd_augment none = {0};
   amd_dataset_batch(&ds, &ds.train, idx, TN, &none, NULL, x1, y);
   CHECK(!memcmp(x0, x1, sizeof x0), "all-zero augment = none");
 
   /* determinism */
-  amd_augment all = {2, 1, 3};
+  amd_augment all = {.pad_crop = 2, .hflip = 1, .cutout = 3};
   uint64_t r1 = 42, r2 = 42, r3 = 43;
   amd_dataset_batch(&ds, &ds.train, idx, TN, &all, &r1, x1, y);
   amd_dataset_batch(&ds, &ds.train, idx, TN, &all, &r2, x2, y);
@@ -781,7 +781,7 @@ static void test_batches(void) {
   CHECK(r1 != 42, "rng state advanced");
 
   /* flip only: each sample is either the plain one or its exact mirror; both occur */
-  amd_augment flip = {0, 1, 0};
+  amd_augment flip = {.hflip = 1};
   uint64_t r = 7;
   amd_dataset_batch(&ds, &ds.train, idx, TN, &flip, &r, x1, y);
   int n_same = 0, n_mirror = 0, n_other = 0;
@@ -802,10 +802,21 @@ static void test_batches(void) {
         n_mirror, n_other);
   printf("  flip: %d kept, %d mirrored\n", n_same, n_mirror);
 
+  /* mirror_all (test-time augmentation): every sample is the exact mirror, with no draw */
+  amd_augment mirror_all = {.mirror_all = 1};
+  amd_dataset_batch(&ds, &ds.train, idx, TN, &mirror_all, NULL, x1, y);
+  int n_not_mirrored = 0;
+  for (int b = 0; b < TN; b++)
+    for (int c = 0; c < TC; c++)
+      for (int i = 0; i < TH; i++)
+        for (int j = 0; j < TW; j++)
+          n_not_mirrored += x1[b * TCHW + c * THW + i * TW + j] != x0[b * TCHW + c * THW + i * TW + (TW - 1 - j)];
+  CHECK(n_not_mirrored == 0, "mirror_all: %d pixels are not the mirror's", n_not_mirrored);
+
   /* crop only: each sample is the plain one shifted by some (dy, dx) in [-P, P]^2 with
    * padding = normalised 0 pixel; a non-zero shift occurs */
   const int PAD = 2;
-  amd_augment crop = {PAD, 0, 0};
+  amd_augment crop = {.pad_crop = PAD};
   r = 9;
   amd_dataset_batch(&ds, &ds.train, idx, TN, &crop, &r, x1, y);
   int n_match = 0, n_shifted = 0;
@@ -837,7 +848,7 @@ static void test_batches(void) {
   /* cutout only: the zeros form one clipped square of side <= S in every channel; the
    * rest is unchanged (no normalised pixel of this data is 0) */
   const int S = 3;
-  amd_augment cut = {0, 0, S};
+  amd_augment cut = {.cutout = S};
   r = 11;
   amd_dataset_batch(&ds, &ds.train, idx, TN, &cut, &r, x1, y);
   int cut_ok = 1, any_zero = 0;

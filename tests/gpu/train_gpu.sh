@@ -3,7 +3,8 @@
 # an IDX data set: MNIST or Fashion-MNIST):
 #  - two epochs on cuda: the training loss falls and one epoch reaches >= 70%;
 #  - the written model reloads: `eval --device cuda` gives the accuracy train
-#    reported, `eval --device cpu` agrees within 0.5 points;
+#    reported, `eval --device cpu` agrees within 0.5 points, and so does
+#    `eval --tta` on both;
 #  - a GPU run stopped (--stop-after, with checkpoints) and resumed on the GPU
 #    ends with the same weights, byte for byte, as an uninterrupted GPU run;
 #  - am16 and fp16 (dynamic loss scaling) train on the GPU with a finite loss;
@@ -46,6 +47,13 @@ g=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/e.log")
 c=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/c.log")
 [ -n "$g" ] && [ "$g" = "$acc" ] && ok "eval --device cuda of the written model: top1 $g% as in training" || bad "eval cuda '$g' vs train '$acc'"
 awk -v a="${g:-0}" -v b="${c:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' && ok "eval --device cpu: top1 $c% (cuda $g%)" || bad "eval cpu '$c' vs cuda '$g'"
+# test-time augmentation (the mirrored batch made on the GPU, the logits summed there): as on the CPU
+"$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cuda --tta >"$tmp/et.log" 2>&1
+gt=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/et.log")
+"$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cpu --tta >"$tmp/ct.log" 2>&1
+ct=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/ct.log")
+[ -n "$gt" ] && [ "$gt" != "$g" ] && awk -v a="$gt" -v b="${ct:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' \
+  && ok "eval --tta: top1 $gt% on cuda, $ct% on the cpu (without: $g%)" || bad "eval --tta: cuda '$gt', cpu '$ct', without '$g'"
 
 # 3. stop and resume on the GPU = uninterrupted GPU run
 run=(--epochs 2 --augment crop:2,flip)
