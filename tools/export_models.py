@@ -43,8 +43,10 @@ File names are initializer names with every character outside
 """
 
 import argparse
+import collections
 import inspect
 import copy
+import gzip
 import os
 import re
 import sys
@@ -66,6 +68,8 @@ TRAIN_BATCH = 16
 NUM_CLASSES = 10
 SGD_ARGS = dict(lr=0.05, momentum=0.9, weight_decay=5e-4)
 TRAIN_STEPS = 3
+
+WHITEN_IMAGES = 5000  # --cifar10: the training images whose patches make fastnet's whitening filters
 
 
 # ---------------------------------------------------------------- models
@@ -221,6 +225,87 @@ class ResNet9(nn.Module):
         return self.linear(x) * 0.125
 
 
+class ScaledBiasBatchNorm2d(nn.BatchNorm2d):
+    """BatchNorm2d whose bias enters as bias_scale x the stored parameter (a
+    Mul node before BatchNormalization's B input). SGD then moves the
+    effective bias bias_scale^2 times faster, with the same relative weight
+    decay: a per-parameter learning-rate factor carried by the graph."""
+
+    def __init__(self, channels, bias_scale):
+        super().__init__(channels)
+        self.bias_scale = bias_scale
+
+    def forward(self, x):
+        use_batch = self.training or self.running_mean is None
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias * self.bias_scale,
+                            use_batch, self.momentum, self.eps)
+
+
+class FastNet(nn.Module):
+    """The fast CIFAR-10 network of issue 8's 94% target, after the later
+    descendants of the DAWNBench ResNet-9 (Keller Jordan's airbench): a 2x2
+    conv of 24 channels without padding (32 -> 31 pixels; see
+    set_whitening), ReLU, then three blocks of 96 / 384 / 384 channels
+    (airbench94: 64 / 256 / 256, with more tricks), each a 3x3 conv, a 2x2
+    max-pool, BN, ReLU, a second 3x3 conv, BN, ReLU (31 -> 15 -> 7 -> 3), a
+    3x3 max-pool and an FC layer whose output is scaled by 1/9. About 255 M
+    multiply-accumulates per image, two thirds of ResNet-9's. The BN biases
+    learn 64 times faster than the other parameters, as in airbench
+    (ScaledBiasBatchNorm2d with 8); that recipe also keeps the BN scales at
+    1 (tools/train_fastnet.sh: --freeze bn1.weight,bn2.weight)."""
+
+    def __init__(self, widths=(96, 384, 384), num_classes=10):
+        super().__init__()
+        self.whiten = nn.Conv2d(3, 24, 2, bias=True)
+        blocks, cin = [], 24
+        for w in widths:  # initializers blocks.K.conv1.weight, blocks.K.bn1.weight, ...
+            blocks.append(nn.Sequential(collections.OrderedDict([
+                ("conv1", nn.Conv2d(cin, w, 3, padding=1, bias=False)), ("pool", nn.MaxPool2d(2)),
+                ("bn1", ScaledBiasBatchNorm2d(w, 8.0)), ("relu1", nn.ReLU()),
+                ("conv2", nn.Conv2d(w, w, 3, padding=1, bias=False)), ("bn2", ScaledBiasBatchNorm2d(w, 8.0)),
+                ("relu2", nn.ReLU())])))
+            cin = w
+        self.blocks = nn.Sequential(*blocks)
+        self.linear = nn.Linear(cin, num_classes, bias=False)
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.whiten(x)))
+        x = torch.flatten(F.max_pool2d(x, 3), 1)
+        return self.linear(x) / 9.0
+
+    def set_whitening(self, images, eps=5e-4):
+        """Fixed whitening filters from training images [n, 3, 32, 32]
+        (normalised as amdnn-onnx feeds them): the eigenvectors of the
+        covariance of their 2x2 patches, each divided by the square root of
+        its eigenvalue (+ eps), and the same 12 negated, so that the ReLU
+        after them keeps both signs; bias 0. Train with --freeze
+        whiten.weight to keep them."""
+        patches = images.unfold(2, 2, 1).unfold(3, 2, 1)  # n, 3, 31, 31, 2, 2
+        patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(-1, 12).double()
+        values, vectors = torch.linalg.eigh(patches.T @ patches / len(patches))
+        filters = (vectors.T / torch.sqrt(values + eps)[:, None]).reshape(12, 3, 2, 2).float()
+        with torch.no_grad():
+            self.whiten.weight.copy_(torch.cat([filters, -filters]))
+            self.whiten.bias.zero_()
+
+
+def cifar10_train_images(folder, n):
+    """The first n training images of the CIFAR-10 binary batches in folder
+    (data_batch_K.bin or .bin.gz), normalised per channel with the mean and
+    standard deviation of all the training images, as amdnn-onnx does."""
+    raw = []
+    for k in range(1, 6):
+        path = os.path.join(folder, "data_batch_%d.bin" % k)
+        opener = open
+        if not os.path.exists(path):
+            path, opener = path + ".gz", gzip.open
+        with opener(path, "rb") as f:
+            raw.append(np.frombuffer(f.read(), np.uint8).reshape(-1, 3073)[:, 1:])
+    pixels = np.concatenate(raw).reshape(-1, 3, 32, 32).astype(np.float64) / 255.0
+    mean, std = pixels.mean(axis=(0, 2, 3)), pixels.std(axis=(0, 2, 3))
+    return torch.from_numpy((pixels[:n] - mean[:, None, None]) / std[:, None, None]).float()
+
+
 WIDE = ([64, 128, 256, 512], [1, 2, 2, 2])
 
 MODELS = {
@@ -232,7 +317,13 @@ MODELS = {
     "resnet34": (lambda: CifarResNet(BasicBlock, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
     "resnet50": (lambda: CifarResNet(Bottleneck, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
     "resnet9": (ResNet9, (3, 32, 32)),
+    "fastnet": (FastNet, (3, 32, 32)),
 }
+
+# Networks for training from scratch: BatchNormalization keeps PyTorch's
+# initial scale 1 and bias 0 (warm_up_bn gives the others random ones, which
+# the golden tests want).
+FROM_SCRATCH = {"fastnet"}
 
 
 # ---------------------------------------------------------------- helpers
@@ -453,12 +544,16 @@ def train_goldens(name, model, sample_shape, onnx_path, out_dir):
         raise SystemExit("%s: parameters without gradient: %s" % (name, ", ".join(sorted(missing))))
 
 
-def export_one(name, out_dir, train_golden_dir=None):
+def export_one(name, out_dir, train_golden_dir=None, cifar10=None):
     ctor, sample_shape = MODELS[name]
     torch.manual_seed(SEED)
     model = ctor()
     gen = torch.Generator().manual_seed(SEED + 1)
-    warm_up_bn(model, sample_shape, gen)
+    if name not in FROM_SCRATCH:
+        warm_up_bn(model, sample_shape, gen)
+    if cifar10 and hasattr(model, "set_whitening"):
+        model.set_whitening(cifar10_train_images(cifar10, WHITEN_IMAGES))
+        print("%s: whitening filters from %d training images of %s" % (name, WHITEN_IMAGES, cifar10))
 
     # The golden batch: uniform in [-0.5, 1.5), fixed by its own seed.
     x = torch.rand((BATCH,) + sample_shape, generator=torch.Generator().manual_seed(SEED + 2)) * 2.0 - 0.5
@@ -499,6 +594,9 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ",".join(MODELS))
     ap.add_argument("--train-goldens", default="", metavar="NAMES",
                     help="comma-separated models (from --models) whose training goldens go into OUT/golden/NAME/")
+    ap.add_argument("--cifar10", metavar="DIR",
+                    help="CIFAR-10 binary batches: fastnet's first conv becomes the whitening filters of their "
+                         "training images (without it: PyTorch's default initialisation)")
     args = ap.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     for n in names:
@@ -514,7 +612,7 @@ def main():
     warnings.filterwarnings("ignore", message="ONNX Preprocess - Removing mutation")
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     for n in names:
-        export_one(n, args.out, os.path.join(args.out, "golden", n) if n in goldens else None)
+        export_one(n, args.out, os.path.join(args.out, "golden", n) if n in goldens else None, args.cifar10)
     return 0
 
 
