@@ -48,7 +48,6 @@ typedef struct amd_trainer {
   amd_run run;
   amd_ctx ctx;
   int logits_value;
-  int n_classes;
   int n_params;
   int *param_value;       /* graph value of each parameter */
   int64_t *param_offset;  /* its offset in the blocks */
