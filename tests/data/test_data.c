@@ -130,8 +130,10 @@ static void write_idx_dir(const char *dir, int train_gz) {
 }
 
 static int cifar_label(int64_t file, int64_t i) { return (int)((file * 3 + i) % 10); }
+/* Byte k of image i: each colour plane (k / 1024) gets its own offset, so the
+ * three planes differ and a reader that swaps or repeats a plane fails. */
 static uint8_t cifar_pix(int64_t file, int64_t i, int64_t k) {
-  return (uint8_t)((file * 91 + i * 13 + k * 7) & 255);
+  return (uint8_t)((file * 91 + i * 13 + k * 7 + (k / 1024) * 61) & 255);
 }
 
 static void write_cifar_file(const char *path, int gz, int64_t file, int64_t n, int bad_label,

@@ -449,9 +449,13 @@ static void check_gemm_mult(const amd_mult *am16) {
   free(g.node.attrs);
 }
 
-/* MatMul broadcast [3,4]x[2,4,5]: am16 backward differs from exact (both GEMMs). */
+/* MatMul broadcast [3,4]x[2,4,5] with bwd_mult = am16: both gradients equal,
+ * bit for bit, naive loops over amd_mult_product (the broadcast A's gradient
+ * summed batch by batch, each batch's k-ordered fp32 sum added to the
+ * previous ones), and differ from the exact gradients. */
 static void check_matmul_mult(const amd_mult *am16) {
-  int64_t ad[] = {3, 4}, bd[] = {2, 4, 5}, yd[] = {2, 3, 5};
+  enum { NB = 2, M = 3, K = 4, N = 5 };
+  int64_t ad[] = {M, K}, bd[] = {NB, K, N}, yd[] = {NB, M, N};
   amd_tensor A = gc_tensor(AMD_FLOAT, 2, ad, -1, 1), B = gc_tensor(AMD_FLOAT, 3, bd, -1, 1);
   amd_tensor dy = gc_tensor(AMD_FLOAT, 3, yd, -1, 1);
   amd_tensor *in[] = {&A, &B};
@@ -465,14 +469,38 @@ static void check_matmul_mult(const amd_mult *am16) {
   ok = ok && run_backward(&g, in, 2, &dy, 3u, 0, exact) == 0;
   g.node.bwd_mult = am16;
   ok = ok && run_backward(&g, in, 2, &dy, 3u, 0, emul) == 0;
+  const float *a = A.data, *b = B.data, *d = dy.data;
+  float rda[M * K] = {0}, rdb[NB * K * N];
+  for (int64_t t = 0; t < NB; t++) {
+    const float *bt = b + t * K * N, *dt = d + t * M * N;
+    for (int64_t i = 0; i < M; i++) /* dA [M,K] += dY_t [M,N] B_t^T */
+      for (int64_t k = 0; k < K; k++) {
+        float sum = 0;
+        for (int64_t j = 0; j < N; j++) sum += amd_mult_product(am16, dt[i * N + j], bt[k * N + j]);
+        rda[i * K + k] = sum + rda[i * K + k];
+      }
+    for (int64_t k = 0; k < K; k++) /* dB_t [K,N] = A^T [K,M] dY_t [M,N] */
+      for (int64_t j = 0; j < N; j++) {
+        float sum = 0;
+        for (int64_t i = 0; i < M; i++) sum += amd_mult_product(am16, a[i * K + k], dt[i * N + j]);
+        rdb[t * K * N + k * N + j] = sum;
+      }
+  }
+  const float *ref[2] = {rda, rdb};
   for (int k = 0; ok && k < 2; k++) {
-    double d = max_rel_diff(emul[k].data, exact[k].data, amd_tensor_numel(&emul[k]));
-    if (d < 1e-4 || d > 0.2) {
+    int64_t n = amd_tensor_numel(&emul[k]), at = 0;
+    double diff = max_rel_diff(emul[k].data, exact[k].data, n);
+    if (!bits_equal(emul[k].data, ref[k], n, &at)) {
+      printf("FAIL %s: d%c[%lld] = %.9g, naive am16 loop %.9g\n", label, "AB"[k], (long long)at,
+             ((float *)emul[k].data)[at], ref[k][at]);
+      ok = 0;
+    } else if (diff < 1e-4 || diff > 0.2) {
       printf("FAIL %s: d%c max rel diff vs exact %.2e (expected a small nonzero difference)\n", label,
-             "AB"[k], d);
+             "AB"[k], diff);
       ok = 0;
     } else {
-      printf("ok   %s: d%c differs from exact by %.2e\n", label, "AB"[k], d);
+      printf("ok   %s: d%c bit-identical to the naive am16 loop, differs from exact by %.2e\n", label,
+             "AB"[k], diff);
     }
   }
   count(ok);
