@@ -4,7 +4,8 @@
 #  - one epoch of LeNet-5 reaches an accuracy that a broken backward cannot;
 #  - the trained model reloads and `eval` gives the accuracy `train` reported;
 #  - a run stopped (--stop-after, and SIGTERM) and resumed ends with the same
-#    weights, byte for byte, as an uninterrupted run;
+#    weights, byte for byte, as an uninterrupted run (LeNet-5, and LeNet-5
+#    with Dropout, whose masks must resume from the same stream);
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -80,6 +81,21 @@ else
   bad "resume: exits $rc1 $rc2 $rc3, models $(cmp "$tmp/full.onnx" "$tmp/part.onnx" 2>&1 | head -1)"; tail -3 "$tmp/s1.log" "$tmp/s2.log" "$tmp/s3.log"
 fi
 [ "$(ls "$tmp/ck" | wc -l)" -le 2 ] && ok "checkpoint folder keeps at most two" || bad "checkpoints kept: $(ls "$tmp/ck")"
+
+# 3b. the same with Dropout (LeNet-5 + two Dropout layers, augmentation on):
+# the resumed run must also restore the dropout stream
+dmodel="$models/lenet5d_train.onnx"
+"$amd" train "$dmodel" "${common[@]}" "${run2[@]}" -o "$tmp/dfull.onnx" >/dev/null 2>&1
+"$amd" train "$dmodel" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/dck" --stop-after 70 -o "$tmp/dpart.onnx" >/dev/null 2>&1
+rc1=$?
+"$amd" train "$dmodel" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/dck" --resume -o "$tmp/dpart.onnx" >"$tmp/ds2.log" 2>&1
+rc2=$?
+"$amd" train "$dmodel" "${common[@]}" "${run2[@]}" --seed 4 -o "$tmp/dseed.onnx" >/dev/null 2>&1
+if [ $rc1 -eq 3 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/dfull.onnx" "$tmp/dpart.onnx" && ! cmp -s "$tmp/dfull.onnx" "$tmp/dseed.onnx"; then
+  ok "Dropout model stopped at step 70 and resumed: identical weights to the uninterrupted run (another seed differs)"
+else
+  bad "Dropout resume: exits $rc1 $rc2, models $(cmp "$tmp/dfull.onnx" "$tmp/dpart.onnx" 2>&1 | head -1)"; tail -3 "$tmp/ds2.log"
+fi
 
 # SIGTERM at an arbitrary moment, then resume
 rm -rf "$tmp/ck2"

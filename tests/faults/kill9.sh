@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Crash safety: `kill -9` at seeded random moments of a LeNet-5 run that writes
+# Crash safety: `kill -9` at seeded random moments of a LeNet-5 run (with
+# Dropout and augmentation) that writes
 # a checkpoint after (nearly) every step, then `--resume` until the run ends.
 # Every trial must resume from the newest checkpoint in the folder (all of
 # them must verify: no "skipped checkpoint" warning) or from scratch when none
@@ -17,6 +18,8 @@
 . "$(dirname "$0")/lib.sh"
 trials=${FAULTS_KILL_TRIALS:-12}
 RANDOM=${FAULTS_SEED:-20240611}
+# LeNet-5 with Dropout: a resume must also restore the dropout stream
+model="$models/lenet5d_train.onnx"
 run=(train "$model" --data "mnist:$fashion" --limit 2000 --batch 64 --epochs 2 --lr 0.02
   --augment crop:2,flip --seed 7)
 ckpt=(--checkpoint-steps 1) # a checkpoint after every step (each ~0.5 MB, fsync'd)
