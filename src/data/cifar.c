@@ -3,7 +3,7 @@
  * 3072 bytes: R, G, B planes of 32x32, row-major (already CHW). */
 #include <string.h>
 
-#include "data_internal.h"
+#include "reader_common.h"
 #include "dataset.h"
 
 #define REC_PIX 3072

@@ -3,7 +3,7 @@
  * Files may be gzip-compressed (.gz). Pixels stay uint8, one channel. */
 #include <string.h>
 
-#include "data_internal.h"
+#include "reader_common.h"
 #include "dataset.h"
 
 static uint32_t be32(const uint8_t *p) {

@@ -14,7 +14,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "data_internal.h"
+#include "reader_common.h"
 #include "dataset.h"
 
 /* ---------------------------------------------------------------- listing */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../onnx/tensor_proto.h"
-#include "data_internal.h"
+#include "reader_common.h"
 #include "dataset.h"
 
 /* Labels above this are surely not class indices (and would size the model's

@@ -1,6 +1,7 @@
-/* Helpers shared by the src/data loaders (not part of the public API). */
-#ifndef AMD_DATA_INTERNAL_H
-#define AMD_DATA_INTERNAL_H
+/* Helpers shared by the src/data format readers (reader_common.c; not part of
+ * the public API). */
+#ifndef AMD_DATA_READER_COMMON_H
+#define AMD_DATA_READER_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
