@@ -333,6 +333,191 @@ static double py(const frame *f, double y) {
   return f->y + f->h - (y - f->ay.lo) / (f->ay.hi - f->ay.lo) * f->h;
 }
 
+/* The panel's subtitle: the best accuracy (or lowest loss) of the test or
+ * validation column, with its epoch; empty when the metrics have neither. */
+static void panel_subtitle(const metrics *m, int is_acc, char *sub, size_t n) {
+  sub[0] = 0;
+  int best_col = is_acc ? (m->v[C_TEST_ACC]  ? C_TEST_ACC
+                           : m->v[C_VAL_ACC] ? C_VAL_ACC
+                                             : -1)
+                        : (m->v[C_TEST_LOSS]  ? C_TEST_LOSS
+                           : m->v[C_VAL_LOSS] ? C_VAL_LOSS
+                                              : -1);
+  if (best_col < 0) return;
+  int64_t bi = -1;
+  const double *v = m->v[best_col];
+  for (int64_t i = 0; i < m->n; i++)
+    if (!isnan(v[i]) && (bi < 0 || (is_acc ? v[i] > v[bi] : v[i] < v[bi]))) bi = i;
+  const char *what = best_col == C_VAL_ACC || best_col == C_VAL_LOSS ? "validation" : "test";
+  if (bi >= 0 && is_acc)
+    snprintf(sub, n, "best %s top-1 %.2f%% at epoch %g", what, v[bi], m->v[C_EPOCH][bi]);
+  else if (bi >= 0)
+    snprintf(sub, n, "lowest %s loss %.4f at epoch %g", what, v[bi], m->v[C_EPOCH][bi]);
+}
+
+/* Background, grid lines, tick marks and labels, the frame and the axis
+ * titles of f, in the panel (x, y, ., h). */
+static void draw_axes(cairo_t *cr, const frame *f, const char *ylabel, double x, double y, double h, double fs,
+                      double u) {
+  const axis *ax = &f->ax, *ay = &f->ay;
+  char buf[64];
+  cairo_set_source_rgb(cr, 0.985, 0.985, 0.99);
+  cairo_rectangle(cr, f->x, f->y, f->w, f->h);
+  cairo_fill(cr);
+  cairo_set_line_width(cr, fmax(1, 0.8 * u));
+  set_rgb(cr, GRID);
+  for (int k = 0; k < ay->n_ticks; k++) {
+    double yy = round(py(f, ay->t0 + k * ay->step)) + 0.5;
+    cairo_move_to(cr, f->x, yy), cairo_line_to(cr, f->x + f->w, yy);
+  }
+  for (int k = 0; k < ax->n_ticks; k++) {
+    double xx = round(px(f, ax->t0 + k * ax->step)) + 0.5;
+    cairo_move_to(cr, xx, f->y), cairo_line_to(cr, xx, f->y + f->h);
+  }
+  cairo_stroke(cr);
+  set_rgb(cr, MUTED);
+  font(cr, fs, 0);
+  for (int k = 0; k < ay->n_ticks; k++) {
+    double v = ay->t0 + k * ay->step, yy = round(py(f, v)) + 0.5;
+    tick_label(ay, v, buf, sizeof buf);
+    text_at(cr, buf, f->x - 8 * u, yy, 1, 0.5, 0);
+    cairo_move_to(cr, f->x - 4 * u, yy), cairo_line_to(cr, f->x, yy);
+  }
+  for (int k = 0; k < ax->n_ticks; k++) {
+    double v = ax->t0 + k * ax->step, xx = round(px(f, v)) + 0.5;
+    tick_label(ax, v, buf, sizeof buf);
+    text_at(cr, buf, xx, f->y + f->h + 7 * u, 0.5, 0, 0);
+    cairo_move_to(cr, xx, f->y + f->h), cairo_line_to(cr, xx, f->y + f->h + 4 * u);
+  }
+  cairo_stroke(cr);
+  /* the frame: left and bottom spines darker */
+  cairo_set_line_width(cr, fmax(1, 1.0 * u));
+  cairo_set_source_rgb(cr, 0.75, 0.75, 0.78);
+  cairo_rectangle(cr, round(f->x) + 0.5, round(f->y) + 0.5, round(f->w), round(f->h));
+  cairo_stroke(cr);
+  set_rgb(cr, INK);
+  font(cr, fs, 0);
+  text_at(cr, "epoch", f->x + f->w / 2, y + h - 8 * u, 0.5, 1, 0);
+  text_at(cr, ylabel, x + 10 * u, f->y + f->h / 2, 0.5, 0, M_PI / 2);
+}
+
+/* The curves, broken where a value is missing; markers when there are few epochs. */
+static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers, double u) {
+  cairo_save(cr);
+  cairo_rectangle(cr, f->x - 6 * u, f->y - 6 * u, f->w + 12 * u, f->h + 12 * u);
+  cairo_clip(cr);
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+  for (int s = 0; s < 3; s++) {
+    const double *v = m->v[ser[s].col];
+    if (!v) continue;
+    set_rgb(cr, ser[s].color);
+    cairo_set_line_width(cr, 2.2 * u);
+    if (ser[s].dashed) {
+      double d[2] = {6 * u, 4 * u};
+      cairo_set_dash(cr, d, 2, 0);
+    }
+    int pen = 0;
+    for (int64_t i = 0; i < m->n; i++) {
+      if (isnan(v[i])) {
+        pen = 0;
+        continue;
+      }
+      double xx = px(f, m->v[C_EPOCH][i]), yy = py(f, v[i]);
+      if (pen)
+        cairo_line_to(cr, xx, yy);
+      else
+        cairo_move_to(cr, xx, yy);
+      pen = 1;
+    }
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    for (int64_t i = 0; markers && i < m->n; i++) {
+      if (isnan(v[i])) continue;
+      double xx = px(f, m->v[C_EPOCH][i]), yy = py(f, v[i]);
+      cairo_new_sub_path(cr);
+      cairo_arc(cr, xx, yy, 3.2 * u, 0, 2 * M_PI);
+      set_rgb(cr, ser[s].color);
+      cairo_fill_preserve(cr);
+      cairo_set_source_rgb(cr, 1, 1, 1);
+      cairo_set_line_width(cr, 1.0 * u);
+      cairo_stroke(cr);
+    }
+  }
+  cairo_restore(cr);
+}
+
+/* How many curve points (weighed as markers) and samples along the segments
+ * fall into the box (bx, by, bw, bh): the legend goes where this is least. */
+static long legend_hits(const frame *f, const metrics *m, const series *ser, double bx, double by, double bw,
+                        double bh, double u) {
+  long hits = 0;
+  for (int s = 0; s < 3; s++) {
+    const double *v = m->v[ser[s].col];
+    for (int64_t i = 0; v && i < m->n; i++) {
+      if (isnan(v[i])) continue;
+      /* the point (weighed as a marker) and samples along the segment to the next one */
+      int samples = i + 1 < m->n && !isnan(v[i + 1]) ? 16 : 1;
+      for (int k = 0; k < samples; k++) {
+        double a = (double)k / 16;
+        double xx = m->v[C_EPOCH][i], yy = v[i];
+        if (k) xx += a * (m->v[C_EPOCH][i + 1] - xx), yy += a * (v[i + 1] - yy);
+        double qx = px(f, xx), qy = py(f, yy), r = 5 * u;
+        if (qx >= bx - r && qx <= bx + bw + r && qy >= by - r && qy <= by + bh + r) hits += k ? 1 : 8;
+      }
+    }
+  }
+  return hits;
+}
+
+/* The legend, in the corner of the plot that covers the fewest points. */
+static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers, double fs,
+                        double u) {
+  double sw = 22 * u, row = fs + 7 * u, pad = 8 * u, lw = 0;
+  font(cr, fs, 0);
+  for (int s = 0; s < 3; s++)
+    if (m->v[ser[s].col]) lw = fmax(lw, text_w(cr, ser[s].name));
+  int rows = 0;
+  for (int s = 0; s < 3; s++) rows += m->v[ser[s].col] != NULL;
+  double bw = pad + sw + 6 * u + lw + pad, bh = pad + rows * row - 7 * u + pad;
+  double best_x = 0, best_y = 0;
+  long best_hits = -1;
+  for (int corner = 0; corner < 4; corner++) {
+    /* top right, bottom right, top left, bottom left: the usual places first */
+    double bx = corner < 2 ? f->x + f->w - 8 * u - bw : f->x + 8 * u;
+    double by = corner % 2 == 0 ? f->y + 8 * u : f->y + f->h - 8 * u - bh;
+    long hits = legend_hits(f, m, ser, bx, by, bw, bh, u);
+    if (best_hits < 0 || hits < best_hits) best_hits = hits, best_x = bx, best_y = by;
+  }
+  cairo_set_source_rgba(cr, 1, 1, 1, 0.9);
+  cairo_rectangle(cr, round(best_x) + 0.5, round(best_y) + 0.5, round(bw), round(bh));
+  cairo_fill_preserve(cr);
+  cairo_set_source_rgb(cr, 0.8, 0.8, 0.83);
+  cairo_set_line_width(cr, 1);
+  cairo_stroke(cr);
+  int r = 0;
+  for (int s = 0; s < 3; s++) {
+    if (!m->v[ser[s].col]) continue;
+    double cy = best_y + pad + r * row + fs * 0.4;
+    set_rgb(cr, ser[s].color);
+    cairo_set_line_width(cr, 2.2 * u);
+    if (ser[s].dashed) {
+      double d[2] = {6 * u, 4 * u};
+      cairo_set_dash(cr, d, 2, 0);
+    }
+    cairo_move_to(cr, best_x + pad, cy), cairo_line_to(cr, best_x + pad + sw, cy);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    if (markers) {
+      cairo_arc(cr, best_x + pad + sw / 2, cy, 3.2 * u, 0, 2 * M_PI);
+      cairo_fill(cr);
+    }
+    set_rgb(cr, INK);
+    text_at(cr, ser[s].name, best_x + pad + sw + 6 * u, cy, 0, 0.5, 0);
+    r++;
+  }
+}
+
 /* Draws one panel into the rectangle (x, y, w, h) of the picture; u is the size unit (px). */
 static void draw_panel(cairo_t *cr, const metrics *m, const series *ser, int is_acc, const char *title,
                        const char *ylabel, double x, double y, double w, double h, double u) {
@@ -352,26 +537,8 @@ static void draw_panel(cairo_t *cr, const metrics *m, const series *ser, int is_
   for (int64_t i = 0; i < m->n; i++) elo = fmin(elo, m->v[C_EPOCH][i]), ehi = fmax(ehi, m->v[C_EPOCH][i]);
 
   /* the title, and a subtitle with the headline number */
-  char sub[160] = "";
-  {
-    int best_col = is_acc ? (m->v[C_TEST_ACC]  ? C_TEST_ACC
-                             : m->v[C_VAL_ACC] ? C_VAL_ACC
-                                               : -1)
-                          : (m->v[C_TEST_LOSS]  ? C_TEST_LOSS
-                             : m->v[C_VAL_LOSS] ? C_VAL_LOSS
-                                                : -1);
-    if (best_col >= 0) {
-      int64_t bi = -1;
-      const double *v = m->v[best_col];
-      for (int64_t i = 0; i < m->n; i++)
-        if (!isnan(v[i]) && (bi < 0 || (is_acc ? v[i] > v[bi] : v[i] < v[bi]))) bi = i;
-      const char *what = best_col == C_VAL_ACC || best_col == C_VAL_LOSS ? "validation" : "test";
-      if (bi >= 0 && is_acc)
-        snprintf(sub, sizeof sub, "best %s top-1 %.2f%% at epoch %g", what, v[bi], m->v[C_EPOCH][bi]);
-      else if (bi >= 0)
-        snprintf(sub, sizeof sub, "lowest %s loss %.4f at epoch %g", what, v[bi], m->v[C_EPOCH][bi]);
-    }
-  }
+  char sub[160];
+  panel_subtitle(m, is_acc, sub, sizeof sub);
   set_rgb(cr, INK);
   font(cr, fs_title, 1);
   text_at(cr, title, x + w / 2, y + 10 * u, 0.5, 0, 0);
@@ -411,155 +578,15 @@ static void draw_panel(cairo_t *cr, const metrics *m, const series *ser, int is_
   f.h = y + h - (fs + 8 * u + fs + 10 * u) - f.y;
   if (f.w < 20 || f.h < 20) return;
 
-  /* background, grid, ticks */
-  cairo_set_source_rgb(cr, 0.985, 0.985, 0.99);
-  cairo_rectangle(cr, f.x, f.y, f.w, f.h);
-  cairo_fill(cr);
-  cairo_set_line_width(cr, fmax(1, 0.8 * u));
-  set_rgb(cr, GRID);
-  for (int k = 0; k < ay.n_ticks; k++) {
-    double yy = round(py(&f, ay.t0 + k * ay.step)) + 0.5;
-    cairo_move_to(cr, f.x, yy), cairo_line_to(cr, f.x + f.w, yy);
-  }
-  for (int k = 0; k < ax.n_ticks; k++) {
-    double xx = round(px(&f, ax.t0 + k * ax.step)) + 0.5;
-    cairo_move_to(cr, xx, f.y), cairo_line_to(cr, xx, f.y + f.h);
-  }
-  cairo_stroke(cr);
-  set_rgb(cr, MUTED);
-  font(cr, fs, 0);
-  for (int k = 0; k < ay.n_ticks; k++) {
-    double v = ay.t0 + k * ay.step, yy = round(py(&f, v)) + 0.5;
-    tick_label(&ay, v, buf, sizeof buf);
-    text_at(cr, buf, f.x - 8 * u, yy, 1, 0.5, 0);
-    cairo_move_to(cr, f.x - 4 * u, yy), cairo_line_to(cr, f.x, yy);
-  }
-  for (int k = 0; k < ax.n_ticks; k++) {
-    double v = ax.t0 + k * ax.step, xx = round(px(&f, v)) + 0.5;
-    tick_label(&ax, v, buf, sizeof buf);
-    text_at(cr, buf, xx, f.y + f.h + 7 * u, 0.5, 0, 0);
-    cairo_move_to(cr, xx, f.y + f.h), cairo_line_to(cr, xx, f.y + f.h + 4 * u);
-  }
-  cairo_stroke(cr);
-  /* the frame: left and bottom spines darker */
-  cairo_set_line_width(cr, fmax(1, 1.0 * u));
-  cairo_set_source_rgb(cr, 0.75, 0.75, 0.78);
-  cairo_rectangle(cr, round(f.x) + 0.5, round(f.y) + 0.5, round(f.w), round(f.h));
-  cairo_stroke(cr);
-  set_rgb(cr, INK);
-  font(cr, fs, 0);
-  text_at(cr, "epoch", f.x + f.w / 2, y + h - 8 * u, 0.5, 1, 0);
-  text_at(cr, ylabel, x + 10 * u, f.y + f.h / 2, 0.5, 0, M_PI / 2);
-
-  /* the curves, broken where a value is missing; markers when there are few epochs */
-  cairo_save(cr);
-  cairo_rectangle(cr, f.x - 6 * u, f.y - 6 * u, f.w + 12 * u, f.h + 12 * u);
-  cairo_clip(cr);
-  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-  cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+  draw_axes(cr, &f, ylabel, x, y, h, fs, u);
   int markers = m->n <= 40;
-  for (int s = 0; s < 3; s++) {
-    const double *v = m->v[ser[s].col];
-    if (!v) continue;
-    set_rgb(cr, ser[s].color);
-    cairo_set_line_width(cr, 2.2 * u);
-    if (ser[s].dashed) {
-      double d[2] = {6 * u, 4 * u};
-      cairo_set_dash(cr, d, 2, 0);
-    }
-    int pen = 0;
-    for (int64_t i = 0; i < m->n; i++) {
-      if (isnan(v[i])) {
-        pen = 0;
-        continue;
-      }
-      double xx = px(&f, m->v[C_EPOCH][i]), yy = py(&f, v[i]);
-      if (pen)
-        cairo_line_to(cr, xx, yy);
-      else
-        cairo_move_to(cr, xx, yy);
-      pen = 1;
-    }
-    cairo_stroke(cr);
-    cairo_set_dash(cr, NULL, 0, 0);
-    for (int64_t i = 0; markers && i < m->n; i++) {
-      if (isnan(v[i])) continue;
-      double xx = px(&f, m->v[C_EPOCH][i]), yy = py(&f, v[i]);
-      cairo_new_sub_path(cr);
-      cairo_arc(cr, xx, yy, 3.2 * u, 0, 2 * M_PI);
-      set_rgb(cr, ser[s].color);
-      cairo_fill_preserve(cr);
-      cairo_set_source_rgb(cr, 1, 1, 1);
-      cairo_set_line_width(cr, 1.0 * u);
-      cairo_stroke(cr);
-    }
-  }
-  cairo_restore(cr);
-
-  /* the legend, in the corner of the plot that covers the fewest points */
+  draw_curves(cr, &f, m, ser, markers, u);
   if (n_series == 0) {
     set_rgb(cr, MUTED);
     text_at(cr, "no values", f.x + f.w / 2, f.y + f.h / 2, 0.5, 0.5, 0);
     return;
   }
-  double sw = 22 * u, row = fs + 7 * u, pad = 8 * u, lw = 0;
-  font(cr, fs, 0);
-  for (int s = 0; s < 3; s++)
-    if (m->v[ser[s].col]) lw = fmax(lw, text_w(cr, ser[s].name));
-  int rows = 0;
-  for (int s = 0; s < 3; s++) rows += m->v[ser[s].col] != NULL;
-  double bw = pad + sw + 6 * u + lw + pad, bh = pad + rows * row - 7 * u + pad;
-  double best_x = 0, best_y = 0;
-  long best_hits = -1;
-  for (int corner = 0; corner < 4; corner++) {
-    /* top right, bottom right, top left, bottom left: the usual places first */
-    double bx = corner < 2 ? f.x + f.w - 8 * u - bw : f.x + 8 * u;
-    double by = corner % 2 == 0 ? f.y + 8 * u : f.y + f.h - 8 * u - bh;
-    long hits = 0;
-    for (int s = 0; s < 3; s++) {
-      const double *v = m->v[ser[s].col];
-      for (int64_t i = 0; v && i < m->n; i++) {
-        if (isnan(v[i])) continue;
-        /* the point (weighed as a marker) and samples along the segment to the next one */
-        int samples = i + 1 < m->n && !isnan(v[i + 1]) ? 16 : 1;
-        for (int k = 0; k < samples; k++) {
-          double a = (double)k / 16;
-          double xx = m->v[C_EPOCH][i], yy = v[i];
-          if (k) xx += a * (m->v[C_EPOCH][i + 1] - xx), yy += a * (v[i + 1] - yy);
-          double qx = px(&f, xx), qy = py(&f, yy), r = 5 * u;
-          if (qx >= bx - r && qx <= bx + bw + r && qy >= by - r && qy <= by + bh + r) hits += k ? 1 : 8;
-        }
-      }
-    }
-    if (best_hits < 0 || hits < best_hits) best_hits = hits, best_x = bx, best_y = by;
-  }
-  cairo_set_source_rgba(cr, 1, 1, 1, 0.9);
-  cairo_rectangle(cr, round(best_x) + 0.5, round(best_y) + 0.5, round(bw), round(bh));
-  cairo_fill_preserve(cr);
-  cairo_set_source_rgb(cr, 0.8, 0.8, 0.83);
-  cairo_set_line_width(cr, 1);
-  cairo_stroke(cr);
-  int r = 0;
-  for (int s = 0; s < 3; s++) {
-    if (!m->v[ser[s].col]) continue;
-    double cy = best_y + pad + r * row + fs * 0.4;
-    set_rgb(cr, ser[s].color);
-    cairo_set_line_width(cr, 2.2 * u);
-    if (ser[s].dashed) {
-      double d[2] = {6 * u, 4 * u};
-      cairo_set_dash(cr, d, 2, 0);
-    }
-    cairo_move_to(cr, best_x + pad, cy), cairo_line_to(cr, best_x + pad + sw, cy);
-    cairo_stroke(cr);
-    cairo_set_dash(cr, NULL, 0, 0);
-    if (markers) {
-      cairo_arc(cr, best_x + pad + sw / 2, cy, 3.2 * u, 0, 2 * M_PI);
-      cairo_fill(cr);
-    }
-    set_rgb(cr, INK);
-    text_at(cr, ser[s].name, best_x + pad + sw + 6 * u, cy, 0, 0.5, 0);
-    r++;
-  }
+  draw_legend(cr, &f, m, ser, markers, fs, u);
 }
 
 int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int height, amd_status *st) {
@@ -616,6 +643,136 @@ static void count_text(int64_t c, int shortened, char *buf, size_t n) {
     snprintf(buf, n, "%.*fk", c < 10000 ? 1 : 0, (double)c / 1e3);
   else
     snprintf(buf, n, "%.*fM", c < 10000000 ? 1 : 0, (double)c / 1e6);
+}
+
+/* The confusion matrix's cells (shaded by the share of their row), separators,
+ * the outlined diagonal and the counts where they fit, at (x0, y0). */
+static void confusion_cells(cairo_t *cr, const int64_t *counts, int64_t n, double x0, double y0, double cell,
+                            double mat) {
+  char buf[256];
+  /* cells */
+  for (int64_t r = 0; r < n; r++) {
+    int64_t row = 0;
+    for (int64_t c = 0; c < n; c++) row += counts[r * n + c];
+    for (int64_t c = 0; c < n; c++) {
+      double t = row ? (double)counts[r * n + c] / (double)row : 0;
+      rgb col = row ? blues(t) : (rgb){0.93, 0.93, 0.93};
+      set_rgb(cr, col);
+      cairo_rectangle(cr, x0 + c * cell, y0 + r * cell, cell, cell);
+      cairo_fill(cr);
+    }
+  }
+  /* thin white separators when the cells are large enough to need them */
+  if (cell >= 12) {
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_set_line_width(cr, 1);
+    for (int64_t k = 1; k < n; k++) {
+      cairo_move_to(cr, round(x0 + k * cell) + 0.5, y0),
+          cairo_line_to(cr, round(x0 + k * cell) + 0.5, y0 + mat);
+      cairo_move_to(cr, x0, round(y0 + k * cell) + 0.5),
+          cairo_line_to(cr, x0 + mat, round(y0 + k * cell) + 0.5);
+    }
+    cairo_stroke(cr);
+  }
+  /* the diagonal outlined, so that the correct answers stand out */
+  if (cell >= 8) {
+    cairo_set_source_rgba(cr, 0.13, 0.13, 0.15, 0.55);
+    cairo_set_line_width(cr, 1.2);
+    for (int64_t k = 0; k < n; k++)
+      cairo_rectangle(cr, x0 + k * cell + 1.1, y0 + k * cell + 1.1, cell - 2.2, cell - 2.2);
+    cairo_stroke(cr);
+  }
+  /* counts, where they fit */
+  double fs_cnt = fmin(12, cell * 0.32);
+  if (fs_cnt >= 6.5) {
+    font(cr, fs_cnt, 0);
+    for (int64_t r = 0; r < n; r++) {
+      int64_t row = 0;
+      for (int64_t c = 0; c < n; c++) row += counts[r * n + c];
+      for (int64_t c = 0; c < n; c++) {
+        int64_t v = counts[r * n + c];
+        double t = row ? (double)v / (double)row : 0;
+        count_text(v, 0, buf, sizeof buf);
+        if (text_w(cr, buf) > cell * 0.88) count_text(v, 1, buf, sizeof buf);
+        if (text_w(cr, buf) > cell * 0.88) continue;
+        if (t > 0.5)
+          cairo_set_source_rgb(cr, 1, 1, 1);
+        else if (v == 0)
+          cairo_set_source_rgb(cr, 0.70, 0.72, 0.76);
+        else
+          set_rgb(cr, INK);
+        text_at(cr, buf, x0 + (c + 0.5) * cell, y0 + (r + 0.5) * cell, 0.5, 0.5, 0);
+      }
+    }
+  }
+}
+
+/* Class labels (rows on the left, columns below, turned when cols_rotated),
+ * the axis names and the frame of the matrix. */
+static void confusion_labels(cairo_t *cr, const char *const *class_names, int64_t n, int64_t lab_every,
+                             double lab_w, int cols_rotated, double x0, double y0, double cell, double mat,
+                             double fs, double fs_lab, double H) {
+  char buf[256];
+  /* class labels: rows on the left, columns below (turned when they are wide) */
+  set_rgb(cr, INK);
+  font(cr, fs_lab, 0);
+  for (int64_t k = 0; k < n; k += lab_every) {
+    class_label(class_names, k, buf, sizeof buf);
+    /* cut names that are too long for the margin */
+    while (strlen(buf) > 1 && text_w(cr, buf) > lab_w + 0.5) {
+      size_t l = strlen(buf);
+      buf[l - 1] = 0;
+      if (l >= 4) memcpy(buf + l - 4, "..", 3);
+    }
+    text_at(cr, buf, x0 - 8, y0 + (k + 0.5) * cell, 1, 0.5, 0);
+    if (cols_rotated)
+      text_at(cr, buf, x0 + (k + 0.5) * cell, y0 + mat + 8, 1, 0.5, M_PI / 2);
+    else
+      text_at(cr, buf, x0 + (k + 0.5) * cell, y0 + mat + 8, 0.5, 0, 0);
+  }
+  /* axis names */
+  font(cr, fs, 1);
+  text_at(cr, "prediction", x0 + mat / 2, H - 12, 0.5, 1, 0);
+  text_at(cr, "label", 14, y0 + mat / 2, 0.5, 0, M_PI / 2);
+  /* frame */
+  cairo_set_source_rgb(cr, 0.62, 0.64, 0.68);
+  cairo_set_line_width(cr, 1);
+  cairo_rectangle(cr, round(x0) + 0.5, round(y0) + 0.5, round(mat) - 1, round(mat) - 1);
+  cairo_stroke(cr);
+
+}
+
+/* The colour bar right of the matrix: the share of a label's samples. */
+static void confusion_colour_bar(cairo_t *cr, double x0, double y0, double mat, double bar_w, double fs) {
+  char buf[256];
+  /* colour bar: the share of a label's samples */
+  double bx = x0 + mat + 22, bh = fmin(mat, fmax(120, mat));
+  double by = y0 + (mat - bh) / 2;
+  cairo_pattern_t *grad = cairo_pattern_create_linear(0, by + bh, 0, by);
+  for (int i = 0; i <= 16; i++) {
+    rgb c = blues(i / 16.0);
+    cairo_pattern_add_color_stop_rgb(grad, i / 16.0, c.r, c.g, c.b);
+  }
+  cairo_rectangle(cr, bx, by, bar_w, bh);
+  cairo_set_source(cr, grad);
+  cairo_fill(cr);
+  cairo_pattern_destroy(grad);
+  cairo_set_source_rgb(cr, 0.62, 0.64, 0.68);
+  cairo_rectangle(cr, round(bx) + 0.5, round(by) + 0.5, bar_w - 1, round(bh) - 1);
+  cairo_stroke(cr);
+  font(cr, 11, 0);
+  for (int k = 0; k <= 4; k++) {
+    double yy = round(by + bh - k * bh / 4) + 0.5;
+    if (k == 0) yy -= 1;
+    snprintf(buf, sizeof buf, "%d%%", 25 * k);
+    set_rgb(cr, MUTED);
+    text_at(cr, buf, bx + bar_w + 7, yy, 0, 0.5, 0);
+    cairo_move_to(cr, bx + bar_w, yy), cairo_line_to(cr, bx + bar_w + 4, yy);
+    cairo_stroke(cr);
+  }
+  set_rgb(cr, INK);
+  font(cr, fs, 0);
+  text_at(cr, "share of the label's samples", bx + bar_w + 8 + 40 + 6, by + bh / 2, 0.5, 0, -M_PI / 2);
 }
 
 int amd_plot_confusion(const int64_t *counts, int64_t n_classes, const char *const *class_names,
@@ -695,116 +852,9 @@ int amd_plot_confusion(const int64_t *counts, int64_t n_classes, const char *con
   font(cr, fs, 0);
   text_at(cr, sub, W / 2, 14 + fs_title + 8, 0.5, 0, 0);
 
-  /* cells */
-  for (int64_t r = 0; r < n; r++) {
-    int64_t row = 0;
-    for (int64_t c = 0; c < n; c++) row += counts[r * n + c];
-    for (int64_t c = 0; c < n; c++) {
-      double t = row ? (double)counts[r * n + c] / (double)row : 0;
-      rgb col = row ? blues(t) : (rgb){0.93, 0.93, 0.93};
-      set_rgb(cr, col);
-      cairo_rectangle(cr, x0 + c * cell, y0 + r * cell, cell, cell);
-      cairo_fill(cr);
-    }
-  }
-  /* thin white separators when the cells are large enough to need them */
-  if (cell >= 12) {
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_set_line_width(cr, 1);
-    for (int64_t k = 1; k < n; k++) {
-      cairo_move_to(cr, round(x0 + k * cell) + 0.5, y0),
-          cairo_line_to(cr, round(x0 + k * cell) + 0.5, y0 + mat);
-      cairo_move_to(cr, x0, round(y0 + k * cell) + 0.5),
-          cairo_line_to(cr, x0 + mat, round(y0 + k * cell) + 0.5);
-    }
-    cairo_stroke(cr);
-  }
-  /* the diagonal outlined, so that the correct answers stand out */
-  if (cell >= 8) {
-    cairo_set_source_rgba(cr, 0.13, 0.13, 0.15, 0.55);
-    cairo_set_line_width(cr, 1.2);
-    for (int64_t k = 0; k < n; k++)
-      cairo_rectangle(cr, x0 + k * cell + 1.1, y0 + k * cell + 1.1, cell - 2.2, cell - 2.2);
-    cairo_stroke(cr);
-  }
-  /* counts, where they fit */
-  double fs_cnt = fmin(12, cell * 0.32);
-  if (fs_cnt >= 6.5) {
-    font(cr, fs_cnt, 0);
-    for (int64_t r = 0; r < n; r++) {
-      int64_t row = 0;
-      for (int64_t c = 0; c < n; c++) row += counts[r * n + c];
-      for (int64_t c = 0; c < n; c++) {
-        int64_t v = counts[r * n + c];
-        double t = row ? (double)v / (double)row : 0;
-        count_text(v, 0, buf, sizeof buf);
-        if (text_w(cr, buf) > cell * 0.88) count_text(v, 1, buf, sizeof buf);
-        if (text_w(cr, buf) > cell * 0.88) continue;
-        if (t > 0.5)
-          cairo_set_source_rgb(cr, 1, 1, 1);
-        else if (v == 0)
-          cairo_set_source_rgb(cr, 0.70, 0.72, 0.76);
-        else
-          set_rgb(cr, INK);
-        text_at(cr, buf, x0 + (c + 0.5) * cell, y0 + (r + 0.5) * cell, 0.5, 0.5, 0);
-      }
-    }
-  }
-  /* class labels: rows on the left, columns below (turned when they are wide) */
-  set_rgb(cr, INK);
-  font(cr, fs_lab, 0);
-  for (int64_t k = 0; k < n; k += lab_every) {
-    class_label(class_names, k, buf, sizeof buf);
-    /* cut names that are too long for the margin */
-    while (strlen(buf) > 1 && text_w(cr, buf) > lab_w + 0.5) {
-      size_t l = strlen(buf);
-      buf[l - 1] = 0;
-      if (l >= 4) memcpy(buf + l - 4, "..", 3);
-    }
-    text_at(cr, buf, x0 - 8, y0 + (k + 0.5) * cell, 1, 0.5, 0);
-    if (cols_rotated)
-      text_at(cr, buf, x0 + (k + 0.5) * cell, y0 + mat + 8, 1, 0.5, M_PI / 2);
-    else
-      text_at(cr, buf, x0 + (k + 0.5) * cell, y0 + mat + 8, 0.5, 0, 0);
-  }
-  /* axis names */
-  font(cr, fs, 1);
-  text_at(cr, "prediction", x0 + mat / 2, H - 12, 0.5, 1, 0);
-  text_at(cr, "label", 14, y0 + mat / 2, 0.5, 0, M_PI / 2);
-  /* frame */
-  cairo_set_source_rgb(cr, 0.62, 0.64, 0.68);
-  cairo_set_line_width(cr, 1);
-  cairo_rectangle(cr, round(x0) + 0.5, round(y0) + 0.5, round(mat) - 1, round(mat) - 1);
-  cairo_stroke(cr);
-
-  /* colour bar: the share of a label's samples */
-  double bx = x0 + mat + 22, bh = fmin(mat, fmax(120, mat));
-  double by = y0 + (mat - bh) / 2;
-  cairo_pattern_t *grad = cairo_pattern_create_linear(0, by + bh, 0, by);
-  for (int i = 0; i <= 16; i++) {
-    rgb c = blues(i / 16.0);
-    cairo_pattern_add_color_stop_rgb(grad, i / 16.0, c.r, c.g, c.b);
-  }
-  cairo_rectangle(cr, bx, by, bar_w, bh);
-  cairo_set_source(cr, grad);
-  cairo_fill(cr);
-  cairo_pattern_destroy(grad);
-  cairo_set_source_rgb(cr, 0.62, 0.64, 0.68);
-  cairo_rectangle(cr, round(bx) + 0.5, round(by) + 0.5, bar_w - 1, round(bh) - 1);
-  cairo_stroke(cr);
-  font(cr, 11, 0);
-  for (int k = 0; k <= 4; k++) {
-    double yy = round(by + bh - k * bh / 4) + 0.5;
-    if (k == 0) yy -= 1;
-    snprintf(buf, sizeof buf, "%d%%", 25 * k);
-    set_rgb(cr, MUTED);
-    text_at(cr, buf, bx + bar_w + 7, yy, 0, 0.5, 0);
-    cairo_move_to(cr, bx + bar_w, yy), cairo_line_to(cr, bx + bar_w + 4, yy);
-    cairo_stroke(cr);
-  }
-  set_rgb(cr, INK);
-  font(cr, fs, 0);
-  text_at(cr, "share of the label's samples", bx + bar_w + 8 + 40 + 6, by + bh / 2, 0.5, 0, -M_PI / 2);
+  confusion_cells(cr, counts, n, x0, y0, cell, mat);
+  confusion_labels(cr, class_names, n, lab_every, lab_w, cols_rotated, x0, y0, cell, mat, fs, fs_lab, H);
+  confusion_colour_bar(cr, x0, y0, mat, bar_w, fs);
   return finish_canvas(cr, surf, png_path, st);
 }
 
