@@ -40,6 +40,27 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The per-class accuracy and the confusion matrix (rows: label, columns: prediction). */
+static void print_confusion(const int64_t *confusion, int64_t c, char **class_names) {
+  printf("per-class accuracy:\n");
+  for (int64_t k = 0; k < c; k++) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < c; j++) row += confusion[k * c + j];
+    char label[32];
+    snprintf(label, sizeof label, "%lld", (long long)k);
+    printf("  %-12s %6.2f%% of %lld\n", class_names ? class_names[k] : label,
+           row ? 100.0 * (double)confusion[k * c + k] / (double)row : 0.0, (long long)row);
+  }
+  printf("confusion matrix (rows: label, columns: prediction):\n      ");
+  for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)j);
+  printf("\n");
+  for (int64_t k = 0; k < c; k++) {
+    printf("  %3lld ", (long long)k);
+    for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)confusion[k * c + j]);
+    printf("\n");
+  }
+}
+
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
              *profile = NULL, *device = NULL;
@@ -125,23 +146,7 @@ int amd_cmd_eval(int argc, char **argv) {
          tta ? " (and each mirrored: --tta)" : "");
   printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,
          100.0 * (double)bs.top5 / (double)bs.n, bs.loss_sum / (double)bs.n, secs > 0 ? (double)bs.n / secs : 0);
-  printf("per-class accuracy:\n");
-  for (int64_t k = 0; k < c; k++) {
-    int64_t row = 0;
-    for (int64_t j = 0; j < c; j++) row += confusion[k * c + j];
-    char label[32];
-    snprintf(label, sizeof label, "%lld", (long long)k);
-    printf("  %-12s %6.2f%% of %lld\n", ds.class_names ? ds.class_names[k] : label,
-           row ? 100.0 * (double)confusion[k * c + k] / (double)row : 0.0, (long long)row);
-  }
-  printf("confusion matrix (rows: label, columns: prediction):\n      ");
-  for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)j);
-  printf("\n");
-  for (int64_t k = 0; k < c; k++) {
-    printf("  %3lld ", (long long)k);
-    for (int64_t j = 0; j < c; j++) printf(" %6lld", (long long)confusion[k * c + j]);
-    printf("\n");
-  }
+  print_confusion(confusion, c, ds.class_names);
   if (confusion_png) {
     if (amd_plot_confusion(confusion, c, (const char *const *)ds.class_names, confusion_png, &st)) goto fail;
     printf("confusion matrix picture: %s\n", confusion_png);

@@ -357,8 +357,8 @@ static void panel_subtitle(const metrics *m, int is_acc, char *sub, size_t n) {
 
 /* Background, grid lines, tick marks and labels, the frame and the axis
  * titles of f, in the panel (x, y, ., h). */
-static void draw_axes(cairo_t *cr, const frame *f, const char *ylabel, double x, double y, double h, double fs,
-                      double u) {
+static void draw_axes(cairo_t *cr, const frame *f, const char *ylabel, double x, double y, double h,
+                      double fs, double u) {
   const axis *ax = &f->ax, *ay = &f->ay;
   char buf[64];
   cairo_set_source_rgb(cr, 0.985, 0.985, 0.99);
@@ -402,7 +402,8 @@ static void draw_axes(cairo_t *cr, const frame *f, const char *ylabel, double x,
 }
 
 /* The curves, broken where a value is missing; markers when there are few epochs. */
-static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers, double u) {
+static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers,
+                        double u) {
   cairo_save(cr);
   cairo_rectangle(cr, f->x - 6 * u, f->y - 6 * u, f->w + 12 * u, f->h + 12 * u);
   cairo_clip(cr);
@@ -471,8 +472,8 @@ static long legend_hits(const frame *f, const metrics *m, const series *ser, dou
 }
 
 /* The legend, in the corner of the plot that covers the fewest points. */
-static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers, double fs,
-                        double u) {
+static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers,
+                        double fs, double u) {
   double sw = 22 * u, row = fs + 7 * u, pad = 8 * u, lw = 0;
   font(cr, fs, 0);
   for (int s = 0; s < 3; s++)
@@ -739,7 +740,6 @@ static void confusion_labels(cairo_t *cr, const char *const *class_names, int64_
   cairo_set_line_width(cr, 1);
   cairo_rectangle(cr, round(x0) + 0.5, round(y0) + 0.5, round(mat) - 1, round(mat) - 1);
   cairo_stroke(cr);
-
 }
 
 /* The colour bar right of the matrix: the share of a label's samples. */
