@@ -11,19 +11,25 @@
 
 /* ---------------------------------------------------------------- load / free */
 
+/* Every data format: the SPEC prefix before the colon and its reader. Adding
+ * a format is a reader file, its enum entry (dataset.h) and one line here. */
+static const struct data_format {
+  amd_data_format id;
+  const char *prefix;
+  int (*load)(const char *arg, amd_dataset *ds, amd_status *st);
+} formats[] = {
+    {AMD_DATA_IDX, "mnist", amd_dataset_load_idx},
+    {AMD_DATA_CIFAR10, "cifar10", amd_dataset_load_cifar10},
+    {AMD_DATA_CIFAR100, "cifar100", amd_dataset_load_cifar100},
+    {AMD_DATA_IMAGES, "images", amd_dataset_load_images},
+    {AMD_DATA_TENSORS, "tensors", amd_dataset_load_tensor_spec},
+};
+enum { N_FORMATS = sizeof formats / sizeof *formats };
+
 const char *amd_data_format_name(amd_data_format f) {
-  switch (f) {
-  case AMD_DATA_IDX:
-    return "mnist";
-  case AMD_DATA_CIFAR10:
-    return "cifar10";
-  case AMD_DATA_IMAGES:
-    return "images";
-  case AMD_DATA_TENSORS:
-    return "tensors";
-  default:
-    return "none";
-  }
+  for (int i = 0; i < N_FORMATS; i++)
+    if (formats[i].id == f) return formats[i].prefix;
+  return "none";
 }
 
 static void split_free(amd_data_split *s) {
@@ -53,49 +59,25 @@ int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
   const char *colon = strchr(spec, ':');
   if (!colon || colon[1] == 0)
     return amd_fail(st,
-                    "bad data spec '%s' (expected mnist:DIR, cifar10:DIR, images:DIR or "
+                    "bad data spec '%s' (expected mnist:DIR, cifar10:DIR, cifar100:DIR, images:DIR or "
                     "tensors:X.pb,Y.pb)",
                     spec);
   size_t kl = (size_t)(colon - spec);
   const char *arg = colon + 1;
   if (strlen(arg) >= AMD_DATA_PATH_MAX) return amd_fail(st, "data spec too long");
-  int rc;
-  if (kl == 5 && !strncmp(spec, "mnist", 5)) {
-    rc = amd_dataset_load_idx(arg, ds, st);
-  } else if (kl == 7 && !strncmp(spec, "cifar10", 7)) {
-    rc = amd_dataset_load_cifar10(arg, ds, st);
-  } else if (kl == 6 && !strncmp(spec, "images", 6)) {
-    rc = amd_dataset_load_images(arg, ds, st);
-  } else if (kl == 7 && !strncmp(spec, "tensors", 7)) {
-    char buf[AMD_DATA_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", arg);
-    char *parts[5] = {0};
-    int np = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      if (np == 4) {
-        np = 5;
-        break;
-      }
-      parts[np++] = tok;
+  for (int i = 0; i < N_FORMATS; i++) {
+    if (strlen(formats[i].prefix) != kl || strncmp(spec, formats[i].prefix, kl) != 0) continue;
+    if (formats[i].load(arg, ds, st)) {
+      amd_dataset_free(ds);
+      return -1;
     }
-    if (np != 2 && np != 4)
-      return amd_fail(st,
-                      "bad data spec '%s' (expected tensors:X.pb,Y.pb or "
-                      "tensors:X.pb,Y.pb,XTEST.pb,YTEST.pb)",
-                      spec);
-    rc = amd_dataset_load_tensors(parts[0], parts[1], parts[2], parts[3], ds, st);
-  } else {
-    return amd_fail(st,
-                    "unknown data format '%.*s' in '%s' (expected mnist, cifar10, images or "
-                    "tensors)",
-                    (int)kl, spec, spec);
+    ds->format = formats[i].id;
+    return 0;
   }
-  if (rc) {
-    amd_dataset_free(ds);
-    return -1;
-  }
-  return 0;
+  return amd_fail(st,
+                  "unknown data format '%.*s' in '%s' (expected mnist, cifar10, cifar100, images or "
+                  "tensors)",
+                  (int)kl, spec, spec);
 }
 
 const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n) {

@@ -7,6 +7,9 @@
  *                  .gz (MNIST, Fashion-MNIST, any IDX set of that layout).
  *   cifar10:DIR    data_batch_1..5.bin (train) and test_batch.bin, plain or .gz;
  *                  records of 1 label byte + 3072 bytes (R, G, B planes, 32x32).
+ *   cifar100:DIR   train.bin and test.bin, plain or .gz; records of a coarse
+ *                  and a fine label byte + 3072 bytes; the fine label (0-99) is
+ *                  the class.
  *   images:DIR     PNG files DIR/train/<class>/NAME.png and DIR/test/<class>/NAME.png;
  *                  classes are the train folder names in strcmp order; gray, RGB
  *                  or RGBA (alpha dropped), 8-bit (palette and 1/2/4-bit gray are
@@ -39,10 +42,11 @@
 
 typedef enum amd_data_format {
   AMD_DATA_NONE = 0,
-  AMD_DATA_IDX,     /* mnist: */
-  AMD_DATA_CIFAR10, /* cifar10: */
-  AMD_DATA_IMAGES,  /* images: */
-  AMD_DATA_TENSORS, /* tensors: */
+  AMD_DATA_IDX,      /* mnist: */
+  AMD_DATA_CIFAR10,  /* cifar10: */
+  AMD_DATA_CIFAR100, /* cifar100: */
+  AMD_DATA_IMAGES,   /* images: */
+  AMD_DATA_TENSORS,  /* tensors: */
 } amd_data_format;
 
 typedef struct amd_data_split {
@@ -55,25 +59,29 @@ typedef struct amd_data_split {
 typedef struct amd_dataset {
   amd_data_format format;
   int64_t c, h, w;    /* sample shape */
-  int64_t n_classes;  /* images: folder count; others: max label + 1 (cifar10: 10) */
+  int64_t n_classes;  /* images: folder count; cifar10: 10; cifar100: 100; others: max label + 1 */
   float *mean, *std;  /* [c], the normalisation batches get (see above) */
   char **class_names; /* images: [n_classes] folder names; else NULL */
   amd_data_split train, test;
   int test_is_train; /* tensors: with one pair: test points at train's arrays */
 } amd_dataset;
 
-/* Parses SPEC and loads both splits. ds is overwritten (not freed first). */
+/* Parses SPEC and loads both splits; sets ds->format. ds is overwritten (not
+ * freed first). */
 int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st);
 /* The per-format loaders behind amd_dataset_load (same contract). */
 int amd_dataset_load_idx(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_cifar10(const char *dir, amd_dataset *ds, amd_status *st);
+int amd_dataset_load_cifar100(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_tensors(const char *x_path, const char *y_path, const char *x_test_path,
                              const char *y_test_path, amd_dataset *ds, amd_status *st);
+/* tensors: with its SPEC argument "X.pb,Y.pb[,XTEST.pb,YTEST.pb]". */
+int amd_dataset_load_tensor_spec(const char *arg, amd_dataset *ds, amd_status *st);
 /* Frees everything and zeroes ds; safe on a zeroed or already freed ds. */
 void amd_dataset_free(amd_dataset *ds);
 
-/* "mnist", "cifar10", "images", "tensors". */
+/* The SPEC prefix of a format: "mnist", "cifar10", "cifar100", "images", "tensors". */
 const char *amd_data_format_name(amd_data_format f);
 /* One line, e.g. "mnist: 60000 train / 10000 test, 1x28x28, 10 classes,
  * mean 0.1307 std 0.3081". */

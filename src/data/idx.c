@@ -94,7 +94,6 @@ static int load_pair(const char *dir, const char *img_name, const char *lbl_name
 
 int amd_dataset_load_idx(const char *dir, amd_dataset *ds, amd_status *st) {
   memset(ds, 0, sizeof *ds);
-  ds->format = AMD_DATA_IDX;
   int64_t r = 0, c = 0, tr = 0, tc = 0, max_label = -1;
   if (load_pair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte", &ds->train, &r, &c,
                 &max_label, st) ||

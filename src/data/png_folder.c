@@ -286,7 +286,6 @@ static int decode_all(const file_list *fl, amd_data_split *s, int64_t *c, int64_
 
 int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st) {
   memset(ds, 0, sizeof *ds);
-  ds->format = AMD_DATA_IMAGES;
   char tdir[AMD_DATA_PATH_MAX], vdir[AMD_DATA_PATH_MAX];
   struct stat sb;
   if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))

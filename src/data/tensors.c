@@ -6,15 +6,15 @@
 #include <string.h>
 
 #include "../onnx/tensor_proto.h"
-#include "reader_common.h"
 #include "dataset.h"
+#include "reader_common.h"
 
 /* Labels above this are surely not class indices (and would size the model's
  * output check absurdly). */
 #define MAX_CLASSES ((int64_t)1 << 24)
 
-static int load_pair(const char *xp, const char *yp, amd_data_split *s, int64_t *c, int64_t *h,
-                     int64_t *w, int64_t *max_label, amd_status *st) {
+static int load_pair(const char *xp, const char *yp, amd_data_split *s, int64_t *c, int64_t *h, int64_t *w,
+                     int64_t *max_label, amd_status *st) {
   amd_tensor x = {0}, y = {0};
   char shp[128];
   if (amd_tensor_read_file(xp, &x, NULL, st)) return -1;
@@ -78,7 +78,6 @@ static int load_pair(const char *xp, const char *yp, amd_data_split *s, int64_t 
 int amd_dataset_load_tensors(const char *x_path, const char *y_path, const char *x_test_path,
                              const char *y_test_path, amd_dataset *ds, amd_status *st) {
   memset(ds, 0, sizeof *ds);
-  ds->format = AMD_DATA_TENSORS;
   if (!x_path || !y_path || !!x_test_path != !!y_test_path)
     return amd_fail(st, "tensors: needs X.pb,Y.pb (and optionally XTEST.pb,YTEST.pb)");
   int64_t max_label = -1;
@@ -98,4 +97,26 @@ int amd_dataset_load_tensors(const char *x_path, const char *y_path, const char 
     return -1;
   }
   return 0;
+}
+
+int amd_dataset_load_tensor_spec(const char *arg, amd_dataset *ds, amd_status *st) {
+  memset(ds, 0, sizeof *ds);
+  char buf[AMD_DATA_PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf) return amd_fail(st, "data spec too long");
+  char *parts[5] = {0};
+  int np = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (np == 4) {
+      np = 5;
+      break;
+    }
+    parts[np++] = tok;
+  }
+  if (np != 2 && np != 4)
+    return amd_fail(st,
+                    "bad data spec 'tensors:%s' (expected tensors:X.pb,Y.pb or "
+                    "tensors:X.pb,Y.pb,XTEST.pb,YTEST.pb)",
+                    arg);
+  return amd_dataset_load_tensors(parts[0], parts[1], parts[2], parts[3], ds, st);
 }

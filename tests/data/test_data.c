@@ -465,6 +465,72 @@ static void test_cifar(void) {
   expect_fail(spec, "missing folder");
 }
 
+/* ---------------------------------------------------------------- CIFAR-100 */
+
+/* Record i of a CIFAR-100 file: coarse label, fine label (the class), pixels. */
+static int c100_fine(int64_t file, int64_t i) { return (int)((file * 37 + i * 11) % 100); }
+static int c100_coarse(int64_t file, int64_t i) { return (int)((file + i) % 20); }
+
+static void write_c100_file(const char *path, int gz, int64_t file, int64_t n, int bad_fine, size_t cut) {
+  size_t len = (size_t)n * 3074;
+  uint8_t *b = malloc(len);
+  for (int64_t i = 0; i < n; i++) {
+    b[i * 3074] = (uint8_t)c100_coarse(file, i);
+    b[i * 3074 + 1] = (uint8_t)(bad_fine && i == n - 1 ? 100 : c100_fine(file, i));
+    for (int64_t k = 0; k < 3072; k++) b[i * 3074 + 2 + k] = cifar_pix(file, i, k);
+  }
+  if (gz) write_gz(path, b, len - cut);
+  else write_bytes(path, b, len - cut);
+  free(b);
+}
+
+static void test_cifar100(void) {
+  printf("cifar100\n");
+  const char *dir = P("c100");
+  mkdirs(dir);
+  write_c100_file(P("c100/train.bin.gz"), 1, 1, 5, 0, 0);
+  write_c100_file(P("c100/test.bin"), 0, 2, 3, 0, 0);
+  char spec[1100];
+  snprintf(spec, sizeof spec, "cifar100:%s", dir);
+  amd_dataset ds;
+  if (!load_ok(spec, &ds)) {
+    CHECK(ds.format == AMD_DATA_CIFAR100 && !strcmp(amd_data_format_name(ds.format), "cifar100"), "format");
+    CHECK(ds.c == 3 && ds.h == 32 && ds.w == 32 && ds.n_classes == 100, "shape / classes");
+    CHECK(ds.train.n == 5 && ds.test.n == 3, "counts %lld %lld", (long long)ds.train.n, (long long)ds.test.n);
+    int bad = 0;
+    for (int64_t i = 0; i < 5; i++) {
+      if (ds.train.labels[i] != c100_fine(1, i)) bad++;
+      for (int64_t k = 0; k < 3072; k++) bad += ds.train.u8[i * 3072 + k] != cifar_pix(1, i, k);
+    }
+    for (int64_t i = 0; i < 3; i++) {
+      if (ds.test.labels[i] != c100_fine(2, i)) bad++;
+      for (int64_t k = 0; k < 3072; k++) bad += ds.test.u8[i * 3072 + k] != cifar_pix(2, i, k);
+    }
+    CHECK(bad == 0, "%d wrong values/labels (the fine label is the class)", bad);
+    for (int ch = 0; ch < 3; ch++) {
+      double m, sd;
+      naive_stats(&ds.train, 3, 1024, ch, &m, &sd);
+      CHECK(fabs(ds.mean[ch] - m) < 1e-6 && fabs(ds.std[ch] - sd) < 1e-6, "stats ch %d", ch);
+    }
+    amd_dataset_free(&ds);
+  }
+  const char *d = P("c100_label");
+  mkdirs(d);
+  write_c100_file(P("c100_label/train.bin"), 0, 1, 4, 1, 0);
+  write_c100_file(P("c100_label/test.bin"), 0, 2, 3, 0, 0);
+  snprintf(spec, sizeof spec, "cifar100:%s", d);
+  expect_fail(spec, "fine label >= 100");
+  d = P("c100_trunc");
+  mkdirs(d);
+  write_c100_file(P("c100_trunc/train.bin"), 0, 1, 4, 0, 0);
+  write_c100_file(P("c100_trunc/test.bin"), 0, 2, 3, 0, 1);
+  snprintf(spec, sizeof spec, "cifar100:%s", d);
+  expect_fail(spec, "truncated record");
+  /* CIFAR-10's files are not CIFAR-100's */
+  snprintf(spec, sizeof spec, "cifar100:%s", P("cifar"));
+  expect_fail(spec, "a CIFAR-10 folder");
+}
+
 /* ---------------------------------------------------------------- PNG folders */
 
 static void write_png_tree(const char *dir) {
@@ -987,6 +1053,7 @@ int main(void) {
   }
   test_idx();
   test_cifar();
+  test_cifar100();
   test_png();
   test_tensors();
   test_batches();
