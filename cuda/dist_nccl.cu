@@ -70,11 +70,10 @@ extern "C" int amd_nccl_unique_id(unsigned char *id, amd_status *st) {
   return 0;
 }
 
-extern "C" int amd_nccl_open(const unsigned char *id, int rank, int size, amd_status *st) {
+extern "C" int amd_nccl_open(const unsigned char *id, int rank, int size, double timeout_s, amd_status *st) {
   if (!amd_cu.open) return amd_fail(st, "NCCL: the CUDA backend is not open");
   if (nc.open) return amd_fail(st, "NCCL: the communicator is open already");
-  const char *lim = getenv("AMD_NCCL_TIMEOUT_S");
-  nc.timeout_s = lim && atof(lim) > 0 ? atof(lim) : 1800.0;
+  nc.timeout_s = timeout_s;
   AMD_CUDA_CHECK(cudaSetDevice(amd_cu.device), st);
   ncclUniqueId u;
   memcpy(&u, id, sizeof u);

@@ -26,13 +26,14 @@ const char *amd_nccl_version(char *buf, size_t n);
 int amd_nccl_device(unsigned char *uuid, int *index, char *bus, size_t bus_len, amd_status *st);
 /* A new unique id (rank 0 makes it; the others receive it). */
 int amd_nccl_unique_id(unsigned char *id, amd_status *st);
-/* Joins the communicator of `size` ranks named by id as `rank`. */
-int amd_nccl_open(const unsigned char *id, int rank, int size, amd_status *st);
+/* Joins the communicator of `size` ranks named by id as `rank`; a sum that
+ * takes longer than timeout_s seconds fails (below). */
+int amd_nccl_open(const unsigned char *id, int rank, int size, double timeout_s, amd_status *st);
 /* 1 when p points into device (or managed) memory, 0 for host memory. */
 int amd_nccl_is_device_ptr(const void *p);
 /* In-place sum over the ranks of n floats in device memory; returns when the
  * sum is complete. An NCCL error, or no completion within the time limit
- * (AMD_NCCL_TIMEOUT_S, default 1800 s), aborts the communicator and fails. */
+ * (amd_nccl_open's timeout_s: AMD_NCCL_TIMEOUT_S, default 1800 s), aborts the communicator and fails. */
 int amd_nccl_allreduce_f32(float *buf, int64_t n, amd_status *st);
 /* The same in pieces that overlap the work queued after them: start queues
  * the sum of n floats on a second stream, behind everything queued on the

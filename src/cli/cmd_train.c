@@ -593,7 +593,8 @@ int amd_cmd_train(int argc, char **argv) {
   amd_batches data = {0}; /* the training batches */
   int64_t *y = NULL;
   amd_dist *dist = &r.dist;
-  if (amd_dist_init(dist, &st)) {
+  amd_env env = amd_env_read();
+  if (amd_dist_init(dist, &env, &st)) {
     fprintf(stderr, "amdnn-onnx train: %s\n", st.msg);
     return 1;
   }

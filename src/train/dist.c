@@ -66,49 +66,27 @@ static const amd_dist_ops single_ops = {
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-/* The number of ranks a launcher announced in the environment (0: none). */
-static long launcher_size(void) {
-  static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-    const char *v = getenv(vars[i]);
-    if (v && *v) return strtol(v, NULL, 10);
-  }
-  return getenv("PMIX_RANK") || getenv("PMI_RANK") ? 1 : 0;
-}
-
 /* Several ranks on one node share its cores: unless OMP_NUM_THREADS says
  * otherwise, each rank gets the cores it is bound to, or its part of them. */
-static void share_cores(const amd_dist *d) {
+static void share_cores(const amd_dist *d, int omp_threads_set) {
 #ifdef _OPENMP
-  if (d->local_size <= 1 || getenv("OMP_NUM_THREADS")) return;
+  if (d->local_size <= 1 || omp_threads_set) return;
   cpu_set_t set;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)online;
   int threads = mine < online ? mine : (int)(online / d->local_size);
   omp_set_num_threads(threads > 0 ? threads : 1);
 #else
-  (void)d;
+  (void)d, (void)omp_threads_set;
 #endif
 }
 
-static void parse_fault(amd_dist *d) {
-  d->fault_rank = d->fault_step = -1;
-  const char *f = getenv("AMD_FAULT_RANK");
-  long long r, s;
-  char kind[16] = "";
-  if (f && sscanf(f, "%lld:%lld:%15s", &r, &s, kind) >= 2) {
-    d->fault_rank = r;
-    d->fault_step = s;
-    d->fault_kill = strcmp(kind, "kill") == 0;
-  }
-}
-
-int amd_dist_init(amd_dist *d, amd_status *st) {
+int amd_dist_init(amd_dist *d, const amd_env *env, amd_status *st) {
   memset(d, 0, sizeof *d);
   d->size = d->local_size = 1;
   d->ops = &single_ops;
-  const char *want = getenv("AMD_DIST");
-  long launched = launcher_size();
+  const char *want = env->dist;
+  long launched = env->launcher_size;
   if (want) {
     if (strcmp(want, "none") == 0)
       d->requested = AMD_DIST_NONE;
@@ -139,8 +117,9 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
                       launched);
 #endif
   }
-  parse_fault(d);
-  const char *bucket = getenv("AMD_DIST_BUCKET_MB");
+  d->faults = env->faults;
+  d->nccl_timeout_s = env->nccl_timeout_s;
+  const char *bucket = env->dist_bucket_mb;
   if (bucket && *bucket) {
     char *end;
     double mb = strtod(bucket, &end);
@@ -149,12 +128,10 @@ int amd_dist_init(amd_dist *d, amd_status *st) {
     d->bucket_floats = (int64_t)(mb * 1048576.0 / sizeof(float));
     if (mb > 0 && d->bucket_floats < 1) d->bucket_floats = 1;
   }
-  const char *chk = getenv("AMD_DIST_CHECK");
-  d->check_every_step = chk && strcmp(chk, "0") != 0;
+  d->check_every_step = env->dist_check;
   if (d->size > 1) {
-    share_cores(d);
-    const char *all = getenv("AMD_DIST_ALL_OUTPUT");
-    if (d->rank > 0 && !(all && strcmp(all, "0") != 0)) {
+    share_cores(d, env->omp_threads_set);
+    if (d->rank > 0 && !env->dist_all_output) {
       fflush(stdout);
       if (!freopen("/dev/null", "w", stdout)) return amd_fail(st, "rank %d: cannot silence stdout", d->rank);
     }
@@ -410,8 +387,8 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   if (d->size == 1) { /* the one-rank sums (tests): the same gradients, loss and sums */
     return grads_summed(d, t, x, labels, n_local, smoothing, loss_scale, step, loss, bs, st);
   }
-  if (d->fault_rank == d->rank && step + 1 >= d->fault_step) {
-    if (d->fault_kill) raise(SIGKILL);
+  if (d->faults.fail_rank == d->rank && step + 1 >= d->faults.fail_step) {
+    if (d->faults.fail_kill) raise(SIGKILL);
     return amd_fail(st, "injected failure (AMD_FAULT_RANK) at step %lld", (long long)step + 1);
   }
   if (d->check_every_step && amd_dist_check_identical(d, t, NULL, st))

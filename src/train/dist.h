@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/env.h"
 #include "../core/status.h"
 
 struct amd_trainer;
@@ -77,8 +78,8 @@ struct amd_dist {
   int reduce_alone; /* one rank that still runs its sums (AMD_DIST=nccl under mpirun -np 1: tests) */
   int sync_bn;                    /* BatchNormalization statistics over the global batch */
   int check_every_step;           /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
-  int64_t fault_rank, fault_step; /* AMD_FAULT_RANK=R:S[:kill] (tests); -1 when unset */
-  int fault_kill;
+  amd_fault_hooks faults;         /* AMD_FAULT_RANK=R:S[:kill] (tests) */
+  double nccl_timeout_s;          /* AMD_NCCL_TIMEOUT_S: the longest wait for an NCCL sum */
   /* AMD_DIST_BUCKET_MB: the gradient block summed in buckets of about this
    * many floats, each started in the backward walk once no later node writes
    * it (0: one sum after the walk) */
@@ -96,8 +97,9 @@ struct amd_dist {
  * AMD_DIST=none). A launch by mpirun of a build without MPI is an error (the
  * copies would train independently and overwrite each other's files), as is
  * AMD_DIST=nccl in a build without NCCL. Ranks above 0 stop printing to
- * stdout (AMD_DIST_ALL_OUTPUT=1 keeps it). */
-int amd_dist_init(amd_dist *d, amd_status *st);
+ * stdout (AMD_DIST_ALL_OUTPUT=1 keeps it). env: the process's environment
+ * (core/env.h: AMD_DIST, the launcher's variables, AMD_DIST_*, faults). */
+int amd_dist_init(amd_dist *d, const amd_env *env, amd_status *st);
 /* After the backend be is open (on this rank's GPU: see amd_cli_backend_rank):
  * on a GPU with several ranks, or with AMD_DIST=nccl, opens NCCL on it (an
  * error in a build without NCCL, with AMD_DIST=mpi, or when two ranks share

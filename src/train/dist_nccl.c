@@ -113,7 +113,7 @@ int amd_dist_nccl_open(amd_dist *d, amd_status *st) {
   if (d->rank == 0 && amd_nccl_unique_id(id, st)) return -1; /* the failure ends the job (MPI_Abort) */
   rc = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS) return amd_fail(st, "MPI_Bcast of the NCCL id failed (error %d)", rc);
-  if (amd_nccl_open(id, d->rank, d->size, st)) return -1;
+  if (amd_nccl_open(id, d->rank, d->size, d->nccl_timeout_s, st)) return -1;
   d->ops = &nccl_ops;
   return 0;
 }

@@ -1,0 +1,38 @@
+/* Settings that come from the environment rather than the command line: the
+ * communicator's knobs, the CPU GEMM's instruction set for benchmarks, and the
+ * fault hooks of the tests. amd_env_read (env.c) is the one place that calls
+ * getenv; the programs call it once and hand the struct, or the part of it a
+ * subsystem needs, to that subsystem. A struct from amd_env_defaults means
+ * "nothing set", which is what library callers without an environment (the
+ * unit tests) pass. */
+#ifndef AMD_ENV_H
+#define AMD_ENV_H
+
+#include <stdint.h>
+
+/* Failures made on purpose, for the fault-injection tests. */
+typedef struct amd_fault_hooks {
+  /* AMD_FAULT_RANK=R:S[:kill]: rank R fails (or kills itself) at training step S; -1: never */
+  int64_t fail_rank, fail_step;
+  int fail_kill;
+} amd_fault_hooks;
+
+typedef struct amd_env {
+  /* the communicator (src/train/dist.c) */
+  const char *dist;            /* AMD_DIST: "mpi", "nccl" or "none"; NULL: decided from the launcher */
+  long launcher_size;          /* ranks a launcher announced (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE;
+                                  1 when only PMI_RANK / PMIX_RANK is set); 0: not launched */
+  const char *dist_bucket_mb;  /* AMD_DIST_BUCKET_MB, as given (dist.c checks it); NULL: unset */
+  int dist_check;              /* AMD_DIST_CHECK set and not "0" */
+  int dist_all_output;         /* AMD_DIST_ALL_OUTPUT set and not "0" */
+  int omp_threads_set;         /* OMP_NUM_THREADS is set (ranks then keep OpenMP's own thread count) */
+  double nccl_timeout_s;       /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
+  amd_fault_hooks faults;
+} amd_env;
+
+/* Nothing set: no communicator request, no launcher, no faults. */
+amd_env amd_env_defaults(void);
+/* The environment of this process. */
+amd_env amd_env_read(void);
+
+#endif
