@@ -19,14 +19,14 @@ typedef struct amd_fault_hooks {
 
 typedef struct amd_env {
   /* the communicator (src/train/dist.c) */
-  const char *dist;            /* AMD_DIST: "mpi", "nccl" or "none"; NULL: decided from the launcher */
-  long launcher_size;          /* ranks a launcher announced (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE;
-                                  1 when only PMI_RANK / PMIX_RANK is set); 0: not launched */
-  const char *dist_bucket_mb;  /* AMD_DIST_BUCKET_MB, as given (dist.c checks it); NULL: unset */
-  int dist_check;              /* AMD_DIST_CHECK set and not "0" */
-  int dist_all_output;         /* AMD_DIST_ALL_OUTPUT set and not "0" */
-  int omp_threads_set;         /* OMP_NUM_THREADS is set (ranks then keep OpenMP's own thread count) */
-  double nccl_timeout_s;       /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
+  const char *dist;           /* AMD_DIST: "mpi", "nccl" or "none"; NULL: decided from the launcher */
+  long launcher_size;         /* ranks a launcher announced (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE;
+                                 1 when only PMI_RANK / PMIX_RANK is set); 0: not launched */
+  const char *dist_bucket_mb; /* AMD_DIST_BUCKET_MB, as given (dist.c checks it); NULL: unset */
+  int dist_check;             /* AMD_DIST_CHECK set and not "0" */
+  int dist_all_output;        /* AMD_DIST_ALL_OUTPUT set and not "0" */
+  int omp_threads_set;        /* OMP_NUM_THREADS is set (ranks then keep OpenMP's own thread count) */
+  double nccl_timeout_s;      /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
   amd_fault_hooks faults;
 } amd_env;
 

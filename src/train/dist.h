@@ -74,12 +74,12 @@ struct amd_dist {
   int local_rank, local_size; /* on this node (for the GPU and the thread count) */
   const amd_dist_ops *ops;
   void *impl;
-  int requested;    /* AMD_DIST_AUTO ... AMD_DIST_NCCL */
-  int reduce_alone; /* one rank that still runs its sums (AMD_DIST=nccl under mpirun -np 1: tests) */
-  int sync_bn;                    /* BatchNormalization statistics over the global batch */
-  int check_every_step;           /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
-  amd_fault_hooks faults;         /* AMD_FAULT_RANK=R:S[:kill] (tests) */
-  double nccl_timeout_s;          /* AMD_NCCL_TIMEOUT_S: the longest wait for an NCCL sum */
+  int requested;          /* AMD_DIST_AUTO ... AMD_DIST_NCCL */
+  int reduce_alone;       /* one rank that still runs its sums (AMD_DIST=nccl under mpirun -np 1: tests) */
+  int sync_bn;            /* BatchNormalization statistics over the global batch */
+  int check_every_step;   /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
+  amd_fault_hooks faults; /* AMD_FAULT_RANK=R:S[:kill] (tests) */
+  double nccl_timeout_s;  /* AMD_NCCL_TIMEOUT_S: the longest wait for an NCCL sum */
   /* AMD_DIST_BUCKET_MB: the gradient block summed in buckets of about this
    * many floats, each started in the backward walk once no later node writes
    * it (0: one sum after the walk) */
