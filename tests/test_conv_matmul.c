@@ -47,11 +47,9 @@ static void make_tensor(amd_tensor *t, int rank, const int64_t *dims) {
 /* Runs one node; returns 0 and fills out on success, -1 with st set. */
 static int run_node(const amd_op *op, int since, const attr_spec *attrs, int n_attrs, amd_tensor **in,
                     int n_in, amd_tensor *out, amd_status *st) {
-  Onnx__NodeProto np = ONNX__NODE_PROTO__INIT;
-  Onnx__AttributeProto ap[16], *app[16];
+  amd_attr ap[16];
   for (int i = 0; i < n_attrs; i++) {
-    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT;
-    a.name = (char *)attrs[i].name;
+    amd_attr a = {.name = attrs[i].name};
     switch (attrs[i].kind) {
     case 'i':
       a.has_i = 1;
@@ -63,19 +61,17 @@ static int run_node(const amd_op *op, int since, const attr_spec *attrs, int n_a
       break;
     case 'l':
       a.n_ints = (size_t)attrs[i].n;
-      a.ints = (int64_t *)attrs[i].ints;
+      a.ints = attrs[i].ints;
       break;
     case 's':
       a.has_s = 1;
-      a.s.data = (uint8_t *)attrs[i].s;
-      a.s.len = strlen(attrs[i].s);
+      a.s = attrs[i].s;
+      a.s_len = strlen(attrs[i].s);
       break;
     }
     ap[i] = a;
-    app[i] = &ap[i];
   }
-  np.n_attribute = (size_t)n_attrs;
-  np.attribute = app;
+  amd_attr_list list = {.a = ap, .n = n_attrs};
   amd_node node;
   memset(&node, 0, sizeof node);
   node.name = "test";
@@ -85,7 +81,7 @@ static int run_node(const amd_op *op, int since, const attr_spec *attrs, int n_a
   node.n_in = n_in;
   node.n_out = 1;
   memset(out, 0, sizeof *out);
-  int rc = op->parse ? op->parse(&node, &np, st) : 0;
+  int rc = op->parse ? op->parse(&node, &list, st) : 0;
   if (!rc) rc = op->infer(&node, (const amd_tensor *const *)in, out, st);
   if (!rc) rc = amd_tensor_alloc(out, st);
   amd_ctx ctx = {0};

@@ -13,7 +13,6 @@
 #ifdef AMD_HAVE_CUDA
 #include "../../cuda/backend_cuda.h"
 #endif
-#include "onnx.pb-c.h"
 
 static const char usage[] =
     "usage: amdnn-onnx info MODEL.onnx [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
@@ -113,16 +112,14 @@ int amd_cmd_info(int argc, char **argv) {
   amd_status st = {{0}};
   amd_graph *g = NULL;
   amd_mode_set modes = {0};
-  if (amd_graph_load(model, 1, &g, &st) || amd_mode_apply(g, mode, map, bmode, &modes, &st)) {
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, bmode, &modes, &st)) {
     fprintf(stderr, "amdnn-onnx info: %s\n", st.msg);
     amd_graph_free(g);
     amd_mode_set_free(&modes);
     return 1;
   }
-  const Onnx__ModelProto *mp = g->proto;
   printf("model: %s\n", model);
-  printf("producer: %s %s, ir_version %lld, opset %d\n", mp->producer_name ? mp->producer_name : "?",
-         mp->producer_version ? mp->producer_version : "", (long long)mp->ir_version, g->opset);
+  printf("producer: %s, ir_version %lld, opset %d\n", g->producer, (long long)g->ir_version, g->opset);
   printf("inputs:\n");
   for (int i = 0; i < g->n_inputs; i++) print_value(&g->values[g->inputs[i]]);
   printf("outputs:\n");

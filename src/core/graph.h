@@ -57,6 +57,8 @@ typedef struct amd_graph {
   int *outputs;           /* graph outputs, in graph order */
   int n_outputs;
   int opset;              /* default-domain opset */
+  int64_t ir_version;     /* the ModelProto's */
+  char producer[128];     /* producer_name and producer_version, e.g. "pytorch 1.13.1" */
   char *path;             /* the file it was loaded from */
   struct Onnx__ModelProto *proto; /* kept for writing back (NULL when not kept) */
   float *param_block;     /* trainable initializers, contiguous (set by the trainer) */

@@ -8,10 +8,12 @@
  * keep it for writing back. */
 #include "load.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ops/op.h"
+#include "node_attrs.h"
 #include "tensor_proto.h"
 
 /* ONNX protobufs are limited to 2 GiB; larger weights use external data. */
@@ -96,8 +98,12 @@ int amd_node_bind(amd_node *n, const Onnx__NodeProto *p, int opset, amd_status *
   if (!n->since)
     return amd_fail(st, "node '%s': op '%s' does not exist at opset %d (first version is %d)", n->name,
                     op_type, opset, op->since[0]);
-  if (op->parse && op->parse(n, p, st)) return amd_fail_prefix(st, "node '%s' (%s)", n->name, op_type);
-  return 0;
+  if (!op->parse) return 0;
+  amd_attr_list attrs;
+  int rc = amd_node_attrs_from_proto(p, &attrs, st);
+  if (!rc) rc = op->parse(n, &attrs, st);
+  amd_node_attrs_free(&attrs);
+  return rc ? amd_fail_prefix(st, "node '%s' (%s)", n->name, op_type) : 0;
 }
 
 /* Kahn's algorithm over value producers; rejects cycles. Reorders g->nodes. */
@@ -156,6 +162,9 @@ done:
 static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_graph *g, amd_status *st) {
   const Onnx__GraphProto *gp = mp->graph;
   if (!gp) return amd_fail(st, "the model has no graph (is this an ONNX model?)");
+  g->ir_version = mp->ir_version;
+  snprintf(g->producer, sizeof g->producer, "%s %s", mp->producer_name ? mp->producer_name : "?",
+           mp->producer_version ? mp->producer_version : "");
   g->opset = -1;
   for (size_t i = 0; i < mp->n_opset_import; i++) {
     const char *d = mp->opset_import[i]->domain ? mp->opset_import[i]->domain : "";

@@ -173,7 +173,7 @@ static int abs_forward(FWD_ARGS) {
 
 /* ---- LeakyRelu ---- */
 
-static int leakyrelu_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int leakyrelu_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->alpha = amd_attr_float(p, "alpha", 0.01f);
@@ -256,7 +256,7 @@ static int prelu_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
 
 /* ---- Clip ---- */
 
-static int clip_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int clip_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->min = amd_attr_float(p, "min", -FLT_MAX);

@@ -40,14 +40,14 @@
 
 
 
-static int ints_attr(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, int *n,
+static int ints_attr(const amd_attr_list *p, const char *name, int64_t *out, int max, int *n,
                      amd_status *st) {
   *n = amd_attr_ints(p, name, out, max);
   if (*n == -2) return amd_fail(st, "attribute %s has more than %d values", name, max);
   return 0;
 }
 
-static int conv_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
+static int conv_parse(amd_node *node, const amd_attr_list *p, amd_status *st) {
   amd_conv_attrs *a = amd_attrs_new(node, sizeof *a, st);
   if (!a) return -1;
   if (amd_attr_auto_pad(p, &a->auto_pad, st)) return -1;

@@ -27,7 +27,7 @@
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 
-static int ew_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int ew_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_ew_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->legacy = n->since < 7;

@@ -38,7 +38,7 @@ typedef struct lrn_attrs {
   int64_t size;
 } lrn_attrs;
 
-static int lrn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int lrn_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   if (!amd_attr_find(p, "size")) return amd_fail(st, "attribute size is required");
   lrn_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;

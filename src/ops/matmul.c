@@ -31,7 +31,7 @@
 
 
 
-static int gemm_parse(amd_node *node, const Onnx__NodeProto *p, amd_status *st) {
+static int gemm_parse(amd_node *node, const amd_attr_list *p, amd_status *st) {
   amd_gemm_attrs *a = amd_attrs_new(node, sizeof *a, st);
   if (!a) return -1;
   a->alpha = amd_attr_float(p, "alpha", 1.0f);

@@ -41,7 +41,7 @@
 
 
 
-static int bn_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int bn_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_bn_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->epsilon = amd_attr_float(p, "epsilon", 1e-5f);

@@ -3,8 +3,9 @@
  *
  * Life of a node: the loader finds the descriptor by op_type, binds the node to
  * the highest since-version <= the model's opset (node->since), and calls
- * `parse` once to turn the NodeProto's attributes into the op's own struct
- * (node->attrs, one malloc'd block). At run time the executor calls `infer` to
+ * `parse` once to turn the node's attributes (core/attr.h: plain values the
+ * loader converted from the NodeProto; no op sees protobuf) into the op's own
+ * struct (node->attrs, one malloc'd block). At run time the executor calls `infer` to
  * set each output's dtype and shape (input data is readable on the host: shape
  * tensors such as Reshape's second input are always host tensors), allocates
  * the outputs, then calls `forward`.
@@ -18,10 +19,10 @@
 #ifndef AMD_OP_H
 #define AMD_OP_H
 
+#include "../core/attr.h"
 #include "../core/graph.h"
 #include "../core/status.h"
 #include "../core/tensor.h"
-#include "onnx.pb-c.h"
 
 /* What a forward pass needs beyond the node: training flag, random state. */
 typedef struct amd_ctx {
@@ -53,7 +54,7 @@ typedef struct amd_ctx {
 typedef struct amd_op {
   const char *name;       /* ONNX op_type (default domain) */
   int since[8];           /* ascending since-versions, 0-terminated */
-  int (*parse)(amd_node *n, const Onnx__NodeProto *p, amd_status *st); /* NULL: no attributes */
+  int (*parse)(amd_node *n, const amd_attr_list *p, amd_status *st); /* NULL: no attributes */
   int (*infer)(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st);
   int (*forward)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                  amd_status *st);
@@ -83,23 +84,23 @@ extern const int amd_op_count;
 const amd_op *amd_op_find(const char *name);
 
 /* ---- attribute access (attr.c) ---- */
-const Onnx__AttributeProto *amd_attr_find(const Onnx__NodeProto *p, const char *name);
-int64_t amd_attr_int(const Onnx__NodeProto *p, const char *name, int64_t def);
-float amd_attr_float(const Onnx__NodeProto *p, const char *name, float def);
+const amd_attr *amd_attr_find(const amd_attr_list *p, const char *name);
+int64_t amd_attr_int(const amd_attr_list *p, const char *name, int64_t def);
+float amd_attr_float(const amd_attr_list *p, const char *name, float def);
 /* Copies the string into buf (NUL-terminated, truncated to n-1); returns buf,
  * or def when absent. */
-const char *amd_attr_string(const Onnx__NodeProto *p, const char *name, const char *def, char *buf,
+const char *amd_attr_string(const amd_attr_list *p, const char *name, const char *def, char *buf,
                             size_t n);
 /* Copies up to max ints; returns how many the attribute has (-1 if absent).
  * More than max is an error reported by returning -2. */
-int amd_attr_ints(const Onnx__NodeProto *p, const char *name, int64_t *out, int max);
-int amd_attr_floats(const Onnx__NodeProto *p, const char *name, float *out, int max);
+int amd_attr_ints(const amd_attr_list *p, const char *name, int64_t *out, int max);
+int amd_attr_floats(const amd_attr_list *p, const char *name, float *out, int max);
 /* The attribute's tensor converted to an amd_tensor (caller frees), or 1 if absent. */
-int amd_attr_tensor(const Onnx__NodeProto *p, const char *name, amd_tensor *out, amd_status *st);
+int amd_attr_tensor(const amd_attr_list *p, const char *name, amd_tensor *out, amd_status *st);
 
 /* The auto_pad attribute of Conv and the pools. */
 enum { AMD_PAD_NOTSET, AMD_PAD_SAME_UPPER, AMD_PAD_SAME_LOWER, AMD_PAD_VALID };
-int amd_attr_auto_pad(const Onnx__NodeProto *p, int *out, amd_status *st);
+int amd_attr_auto_pad(const amd_attr_list *p, int *out, amd_status *st);
 
 /* Allocates the node's zeroed attrs block of the given size. Returns the
  * block or NULL (with st set). */

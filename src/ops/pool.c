@@ -42,7 +42,7 @@ enum { POOL_MAX = AMD_POOL_MAX, POOL_AVG = AMD_POOL_AVG };
 
 /* ---- attributes ---- */
 
-static int read_ints(const Onnx__NodeProto *p, const char *name, int64_t *dst, int want, int64_t def,
+static int read_ints(const amd_attr_list *p, const char *name, int64_t *dst, int want, int64_t def,
                      int64_t minv, amd_status *st) {
   int64_t tmp[2 * POOL_MAX_SPATIAL];
   int cnt = amd_attr_ints(p, name, tmp, 2 * POOL_MAX_SPATIAL);
@@ -61,7 +61,7 @@ static int read_ints(const Onnx__NodeProto *p, const char *name, int64_t *dst, i
   return 0;
 }
 
-static int pool_parse_common(amd_node *n, const Onnx__NodeProto *p, int kind, amd_status *st) {
+static int pool_parse_common(amd_node *n, const amd_attr_list *p, int kind, amd_status *st) {
   amd_pool_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->kind = kind;
@@ -85,11 +85,11 @@ static int pool_parse_common(amd_node *n, const Onnx__NodeProto *p, int kind, am
   return 0;
 }
 
-static int maxpool_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int maxpool_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return pool_parse_common(n, p, POOL_MAX, st);
 }
 
-static int avgpool_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int avgpool_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return pool_parse_common(n, p, POOL_AVG, st);
 }
 

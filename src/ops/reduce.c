@@ -26,7 +26,7 @@ enum { RED_SUM, RED_MEAN, RED_MAX };
 
 
 
-static int red_parse_common(amd_node *n, const Onnx__NodeProto *p, int input_since, amd_status *st) {
+static int red_parse_common(amd_node *n, const amd_attr_list *p, int input_since, amd_status *st) {
   amd_red_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->keepdims = amd_attr_int(p, "keepdims", 1) != 0;
@@ -40,10 +40,10 @@ static int red_parse_common(amd_node *n, const Onnx__NodeProto *p, int input_sin
   return 0;
 }
 
-static int sum_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int sum_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return red_parse_common(n, p, 13, st);
 }
-static int mean_max_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int mean_max_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return red_parse_common(n, p, 18, st);
 }
 

@@ -51,7 +51,7 @@ static int read_ints(const amd_tensor *t, int64_t *out, int max, const char *wha
 }
 
 /* Reads an ints attribute: its count, -1 when absent, -3 (st set) when longer than max. */
-static int attr_ints(const Onnx__NodeProto *p, const char *name, int64_t *out, int max, amd_status *st) {
+static int attr_ints(const amd_attr_list *p, const char *name, int64_t *out, int max, amd_status *st) {
   int cnt = amd_attr_ints(p, name, out, max);
   if (cnt == -2) {
     amd_fail(st, "attribute %s has more than %d values", name, max);
@@ -163,7 +163,7 @@ static int backward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
 
 /* ---------------------------------------------------------------- Flatten */
 
-static int flatten_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int flatten_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", 1);
@@ -199,7 +199,7 @@ typedef struct reshape_attrs {
   int64_t shape[AMD_MAX_RANK];
 } reshape_attrs;
 
-static int reshape_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int reshape_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   reshape_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->allowzero = (int)amd_attr_int(p, "allowzero", 0);
@@ -292,7 +292,7 @@ typedef struct transpose_attrs {
   int64_t perm[AMD_MAX_RANK];
 } transpose_attrs;
 
-static int transpose_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int transpose_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   transpose_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->n_perm = attr_ints(p, "perm", a->perm, AMD_MAX_RANK, st);
@@ -410,7 +410,7 @@ typedef struct axes_attrs {
   int64_t axes[AMD_MAX_RANK];
 } axes_attrs;
 
-static int axes_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int axes_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   axes_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->n_axes = -1;
@@ -505,7 +505,7 @@ const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze",
 
 /* ---------------------------------------------------------------- Concat */
 
-static int concat_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int concat_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   if (n->since >= 4 && !amd_attr_find(p, "axis")) return amd_fail(st, "Concat needs an axis attribute");
@@ -598,7 +598,7 @@ typedef struct shape_attrs {
   int has_end;
 } shape_attrs;
 
-static int shape_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int shape_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   shape_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   if (n->since >= 15) {
@@ -648,7 +648,7 @@ const amd_op amd_op_Shape = {.name = "Shape",
 
 /* ---------------------------------------------------------------- Gather */
 
-static int gather_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int gather_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_axis_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", 0);
@@ -781,8 +781,8 @@ static int constant_store(amd_node *n, amd_dtype dtype, int rank, const int64_t 
   return 0;
 }
 
-static int constant_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
-  const Onnx__AttributeProto *at;
+static int constant_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+  const amd_attr *at;
   amd_tensor t = {0};
   int r = amd_attr_tensor(p, "value", &t, st);
   if (r < 0) return -1;
@@ -845,10 +845,10 @@ static int is_float_dtype(amd_dtype t) {
   return t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
 }
 
-static int cast_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int cast_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   cast_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
-  const Onnx__AttributeProto *at = amd_attr_find(p, "to");
+  const amd_attr *at = amd_attr_find(p, "to");
   if (!at) return amd_fail(st, "Cast needs a 'to' attribute");
   if (at->has_i) {
     a->to = (amd_dtype)at->i;
@@ -928,7 +928,7 @@ const amd_op amd_op_Cast = {.name = "Cast",
 
 
 
-static int dropout_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int dropout_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_dropout_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->ratio = amd_attr_float(p, "ratio", 0.5f);
@@ -1050,7 +1050,7 @@ typedef struct pad_attrs {
   double value; /* opset < 11 */
 } pad_attrs;
 
-static int pad_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int pad_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   pad_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   char buf[32];

@@ -19,7 +19,7 @@
 
 
 
-static int sm_parse(amd_node *n, const Onnx__NodeProto *p, amd_status *st) {
+static int sm_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   amd_sm_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->axis = amd_attr_int(p, "axis", n->since >= 13 ? -1 : 1);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx.pb-c.h"
 #include "onnx/load.h"
 #include "ops/op.h"
 
