@@ -1,5 +1,5 @@
 /* Every multiplier mode's product on the GPU against
- * ../shared/spec/am_vectors.tsv, bit for bit (any NaN equals any NaN):
+ * tests/mult/am_vectors.tsv, bit for bit (any NaN equals any NaN):
  * 1. directly: a kernel calls the product functions of src/mult/products.h
  *    (the CPU's code, compiled for the device) on every row;
  * 2. through amd_cuda_gemm: a batch of 1 x 1 x 1 GEMMs (one per row, alpha 1,
