@@ -27,7 +27,7 @@
  *   per thread in 8 x 32 tiles, the same fast and exact paths, split-K up to
  *   512.
  *
- * Fast encodings (notation of ../shared/spec/multipliers.md; s sign, E biased
+ * Fast encodings (notation of docs/multipliers.md; s sign, E biased
  * exponent, F fraction; mask = all ones for a normal operand, 0 for a zero or
  * subnormal one, so that its product adds +0; the sum starts at +0, so a -0
  * product would add nothing either):

@@ -201,7 +201,7 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
  * into up to three uint32 planes (enc, mask, frac) once, so the inner loop
  * over a packed B row is integer adds plus at most a table lookup or a few
  * min/max, then one fp32 add (never FMA: -ffp-contract=off and no FMA
- * target). Notation of ../shared/spec/multipliers.md: s sign, E biased
+ * target). Notation of docs/multipliers.md: s sign, E biased
  * exponent, F fraction, ONE = 2^23.
  *
  * KIND_ACC16: enc = T16(x) as float; product = T16(a * b) by masking the

@@ -1,6 +1,6 @@
 /* Multiplier modes: parsing mode names, loading lut: tables, the scalar
  * product by mode, and generating the 7-bit tables of section 5
- * (../shared/spec/multipliers.md). The products themselves are the static
+ * (docs/multipliers.md). The products themselves are the static
  * inline functions of products.h, which the CUDA code shares. */
 #include "mult.h"
 

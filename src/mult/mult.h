@@ -1,4 +1,4 @@
-/* Multiplier modes (../shared/spec/multipliers.md is the contract).
+/* Multiplier modes (docs/multipliers.md is the contract).
  *
  * An amd_mult names the scalar product that every Conv / Gemm / MatMul uses,
  * in the forward pass and in both backward GEMMs. NULL or AMD_MODE_ACC32 means

@@ -1,5 +1,5 @@
 /* The scalar product of every multiplier mode, bit for bit
- * (../shared/spec/multipliers.md sections 2-5 are the contract).
+ * (docs/multipliers.md sections 2-5 are the contract).
  *
  * One static inline function per mode, shared by the C11 host code and the
  * CUDA kernels (AMD_HD = __host__ __device__ under nvcc), so that the CPU and
