@@ -3,7 +3,9 @@
  * acc32 (mult NULL or AMD_MODE_ACC32): cuBLAS SGEMM, TF32 off (default math),
  * row-major through the operand swap: C^T = op(B)^T op(A)^T in column-major.
  *
- * Every other mode: one SIMT kernel template per mode (mode_kernel<MODE, MI>).
+ * Every other mode: one SIMT kernel template per mode (mode_kernel<MODE, MI>),
+ * whose arithmetic follows the mode's KIND and M in src/mult/mode_list.h
+ * (ModeTraits; the launch switch instantiates it for every mode of the list).
  * - Block tile BM x 128 (BM = 128 or 64: MI = BM / 64), K step BK = 8, 256
  *   threads, each a (4 MI) x 8 register tile (rows ty*4+i and 64+ty*4+i,
  *   columns tx*4+j and 64+tx*4+j, so operands are read as 128-bit words).
@@ -27,7 +29,7 @@
  *   per thread in 8 x 32 tiles, the same fast and exact paths, split-K up to
  *   512.
  *
- * Fast encodings (notation of ../shared/spec/multipliers.md; s sign, E biased
+ * Fast encodings (notation of docs/multipliers.md; s sign, E biased
  * exponent, F fraction; mask = all ones for a normal operand, 0 for a zero or
  * subnormal one, so that its product adds +0; the sum starts at +0, so a -0
  * product would add nothing either):
@@ -105,64 +107,72 @@ struct Params {
 
 /* ---- per-mode arithmetic ------------------------------------------------ */
 
+/* The kind and fraction width of every mode (src/mult/mode_list.h), by enum
+ * value (the list's order is the enum's). */
+struct ModeRow {
+  amd_mode_kind kind;
+  int m;
+};
+#define AMD_MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) {KIND, M},
+constexpr ModeRow mode_rows[AMD_MODE_COUNT] = {AMD_MODE_LIST(AMD_MODE_ROW)};
+#undef AMD_MODE_ROW
+
 template <int MODE> struct ModeTraits {
-  static constexpr bool check = MODE != AMD_MODE_ACC16 && MODE != AMD_MODE_FP16;
+  static constexpr amd_mode_kind kind = mode_rows[MODE].kind;
+  static constexpr int m = mode_rows[MODE].m; /* kept fraction bits (lut: 0, the table's m at run time) */
+  static constexpr bool check = kind != AMD_KIND_ACC16 && kind != AMD_KIND_FP16;
   static constexpr bool masks = check;
-  static constexpr bool mbm1 = MODE == AMD_MODE_AM16 || MODE == AMD_MODE_MBM14;
-  static constexpr bool lut = MODE == AMD_MODE_LUT;
+  static constexpr bool mbm1 = kind == AMD_KIND_MBM;
+  static constexpr bool lut = kind == AMD_KIND_LUT;
   static constexpr bool table = mbm1 || lut;
-  /* am32 in the large kernel: the product as a scaled significand (see the
-   * file comment), three A planes and two B planes per stage */
-  static constexpr bool scaled = MODE == AMD_MODE_AM32;
+  /* MBM_23 (am32) in the large kernel: the product as a scaled significand
+   * (see the file comment), three A planes and two B planes per stage */
+  static constexpr bool scaled = kind == AMD_KIND_MBM23;
   static constexpr int a_planes = scaled ? 3 : 2;
   static constexpr int planes = a_planes + 2; /* per stage */
+  /* MIT_FORCED: the forced bit of MBM_m without correction */
+  static constexpr uint32_t forced = kind == AMD_KIND_MIT_FORCED ? 1u << (23 - m) : 0u;
+  /* MBM1: h = (u >> hshift) & hmask, the m - 1 kept bits above the forced one */
+  static constexpr int hshift = 24 - m;
+  static constexpr uint32_t hmask = (1u << ((mbm1 ? m : 1) - 1)) - 1u;
 };
 
-/* The kept fraction F' of the Mitchell-style modes. */
+/* The kept fraction F' of the Mitchell-style kinds (MIT: F & T_m; MIT_FORCED
+ * with the forced bit; MBM23: F). */
 template <int MODE> __device__ __forceinline__ uint32_t mit_frac(uint32_t u) {
-  if (MODE == AMD_MODE_MIT16) return u & amd_prod_topmask(7);
-  if (MODE == AMD_MODE_MBM12) return (u & amd_prod_topmask(3)) | (1u << 20);
-  return u & AMD_PROD_FRAC; /* mit32, am32 */
+  return (u & amd_prod_topmask(ModeTraits<MODE>::m)) | ModeTraits<MODE>::forced;
+}
+
+/* MBM1's h (see the file comment). */
+template <int MODE> __device__ __forceinline__ uint32_t mbm1_h(uint32_t u) {
+  return (u >> ModeTraits<MODE>::hshift) & ModeTraits<MODE>::hmask;
 }
 
 /* Fast encoding of an A (first) or B (second) operand. */
 template <int MODE, bool IS_A> __device__ __forceinline__ uint32_t encode(uint32_t u, int m) {
   const uint32_t se = u & 0xFF800000u, off = IS_A ? (127u << 23) : 0u;
-  if (MODE == AMD_MODE_ACC16) return amd_t16_bits(u);
-  if (MODE == AMD_MODE_FP16) return amd_round_half_bits(u);
-  if (MODE == AMD_MODE_AM16) return se - off + (((u >> 17) & 63u) << 7);
-  if (MODE == AMD_MODE_MBM14) return se - off + (((u >> 19) & 15u) << 7);
-  if (MODE == AMD_MODE_LUT) {
+  if constexpr (ModeTraits<MODE>::kind == AMD_KIND_ACC16) return amd_t16_bits(u);
+  if constexpr (ModeTraits<MODE>::kind == AMD_KIND_FP16) return amd_round_half_bits(u);
+  if constexpr (ModeTraits<MODE>::mbm1) return se - off + (mbm1_h<MODE>(u) << 7);
+  if constexpr (ModeTraits<MODE>::lut) {
     const uint32_t f = (u & AMD_PROD_FRAC) >> (23 - m);
     return se - off + (f << (IS_A ? m + 2 : 2));
   }
-  return (se | mit_frac<MODE>(u)) - off; /* MIT kinds, am32 */
+  return (se | mit_frac<MODE>(u)) - off; /* MIT kinds, MBM23 */
 }
 
 /* The exact product (the shared scalar code), on bit patterns. */
+#define AMD_MODE_EXACT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                        \
+  case ID:                                                                                                \
+    return AMD_MODE_CALL_##ARGS(BITS, a, b, lut, m);
 template <int MODE>
 __device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uint8_t *lut, int m) {
   switch (MODE) {
-  case AMD_MODE_ACC16:
-    return amd_prod_acc16_bits(a, b);
-  case AMD_MODE_FP16:
-    return amd_prod_fp16_bits(a, b);
-  case AMD_MODE_AM16:
-    return amd_prod_am16_bits(a, b);
-  case AMD_MODE_AM32:
-    return amd_prod_am32_bits(a, b);
-  case AMD_MODE_MIT16:
-    return amd_prod_mit16_bits(a, b);
-  case AMD_MODE_MIT32:
-    return amd_prod_mit32_bits(a, b);
-  case AMD_MODE_MBM14:
-    return amd_prod_mbm14_bits(a, b);
-  case AMD_MODE_MBM12:
-    return amd_prod_mbm12_bits(a, b);
-  default:
-    return amd_prod_lut_bits(a, b, lut, m);
+    AMD_MODE_LIST(AMD_MODE_EXACT)
   }
+  return 0;
 }
+#undef AMD_MODE_EXACT
 
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
@@ -239,7 +249,7 @@ __device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const 
     }
     if (ModeTraits<MODE>::mbm1) {
       /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
-      enc[idx] = fast ? (MODE == AMD_MODE_AM16 ? ((u >> 17) & 63u) : ((u >> 19) & 15u)) << 7 : u;
+      enc[idx] = fast ? mbm1_h<MODE>(u) << 7 : u;
       mask[idx] = u & 0xFF800000u;
       continue;
     }
@@ -287,7 +297,7 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
       if (ModeTraits<MODE>::masks) lds4(Bm + k * LDS + jh * 64 + tx * 4, mb);
       float(*ac)[8] = acc;
       const int j0 = jh * 4;
-      if (MODE == AMD_MODE_FP16) {
+      if (ModeTraits<MODE>::kind == AMD_KIND_FP16) {
         const __half2 b01 = __floats2half2_rn(__uint_as_float(eb[0]), __uint_as_float(eb[1]));
         const __half2 b23 = __floats2half2_rn(__uint_as_float(eb[2]), __uint_as_float(eb[3]));
 #pragma unroll
@@ -299,7 +309,7 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
           ac[i][j0 + 2] = fadd(ac[i][j0 + 2], p1.x);
           ac[i][j0 + 3] = fadd(ac[i][j0 + 3], p1.y);
         }
-      } else if (MODE == AMD_MODE_ACC16) {
+      } else if (ModeTraits<MODE>::kind == AMD_KIND_ACC16) {
 #pragma unroll
         for (int i = 0; i < 4 * MI; i++)
 #pragma unroll
@@ -563,13 +573,13 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
 template <int MODE>
 __device__ __forceinline__ float fast_prod(uint32_t ea, uint32_t ma, uint32_t eb, uint32_t mb, const char *tb,
                                            uint32_t lane4) {
-  if (MODE == AMD_MODE_FP16)
+  if (ModeTraits<MODE>::kind == AMD_KIND_FP16)
     return __half2float(__hmul(__float2half_rn(__uint_as_float(ea)), __float2half_rn(__uint_as_float(eb))));
-  if (MODE == AMD_MODE_ACC16)
+  if (ModeTraits<MODE>::kind == AMD_KIND_ACC16)
     return __uint_as_float(__float_as_uint(__fmul_rn(__uint_as_float(ea), __uint_as_float(eb))) &
                            0xFFFF0000u);
   uint32_t r;
-  if (MODE == AMD_MODE_AM32) {
+  if (ModeTraits<MODE>::scaled) { /* MBM23, the small kernel's form */
     const int32_t u =
         (int32_t)(MBM23_K0 + AMD_PROD_ONE - (ea & AMD_PROD_FRAC)) - (int32_t)(eb & AMD_PROD_FRAC);
     const int32_t lim = (int32_t)(MBM23_K0 + MBM23_K1) - (int32_t)AMD_PROD_ONE;
@@ -602,7 +612,7 @@ static_assert(small_smem_words(128 * 32) * 4 <= 48 * 1024,
               "the am16 table and the tiles fit the default 48 KiB");
 
 template <int MODE> __global__ void __launch_bounds__(NT) small_kernel(const Params p) {
-  constexpr bool use_fast = MODE != AMD_MODE_LUT;
+  constexpr bool use_fast = !ModeTraits<MODE>::lut;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t *tabs = smem;
   uint2(*As)[SR + 1] = reinterpret_cast<uint2(*)[SR + 1]>(smem + p.tab_words); /* [k][row] */
@@ -791,19 +801,36 @@ extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   free(ctx);
 }
 
+/* The kind of a valid mode (mode_list.h). */
+static amd_mode_kind kind_of(amd_mode mode) { return mode_rows[mode].kind; }
+
+/* The bit-level product of a mode (its BITS in mode_list.h), on the host. */
+static uint32_t host_bits(const amd_mult *mult, uint32_t a, uint32_t b) {
+#define AMD_MODE_HOST_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                    \
+  case ID:                                                                                                \
+    return AMD_MODE_CALL_##ARGS(BITS, a, b, mult->lut, mult->lut_bits);
+  switch (mult->mode) {
+    AMD_MODE_LIST(AMD_MODE_HOST_BITS)
+  default:
+    break;
+  }
+#undef AMD_MODE_HOST_BITS
+  return 0;
+}
+
 /* Builds the words of a mode's fast table (see the file comment); MBM1
  * kinds: the small kernel's 128 x 32 words, then as many for the large
  * kernel, whose entries are the products of the significands themselves. */
 static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_status *st) {
-  const amd_mode mode = mult->mode;
+  const amd_mode_kind kind = kind_of(mult->mode);
   int n = 0;
-  if (mode == AMD_MODE_AM16 || mode == AMD_MODE_MBM14)
+  if (kind == AMD_KIND_MBM)
     n = 2 * MBM1_TAB_WORDS;
-  else if (mode == AMD_MODE_LUT)
+  else if (kind == AMD_KIND_LUT)
     n = 1 << (2 * mult->lut_bits);
   uint32_t *w = (uint32_t *)calloc((size_t)n, sizeof *w);
   if (!w) return amd_fail(st, "out of memory building the table of mode '%s'", mult->name);
-  if (mode == AMD_MODE_LUT) {
+  if (kind == AMD_KIND_LUT) {
     const int m = mult->lut_bits;
     for (uint32_t idx = 0; idx < (uint32_t)n; idx++) {
       const uint32_t e = mult->lut[idx];
@@ -811,12 +838,12 @@ static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_
       w[idx] = g - (idx << 2);
     }
   } else {
-    const int hbits = mode == AMD_MODE_AM16 ? 6 : 4, shift = mode == AMD_MODE_AM16 ? 17 : 19;
+    const int m = mode_rows[mult->mode].m, hbits = m - 1, shift = 24 - m;
     const uint32_t hmax = (1u << hbits) - 1u;
     for (uint32_t idx = 0; idx <= 2 * hmax; idx++) {
       const uint32_t ha = idx < hmax ? idx : hmax, hb = idx - ha;
       const uint32_t a = 0x3F800000u | (ha << shift), b = 0x3F800000u | (hb << shift);
-      const uint32_t prod = mode == AMD_MODE_AM16 ? amd_prod_am16_bits(a, b) : amd_prod_mbm14_bits(a, b);
+      const uint32_t prod = host_bits(mult, a, b);
       const uint32_t g = prod - 0x3F800000u; /* carry<<23 | M */
       for (int l = 0; l < 32; l++) {
         w[idx * 32 + l] = g - (idx << 7);
@@ -831,17 +858,18 @@ static int build_table(const amd_mult *mult, uint32_t **words, int *nwords, amd_
 
 /* The device table of a mode, made on first use and cached in ctx. */
 static int get_table(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const table_entry **out, amd_status *st) {
-  const int lutsz = mult->mode == AMD_MODE_LUT ? 1 << (2 * mult->lut_bits) : 0;
+  const bool is_lut = kind_of(mult->mode) == AMD_KIND_LUT;
+  const int lutsz = is_lut ? 1 << (2 * mult->lut_bits) : 0;
   for (int i = 0; i < ctx->ntabs; i++) {
     table_entry *t = &ctx->tabs[i];
     if (t->mode != mult->mode) continue;
-    if (mult->mode == AMD_MODE_LUT && (t->lut != mult->lut || t->lut_bits != mult->lut_bits ||
-                                       memcmp(t->lut_copy, mult->lut, (size_t)lutsz)))
+    if (is_lut && (t->lut != mult->lut || t->lut_bits != mult->lut_bits ||
+                   memcmp(t->lut_copy, mult->lut, (size_t)lutsz)))
       continue;
     *out = t;
     return 0;
   }
-  if (mult->mode == AMD_MODE_LUT && (!mult->lut || mult->lut_bits < 1 || mult->lut_bits > 7))
+  if (is_lut && (!mult->lut || mult->lut_bits < 1 || mult->lut_bits > 7))
     return amd_fail(st, "mode '%s' has no valid table", mult->name);
   if (ctx->ntabs == ctx->captabs) {
     const int cap = ctx->captabs ? 2 * ctx->captabs : 8;
@@ -1022,6 +1050,14 @@ template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p
   return launch_mode<MODE, 2>(ctx, p, st);
 }
 
+/* launch_bm for the emulated modes; acc32 (cuBLAS) has no mode kernel. */
+template <int MODE> static int launch_mode_of(amd_cuda_gemm_ctx *ctx, const Params &p, amd_status *st) {
+  if constexpr (mode_rows[MODE].kind == AMD_KIND_ACC32)
+    return amd_fail(st, "amd_cuda_gemm: invalid multiplier mode %d", MODE);
+  else
+    return launch_bm<MODE>(ctx, p, st);
+}
+
 static int run_acc32(amd_cuda_gemm_ctx *ctx, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                      float alpha, const float *A, int64_t lda, int64_t stride_a, const float *B, int64_t ldb,
                      int64_t stride_b, float beta, float *C, int64_t ldc, int64_t stride_c, int64_t batch,
@@ -1081,40 +1117,28 @@ extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int t
   p.C = C;
   p.ldc = ldc;
   p.sc = stride_c;
-  if (mult->mode == AMD_MODE_AM16 || mult->mode == AMD_MODE_MBM14 || mult->mode == AMD_MODE_LUT) {
+  const amd_mode_kind kind = kind_of(mult->mode);
+  if (kind == AMD_KIND_MBM || kind == AMD_KIND_LUT) {
     const table_entry *t;
     if (get_table(ctx, mult, &t, st)) return -1;
     p.tab = t->dev;
     p.tab_words = t->words;
-    if (mult->mode != AMD_MODE_LUT) { /* MBM1 */
+    if (kind == AMD_KIND_MBM) { /* MBM1 */
       p.tab_small = t->dev;
       p.tab = t->dev + MBM1_TAB_WORDS;
       p.tab_words = MBM1_TAB_WORDS;
     }
-    if (mult->mode == AMD_MODE_LUT) {
+    if (kind == AMD_KIND_LUT) {
       p.lut = (const uint8_t *)(t->dev + t->words);
       p.lut_bits = t->lut_bits;
     }
   }
   switch (mult->mode) {
-  case AMD_MODE_ACC16:
-    return launch_bm<AMD_MODE_ACC16>(ctx, p, st);
-  case AMD_MODE_AM16:
-    return launch_bm<AMD_MODE_AM16>(ctx, p, st);
-  case AMD_MODE_AM32:
-    return launch_bm<AMD_MODE_AM32>(ctx, p, st);
-  case AMD_MODE_FP16:
-    return launch_bm<AMD_MODE_FP16>(ctx, p, st);
-  case AMD_MODE_MIT16:
-    return launch_bm<AMD_MODE_MIT16>(ctx, p, st);
-  case AMD_MODE_MIT32:
-    return launch_bm<AMD_MODE_MIT32>(ctx, p, st);
-  case AMD_MODE_MBM14:
-    return launch_bm<AMD_MODE_MBM14>(ctx, p, st);
-  case AMD_MODE_MBM12:
-    return launch_bm<AMD_MODE_MBM12>(ctx, p, st);
-  case AMD_MODE_LUT:
-    return launch_bm<AMD_MODE_LUT>(ctx, p, st);
+#define AMD_MODE_LAUNCH(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                       \
+  case ID:                                                                                                \
+    return launch_mode_of<ID>(ctx, p, st);
+    AMD_MODE_LIST(AMD_MODE_LAUNCH)
+#undef AMD_MODE_LAUNCH
   default:
     return amd_fail(st, "amd_cuda_gemm: invalid multiplier mode %d", (int)mult->mode);
   }

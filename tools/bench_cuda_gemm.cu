@@ -86,14 +86,16 @@ int main(int argc, char **argv) {
     snprintf(names[8 + l], 32, "bwdD L%d", l + 1);
     shapes[8 + l] = (shape){names[8 + l], 1, 0, 9 * ci, p, co};
   }
-  const char *all[] = {"acc32", "acc16", "am16", "am32", "fp16", "mit16", "mit32", "mbm14", "mbm12", "lut"};
-  const int nall = 10;
-  int use[10];
+#define MODE_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) NAME,
+  const char *all[AMD_MODE_COUNT] = {AMD_MODE_LIST(MODE_NAME)}; /* src/mult/mode_list.h */
+#undef MODE_NAME
+  const int nall = AMD_MODE_COUNT;
+  int use[AMD_MODE_COUNT];
   for (int i = 0; i < nall; i++) use[i] = argc < 2 || strstr(argv[1], all[i]) != NULL;
   use[0] = 1; /* the baseline */
 
   amd_status st = {{0}};
-  amd_mult mults[10];
+  amd_mult mults[AMD_MODE_COUNT];
   static uint8_t tab[AMD_MULT_TABLE7_SIZE];
   for (int i = 0; i < nall; i++) {
     if (!strcmp(all[i], "lut")) {
@@ -135,7 +137,7 @@ int main(int argc, char **argv) {
          "(TF32 off)\n",
          prop.name, prop.multiProcessorCount);
 
-  double tmacs[12][10];
+  double tmacs[12][AMD_MODE_COUNT];
   for (int s = 0; s < 12; s++) {
     const shape *sh = &shapes[s];
     const double macs = (double)sh->M * sh->N * sh->K;

@@ -26,7 +26,7 @@ ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
   "$build/tests/golden/golden-compare" "$out/bin/"
-cp "$src/../shared/spec/am_vectors.tsv" "$out/"
+cp "$src/tests/mult/am_vectors.tsv" "$out/"
 # libraries other than glibc's, the dynamic loader, CUDA's large ones (cudart is small: taken along),
 # NCCL and Open MPI's (see above)
 ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |

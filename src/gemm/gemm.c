@@ -197,11 +197,14 @@ static void tile_generic(const tile_args *t, int MR, int NR) {
 
 /* ---- Mode kernels --------------------------------------------------------
  *
- * Each mode falls in one kind of micro-kernel; packing turns every operand
+ * Each mode falls in one kind of micro-kernel (mode_kind: its KIND and M in
+ * src/mult/mode_list.h, AMD_KIND_MIT_FORCED running as KIND_MIT with the
+ * forced bit, AMD_KIND_MBM as KIND_MBM, AMD_KIND_LUT as KIND_LUT, and so on;
+ * the kinds below name examples of their modes); packing turns every operand
  * into up to three uint32 planes (enc, mask, frac) once, so the inner loop
  * over a packed B row is integer adds plus at most a table lookup or a few
  * min/max, then one fp32 add (never FMA: -ffp-contract=off and no FMA
- * target). Notation of ../shared/spec/multipliers.md: s sign, E biased
+ * target). Notation of docs/multipliers.md: s sign, E biased
  * exponent, F fraction, ONE = 2^23.
  *
  * KIND_ACC16: enc = T16(x) as float; product = T16(a * b) by masking the
@@ -790,40 +793,45 @@ __attribute__((target("avx512f"))) static void tile_mode_avx512(const tile_args 
 }
 #endif
 
-/* The kind of micro-kernel of a mode, and its fraction width m. */
-static int mode_kind(const amd_mult *mult, int *m) {
-  switch (mult->mode) {
-  case AMD_MODE_ACC16:
-    *m = 7;
-    return KIND_ACC16;
-  case AMD_MODE_FP16:
-    *m = 10;
-    return KIND_FP16;
-  case AMD_MODE_MIT16:
-    *m = 7;
-    return KIND_MIT;
-  case AMD_MODE_MIT32:
-    *m = 23;
-    return KIND_MIT;
-  case AMD_MODE_AM16:
-    *m = 7;
-    return KIND_MBM;
-  case AMD_MODE_MBM14:
-    *m = 5;
-    return KIND_MBM;
-  case AMD_MODE_MBM12:
-    *m = 3;
-    return KIND_MIT; /* MBM_3 has no correction: Mitchell with the forced bit */
-  case AMD_MODE_AM32:
-    *m = 23;
-    return KIND_MBM23;
-  case AMD_MODE_LUT:
-    *m = mult->lut_bits;
-    return mult->lut && mult->lut_bits >= 1 && mult->lut_bits <= 7 ? KIND_LUT : KIND_NONE;
-  default:
+/* The kind and fraction width of every mode (mode_list.h). */
+#define MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) [ID] = {KIND, M},
+static const struct {
+  amd_mode_kind kind;
+  int m;
+} mode_rows[AMD_MODE_COUNT] = {AMD_MODE_LIST(MODE_ROW)};
+#undef MODE_ROW
+
+/* The kind of micro-kernel of a mode, its fraction width m, and the forced
+ * bit that KIND_MIT ors into the kept fraction (MBM_m without correction). */
+static int mode_kind(const amd_mult *mult, int *m, uint32_t *forced) {
+  *forced = 0;
+  if ((int)mult->mode < 0 || mult->mode >= AMD_MODE_COUNT) {
     *m = 23;
     return KIND_NONE;
   }
+  *m = mode_rows[mult->mode].m;
+  switch (mode_rows[mult->mode].kind) {
+  case AMD_KIND_ACC16:
+    return KIND_ACC16;
+  case AMD_KIND_FP16:
+    return KIND_FP16;
+  case AMD_KIND_MIT:
+    return KIND_MIT;
+  case AMD_KIND_MIT_FORCED: /* no correction: Mitchell with the forced bit */
+    *forced = 1u << (23 - *m);
+    return KIND_MIT;
+  case AMD_KIND_MBM:
+    return KIND_MBM;
+  case AMD_KIND_MBM23:
+    return KIND_MBM23;
+  case AMD_KIND_LUT:
+    *m = mult->lut_bits;
+    return mult->lut && mult->lut_bits >= 1 && mult->lut_bits <= 7 ? KIND_LUT : KIND_NONE;
+  case AMD_KIND_ACC32:
+    break;
+  }
+  *m = 23;
+  return KIND_NONE;
 }
 
 /* Builds the table of KIND_LUT (4^m entries). */
@@ -918,8 +926,8 @@ __attribute__((target("avx512f"))) static void encode_mbm23x(uint32_t *p, int64_
  * plane 0 at p, mask at p + stride, frac at p + 2 * stride. `first` selects
  * the A side (which carries the -127 bias). Fills *info. Branch-free loops
  * (one per kind) that the compiler vectorises; compiled per ISA. */
-AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first,
-                                        panel_info *info) {
+AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, int kind, int m,
+                                        uint32_t forced, int first, panel_info *info) {
   int emin = 255, emax = 0, special = 0;
   const uint32_t bias = first ? 127u << 23 : 0u;
   const uint32_t T = amd_prod_topmask(m > 23 ? 23 : m);
@@ -959,8 +967,7 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
         const uint32_t u = p0[e];
         p0[e] = ((u & 0xFF800000u) - bias) + (((u & T) >> (24 - m)) << 16);
       }
-    } else if (kind == KIND_MIT) { /* m == 3: MBM_3, with its forced bit */
-      const uint32_t forced = m == 3 ? 1u << 20 : 0u;
+    } else if (kind == KIND_MIT) { /* forced: MBM_m without correction (mbm12: MBM_3) */
       AMD_PRAGMA(omp simd)
       for (int64_t e = 0; e < n; e++) p0[e] = ((p0[e] & (0xFF800000u | T)) | forced) - bias;
     } else if (kind == KIND_LUT1 && first) { /* row offset, scale */
@@ -1002,14 +1009,15 @@ AMD_ISA_CLONES static void encode_panel(uint32_t *p, int64_t n, int64_t stride, 
 }
 
 /* encode_panel, or encode_mbm23x for KIND_MBM23X (12 x 16 AVX-512 tile only). */
-static void encode_any(uint32_t *p, int64_t n, int64_t stride, int kind, int m, int first, panel_info *info) {
+static void encode_any(uint32_t *p, int64_t n, int64_t stride, int kind, int m, uint32_t forced, int first,
+                       panel_info *info) {
 #ifdef AMD_GEMM_X86
   if (kind == KIND_MBM23X) {
     encode_mbm23x(p, n, stride, first, info);
     return;
   }
 #endif
-  encode_panel(p, n, stride, kind, m, first, info);
+  encode_panel(p, n, stride, kind, m, forced, first, info);
 }
 
 typedef struct kernel_choice {
@@ -1184,7 +1192,8 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   }
   const double work = (double)M * (double)N * (double)K;
   int m_bits = 23;
-  int kind = fast ? KIND_NONE : mode_kind(mult, &m_bits);
+  uint32_t forced = 0;
+  int kind = fast ? KIND_NONE : mode_kind(mult, &m_bits, &forced);
   /* A lut: table of 4^m entries costs more to build than a tiny product. */
   if (kind == KIND_LUT && work < 65536.0) kind = KIND_NONE;
   const kernel_choice kern = kernel();
@@ -1273,13 +1282,13 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
           int64_t mr = mc - q * MR < MR ? mc - q * MR : MR;
           float *dst = pa + q * kc * MR;
           pack_a_panel(A, lda, trans_a, r0 + q * MR, mr, p0, kc, MR, dst);
-          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * MR, sa, kind, m_bits, 1, &ia[q]);
+          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * MR, sa, kind, m_bits, forced, 1, &ia[q]);
         }
         for (int64_t q = 0; q * NR < nc; q++) {
           int64_t nr = nc - q * NR < NR ? nc - q * NR : NR;
           float *dst = pb + q * kc * NR;
           pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, dst);
-          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * NR, sb, kind, m_bits, 0, &ib[q]);
+          if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * NR, sb, kind, m_bits, forced, 0, &ib[q]);
         }
         tile_args ta = {
             .mc = mc,

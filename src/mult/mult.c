@@ -1,6 +1,6 @@
 /* Multiplier modes: parsing mode names, loading lut: tables, the scalar
  * product by mode, and generating the 7-bit tables of section 5
- * (../shared/spec/multipliers.md). The products themselves are the static
+ * (docs/multipliers.md). The products themselves are the static
  * inline functions of products.h, which the CUDA code shares. */
 #include "mult.h"
 
@@ -11,17 +11,22 @@
 
 #include "products.h"
 
-static const char *const mode_names[AMD_MODE_COUNT] = {
-    [AMD_MODE_ACC32] = "acc32", [AMD_MODE_ACC16] = "acc16", [AMD_MODE_AM16] = "am16",
-    [AMD_MODE_AM32] = "am32",   [AMD_MODE_FP16] = "fp16",   [AMD_MODE_MIT16] = "mit16",
-    [AMD_MODE_MIT32] = "mit32", [AMD_MODE_MBM14] = "mbm14", [AMD_MODE_MBM12] = "mbm12",
-    [AMD_MODE_LUT] = "lut",
-};
-_Static_assert(AMD_MODE_COUNT == 10, "mode_names and amd_mult_choices list every mode");
+/* The expansions of mode_list.h used here. */
+#define NAME_OF(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) [ID] = NAME,
+#define CHOICE(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) ", " NAME AMD_MODE_ARG_##ARGS
+#define TABLE7_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) TABLE7_NAME_##TABLE7(NAME)
+#define TABLE7_NAME_0(name)
+#define TABLE7_NAME_1(name) ", " name
 
-const char *amd_mult_choices(void) {
-  return "acc32, acc16, am16, am32, fp16, mit16, mit32, mbm14, mbm12, lut:FILE";
-}
+static const char *const mode_names[AMD_MODE_COUNT] = {AMD_MODE_LIST(NAME_OF)};
+_Static_assert(AMD_MODE_ACC32 == 0, "acc32 is the first mode (amd_mult zeroed = acc32)");
+
+/* ", acc32, acc16, ..., lut:FILE" and ", acc16, am16, mit16": every mode
+ * (with its argument) and every 7-bit design, each after ", " */
+static const char choices[] = AMD_MODE_LIST(CHOICE);
+static const char table7_names[] = "" AMD_MODE_LIST(TABLE7_NAME);
+
+const char *amd_mult_choices(void) { return choices + 2; }
 
 const char *amd_mode_name(amd_mode mode) {
   if ((int)mode < 0 || mode >= AMD_MODE_COUNT) return NULL;
@@ -101,28 +106,15 @@ void amd_mult_free(amd_mult *m) {
 
 float amd_mult_product(const amd_mult *m, float a, float b) {
   if (!m) return amd_prod_acc32(a, b);
+#define PRODUCT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                                \
+  case ID:                                                                                                \
+    PRODUCT_##ARGS(PROD)
+#define PRODUCT_AB(fn) return fn(a, b);
+#define PRODUCT_LUT(fn)                                                                                   \
+  AMD_ASSERT(m->lut);                                                                                     \
+  return fn(a, b, m->lut, m->lut_bits);
   switch (m->mode) {
-  case AMD_MODE_ACC32:
-    return amd_prod_acc32(a, b);
-  case AMD_MODE_ACC16:
-    return amd_prod_acc16(a, b);
-  case AMD_MODE_AM16:
-    return amd_prod_am16(a, b);
-  case AMD_MODE_AM32:
-    return amd_prod_am32(a, b);
-  case AMD_MODE_FP16:
-    return amd_prod_fp16(a, b);
-  case AMD_MODE_MIT16:
-    return amd_prod_mit16(a, b);
-  case AMD_MODE_MIT32:
-    return amd_prod_mit32(a, b);
-  case AMD_MODE_MBM14:
-    return amd_prod_mbm14(a, b);
-  case AMD_MODE_MBM12:
-    return amd_prod_mbm12(a, b);
-  case AMD_MODE_LUT:
-    AMD_ASSERT(m->lut);
-    return amd_prod_lut(a, b, m->lut, m->lut_bits);
+    AMD_MODE_LIST(PRODUCT)
   case AMD_MODE_COUNT:
     break;
   }
@@ -131,22 +123,23 @@ float amd_mult_product(const amd_mult *m, float a, float b) {
 }
 
 int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st) {
+  /* the bit-level product of a 7-bit design (TABLE7 in mode_list.h) */
+#define TABLE_MAKER(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                            \
+  case ID:                                                                                                \
+    prod = TABLE_MAKER_##TABLE7(BITS);                                                                    \
+    break;
+#define TABLE_MAKER_0(fn) NULL
+#define TABLE_MAKER_1(fn) fn
   uint32_t (*prod)(uint32_t, uint32_t) = NULL;
   switch (mode) {
-  case AMD_MODE_AM16:
-    prod = amd_prod_am16_bits;
+    AMD_MODE_LIST(TABLE_MAKER)
+  case AMD_MODE_COUNT:
     break;
-  case AMD_MODE_MIT16:
-    prod = amd_prod_mit16_bits;
-    break;
-  case AMD_MODE_ACC16:
-    prod = amd_prod_acc16_bits;
-    break;
-  default: {
-    const char *n = amd_mode_name(mode);
-    return amd_fail(st, "mode '%s' has no 7-bit multiplier table (tables exist for am16, mit16, acc16)",
-                    n ? n : "?");
   }
+  if (!prod) {
+    const char *n = amd_mode_name(mode);
+    return amd_fail(st, "mode '%s' has no 7-bit multiplier table (tables exist for %s)", n ? n : "?",
+                    table7_names + 2);
   }
   for (uint32_t i = 0; i < 128; i++) {
     for (uint32_t j = 0; j < 128; j++) {

@@ -1,27 +1,23 @@
-/* Multiplier modes (../shared/spec/multipliers.md is the contract).
+/* Multiplier modes (docs/multipliers.md is the contract).
  *
  * An amd_mult names the scalar product that every Conv / Gemm / MatMul uses,
  * in the forward pass and in both backward GEMMs. NULL or AMD_MODE_ACC32 means
- * IEEE fp32. The bit-level products themselves are the static inline functions
- * of products.h, shared by the C and the CUDA code. */
+ * IEEE fp32. The modes are the lines of mode_list.h; the bit-level products
+ * themselves are the static inline functions of products.h, shared by the C
+ * and the CUDA code. */
 #ifndef AMD_MULT_H
 #define AMD_MULT_H
 
 #include <stdint.h>
 
 #include "../core/status.h"
+#include "mode_list.h"
 
+/* The modes in the order of mode_list.h (acc32 = 0, lut last). */
 typedef enum amd_mode {
-  AMD_MODE_ACC32 = 0,
-  AMD_MODE_ACC16,
-  AMD_MODE_AM16,
-  AMD_MODE_AM32,
-  AMD_MODE_FP16,
-  AMD_MODE_MIT16,
-  AMD_MODE_MIT32,
-  AMD_MODE_MBM14,
-  AMD_MODE_MBM12,
-  AMD_MODE_LUT,
+#define AMD_MODE_ENUM(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) ID,
+  AMD_MODE_LIST(AMD_MODE_ENUM)
+#undef AMD_MODE_ENUM
   AMD_MODE_COUNT
 } amd_mode;
 
@@ -46,8 +42,8 @@ const char *amd_mult_choices(void);
 /* Fills table[AMD_MULT_TABLE7_SIZE] with the section 5 table of a mode:
  * entry [i*128 + j] describes (1 + i/128) * (1 + j/128) in that mode (bit 7 =
  * carry, bits 6..0 = the product's top 7 fraction bits after normalisation).
- * Only am16 (MBM_7), mit16 (MIT_7) and acc16 (ACC_7) are 7-bit designs;
- * any other mode is an error. */
+ * Only the 7-bit designs (TABLE7 in mode_list.h: acc16 (ACC_7), am16 (MBM_7),
+ * mit16 (MIT_7)) have one; any other mode is an error. */
 int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st);
 /* The name of a mode ("am16"; "lut" for AMD_MODE_LUT), or NULL if invalid. */
 const char *amd_mode_name(amd_mode mode);

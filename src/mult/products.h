@@ -1,9 +1,10 @@
 /* The scalar product of every multiplier mode, bit for bit
- * (../shared/spec/multipliers.md sections 2-5 are the contract).
+ * (docs/multipliers.md sections 2-5 are the contract).
  *
- * One static inline function per mode, shared by the C11 host code and the
- * CUDA kernels (AMD_HD = __host__ __device__ under nvcc), so that the CPU and
- * GPU products are the same code. Everything is unsigned 32-bit integer
+ * One static inline function per mode (the PROD and BITS columns of
+ * mode_list.h), shared by the C11 host code and the CUDA kernels (AMD_HD =
+ * __host__ __device__ under nvcc), so that the CPU and GPU products are the
+ * same code. Everything is unsigned 32-bit integer
  * arithmetic on fp32 bit patterns, except the IEEE multiplies of acc32, acc16
  * and fp16, which are single correctly rounded fp32 multiplies (under CUDA
  * __fmul_rn, so neither FMA contraction nor flush-to-zero settings matter).
@@ -204,6 +205,9 @@ static inline AMD_HD uint32_t amd_round_half_bits(uint32_t u) {
 
 /* acc32: IEEE fp32 product, round to nearest even. */
 static inline AMD_HD float amd_prod_acc32(float a, float b) { return amd_fmul_rn(a, b); }
+static inline AMD_HD uint32_t amd_prod_acc32_bits(uint32_t ua, uint32_t ub) {
+  return amd_f2u(amd_prod_acc32(amd_u2f(ua), amd_u2f(ub)));
+}
 
 /* acc16: T16(T16(a) * T16(b)), the bfloat16 multiplier. */
 static inline AMD_HD uint32_t amd_prod_acc16_bits(uint32_t ua, uint32_t ub) {

@@ -1,5 +1,5 @@
 /* Every multiplier mode's product on the GPU against
- * ../shared/spec/am_vectors.tsv, bit for bit (any NaN equals any NaN):
+ * tests/mult/am_vectors.tsv, bit for bit (any NaN equals any NaN):
  * 1. directly: a kernel calls the product functions of src/mult/products.h
  *    (the CPU's code, compiled for the device) on every row;
  * 2. through amd_cuda_gemm: a batch of 1 x 1 x 1 GEMMs (one per row, alpha 1,
@@ -27,38 +27,18 @@ __global__ void prod_kernel(int mode, const uint32_t *a, const uint32_t *b, uint
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   uint32_t x = a[i], y = b[i], r;
+  /* every mode's BITS from src/mult/mode_list.h (acc32's is its IEEE multiply) */
+#define MODE_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                              \
+  case ID:                                                                                                \
+    r = AMD_MODE_CALL_##ARGS(BITS, x, y, lut, m);                                                         \
+    break;
   switch (mode) {
-  case AMD_MODE_ACC32:
-    r = __float_as_uint(amd_prod_acc32(__uint_as_float(x), __uint_as_float(y)));
-    break;
-  case AMD_MODE_ACC16:
-    r = amd_prod_acc16_bits(x, y);
-    break;
-  case AMD_MODE_AM16:
-    r = amd_prod_am16_bits(x, y);
-    break;
-  case AMD_MODE_AM32:
-    r = amd_prod_am32_bits(x, y);
-    break;
-  case AMD_MODE_FP16:
-    r = amd_prod_fp16_bits(x, y);
-    break;
-  case AMD_MODE_MIT16:
-    r = amd_prod_mit16_bits(x, y);
-    break;
-  case AMD_MODE_MIT32:
-    r = amd_prod_mit32_bits(x, y);
-    break;
-  case AMD_MODE_MBM14:
-    r = amd_prod_mbm14_bits(x, y);
-    break;
-  case AMD_MODE_MBM12:
-    r = amd_prod_mbm12_bits(x, y);
-    break;
+    AMD_MODE_LIST(MODE_BITS)
   default:
-    r = amd_prod_lut_bits(x, y, lut, m);
+    r = 0;
     break;
   }
+#undef MODE_BITS
   out[i] = r;
 }
 

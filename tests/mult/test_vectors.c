@@ -1,4 +1,4 @@
-/* Every multiplier mode against ../shared/spec/am_vectors.tsv, bit for bit
+/* Every multiplier mode against tests/mult/am_vectors.tsv, bit for bit
  * (any NaN equals any NaN), through amd_mult_parse + amd_mult_product.
  *
  * usage: test_vectors AM_VECTORS_TSV

@@ -1,4 +1,4 @@
-/* Reads ../shared/spec/am_vectors.tsv for the multiplier tests: a header
+/* Reads tests/mult/am_vectors.tsv for the multiplier tests: a header
  * line "# a b <mode> ..." then one row per input pair, fp32 bit patterns in
  * hex, tab-separated. Fails loudly (returns -1 with a message) on a missing
  * file, a malformed row or an empty table, so no test can pass silently. */
