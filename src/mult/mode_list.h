@@ -39,6 +39,7 @@
   X(AMD_MODE_MIT32, "mit32", amd_prod_mit32, amd_prod_mit32_bits, AB,  AMD_KIND_MIT,        23, 0)       \
   X(AMD_MODE_MBM14, "mbm14", amd_prod_mbm14, amd_prod_mbm14_bits, AB,  AMD_KIND_MBM,         5, 0)       \
   X(AMD_MODE_MBM12, "mbm12", amd_prod_mbm12, amd_prod_mbm12_bits, AB,  AMD_KIND_MIT_FORCED,  3, 0)       \
+  X(AMD_MODE_MIT14, "mit14", amd_prod_mit14, amd_prod_mit14_bits, AB,  AMD_KIND_MIT,         5, 0)       \
   X(AMD_MODE_LUT,   "lut",   amd_prod_lut,   amd_prod_lut_bits,   LUT, AMD_KIND_LUT,         0, 0)
 /* clang-format on */
 

@@ -242,9 +242,12 @@ static inline AMD_HD uint32_t amd_prod_mbm14_bits(uint32_t ua, uint32_t ub) {
 static inline AMD_HD uint32_t amd_prod_mbm12_bits(uint32_t ua, uint32_t ub) {
   return amd_prod_mbm_bits(ua, ub, 3);
 }
-/* mit16 = MIT_7, mit32 = MIT_23. */
+/* mit16 = MIT_7, mit14 = MIT_5, mit32 = MIT_23. */
 static inline AMD_HD uint32_t amd_prod_mit16_bits(uint32_t ua, uint32_t ub) {
   return amd_prod_mit_bits(ua, ub, 7);
+}
+static inline AMD_HD uint32_t amd_prod_mit14_bits(uint32_t ua, uint32_t ub) {
+  return amd_prod_mit_bits(ua, ub, 5);
 }
 static inline AMD_HD uint32_t amd_prod_mit32_bits(uint32_t ua, uint32_t ub) {
   return amd_prod_mit_bits(ua, ub, 23);
@@ -264,6 +267,9 @@ static inline AMD_HD float amd_prod_mbm12(float a, float b) {
 }
 static inline AMD_HD float amd_prod_mit16(float a, float b) {
   return amd_u2f(amd_prod_mit16_bits(amd_f2u(a), amd_f2u(b)));
+}
+static inline AMD_HD float amd_prod_mit14(float a, float b) {
+  return amd_u2f(amd_prod_mit14_bits(amd_f2u(a), amd_f2u(b)));
 }
 static inline AMD_HD float amd_prod_mit32(float a, float b) {
   return amd_u2f(amd_prod_mit32_bits(amd_f2u(a), amd_f2u(b)));

@@ -138,27 +138,28 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < 4096; i++) tab6[i] = (uint8_t)(gpu_urand() & 0xBF);
 
-  enum { NMODES = 11 };
+  /* every mode of the list before lut, then two tables */
+  enum { LUT7 = AMD_MODE_LUT, LUT6 = AMD_MODE_LUT + 1, NMODES = AMD_MODE_LUT + 2 };
   amd_mult mults[NMODES];
   const char *names[NMODES];
-  for (int i = 0; i < 9; i++) {
-    const amd_mode mode = (amd_mode)i; /* acc32 .. mbm12 */
+  for (int i = 0; i < AMD_MODE_LUT; i++) {
+    const amd_mode mode = (amd_mode)i;
     if (amd_mult_parse(amd_mode_name(mode), &mults[i], &st)) {
       printf("FAIL: %s\n", st.msg);
       return 1;
     }
     names[i] = amd_mode_name(mode);
   }
-  memset(&mults[9], 0, sizeof mults[9]);
-  mults[9].mode = AMD_MODE_LUT;
-  mults[9].lut_bits = 7;
-  mults[9].lut = tab7;
-  names[9] = "lut:am16-table";
-  memset(&mults[10], 0, sizeof mults[10]);
-  mults[10].mode = AMD_MODE_LUT;
-  mults[10].lut_bits = 6;
-  mults[10].lut = tab6;
-  names[10] = "lut:random-6bit";
+  memset(&mults[LUT7], 0, sizeof mults[LUT7]);
+  mults[LUT7].mode = AMD_MODE_LUT;
+  mults[LUT7].lut_bits = 7;
+  mults[LUT7].lut = tab7;
+  names[LUT7] = "lut:am16-table";
+  memset(&mults[LUT6], 0, sizeof mults[LUT6]);
+  mults[LUT6].mode = AMD_MODE_LUT;
+  mults[LUT6].lut_bits = 6;
+  mults[LUT6].lut = tab6;
+  names[LUT6] = "lut:random-6bit";
 
   /* M, N, K (K = 1 first: bit-exact) */
   static const int64_t k1_shapes[][2] = {{1, 1},    {7, 1},     {1, 13},   {3, 5},
@@ -177,7 +178,7 @@ int main(int argc, char **argv) {
     for (int mi = 0; mi < NMODES; mi++) {
       amd_cuda_gemm_set_tile(ctx, (amd_gemm_tile)tile);
       if (quick && mi != AMD_MODE_ACC32 && mi != AMD_MODE_AM16 && mi != AMD_MODE_AM32 &&
-          mi != AMD_MODE_FP16 && mi != 10)
+          mi != AMD_MODE_FP16 && mi != LUT6)
         continue;
       const long f0 = failures;
       const amd_mult *mult = &mults[mi];
@@ -207,7 +208,7 @@ int main(int argc, char **argv) {
       printf("%-16s %-10s %s\n", names[mi], tile_names[tile], failures == f0 ? "ok" : "FAIL");
     }
   amd_cuda_gemm_destroy(ctx);
-  for (int i = 0; i < 9; i++) amd_mult_free(&mults[i]);
+  for (int i = 0; i < AMD_MODE_LUT; i++) amd_mult_free(&mults[i]);
   printf("%ld cases, %ld failed\n%s\n", cases, failures, failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }
