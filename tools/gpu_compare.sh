@@ -9,6 +9,9 @@
 #     (the second one's images/s), each of acc32 am16 acc16 fp16 am32, and
 #     `bench` (training steps) in acc32 and am16;
 #   LeNet-5 on the bundle's IDX data: `train`, 2 epochs, acc32 am16 am32 fp16.
+# The exporter, PyTorch's benchmark, the IDX data and the libraries come from
+# BUNDLE_B; BUNDLE_A needs only bin/amdnn-onnx (a bundle cut down to it fits
+# beside a whole one in the device's carry limit).
 # usage: tools/gpu_compare.sh BUNDLE_A BUNDLE_B [ROUNDS (default 2)]
 set -u
 a=$(cd "$1" && pwd) b=$(cd "$2" && pwd) rounds=${3:-2}
@@ -16,9 +19,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 "$a/tools/export_models.py" --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 ||
+python3 "$b/tools/export_models.py" --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 ||
   { tail -5 "$tmp/export.log"; exit 1; }
-python3 "$a/tools/bench_torch_train.py" --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null
+python3 "$b/tools/bench_torch_train.py" --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null
 r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb")
 lenet="$here/models/lenet5_train.onnx"
 
@@ -26,7 +29,7 @@ lenet="$here/models/lenet5_train.onnx"
 run() {
   local bundle=$1
   shift
-  LD_LIBRARY_PATH="/usr/local/cuda/lib64:$bundle/lib:$cublas:${LD_LIBRARY_PATH:-}" "$bundle/bin/amdnn-onnx" "$@" \
+  LD_LIBRARY_PATH="/usr/local/cuda/lib64:$bundle/lib:$b/lib:$cublas:${LD_LIBRARY_PATH:-}" "$bundle/bin/amdnn-onnx" "$@" \
     2>&1 | sed -n 's/.* \([0-9][0-9.]*\) img\/s.*/\1/p; s/.* \([0-9][0-9.]*\) images\/s.*/\1/p' | tail -1
 }
 # case NAME ARGS...: every round runs A then B; prints the best of each and B / A
@@ -52,8 +55,8 @@ for mode in acc32 am16; do
   case_ "resnet18 bench $mode" bench "$tmp/gen/resnet18_train.onnx" --batch 128 --steps 20 --mode "$mode"
 done
 for mode in acc32 am16 am32 fp16; do
-  case_ "lenet5 train $mode" train "$lenet" --data "mnist:$a/data/idx" "${common[@]}" --epochs 2 --mode "$mode"
+  case_ "lenet5 train $mode" train "$lenet" --data "mnist:$b/data/idx" "${common[@]}" --epochs 2 --mode "$mode"
 done
 echo "--- PyTorch, the same ResNet-18 and LeNet-5 (FP32 eager, TF32 off)"
-python3 "$a/tools/bench_torch_train.py" --model resnet18 --batch 128 --steps 50
-python3 "$a/tools/bench_torch_train.py" --model lenet5 --batch 128 --steps 200
+python3 "$b/tools/bench_torch_train.py" --model resnet18 --batch 128 --steps 50
+python3 "$b/tools/bench_torch_train.py" --model lenet5 --batch 128 --steps 200
