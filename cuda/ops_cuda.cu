@@ -1026,12 +1026,18 @@ __global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y,
 }
 
 static int act_kind(const amd_node *n) {
-  const char *nm = n->op->name;
-  if (!strcmp(nm, "Relu")) return ACT_RELU;
-  if (!strcmp(nm, "LeakyRelu")) return ACT_LEAKY;
-  if (!strcmp(nm, "Sigmoid")) return ACT_SIGMOID;
-  if (!strcmp(nm, "Tanh")) return ACT_TANH;
-  return ACT_CLIP;
+  switch (n->op->idx) {
+  case AMD_OP_IDX_Relu:
+    return ACT_RELU;
+  case AMD_OP_IDX_LeakyRelu:
+    return ACT_LEAKY;
+  case AMD_OP_IDX_Sigmoid:
+    return ACT_SIGMOID;
+  case AMD_OP_IDX_Tanh:
+    return ACT_TANH;
+  default:
+    return ACT_CLIP;
+  }
 }
 
 /* The parameters: LeakyRelu alpha; Clip bounds (from the host-staged inputs at opset >= 11). */
@@ -1302,7 +1308,7 @@ static int global_forward(FWD_ARGS) {
   plane_sizes(in[0], &planes, &inner);
   if (!planes) return 0;
   k_global_fwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(
-      planes, inner, !strcmp(n->op->name, "GlobalMaxPool"), F(in[0]), F(&out[0]));
+      planes, inner, n->op->idx == AMD_OP_IDX_GlobalMaxPool, F(in[0]), F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_global_fwd", st);
   return 0;
 }
@@ -1313,7 +1319,7 @@ static int global_backward(BWD_ARGS) {
   int64_t planes, inner;
   plane_sizes(in[0], &planes, &inner);
   if (!planes || !inner) return 0;
-  if (!strcmp(n->op->name, "GlobalMaxPool"))
+  if (n->op->idx == AMD_OP_IDX_GlobalMaxPool)
     k_gmp_bwd<<<amd_cu_blocks(planes, 128), 128, 0, amd_cu.stream>>>(planes, inner, F(in[0]), F(dout[0]),
                                                                      F(din[0]));
   else
@@ -1461,8 +1467,16 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
 }
 
 static int ew_op(const amd_node *n) {
-  const char *nm = n->op->name;
-  return !strcmp(nm, "Add") ? EW_ADD : !strcmp(nm, "Sub") ? EW_SUB : !strcmp(nm, "Mul") ? EW_MUL : EW_DIV;
+  switch (n->op->idx) {
+  case AMD_OP_IDX_Add:
+    return EW_ADD;
+  case AMD_OP_IDX_Sub:
+    return EW_SUB;
+  case AMD_OP_IDX_Mul:
+    return EW_MUL;
+  default:
+    return EW_DIV;
+  }
 }
 
 static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor *o, ew_shape *s) {
@@ -1581,7 +1595,7 @@ static int sm_forward(FWD_ARGS) {
   if (amd_sm_view(n, in[0], &outer, &len, &inner, st)) return -1;
   if (!amd_tensor_numel(in[0]) || !len) return 0;
   k_sm_fwd<<<amd_cu_blocks(outer * inner, 128), 128, 0, amd_cu.stream>>>(
-      outer, len, inner, !strcmp(n->op->name, "LogSoftmax"), F(in[0]), F(&out[0]));
+      outer, len, inner, n->op->idx == AMD_OP_IDX_LogSoftmax, F(in[0]), F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_sm_fwd", st);
   return 0;
 }
@@ -1593,7 +1607,7 @@ static int sm_backward(BWD_ARGS) {
   if (amd_sm_view(n, in[0], &outer, &len, &inner, st)) return -1;
   if (!amd_tensor_numel(in[0]) || !len) return 0;
   k_sm_bwd<<<amd_cu_blocks(outer * inner, 128), 128, 0, amd_cu.stream>>>(
-      outer, len, inner, !strcmp(n->op->name, "LogSoftmax"), F(&out[0]), F(dout[0]), F(din[0]));
+      outer, len, inner, n->op->idx == AMD_OP_IDX_LogSoftmax, F(&out[0]), F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_sm_bwd", st);
   return 0;
 }
@@ -1785,49 +1799,83 @@ static int mean_backward(BWD_ARGS) {
 
 /* ================================================================ the table */
 
-extern "C" {
-extern const amd_op amd_op_Conv, amd_op_Gemm, amd_op_MatMul, amd_op_BatchNormalization, amd_op_Relu,
-    amd_op_LeakyRelu, amd_op_Sigmoid, amd_op_Tanh, amd_op_Clip, amd_op_MaxPool, amd_op_AveragePool,
-    amd_op_GlobalAveragePool, amd_op_GlobalMaxPool, amd_op_Add, amd_op_Sub, amd_op_Mul, amd_op_Div,
-    amd_op_Flatten, amd_op_Reshape, amd_op_Identity, amd_op_Squeeze, amd_op_Unsqueeze, amd_op_Concat,
-    amd_op_Softmax, amd_op_LogSoftmax, amd_op_Dropout, amd_op_ReduceMean;
+/* Which nodes of an op the kernels handle, beyond float data inputs (in may be NULL). */
+static int conv_supported(const amd_node *n, const amd_tensor *const *in) {
+  if (in && in[0] && in[0]->rank != 4) return 0;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  return !a || a->n_kernel < 0 || a->n_kernel == 2;
 }
 
-/* last field: the inputs whose gradient the backward can write over (see acc_of) */
-static const amd_cu_op cu_ops[] = {
-    {&amd_op_Conv, conv_forward, conv_backward, 0, 0x1u},
-    {&amd_op_Gemm, gemm_forward, gemm_backward, 0, 0},
-    {&amd_op_MatMul, matmul_forward, matmul_backward, 0, 0},
-    {&amd_op_BatchNormalization, bn_forward, bn_backward, 0, 0x1u},
-    {&amd_op_Relu, act_forward, act_backward, 0, 0x1u},
-    {&amd_op_LeakyRelu, act_forward, act_backward, 0, 0x1u},
-    {&amd_op_Sigmoid, act_forward, act_backward, 0, 0x1u},
-    {&amd_op_Tanh, act_forward, act_backward, 0, 0x1u},
-    {&amd_op_Clip, act_forward, act_backward, 0x6u, 0x1u},
-    {&amd_op_MaxPool, pool_forward, pool_backward, 0, 0},
-    {&amd_op_AveragePool, pool_forward, pool_backward, 0, 0},
-    {&amd_op_GlobalAveragePool, global_forward, global_backward, 0, 0},
-    {&amd_op_GlobalMaxPool, global_forward, global_backward, 0, 0},
-    {&amd_op_Add, ew_forward, ew_backward, 0, 0x3u},
-    {&amd_op_Sub, ew_forward, ew_backward, 0, 0x3u},
-    {&amd_op_Mul, ew_forward, ew_backward, 0, 0x3u},
-    {&amd_op_Div, ew_forward, ew_backward, 0, 0x3u},
-    {&amd_op_Flatten, copy_forward, copy_backward, 0, 0x1u},
-    {&amd_op_Reshape, copy_forward, copy_backward, 0x2u, 0x1u},
-    {&amd_op_Identity, copy_forward, copy_backward, 0, 0x1u},
-    {&amd_op_Squeeze, copy_forward, copy_backward, 0x2u, 0x1u},
-    {&amd_op_Unsqueeze, copy_forward, copy_backward, 0x2u, 0x1u},
-    {&amd_op_Concat, concat_forward, concat_backward, 0, 0},
-    {&amd_op_Softmax, sm_forward, sm_backward, 0, 0},
-    {&amd_op_LogSoftmax, sm_forward, sm_backward, 0, 0},
-    {&amd_op_Dropout, dropout_forward, dropout_backward, 0x6u, 0},
-    {&amd_op_ReduceMean, mean_forward, mean_backward, 0x2u, 0},
+static int pool_supported(const amd_node *n, const amd_tensor *const *in) {
+  (void)in;
+  const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
+  if (a && a->nk != 2) return 0;
+  return !(n->n_out > 1 && n->out[1] >= 0); /* no Indices output */
+}
+
+static int bn_supported(const amd_node *n, const amd_tensor *const *in) {
+  const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
+  if (a && !a->spatial) return 0;
+  if (n->n_in < 5) return 0;
+  if (in && in[0] && in[0]->rank < 2) return 0;
+  return 1;
+}
+
+static int dropout_supported(const amd_node *n, const amd_tensor *const *in) {
+  (void)in;
+  return !(n->n_out > 1 && n->out[1] >= 0); /* no mask output */
+}
+
+static int mean_supported(const amd_node *n, const amd_tensor *const *in) {
+  int64_t o, i;
+  return !in || (in[0] && mean_view(n, in, &o, &i));
+}
+
+/* The native ops by op index (amd_op_idx); an entry without forward is a
+ * host fallback. Fields: forward, backward, host_inputs, bwd_overwrite (the
+ * inputs whose gradient the backward can write over, see acc_of), supports. */
+struct cu_op_table {
+  amd_cu_op at[AMD_OP_COUNT];
 };
 
+static constexpr cu_op_table cu_op_table_make() {
+  cu_op_table t{};
+  t.at[AMD_OP_IDX_Conv] = {conv_forward, conv_backward, 0, 0x1u, conv_supported};
+  t.at[AMD_OP_IDX_Gemm] = {gemm_forward, gemm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_MatMul] = {matmul_forward, matmul_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported};
+  t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Tanh] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Clip] = {act_forward, act_backward, 0x6u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_MaxPool] = {pool_forward, pool_backward, 0, 0, pool_supported};
+  t.at[AMD_OP_IDX_AveragePool] = {pool_forward, pool_backward, 0, 0, pool_supported};
+  t.at[AMD_OP_IDX_GlobalAveragePool] = {global_forward, global_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_GlobalMaxPool] = {global_forward, global_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Add] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Sub] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Mul] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Div] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Flatten] = {copy_forward, copy_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Reshape] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Identity] = {copy_forward, copy_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Squeeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Unsqueeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Concat] = {concat_forward, concat_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};
+  t.at[AMD_OP_IDX_ReduceMean] = {mean_forward, mean_backward, 0x2u, 0, mean_supported};
+  return t;
+}
+
+static constexpr cu_op_table cu_ops = cu_op_table_make();
+
 const amd_cu_op *amd_cu_find_op(const amd_node *n) {
-  for (size_t i = 0; i < sizeof cu_ops / sizeof cu_ops[0]; i++)
-    if (cu_ops[i].op == n->op) return &cu_ops[i];
-  return NULL;
+  const int i = n->op->idx;
+  if (i < 0 || i >= AMD_OP_COUNT || !cu_ops.at[i].forward) return NULL;
+  return &cu_ops.at[i];
 }
 
 static int is_f32(const amd_tensor *t) { return !t || t->dtype == AMD_FLOAT; }
@@ -1839,28 +1887,5 @@ int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {
   if (in)
     for (int k = 0; k < n->n_in; k++)
       if (!((e->host_inputs >> k) & 1) && !is_f32(in[k])) return 0;
-  const char *nm = n->op->name;
-  if (!strcmp(nm, "Conv")) {
-    if (in && in[0] && in[0]->rank != 4) return 0;
-    const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
-    return !a || a->n_kernel < 0 || a->n_kernel == 2;
-  }
-  if (!strcmp(nm, "MaxPool") || !strcmp(nm, "AveragePool")) {
-    const amd_pool_attrs *a = (const amd_pool_attrs *)n->attrs;
-    if (a && a->nk != 2) return 0;
-    return !(n->n_out > 1 && n->out[1] >= 0); /* no Indices output */
-  }
-  if (!strcmp(nm, "BatchNormalization")) {
-    const amd_bn_attrs *a = (const amd_bn_attrs *)n->attrs;
-    if (a && !a->spatial) return 0;
-    if (n->n_in < 5) return 0;
-    if (in && in[0] && in[0]->rank < 2) return 0;
-    return 1;
-  }
-  if (!strcmp(nm, "Dropout")) return !(n->n_out > 1 && n->out[1] >= 0); /* no mask output */
-  if (!strcmp(nm, "ReduceMean")) {
-    int64_t o, i;
-    return !in || (in[0] && mean_view(n, in, &o, &i));
-  }
-  return 1;
+  return !e->supports || e->supports(n, in);
 }
