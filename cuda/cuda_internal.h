@@ -56,8 +56,9 @@ static inline void amd_cu_prof_stage(double t0, amd_prof_stage s, double macs) {
   if (amd_prof_on) amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
 }
 
-/* Per-op entry points (ops_cuda.cu): forward / backward of one native node,
- * with the signatures of amd_backend.forward / backward. */
+/* Per-op entry points (cuda/ops/: the table by op index in dispatch.cu, the
+ * kernels in <family>.cu): forward / backward of one native node, with the
+ * signatures of amd_backend.forward / backward. */
 typedef int (*amd_cu_fwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                              amd_status *st);
 typedef int (*amd_cu_bwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
