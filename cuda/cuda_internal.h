@@ -56,21 +56,25 @@ static inline void amd_cu_prof_stage(double t0, amd_prof_stage s, double macs) {
   if (amd_prof_on) amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
 }
 
-/* Per-op entry points (ops_cuda.cu): forward / backward of one native node,
- * with the signatures of amd_backend.forward / backward. */
+/* Per-op entry points (cuda/ops/: the table by op index in dispatch.cu, the
+ * kernels in <family>.cu): forward / backward of one native node, with the
+ * signatures of amd_backend.forward / backward. */
 typedef int (*amd_cu_fwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                              amd_status *st);
 typedef int (*amd_cu_bwd_fn)(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
                              const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
                              amd_status *st);
+/* Whether the kernels handle a node of the op (attributes, ranks; in may be
+ * NULL), beyond its data inputs being float. */
+typedef int (*amd_cu_supports_fn)(const amd_node *n, const amd_tensor *const *in);
 typedef struct amd_cu_op {
-  const amd_op *op;
-  amd_cu_fwd_fn forward;
+  amd_cu_fwd_fn forward; /* NULL: no kernels (host fallback) */
   amd_cu_bwd_fn backward;
   unsigned host_inputs;
-  unsigned bwd_overwrite; /* inputs k whose din the backward can write over (ctx->bwd_overwrite) */
+  unsigned bwd_overwrite;      /* inputs k whose din the backward can write over (ctx->bwd_overwrite) */
+  amd_cu_supports_fn supports; /* NULL: every node with float data inputs */
 } amd_cu_op;
-/* The table entry of a node's op, or NULL (host fallback). */
+/* The table entry of a node's op (by its op index), or NULL (host fallback). */
 const amd_cu_op *amd_cu_find_op(const amd_node *n);
 /* 1 when the native kernels handle this node with these inputs (dtypes,
  * ranks, attributes); in may be NULL. */

@@ -19,7 +19,7 @@ mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/
 # they may include is newer than their objects
 if find "$src/cuda" "$src/src" -name '*.h' -newer "$(ls -t "$build"/cuda/libamdnn_cuda.a.p/*.o 2>/dev/null | tail -1)" \
   2>/dev/null | grep -q .; then
-  touch "$src"/cuda/*.cu "$src"/tests/gpu/*.cu
+  touch "$src"/cuda/*.cu "$src"/cuda/ops/*.cu "$src"/tests/gpu/*.cu
 fi
 ninja -C "$build" >/dev/null
 ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null

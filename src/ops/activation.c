@@ -495,53 +495,77 @@ static int prelu_backward(BWD_ARGS) {
 }
 
 const amd_op amd_op_Relu = {.name = "Relu",
+                            .idx = AMD_OP_IDX_Relu,
                             .since = {1, 6, 13, 14},
                             .infer = relu_infer,
                             .forward = relu_forward,
                             .backward = relu_backward,
                             .bwd_unread_in = 1};
 const amd_op amd_op_LeakyRelu = {.name = "LeakyRelu",
+                                 .idx = AMD_OP_IDX_LeakyRelu,
                                  .since = {1, 6, 16},
                                  .parse = leakyrelu_parse,
                                  .infer = leakyrelu_infer,
                                  .forward = leakyrelu_forward,
                                  .backward = leakyrelu_backward};
 const amd_op amd_op_PRelu = {.name = "PRelu",
+                             .idx = AMD_OP_IDX_PRelu,
                              .since = {1, 6, 7, 9, 16},
                              .infer = prelu_infer,
                              .forward = prelu_forward,
                              .backward = prelu_backward};
 const amd_op amd_op_Sigmoid = {.name = "Sigmoid",
+                               .idx = AMD_OP_IDX_Sigmoid,
                                .since = {1, 6, 13},
                                .infer = sigmoid_infer,
                                .forward = sigmoid_forward,
                                .backward = sigmoid_backward};
 const amd_op amd_op_Tanh = {.name = "Tanh",
+                            .idx = AMD_OP_IDX_Tanh,
                             .since = {1, 6, 13},
                             .infer = tanh_infer,
                             .forward = tanh_forward,
                             .backward = tanh_backward};
 const amd_op amd_op_Clip = {.name = "Clip",
+                            .idx = AMD_OP_IDX_Clip,
                             .since = {1, 6, 11, 12, 13},
                             .parse = clip_parse,
                             .infer = clip_infer,
                             .forward = clip_forward,
                             .backward = clip_backward,
                             .nondiff_inputs = 0x6u};
-const amd_op amd_op_Exp = {
-    .name = "Exp", .since = {1, 6, 13}, .infer = exp_infer, .forward = exp_forward, .backward = exp_backward};
-const amd_op amd_op_Log = {
-    .name = "Log", .since = {1, 6, 13}, .infer = log_infer, .forward = log_forward, .backward = log_backward};
+const amd_op amd_op_Exp = {.name = "Exp",
+                           .idx = AMD_OP_IDX_Exp,
+                           .since = {1, 6, 13},
+                           .infer = exp_infer,
+                           .forward = exp_forward,
+                           .backward = exp_backward};
+const amd_op amd_op_Log = {.name = "Log",
+                           .idx = AMD_OP_IDX_Log,
+                           .since = {1, 6, 13},
+                           .infer = log_infer,
+                           .forward = log_forward,
+                           .backward = log_backward};
 const amd_op amd_op_Sqrt = {.name = "Sqrt",
+                            .idx = AMD_OP_IDX_Sqrt,
                             .since = {1, 6, 13},
                             .infer = sqrt_infer,
                             .forward = sqrt_forward,
                             .backward = sqrt_backward};
-const amd_op amd_op_Neg = {
-    .name = "Neg", .since = {1, 6, 13}, .infer = neg_infer, .forward = neg_forward, .backward = neg_backward};
-const amd_op amd_op_Abs = {
-    .name = "Abs", .since = {1, 6, 13}, .infer = abs_infer, .forward = abs_forward, .backward = abs_backward};
+const amd_op amd_op_Neg = {.name = "Neg",
+                           .idx = AMD_OP_IDX_Neg,
+                           .since = {1, 6, 13},
+                           .infer = neg_infer,
+                           .forward = neg_forward,
+                           .backward = neg_backward};
+const amd_op amd_op_Abs = {.name = "Abs",
+                           .idx = AMD_OP_IDX_Abs,
+                           .since = {1, 6, 13},
+                           .infer = abs_infer,
+                           .forward = abs_forward,
+                           .backward = abs_backward};
 const amd_op amd_op_Reciprocal = {.name = "Reciprocal",
+                                  .idx = AMD_OP_IDX_Reciprocal,
                                   .since = {1, 6, 13},
                                   .infer = reciprocal_infer,
                                   .forward = reciprocal_forward,

@@ -402,6 +402,7 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
 
 const amd_op amd_op_Conv = {
     .name = "Conv",
+    .idx = AMD_OP_IDX_Conv,
     .since = {1, 11},
     .parse = conv_parse,
     .infer = conv_infer,

@@ -457,10 +457,16 @@ EW_BWD_FN(mul_backward, OP_MUL)
 EW_BWD_FN(div_backward, OP_DIV)
 
 /* backward reads only the output's shape, and Add's and Sub's only their operands' shapes */
-#define EW_DESC(NAME, FWD, BWD, UNREAD_IN)                                                        \
-  const amd_op amd_op_##NAME = {.name = #NAME, .since = {1, 6, 7, 13, 14}, .parse = ew_parse,     \
-                                .infer = ew_infer, .forward = FWD, .backward = BWD,               \
-                                .bwd_unread_in = UNREAD_IN, .bwd_unread_out = 1}
+#define EW_DESC(NAME, FWD, BWD, UNREAD_IN)                                                                   \
+  const amd_op amd_op_##NAME = {.name = #NAME,                                                               \
+                                .idx = AMD_OP_IDX_##NAME,                                                    \
+                                .since = {1, 6, 7, 13, 14},                                                  \
+                                .parse = ew_parse,                                                           \
+                                .infer = ew_infer,                                                           \
+                                .forward = FWD,                                                              \
+                                .backward = BWD,                                                             \
+                                .bwd_unread_in = UNREAD_IN,                                                  \
+                                .bwd_unread_out = 1}
 
 EW_DESC(Add, add_forward, add_backward, 3);
 EW_DESC(Sub, sub_forward, sub_backward, 3);

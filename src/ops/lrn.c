@@ -249,6 +249,7 @@ static int lrn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 
 const amd_op amd_op_LRN = {
     .name = "LRN",
+    .idx = AMD_OP_IDX_LRN,
     .since = {1, 13},
     .parse = lrn_parse,
     .infer = lrn_infer,

@@ -158,6 +158,7 @@ static int gemm_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
 
 const amd_op amd_op_Gemm = {
     .name = "Gemm",
+    .idx = AMD_OP_IDX_Gemm,
     .since = {1, 6, 7, 9, 11, 13},
     .parse = gemm_parse,
     .infer = gemm_infer,
@@ -306,6 +307,7 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
 
 const amd_op amd_op_MatMul = {
     .name = "MatMul",
+    .idx = AMD_OP_IDX_MatMul,
     .since = {1, 9, 13},
     .infer = matmul_infer,
     .forward = matmul_forward,

@@ -334,6 +334,7 @@ sync_failed:
 
 const amd_op amd_op_BatchNormalization = {
     .name = "BatchNormalization",
+    .idx = AMD_OP_IDX_BatchNormalization,
     .since = {1, 6, 7, 9, 14, 15},
     .parse = bn_parse,
     .infer = bn_infer,

@@ -51,8 +51,19 @@ typedef struct amd_ctx {
   unsigned bwd_overwrite;
 } amd_ctx;
 
+/* Op indices, in op_list.h's order: amd_ops[AMD_OP_IDX_<Name>] is
+ * &amd_op_<Name>, whose idx field holds the same value (registry.c checks the
+ * count, tests/loader the positions). Dispatch compares indices, not names. */
+#define AMD_OP(N) AMD_OP_IDX_##N,
+typedef enum amd_op_idx {
+#include "op_list.h"
+  AMD_OP_COUNT
+} amd_op_idx;
+#undef AMD_OP
+
 typedef struct amd_op {
   const char *name;       /* ONNX op_type (default domain) */
+  int idx;                /* AMD_OP_IDX_<name>: the position in amd_ops[] */
   int since[8];           /* ascending since-versions, 0-terminated */
   int (*parse)(amd_node *n, const amd_attr_list *p, amd_status *st); /* NULL: no attributes */
   int (*infer)(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st);
@@ -78,9 +89,9 @@ typedef struct amd_op {
   unsigned fwd_unread_in;
 } amd_op;
 
-/* The table of every op (registry.c). */
+/* The table of every op (registry.c), indexed by amd_op_idx. */
 extern const amd_op *const amd_ops[];
-extern const int amd_op_count;
+extern const int amd_op_count; /* AMD_OP_COUNT */
 const amd_op *amd_op_find(const char *name);
 
 /* ---- attribute access (attr.c) ---- */

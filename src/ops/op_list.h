@@ -1,5 +1,8 @@
-/* Every op the project implements, as X-macro entries AMD_OP(OnnxName).
- * Each entry is defined as `const amd_op amd_op_<OnnxName>` in one op-family file:
+/* Every op the project implements, as X-macro entries AMD_OP(OnnxName). The
+ * order gives each op its index: AMD_OP_IDX_<OnnxName> (op.h), its position in
+ * amd_ops[] (registry.c) and its descriptor's idx; dispatch compares indices.
+ * Each entry is defined as `const amd_op amd_op_<OnnxName>` in one op-family file
+ * (the CUDA kernels of a family, where there are some, in cuda/ops/<family>.cu):
  *   conv.c: Conv                      matmul.c: Gemm MatMul
  *   norm.c: BatchNormalization        lrn.c: LRN
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool

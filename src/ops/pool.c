@@ -673,6 +673,7 @@ static int global_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
 
 const amd_op amd_op_MaxPool = {
     .name = "MaxPool",
+    .idx = AMD_OP_IDX_MaxPool,
     .since = {1, 8, 10, 11, 12},
     .parse = maxpool_parse,
     .infer = pool_infer,
@@ -681,6 +682,7 @@ const amd_op amd_op_MaxPool = {
 };
 const amd_op amd_op_AveragePool = {
     .name = "AveragePool",
+    .idx = AMD_OP_IDX_AveragePool,
     .since = {1, 7, 10, 11, 19},
     .parse = avgpool_parse,
     .infer = pool_infer,
@@ -689,6 +691,7 @@ const amd_op amd_op_AveragePool = {
 };
 const amd_op amd_op_GlobalAveragePool = {
     .name = "GlobalAveragePool",
+    .idx = AMD_OP_IDX_GlobalAveragePool,
     .since = {1},
     .infer = global_infer,
     .forward = gap_forward,
@@ -696,6 +699,7 @@ const amd_op amd_op_GlobalAveragePool = {
 };
 const amd_op amd_op_GlobalMaxPool = {
     .name = "GlobalMaxPool",
+    .idx = AMD_OP_IDX_GlobalMaxPool,
     .since = {1},
     .infer = global_infer,
     .forward = gmp_forward,

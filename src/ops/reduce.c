@@ -434,14 +434,27 @@ RED_BWD(sum, RED_SUM)
 RED_BWD(mean, RED_MEAN)
 RED_BWD(max, RED_MAX)
 
-const amd_op amd_op_ReduceMean = {.name = "ReduceMean", .since = {1, 11, 13, 18},
-                                  .parse = mean_max_parse, .infer = mean_infer,
-                                  .forward = mean_forward, .backward = mean_backward,
+const amd_op amd_op_ReduceMean = {.name = "ReduceMean",
+                                  .idx = AMD_OP_IDX_ReduceMean,
+                                  .since = {1, 11, 13, 18},
+                                  .parse = mean_max_parse,
+                                  .infer = mean_infer,
+                                  .forward = mean_forward,
+                                  .backward = mean_backward,
                                   .nondiff_inputs = 1u << 1};
-const amd_op amd_op_ReduceSum = {.name = "ReduceSum", .since = {1, 11, 13}, .parse = sum_parse,
-                                 .infer = sum_infer, .forward = sum_forward, .backward = sum_backward,
+const amd_op amd_op_ReduceSum = {.name = "ReduceSum",
+                                 .idx = AMD_OP_IDX_ReduceSum,
+                                 .since = {1, 11, 13},
+                                 .parse = sum_parse,
+                                 .infer = sum_infer,
+                                 .forward = sum_forward,
+                                 .backward = sum_backward,
                                  .nondiff_inputs = 1u << 1};
-const amd_op amd_op_ReduceMax = {.name = "ReduceMax", .since = {1, 11, 12, 13, 18, 20},
-                                 .parse = mean_max_parse, .infer = max_infer,
-                                 .forward = max_forward, .backward = max_backward,
+const amd_op amd_op_ReduceMax = {.name = "ReduceMax",
+                                 .idx = AMD_OP_IDX_ReduceMax,
+                                 .since = {1, 11, 12, 13, 18, 20},
+                                 .parse = mean_max_parse,
+                                 .infer = max_infer,
+                                 .forward = max_forward,
+                                 .backward = max_backward,
                                  .nondiff_inputs = 1u << 1};

@@ -1,4 +1,4 @@
-/* The table of every op descriptor (op_list.h names them). */
+/* The table of every op descriptor (op_list.h names them), indexed by amd_op_idx. */
 #include <string.h>
 
 #include "op.h"
@@ -13,12 +13,7 @@ const amd_op *const amd_ops[] = {
 };
 #undef AMD_OP
 
-#define AMD_OP(N) +1
-enum { AMD_OP_COUNT = 0
-#include "op_list.h"
-};
-#undef AMD_OP
-
+/* AMD_OP_COUNT (op.h) comes from the same list: the table has one entry per index. */
 _Static_assert(sizeof amd_ops / sizeof amd_ops[0] == AMD_OP_COUNT, "op table out of sync with op_list.h");
 const int amd_op_count = AMD_OP_COUNT;
 

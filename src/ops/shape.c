@@ -185,6 +185,7 @@ static int flatten_infer(const amd_node *n, const amd_tensor *const *in, amd_ten
 }
 
 const amd_op amd_op_Flatten = {.name = "Flatten",
+                               .idx = AMD_OP_IDX_Flatten,
                                .since = {1, 9, 11, 13},
                                .parse = flatten_parse,
                                .infer = flatten_infer,
@@ -278,6 +279,7 @@ static int reshape_infer(const amd_node *n, const amd_tensor *const *in, amd_ten
 }
 
 const amd_op amd_op_Reshape = {.name = "Reshape",
+                               .idx = AMD_OP_IDX_Reshape,
                                .since = {1, 5, 13, 14},
                                .parse = reshape_parse,
                                .infer = reshape_infer,
@@ -397,6 +399,7 @@ static int transpose_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor 
 }
 
 const amd_op amd_op_Transpose = {.name = "Transpose",
+                                 .idx = AMD_OP_IDX_Transpose,
                                  .since = {1, 13},
                                  .parse = transpose_parse,
                                  .infer = transpose_infer,
@@ -464,6 +467,7 @@ static int squeeze_infer(const amd_node *n, const amd_tensor *const *in, amd_ten
 }
 
 const amd_op amd_op_Squeeze = {.name = "Squeeze",
+                               .idx = AMD_OP_IDX_Squeeze,
                                .since = {1, 11, 13},
                                .parse = axes_parse,
                                .infer = squeeze_infer,
@@ -496,6 +500,7 @@ static int unsqueeze_infer(const amd_node *n, const amd_tensor *const *in, amd_t
 }
 
 const amd_op amd_op_Unsqueeze = {.name = "Unsqueeze",
+                                 .idx = AMD_OP_IDX_Unsqueeze,
                                  .since = {1, 11, 13},
                                  .parse = axes_parse,
                                  .infer = unsqueeze_infer,
@@ -585,6 +590,7 @@ static int concat_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
 }
 
 const amd_op amd_op_Concat = {.name = "Concat",
+                              .idx = AMD_OP_IDX_Concat,
                               .since = {1, 4, 11, 13},
                               .parse = concat_parse,
                               .infer = concat_infer,
@@ -640,6 +646,7 @@ static int shape_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
 }
 
 const amd_op amd_op_Shape = {.name = "Shape",
+                             .idx = AMD_OP_IDX_Shape,
                              .since = {1, 13, 15},
                              .parse = shape_parse,
                              .infer = shape_infer,
@@ -738,6 +745,7 @@ static int gather_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
 }
 
 const amd_op amd_op_Gather = {.name = "Gather",
+                              .idx = AMD_OP_IDX_Gather,
                               .since = {1, 11, 13},
                               .parse = gather_parse,
                               .infer = gather_infer,
@@ -755,9 +763,12 @@ static int identity_infer(const amd_node *n, const amd_tensor *const *in, amd_te
   return 0;
 }
 
-const amd_op amd_op_Identity = {
-    .name = "Identity", .since = {1, 13, 14, 16}, .infer = identity_infer, .forward = forward_copy,
-    .backward = backward_copy};
+const amd_op amd_op_Identity = {.name = "Identity",
+                                .idx = AMD_OP_IDX_Identity,
+                                .since = {1, 13, 14, 16},
+                                .infer = identity_infer,
+                                .forward = forward_copy,
+                                .backward = backward_copy};
 
 /* ---------------------------------------------------------------- Constant */
 
@@ -830,6 +841,7 @@ static int constant_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
 }
 
 const amd_op amd_op_Constant = {.name = "Constant",
+                                .idx = AMD_OP_IDX_Constant,
                                 .since = {1, 9, 11, 12, 13},
                                 .parse = constant_parse,
                                 .infer = constant_infer,
@@ -919,6 +931,7 @@ static int cast_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 }
 
 const amd_op amd_op_Cast = {.name = "Cast",
+                            .idx = AMD_OP_IDX_Cast,
                             .since = {1, 6, 9, 13},
                             .parse = cast_parse,
                             .infer = cast_infer,
@@ -1032,6 +1045,7 @@ static int dropout_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
 }
 
 const amd_op amd_op_Dropout = {.name = "Dropout",
+                               .idx = AMD_OP_IDX_Dropout,
                                .since = {1, 6, 7, 10, 12, 13},
                                .parse = dropout_parse,
                                .infer = dropout_infer,
@@ -1304,6 +1318,7 @@ static int pad_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 }
 
 const amd_op amd_op_Pad = {.name = "Pad",
+                           .idx = AMD_OP_IDX_Pad,
                            .since = {1, 2, 11, 13, 18},
                            .parse = pad_parse,
                            .infer = pad_infer,

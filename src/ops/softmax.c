@@ -234,9 +234,17 @@ static int logsoftmax_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor
   return sm_backward_kind(1, n, in, out, dout, din, st);
 }
 
-const amd_op amd_op_Softmax = {.name = "Softmax", .since = {1, 11, 13}, .parse = sm_parse,
-                               .infer = sm_infer, .forward = softmax_forward,
+const amd_op amd_op_Softmax = {.name = "Softmax",
+                               .idx = AMD_OP_IDX_Softmax,
+                               .since = {1, 11, 13},
+                               .parse = sm_parse,
+                               .infer = sm_infer,
+                               .forward = softmax_forward,
                                .backward = softmax_backward};
-const amd_op amd_op_LogSoftmax = {.name = "LogSoftmax", .since = {1, 11, 13}, .parse = sm_parse,
-                                  .infer = sm_infer, .forward = logsoftmax_forward,
+const amd_op amd_op_LogSoftmax = {.name = "LogSoftmax",
+                                  .idx = AMD_OP_IDX_LogSoftmax,
+                                  .since = {1, 11, 13},
+                                  .parse = sm_parse,
+                                  .infer = sm_infer,
+                                  .forward = logsoftmax_forward,
                                   .backward = logsoftmax_backward};

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_op(const amd_node *n, const char *name) { return strcmp(n->op->name, name) == 0; }
+static int is_op(const amd_node *n, amd_op_idx idx) { return n->op->idx == (int)idx; }
 
 /* Appends a new float value to the graph; returns its index or -1. */
 static int add_value(amd_graph *g, const char *name, amd_status *st) {
@@ -42,12 +42,12 @@ static int add_value(amd_graph *g, const char *name, amd_status *st) {
 static int prepare_batchnorm(amd_trainer *t, amd_status *st) {
   amd_graph *g = t->g;
   int n_bn = 0;
-  for (int i = 0; i < g->n_nodes; i++) n_bn += is_op(&g->nodes[i], "BatchNormalization");
+  for (int i = 0; i < g->n_nodes; i++) n_bn += is_op(&g->nodes[i], AMD_OP_IDX_BatchNormalization);
   t->stats = calloc((size_t)n_bn * 2 + 1, sizeof *t->stats);
   if (!t->stats) return amd_fail(st, "out of memory");
   for (int i = 0; i < g->n_nodes; i++) {
     amd_node *n = &g->nodes[i];
-    if (!is_op(n, "BatchNormalization") || n->n_in < 5) continue;
+    if (!is_op(n, AMD_OP_IDX_BatchNormalization) || n->n_in < 5) continue;
     if (n->n_out < 3) {
       int *out = realloc(n->out, 3 * sizeof *out);
       if (!out) return amd_fail(st, "out of memory");
@@ -81,7 +81,8 @@ static int find_logits(const amd_graph *g) {
   int v = g->outputs[0], p = g->values[v].producer;
   if (p >= 0) {
     const amd_node *n = &g->nodes[p];
-    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->n_in >= 1 && n->in[0] >= 0) return n->in[0];
+    if ((is_op(n, AMD_OP_IDX_Softmax) || is_op(n, AMD_OP_IDX_LogSoftmax)) && n->n_in >= 1 && n->in[0] >= 0)
+      return n->in[0];
   }
   return v;
 }
@@ -185,8 +186,8 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   int n_bn = 0, folded = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
-    n_bn += is_op(n, "BatchNormalization");
-    if (is_op(n, "Conv") && n->n_in > 1 && n->in[1] >= 0 &&
+    n_bn += is_op(n, AMD_OP_IDX_BatchNormalization);
+    if (is_op(n, AMD_OP_IDX_Conv) && n->n_in > 1 && n->in[1] >= 0 &&
         strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
       folded++;
   }
@@ -693,11 +694,11 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
     if (n->op->is_gemm && w && w->is_initializer && w->init.dtype == AMD_FLOAT && w->init.rank >= 2) {
       /* fan_in: Conv W [M, C/g, k...]; Gemm B [K, N] or [N, K] with transB; MatMul B [K, N] */
       int64_t fan_in = 1;
-      if (is_op(n, "Conv")) {
+      if (is_op(n, AMD_OP_IDX_Conv)) {
         for (int d = 1; d < w->init.rank; d++) fan_in *= w->init.dims[d];
       } else {
         fan_in = w->init.dims[w->init.rank - 2]; /* MatMul B [..., K, N] */
-        if (is_op(n, "Gemm")) {
+        if (is_op(n, AMD_OP_IDX_Gemm)) {
           /* the layout from the shapes: the bias has the output width N; without a
            * bias assume PyTorch's Linear export, B = W [N, K] with transB = 1 */
           const amd_value *b = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
@@ -709,11 +710,12 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
       fill(&w->init, bound, 0, &s);
       count++;
       amd_value *b = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
-      if ((is_op(n, "Conv") || is_op(n, "Gemm")) && b && b->is_initializer && b->init.dtype == AMD_FLOAT) {
+      if ((is_op(n, AMD_OP_IDX_Conv) || is_op(n, AMD_OP_IDX_Gemm)) && b && b->is_initializer &&
+          b->init.dtype == AMD_FLOAT) {
         fill(&b->init, bound, 0, &s);
         count++;
       }
-    } else if (is_op(n, "BatchNormalization") && n->n_in >= 5) {
+    } else if (is_op(n, AMD_OP_IDX_BatchNormalization) && n->n_in >= 5) {
       static const float value[5] = {0, 1, 0, 0, 1};
       for (int k = 1; k < 5; k++) {
         amd_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;

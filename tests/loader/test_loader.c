@@ -13,6 +13,7 @@
 #include "exec/exec.h"
 #include "onnx/load.h"
 #include "onnx/tensor_proto.h"
+#include "ops/op.h"
 
 static int failures = 0, checks = 0;
 static char tmpdir[256];
@@ -405,7 +406,21 @@ static void test_tensor_files(void) {
   amd_tensor_free(&u);
 }
 
+/* Every descriptor's idx is its position in amd_ops[] (op_list.h's order), and
+ * the table holds each name once. */
+static void test_op_indices(void) {
+  CHECK(amd_op_count == AMD_OP_COUNT, "amd_op_count %d, AMD_OP_COUNT %d", amd_op_count, (int)AMD_OP_COUNT);
+  for (int i = 0; i < amd_op_count; i++) {
+    CHECK(amd_ops[i]->idx == i, "amd_ops[%d] (%s) has idx %d", i, amd_ops[i]->name, amd_ops[i]->idx);
+    CHECK(amd_op_find(amd_ops[i]->name) == amd_ops[i], "amd_op_find(\"%s\") is not amd_ops[%d]",
+          amd_ops[i]->name, i);
+  }
+  CHECK(amd_ops[AMD_OP_IDX_Conv] == amd_op_find("Conv"), "AMD_OP_IDX_Conv");
+  CHECK(amd_ops[AMD_OP_IDX_Pad] == amd_op_find("Pad"), "AMD_OP_IDX_Pad");
+}
+
 int main(void) {
+  test_op_indices();
   snprintf(tmpdir, sizeof tmpdir, "/tmp/amd-loader-XXXXXX");
   if (!mkdtemp(tmpdir)) {
     perror("mkdtemp");

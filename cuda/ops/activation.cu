@@ -1,0 +1,138 @@
+/* CUDA kernels of Relu, LeakyRelu, Sigmoid, Tanh and Clip (src/ops/activation.c). */
+#include "ops_internal.h"
+
+/* ================================================================ activations */
+
+enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_CLIP };
+
+__device__ __forceinline__ float sigmoid_f(float v) {
+  if (v >= 0) return 1.0f / (1.0f + expf(-v));
+  float e = expf(v);
+  return e / (1.0f + e);
+}
+
+__device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
+  switch (kind) {
+  case ACT_RELU:
+    return v < 0 ? 0.0f : v;
+  case ACT_LEAKY:
+    return v < 0 ? v * p0 : v;
+  case ACT_SIGMOID:
+    return sigmoid_f(v);
+  case ACT_TANH:
+    return tanhf(v);
+  default: {
+    float lo = v < p0 ? p0 : v;
+    return lo > p1 ? p1 : lo;
+  }
+  }
+}
+
+/* the gradient through the activation: x v, y u, upstream gradient g */
+__device__ __forceinline__ float act_g(int kind, float v, float u, float g, float p0, float p1) {
+  switch (kind) {
+  case ACT_RELU:
+    return v > 0 ? g : 0.0f;
+  case ACT_LEAKY:
+    return v < 0 ? g * p0 : g;
+  case ACT_SIGMOID:
+    return g * u * (1.0f - u);
+  case ACT_TANH:
+    return g * (1.0f - u * u);
+  default:
+    return v > p0 && v < p1 ? g : 0.0f;
+  }
+}
+
+/* V elements at a time (V = 4: 16-byte accesses; nel % V == 0) */
+template <int V>
+__global__ void k_act_fwd(int kind, int64_t nel, const float *x, float *y, float p0, float p1) {
+  AMD_CU_LOOP(i, nel / V) {
+    vecf<V> xv = ((const vecf<V> *)x)[i], yv;
+    const float *xe = (const float *)&xv;
+    float *ye = (float *)&yv;
+#pragma unroll
+    for (int e = 0; e < V; e++) ye[e] = act_f(kind, xe[e], p0, p1);
+    ((vecf<V> *)y)[i] = yv;
+  }
+}
+
+template <int V>
+__global__ void k_act_bwd(int kind, int64_t nel, const float *x, const float *y, const float *g, float *dx,
+                          float p0, float p1, bool acc) {
+  AMD_CU_LOOP(i, nel / V) {
+    vecf<V> xv = ((const vecf<V> *)x)[i], yv = ((const vecf<V> *)y)[i], gv = ((const vecf<V> *)g)[i], dv = {};
+    if (acc) dv = ((const vecf<V> *)dx)[i];
+    const float *xe = (const float *)&xv, *ye = (const float *)&yv, *ge = (const float *)&gv;
+    float *de = (float *)&dv;
+#pragma unroll
+    for (int e = 0; e < V; e++) de[e] += act_g(kind, xe[e], ye[e], ge[e], p0, p1);
+    ((vecf<V> *)dx)[i] = dv;
+  }
+}
+
+static int act_kind(const amd_node *n) {
+  switch (n->op->idx) {
+  case AMD_OP_IDX_Relu:
+    return ACT_RELU;
+  case AMD_OP_IDX_LeakyRelu:
+    return ACT_LEAKY;
+  case AMD_OP_IDX_Sigmoid:
+    return ACT_SIGMOID;
+  case AMD_OP_IDX_Tanh:
+    return ACT_TANH;
+  default:
+    return ACT_CLIP;
+  }
+}
+
+/* The parameters: LeakyRelu alpha; Clip bounds (from the host-staged inputs at opset >= 11). */
+static void act_params(const amd_node *n, const amd_tensor *const *in, int kind, float *p0, float *p1) {
+  *p0 = 0, *p1 = 0;
+  if (kind == ACT_LEAKY) *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
+  if (kind != ACT_CLIP) return;
+  double lo, hi;
+  if (n->since >= 11) {
+    const amd_tensor *tmin = n->n_in > 1 ? in[1] : NULL, *tmax = n->n_in > 2 ? in[2] : NULL;
+    lo = tmin ? amd_tensor_get_f64(tmin, 0) : -INFINITY;
+    hi = tmax ? amd_tensor_get_f64(tmax, 0) : INFINITY;
+  } else {
+    const amd_act_attrs *a = (const amd_act_attrs *)n->attrs;
+    lo = a->min, hi = a->max;
+  }
+  *p0 = (float)lo, *p1 = (float)hi;
+}
+
+int act_forward(FWD_ARGS) {
+  (void)ctx;
+  int kind = act_kind(n);
+  float p0, p1;
+  act_params(n, in, kind, &p0, &p1);
+  int64_t nel = amd_tensor_numel(in[0]);
+  if (!nel) return 0;
+  if (nel % 4 == 0 && aligned16(F(in[0])) && aligned16(F(&out[0])))
+    k_act_fwd<4><<<amd_cu_blocks(nel / 4), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), p0, p1);
+  else
+    k_act_fwd<1><<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, F(in[0]), F(&out[0]), p0, p1);
+  AMD_CUDA_CHECK_LAUNCH("k_act_fwd", st);
+  return 0;
+}
+
+int act_backward(BWD_ARGS) {
+  if (!dout[0] || !din[0]) return 0;
+  const bool acc = acc_of(ctx, 0);
+  int kind = act_kind(n);
+  float p0, p1;
+  act_params(n, in, kind, &p0, &p1);
+  int64_t nel = amd_tensor_numel(in[0]);
+  if (!nel) return 0;
+  /* Relu's gradient from its output (y > 0 where x > 0): training frees Relu's input (bwd_unread_in) */
+  const float *y = F(&out[0]), *x = kind == ACT_RELU ? y : F(in[0]), *g = F(dout[0]);
+  float *dx = F(din[0]);
+  if (nel % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(g) && aligned16(dx))
+    k_act_bwd<4><<<amd_cu_blocks(nel / 4), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1, acc);
+  else
+    k_act_bwd<1><<<amd_cu_blocks(nel), 256, 0, amd_cu.stream>>>(kind, nel, x, y, g, dx, p0, p1, acc);
+  AMD_CUDA_CHECK_LAUNCH("k_act_bwd", st);
+  return 0;
+}

@@ -1,0 +1,360 @@
+/* CUDA kernels of Conv (src/ops/conv.c).
+ *
+ * Conv (2-D, any group / stride / pad / dilation): for a chunk of nb images,
+ * im2col writes col[g][c*kh*kw][nb*OH*OW] (one row per channel and kernel
+ * tap, one column per output position of every image), then per group
+ *   forward  Yt_g[mg, L] = W_g[mg, kdim] col_g[kdim, L]           (node->mult)
+ *   backward dW_g += dYt_g col_g^T,  dcol_g = W_g^T dYt_g          (node->bwd_mult)
+ * all through amd_cuda_gemm; Yt / dYt are [M][L] transposes of Y / dY, and
+ * col2im gathers dcol back onto each input element (deterministic: no
+ * atomics). */
+#include "ops_internal.h"
+
+/* ================================================================ Conv */
+
+struct conv2d {
+  int64_t nb, c, cg, g, h, w, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, kdim, osz, L;
+};
+
+static conv2d make_conv2d(const amd_conv_geom *g, int64_t nb) {
+  conv2d c;
+  c.nb = nb, c.c = g->c, c.cg = g->cg, c.g = g->group, c.h = g->in[0], c.w = g->in[1], c.kh = g->k[0],
+  c.kw = g->k[1];
+  c.oh = g->out[0], c.ow = g->out[1], c.sh = g->stride[0], c.sw = g->stride[1], c.dh = g->dil[0],
+  c.dw = g->dil[1];
+  c.ph = g->pad0[0], c.pw = g->pad0[1], c.kdim = g->cg * g->kvol, c.osz = g->osize, c.L = nb * g->osize;
+  return c;
+}
+
+/* col[g][r][j], r = c*kh*kw + ki*kw + kj, j = image*osz + oy*ow + ox */
+template <typename I> __global__ void k_im2col(conv2d p, const float *x, float *col) {
+  const I total = (I)(p.g * p.kdim * p.L), L = (I)p.L, kdim = (I)p.kdim, osz = (I)p.osz, ow = (I)p.ow;
+  const I kh = (I)p.kh, kw = (I)p.kw;
+  AMD_CU_LOOP_I(I, i, total) {
+    I j = i % L, r = (i / L) % kdim, gi = i / (L * kdim);
+    I img = j / osz, pos = j % osz, oy = pos / ow, ox = pos % ow;
+    I ch = r / (kh * kw), kk = r % (kh * kw), ki = kk / kw, kj = kk % kw;
+    I iy = oy * (I)p.sh - (I)p.ph + ki * (I)p.dh, ix = ox * (I)p.sw - (I)p.pw + kj * (I)p.dw;
+    float v = 0.0f;
+    if (iy >= 0 && iy < (I)p.h && ix >= 0 && ix < (I)p.w)
+      v = x[(((int64_t)img * p.c + gi * p.cg + ch) * p.h + iy) * p.w + ix];
+    col[i] = v;
+  }
+}
+
+/* The same, one row of col per blockIdx.y: the channel and kernel tap are
+ * worked out once per block. Each thread fills IM2COL_PER elements of the row,
+ * blockDim apart (so a warp's stores stay contiguous), issuing all its loads
+ * before its stores: one element per thread left each thread one load in
+ * flight and the GPU busy launching ten times as many tiny blocks (measured
+ * at a tenth of the memory bandwidth on an H100). */
+enum { IM2COL_PER = 8, IM2COL_THREADS = 256 };
+template <typename I>
+__global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_rows(conv2d p, const float *x, float *col) {
+  const I L = (I)p.L, osz = (I)p.osz, ow = (I)p.ow, h = (I)p.h, w = (I)p.w, r_all = (I)blockIdx.y;
+  const I gi = r_all / (I)p.kdim, r = r_all % (I)p.kdim;
+  const I ch = r / (I)(p.kh * p.kw), kk = r % (I)(p.kh * p.kw), ki = kk / (I)p.kw, kj = kk % (I)p.kw;
+  const I dy = ki * (I)p.dh - (I)p.ph, dx = kj * (I)p.dw - (I)p.pw, sh = (I)p.sh, sw = (I)p.sw;
+  const int64_t img_stride = p.c * p.h * p.w;
+  const float *xc = x + (gi * p.cg + ch) * p.h * p.w;
+  float *row = col + (int64_t)r_all * p.L;
+  const I span = (I)IM2COL_PER * (I)blockDim.x;
+  for (I j0 = (I)blockIdx.x * span + (I)threadIdx.x; j0 < L; j0 += (I)gridDim.x * span) {
+    float v[IM2COL_PER];
+#pragma unroll
+    for (int k = 0; k < IM2COL_PER; k++) {
+      I j = j0 + (I)k * (I)blockDim.x;
+      v[k] = 0.0f;
+      if (j < L) {
+        I img = j / osz, pos = j - img * osz, oy = pos / ow, ox = pos - oy * ow;
+        I iy = oy * sh + dy, ix = ox * sw + dx;
+        if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+          v[k] = __ldg(xc + (int64_t)img * img_stride + (int64_t)iy * w + ix);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < IM2COL_PER; k++) {
+      I j = j0 + (I)k * (I)blockDim.x;
+      if (j < L) row[j] = v[k];
+    }
+  }
+}
+
+/* The same, four columns at a time (ow % 4 == 0, so the four share an
+ * output row): one index computation and one 16-byte store per four. */
+template <typename I>
+__global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_rows4(conv2d p, const float *x, float *col) {
+  const I L4 = (I)(p.L / 4), osz = (I)p.osz, ow = (I)p.ow, h = (I)p.h, w = (I)p.w, r_all = (I)blockIdx.y;
+  const I gi = r_all / (I)p.kdim, r = r_all % (I)p.kdim;
+  const I ch = r / (I)(p.kh * p.kw), kk = r % (I)(p.kh * p.kw), ki = kk / (I)p.kw, kj = kk % (I)p.kw;
+  const I dy = ki * (I)p.dh - (I)p.ph, dx = kj * (I)p.dw - (I)p.pw, sh = (I)p.sh, sw = (I)p.sw;
+  const int64_t img_stride = p.c * p.h * p.w;
+  const float *xc = x + (gi * p.cg + ch) * p.h * p.w;
+  float4 *row = reinterpret_cast<float4 *>(col + (int64_t)r_all * p.L);
+  const I span = (I)IM2COL_PER * (I)blockDim.x;
+  for (I q0 = (I)blockIdx.x * span + (I)threadIdx.x; q0 < L4; q0 += (I)gridDim.x * span) {
+    float4 v[IM2COL_PER];
+#pragma unroll
+    for (int k = 0; k < IM2COL_PER; k++) {
+      const I q = q0 + (I)k * (I)blockDim.x;
+      float e[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (q < L4) {
+        const I j = q * 4, img = j / osz, pos = j - img * osz, oy = pos / ow, ox = pos - oy * ow;
+        const I iy = oy * sh + dy, ix = ox * sw + dx;
+        if (iy >= 0 && iy < h) {
+          const float *src = xc + (int64_t)img * img_stride + (int64_t)iy * w;
+#pragma unroll
+          for (int t = 0; t < 4; t++) {
+            const I xi = ix + (I)t * sw;
+            if (xi >= 0 && xi < w) e[t] = __ldg(src + xi);
+          }
+        }
+      }
+      v[k] = make_float4(e[0], e[1], e[2], e[3]);
+    }
+#pragma unroll
+    for (int k = 0; k < IM2COL_PER; k++) {
+      const I q = q0 + (I)k * (I)blockDim.x;
+      if (q < L4) row[q] = v[k];
+    }
+  }
+}
+
+/* Unfolds x (nb images) into col: by rows when there are few enough for the grid's y dimension. */
+static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float *col, amd_status *st) {
+  int64_t rows = p.g * p.kdim, tot = rows * p.L;
+  bool small = fits32(tot) && fits32(n_total * p.c * p.h * p.w);
+  if (rows <= 65535 && p.ow % 4 == 0 && aligned16(col)) {
+    int64_t bx = (p.L / 4 + IM2COL_PER * IM2COL_THREADS - 1) / (IM2COL_PER * IM2COL_THREADS);
+    dim3 grid((unsigned)(bx > 1024 ? 1024 : bx), (unsigned)rows);
+    if (small)
+      k_im2col_rows4<int><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+    else
+      k_im2col_rows4<int64_t><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+  } else if (rows <= 65535) {
+    int64_t bx = (p.L + IM2COL_PER * IM2COL_THREADS - 1) / (IM2COL_PER * IM2COL_THREADS);
+    if (bx > 1024) bx = 1024;
+    dim3 grid((unsigned)bx, (unsigned)rows);
+    if (small)
+      k_im2col_rows<int><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+    else
+      k_im2col_rows<int64_t><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+  } else if (small) {
+    k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+  } else {
+    k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+  }
+  AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
+  return 0;
+}
+
+/* dx[img][c][iy][ix] += sum of dcol over the (tap, output) pairs that read it.
+ * KH, KW > 0 and S1 (unit strides) are compile-time shapes: the common 3x3
+ * and 1x1 stride-1 convolutions get unrolled taps with no divisions, so all
+ * their loads are in flight at once; KH = KW = 0 is the general form. The
+ * taps are added in the same order either way. */
+template <typename I, int KH, int KW, bool S1>
+__global__ void k_col2im(conv2d p, const float *dcol, float *dx, bool acc_dx) {
+  const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
+  const I kh = KH ? (I)KH : (I)p.kh, kw = KW ? (I)KW : (I)p.kw, sh = S1 ? 1 : (I)p.sh, sw = S1 ? 1 : (I)p.sw;
+  const I oh = (I)p.oh, ow = (I)p.ow;
+  AMD_CU_LOOP_I(I, i, total) {
+    I ix = i % w, iy = (i / w) % h, cc = (i / (w * h)) % c, img = i / (w * h * c);
+    I gi = cc / cg, ch = cc % cg;
+    const float *base = dcol + (gi * p.kdim + (int64_t)ch * kh * kw) * p.L + (int64_t)img * p.osz;
+    float acc = 0.0f;
+#pragma unroll
+    for (I ki = 0; ki < kh; ki++) {
+      I ty = iy + (I)p.ph - ki * (I)p.dh;
+      if (ty < 0 || (!S1 && ty % sh)) continue;
+      I oy = S1 ? ty : ty / sh;
+      if (oy >= oh) continue;
+#pragma unroll
+      for (I kj = 0; kj < kw; kj++) {
+        I tx = ix + (I)p.pw - kj * (I)p.dw;
+        if (tx < 0 || (!S1 && tx % sw)) continue;
+        I ox = S1 ? tx : tx / sw;
+        if (ox >= ow) continue;
+        acc += __ldg(base + (int64_t)(ki * kw + kj) * p.L + oy * ow + ox);
+      }
+    }
+    dx[i] = (acc_dx ? dx[i] : 0.0f) + acc;
+  }
+}
+
+template <typename I>
+static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64_t nx, bool acc) {
+  /* about four elements a thread: fewer block launches, and each has its taps in flight */
+  unsigned blocks = amd_cu_blocks((nx + 3) / 4);
+  bool s1 = p.sh == 1 && p.sw == 1;
+  if (p.kh == 3 && p.kw == 3 && s1)
+    k_col2im<I, 3, 3, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+  else if (p.kh == 1 && p.kw == 1 && s1)
+    k_col2im<I, 1, 1, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+  else if (p.kh == 3 && p.kw == 3)
+    k_col2im<I, 3, 3, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+  else
+    k_col2im<I, 0, 0, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+}
+
+/* dx (nb images) += col2im(dcol), or (!acc) = */
+static int launch_col2im(const conv2d &p, const float *dcol, float *dx, bool acc, amd_status *st) {
+  int64_t nx = p.nb * p.c * p.h * p.w;
+  if (fits32(nx) && fits32(p.g * p.kdim * p.L))
+    launch_col2im_i<int>(p, dcol, dx, nx, acc);
+  else
+    launch_col2im_i<int64_t>(p, dcol, dx, nx, acc);
+  AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
+  return 0;
+}
+
+/* y[img][m][pos] = yt[m][img*osz + pos] (+ bias[m]); V floats at a time
+ * (V = 4: 16-byte loads and stores, when osz and both pointers allow) */
+template <typename I, int V>
+__global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt, const float *bias,
+                           float *y) {
+  const I total = (I)(nb * m_ * osz_ / V), m = (I)m_, osz = (I)(osz_ / V), nbo = (I)nb * osz;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+    vecf<V> v = ((const vecf<V> *)yt)[mm * nbo + img * osz + pos];
+    if (bias) v = vec_add(v, bias[mm]);
+    ((vecf<V> *)y)[i] = v;
+  }
+}
+
+/* dyt[m][img*osz + pos] = dy[img][m][pos], V floats at a time */
+template <typename I, int V>
+__global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy, float *dyt) {
+  const I total = (I)(nb * m_ * osz_ / V), m = (I)m_, osz = (I)(osz_ / V), nbo = (I)nb * osz;
+  AMD_CU_LOOP_I(I, i, total) {
+    I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
+    ((vecf<V> *)dyt)[mm * nbo + img * osz + pos] = ((const vecf<V> *)dy)[i];
+  }
+}
+
+/* The [img][m][pos] <-> [m][img*osz + pos] reorderings of a chunk of nb images. */
+static int conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const float *bias, float *y,
+                    amd_status *st) {
+  int64_t n = nb * m * osz;
+  bool v4 = osz % 4 == 0 && aligned16(yt) && aligned16(y);
+  unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
+  if (v4 && fits32(n))
+    k_conv_out<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+  else if (fits32(n))
+    k_conv_out<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+  else
+    k_conv_out<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+  AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
+  return 0;
+}
+
+static int conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *dyt, amd_status *st) {
+  int64_t n = nb * m * osz;
+  bool v4 = osz % 4 == 0 && aligned16(dy) && aligned16(dyt);
+  unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
+  if (v4 && fits32(n))
+    k_conv_dyt<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+  else if (fits32(n))
+    k_conv_dyt<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+  else
+    k_conv_dyt<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+  AMD_CUDA_CHECK_LAUNCH("k_conv_dyt", st);
+  return 0;
+}
+
+/* Images per chunk so that the im2col buffer stays under 512 MB. */
+static int64_t conv_chunk(const amd_conv_geom *g) {
+  double per = (double)g->group * (double)g->cg * (double)g->kvol * (double)g->osize * 4.0;
+  int64_t nb = per > 0 ? (int64_t)((double)(1 << 29) / per) : g->n;
+  if (nb < 1) nb = 1;
+  return nb < g->n ? nb : g->n;
+}
+
+/* The im2col matrix and the [M][L] output (or output gradient) of a chunk. */
+static int conv_workspaces(const amd_conv_geom *g, int64_t chunk, float **col, float **out, amd_status *st) {
+  size_t ncol = (size_t)(g->group * g->cg * g->kvol * chunk * g->osize),
+         nout = (size_t)(g->m * chunk * g->osize);
+  return amd_cu_workspace(AMD_CU_WS_COL, (ncol ? ncol : 1) * 4, (void **)col, st) ||
+         amd_cu_workspace(AMD_CU_WS_OUT, (nout ? nout : 1) * 4, (void **)out, st);
+}
+
+int conv_forward(FWD_ARGS) {
+  (void)ctx;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
+  if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  float *colp, *ytp;
+  if (conv_workspaces(&g, chunk, &colp, &ytp, st)) return -1;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    const float *xc = F(x) + n0 * g.c * g.isize;
+    double t0 = amd_cu_prof_t0();
+    if (launch_im2col(p, g.n, xc, colp, st)) return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
+    t0 = amd_cu_prof_t0();
+    for (int64_t gi = 0; gi < g.group; gi++)
+      if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
+                        colp + gi * kdim * p.L, p.L, 0, 0.0f, ytp + gi * g.mg * p.L, p.L, 0, 1, st))
+        return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
+    if (conv_out(nb, g.m, g.osize, ytp, b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
+  }
+  return 0;
+}
+
+int conv_backward(BWD_ARGS) {
+  (void)out;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *w = in[1], *dy = dout[0];
+  amd_tensor *dx = din[0], *dw = din[1], *db = n->n_in > 2 && in[2] ? din[2] : NULL;
+  if (!dy) return 0;
+  amd_conv_geom g;
+  if (amd_conv_geometry(a, x, w, &g, st)) return -1;
+  if (db && g.m > 0 && g.n * g.osize > 0 && channel_sum_into(g.n, g.m, g.osize, F(dy), F(db), st)) return -1;
+  if (dx && !acc_of(ctx, 0) && (g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) &&
+      amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
+    AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
+  if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  float *colp, *dytp;
+  if (conv_workspaces(&g, chunk, &colp, &dytp, st)) return -1;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    if (conv_dyt(nb, g.m, g.osize, F(dy) + n0 * g.m * g.osize, dytp, st)) return -1;
+    if (dw) {
+      double t0 = amd_cu_prof_t0();
+      if (launch_im2col(p, g.n, F(x) + n0 * g.c * g.isize, colp, st)) return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
+      t0 = amd_cu_prof_t0();
+      for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dytp + gi * g.mg * p.L, p.L,
+                          0, colp + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0, 1, st))
+          return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)g.m * (double)kdim * (double)p.L);
+    }
+    if (dx) {
+      double t0 = amd_cu_prof_t0();
+      for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
+        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
+                          kdim, 0, dytp + gi * g.mg * p.L, p.L, 0, 0.0f, colp + gi * kdim * p.L, p.L, 0, 1,
+                          st))
+          return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
+      t0 = amd_cu_prof_t0();
+      if (launch_col2im(p, colp, F(dx) + n0 * g.c * g.isize, acc_of(ctx, 0), st)) return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
+    }
+  }
+  return 0;
+}
+
+int conv_supported(const amd_node *n, const amd_tensor *const *in) {
+  if (in && in[0] && in[0]->rank != 4) return 0;
+  const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
+  return !a || a->n_kernel < 0 || a->n_kernel == 2;
+}

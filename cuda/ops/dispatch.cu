@@ -1,0 +1,64 @@
+/* The CUDA backend's native ops by op index (amd_op_idx): each op's forward,
+ * backward and supported functions from its family file (cuda/ops/<family>.cu
+ * mirrors src/ops/<family>.c), the inputs it reads on the host and the input
+ * gradients its backward writes over. */
+#include "ops_internal.h"
+
+/* The native ops by op index (amd_op_idx); an entry without forward is a
+ * host fallback. Fields: forward, backward, host_inputs, bwd_overwrite (the
+ * inputs whose gradient the backward can write over, see acc_of), supports. */
+struct cu_op_table {
+  amd_cu_op at[AMD_OP_COUNT];
+};
+
+static constexpr cu_op_table cu_op_table_make() {
+  cu_op_table t{};
+  t.at[AMD_OP_IDX_Conv] = {conv_forward, conv_backward, 0, 0x1u, conv_supported};
+  t.at[AMD_OP_IDX_Gemm] = {gemm_forward, gemm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_MatMul] = {matmul_forward, matmul_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported};
+  t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Tanh] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Clip] = {act_forward, act_backward, 0x6u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_MaxPool] = {pool_forward, pool_backward, 0, 0, pool_supported};
+  t.at[AMD_OP_IDX_AveragePool] = {pool_forward, pool_backward, 0, 0, pool_supported};
+  t.at[AMD_OP_IDX_GlobalAveragePool] = {global_forward, global_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_GlobalMaxPool] = {global_forward, global_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Add] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Sub] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Mul] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Div] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Flatten] = {copy_forward, copy_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Reshape] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Identity] = {copy_forward, copy_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Squeeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Unsqueeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Concat] = {concat_forward, concat_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};
+  t.at[AMD_OP_IDX_ReduceMean] = {mean_forward, mean_backward, 0x2u, 0, mean_supported};
+  return t;
+}
+
+static constexpr cu_op_table cu_ops = cu_op_table_make();
+
+const amd_cu_op *amd_cu_find_op(const amd_node *n) {
+  const int i = n->op->idx;
+  if (i < 0 || i >= AMD_OP_COUNT || !cu_ops.at[i].forward) return NULL;
+  return &cu_ops.at[i];
+}
+
+static int is_f32(const amd_tensor *t) { return !t || t->dtype == AMD_FLOAT; }
+
+int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {
+  const amd_cu_op *e = amd_cu_find_op(n);
+  if (!e) return 0;
+  /* every data input float (the host-staged ones are read on the host) */
+  if (in)
+    for (int k = 0; k < n->n_in; k++)
+      if (!((e->host_inputs >> k) & 1) && !is_f32(in[k])) return 0;
+  return !e->supports || e->supports(n, in);
+}

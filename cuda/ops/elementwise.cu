@@ -1,0 +1,225 @@
+/* CUDA kernels of Add, Sub, Mul and Div (src/ops/elementwise.c). */
+#include "ops_internal.h"
+
+/* ================================================================ Add, Sub, Mul, Div */
+
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV };
+
+struct ew_shape {
+  int rank;
+  int64_t dims[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], so[AMD_MAX_RANK]; /* so: output strides */
+};
+
+__device__ __forceinline__ float ew_apply(int op, float x, float y) {
+  switch (op) {
+  case EW_ADD:
+    return x + y;
+  case EW_SUB:
+    return x - y;
+  case EW_MUL:
+    return x * y;
+  default:
+    return x / y;
+  }
+}
+
+/* The gradient contribution for output element with operands x (a), y (b) and gradient g. */
+__device__ __forceinline__ float ew_grad(int op, int which, float x, float y, float g) {
+  switch (op * 2 + which) {
+  case EW_ADD * 2:
+  case EW_ADD * 2 + 1:
+  case EW_SUB * 2:
+    return g;
+  case EW_SUB * 2 + 1:
+    return -g;
+  case EW_MUL * 2:
+    return g * y;
+  case EW_MUL * 2 + 1:
+    return g * x;
+  case EW_DIV * 2:
+    return g / y;
+  default:
+    return -(g * x / (y * y));
+  }
+}
+
+/* Operands of the output's own size (no broadcasting: element i of each is
+ * element i of the output), V elements at a time: no index arithmetic. */
+template <int V>
+__global__ void k_ew_fwd_same(int op, int64_t total, const float *a, const float *b, float *o) {
+  AMD_CU_LOOP(i, total / V) {
+    vecf<V> av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i], ov;
+    const float *ae = (const float *)&av, *be = (const float *)&bv;
+    float *oe = (float *)&ov;
+#pragma unroll
+    for (int e = 0; e < V; e++) oe[e] = ew_apply(op, ae[e], be[e]);
+    ((vecf<V> *)o)[i] = ov;
+  }
+}
+
+template <int V>
+__global__ void k_ew_bwd_same(int op, int which, int64_t total, const float *a, const float *b,
+                              const float *g, float *d, bool acc) {
+  AMD_CU_LOOP(i, total / V) {
+    vecf<V> av = {}, bv = {}, gv = ((const vecf<V> *)g)[i], dv = {};
+    if (acc) dv = ((const vecf<V> *)d)[i];
+    if (op >= EW_MUL) av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i]; /* Add, Sub: unread */
+    const float *ae = (const float *)&av, *be = (const float *)&bv, *ge = (const float *)&gv;
+    float *de = (float *)&dv;
+#pragma unroll
+    for (int e = 0; e < V; e++) de[e] += ew_grad(op, which, ae[e], be[e], ge[e]);
+    ((vecf<V> *)d)[i] = dv;
+  }
+}
+
+/* The offsets in a and b of output element i. */
+__device__ __forceinline__ void ew_offsets(const ew_shape &s, int64_t i, int64_t *oa, int64_t *ob) {
+  int64_t r = i;
+  *oa = 0, *ob = 0;
+  for (int d = s.rank - 1; d >= 0; d--) {
+    int64_t id = r % s.dims[d];
+    r /= s.dims[d];
+    *oa += id * s.sa[d];
+    *ob += id * s.sb[d];
+  }
+}
+
+__global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, const float *b, float *o) {
+  AMD_CU_LOOP(i, total) {
+    int64_t oa, ob;
+    ew_offsets(s, i, &oa, &ob);
+    o[i] = ew_apply(op, a[oa], b[ob]);
+  }
+}
+
+/* Full-size operand: one thread per output element (a bijection onto the operand). */
+__global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, const float *a, const float *b,
+                              const float *g, float *d, bool acc) {
+  AMD_CU_LOOP(i, total) {
+    int64_t oa, ob;
+    ew_offsets(s, i, &oa, &ob);
+    const float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f; /* Add, Sub: unread */
+    float &o = d[which ? ob : oa];
+    o = (acc ? o : 0.0f) + ew_grad(op, which, x, y, g[i]); /* x + (-t) == x - t: the CPU's -= */
+  }
+}
+
+/* Broadcast operand: one thread per operand element, summing (in double, in
+ * output order) over the output elements that read it, as the CPU's scratch. */
+__global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, const float *a, const float *b,
+                                const float *g, float *d, bool acc_d) {
+  AMD_CU_LOOP(j, nop) {
+    const int64_t *sd = which ? s.sb : s.sa;
+    int64_t idx[AMD_MAX_RANK], r = j;
+    for (int dd = s.rank - 1; dd >= 0; dd--) { /* j over the operand's own (kept) dims */
+      if (sd[dd] != 0) {
+        idx[dd] = r % s.dims[dd];
+        r /= s.dims[dd];
+      } else {
+        idx[dd] = 0;
+      }
+    }
+    double acc = 0;
+    for (;;) {
+      int64_t oo = 0, oa = 0, ob = 0;
+      for (int dd = 0; dd < s.rank; dd++)
+        oo += idx[dd] * s.so[dd], oa += idx[dd] * s.sa[dd], ob += idx[dd] * s.sb[dd];
+      float x = op >= EW_MUL ? a[oa] : 0.0f, y = op >= EW_MUL ? b[ob] : 0.0f,
+            gv = g[oo]; /* Add, Sub: unread */
+      acc += (double)ew_grad(op, which, x, y, gv);
+      int dd = s.rank - 1; /* advance the reduced dims, last fastest */
+      for (; dd >= 0; dd--) {
+        if (sd[dd] != 0 || s.dims[dd] == 1) continue;
+        if (++idx[dd] < s.dims[dd]) break;
+        idx[dd] = 0;
+      }
+      if (dd < 0) break;
+    }
+    d[j] = (acc_d ? d[j] : 0.0f) + (float)acc;
+  }
+}
+
+static int ew_op(const amd_node *n) {
+  switch (n->op->idx) {
+  case AMD_OP_IDX_Add:
+    return EW_ADD;
+  case AMD_OP_IDX_Sub:
+    return EW_SUB;
+  case AMD_OP_IDX_Mul:
+    return EW_MUL;
+  default:
+    return EW_DIV;
+  }
+}
+
+static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor *o, ew_shape *s) {
+  s->rank = o->rank;
+  amd_broadcast_strides(a, o, s->sa);
+  amd_broadcast_strides(bv, o, s->sb);
+  int64_t str = 1;
+  for (int d = o->rank - 1; d >= 0; d--) {
+    s->dims[d] = o->dims[d];
+    s->so[d] = str;
+    str *= o->dims[d];
+  }
+}
+
+int ew_forward(FWD_ARGS) {
+  (void)ctx;
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
+  ew_shape s;
+  ew_make(in[0], &bv, &out[0], &s);
+  int64_t total = amd_tensor_numel(&out[0]);
+  if (!total) return 0;
+  const float *a = F(in[0]), *b = F(&bv);
+  float *o = F(&out[0]);
+  if (amd_tensor_numel(in[0]) == total && amd_tensor_numel(&bv) == total) {
+    if (total % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(o))
+      k_ew_fwd_same<4><<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, o);
+    else
+      k_ew_fwd_same<1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, o);
+  } else {
+    k_ew_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), s, total, a, b, o);
+  }
+  AMD_CUDA_CHECK_LAUNCH("k_ew_fwd", st);
+  return 0;
+}
+
+int ew_backward(BWD_ARGS) {
+  if (!dout[0]) return 0;
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
+  ew_shape s;
+  ew_make(in[0], &bv, &out[0], &s);
+  int64_t total = amd_tensor_numel(&out[0]);
+  if (!total) { /* an empty output: a broadcast operand's gradient is 0 */
+    for (int which = 0; which < 2; which++)
+      if (din[which] && !acc_of(ctx, which) && amd_tensor_nbytes(din[which]))
+        AMD_CUDA_CHECK(cudaMemsetAsync(din[which]->data, 0, amd_tensor_nbytes(din[which]), amd_cu.stream),
+                       st);
+    return 0;
+  }
+  for (int which = 0; which < 2; which++) {
+    if (!din[which]) continue;
+    int64_t nop = amd_tensor_numel(which ? &bv : in[0]);
+    const float *a = F(in[0]), *b = F(&bv), *g = F(dout[0]);
+    float *d = F(din[which]);
+    const bool acc = acc_of(ctx, which);
+    bool same = amd_tensor_numel(in[0]) == total && amd_tensor_numel(&bv) == total;
+    if (same && total % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(g) && aligned16(d))
+      k_ew_bwd_same<4>
+          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d, acc);
+    else if (same)
+      k_ew_bwd_same<1>
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d, acc);
+    else if (nop == total)
+      k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, a, b, g, d,
+                                                                     acc);
+    else
+      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, a, b, g, d,
+                                                                        acc);
+    AMD_CUDA_CHECK_LAUNCH("elementwise backward", st);
+  }
+  return 0;
+}

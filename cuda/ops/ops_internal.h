@@ -1,0 +1,172 @@
+/* Shared by the files of cuda/ops/ (not by the rest of cuda/): the native CUDA
+ * forward and backward kernels of the ops the exported CNNs use.
+ *
+ * cuda/ops/<family>.cu mirrors src/ops/<family>.c: each op uses the same
+ * attribute structs from src/ops/attrs.h, the same geometry functions, the
+ * same formulas and, where cheap, the same summation order and precision
+ * (double sums where the CPU sums in double). Backward functions ACCUMULATE
+ * (+=) into din, as op.h requires. dispatch.cu maps an op index to its
+ * family's entry points (amd_cu_find_op, amd_cu_node_ok); op_util.cu holds
+ * the kernels that several families launch.
+ *
+ * nvcc compiles each .cu on its own (no relocatable device code), so device
+ * helpers that several files use are defined here, inline. */
+#ifndef AMD_CUDA_OPS_INTERNAL_H
+#define AMD_CUDA_OPS_INTERNAL_H
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include <type_traits>
+
+#include "../cuda_internal.h"
+
+#define FWD_ARGS const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out, amd_status *st
+#define BWD_ARGS                                                                                             \
+  const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,                       \
+      const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st
+
+static inline float *F(const amd_tensor *t) { return t ? (float *)t->data : NULL; }
+
+/* A scratch buffer from the caching allocator, released at scope end. */
+struct scratch {
+  void *p = NULL;
+  ~scratch() {
+    if (p) amd_cu_free(p);
+  }
+  int get(size_t bytes, amd_status *st) { return amd_cu_malloc(&p, bytes ? bytes : 4, st); }
+  float *f() { return (float *)p; }
+  double *d() { return (double *)p; }
+};
+
+/* V consecutive floats as one load or store: float4 (16 bytes) or float */
+template <int V> using vecf = typename std::conditional<V == 4, float4, float>::type;
+__device__ __forceinline__ float vec_add(float v, float b) { return v + b; }
+__device__ __forceinline__ float4 vec_add(float4 v, float b) {
+  return make_float4(v.x + b, v.y + b, v.z + b, v.w + b);
+}
+
+static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* A backward's gradient buffers: accumulated into (+=), or where the trainer
+ * allows it (ctx->bwd_overwrite, amd_cu_op.bwd_overwrite) written over their
+ * unzeroed memory; then an element is 0 + v, the same bits as adding to a
+ * zeroed buffer. acc_of: whether din[k] is added to. */
+static inline bool acc_of(const amd_ctx *ctx, int k) { return !(ctx && ((ctx->bwd_overwrite >> k) & 1u)); }
+
+/* d[i] += s[i] for n floats, or (!acc) d[i] = 0 + s[i] (op_util.cu) */
+int add_into(float *d, const float *s, int64_t n, amd_status *st, bool acc = true);
+
+/* Index arithmetic in I: int when every index fits (the common case; 64-bit
+ * division is several times slower on the GPU), int64_t otherwise. */
+#define AMD_CU_LOOP_I(I, i, n)                                                                               \
+  for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < (I)(n); i += (I)gridDim.x * (I)blockDim.x)
+static inline bool fits32(int64_t n) { return n < ((int64_t)1 << 31) - ((int64_t)1 << 24); }
+
+/* ---- per-channel sums (BatchNormalization; Conv's bias gradient) ---- */
+
+/* Per-channel sums over an NCHW tensor, [batch][ch][sp], in two launches so
+ * that the whole GPU works on them (one block per channel left most of the
+ * SMs idle for the wide early layers): k_chan_partial gives each
+ * (channel, slice) block a contiguous slice of the channel's batch x sp
+ * elements and writes its sums in double; the caller's finalize kernel adds
+ * a channel's slices in slice order. The slicing depends only on the shape,
+ * so the sums are reproducible (no atomics).
+ *
+ * Sums, with the shift K = the channel's first element, or shift[c] when
+ * given (so that a mean far from zero costs no precision in the variance;
+ * ranks that add their sums share a shift):
+ *   part[.., 0] = sum (x - K)      part[.., 1] = sum (x - K)^2
+ *   part[.., 2] = sum dy           part[.., 3] = sum dy (x - K)
+ * x or dy may be NULL: their sums are then not computed (left 0). */
+enum { CHAN_SUMS = 4, CHAN_THREADS = 256 };
+
+struct chan_slicing {
+  int64_t batch, ch, sp, cnt; /* cnt = batch * sp elements per channel */
+  int slices;
+  const float *shift; /* per channel (device), or NULL: each channel's first element */
+};
+
+/* the shift K of channel c */
+__device__ __forceinline__ double chan_shift(const chan_slicing &s, const float *x, int64_t c) {
+  return s.shift ? (double)s.shift[c] : (x ? (double)x[c * s.sp] : 0.0);
+}
+
+static inline chan_slicing chan_slices(int64_t batch, int64_t ch, int64_t sp) {
+  chan_slicing s;
+  s.batch = batch, s.ch = ch, s.sp = sp, s.cnt = batch * sp, s.shift = NULL;
+  /* about 8 resident blocks per SM on 132 SMs, and at least 2048 elements a block */
+  int64_t want = (1056 + ch - 1) / ch, most = (s.cnt + 2047) / 2048;
+  if (want > most) want = most;
+  if (want > 256) want = 256;
+  s.slices = want < 1 ? 1 : (int)want;
+  return s;
+}
+
+/* Launches k_chan_partial into part (ch * slices * CHAN_SUMS doubles; op_util.cu). */
+int chan_partial(const chan_slicing &s, const float *x, const float *dy, double *part, amd_status *st);
+
+/* A channel's sums: its slices added in order. */
+__device__ __forceinline__ void chan_total(const double *part, int64_t c, int slices, double t[CHAN_SUMS]) {
+  for (int k = 0; k < CHAN_SUMS; k++) t[k] = 0;
+  for (int sl = 0; sl < slices; sl++)
+    for (int k = 0; k < CHAN_SUMS; k++) t[k] += part[(c * slices + sl) * CHAN_SUMS + k];
+}
+
+/* out[c] += the sum of v[batch][c][sp] over batch and sp (a bias gradient; op_util.cu). */
+int channel_sum_into(int64_t batch, int64_t ch, int64_t sp, const float *v, float *out, amd_status *st);
+
+/* the product of d[from..to) */
+static inline int64_t prod(const int64_t *d, int from, int to) {
+  int64_t p = 1;
+  for (int i = from; i < to; i++) p *= d[i];
+  return p;
+}
+
+/* ---- the families' entry points (dispatch.cu's table): forward and backward
+ * with the signatures of amd_backend.forward / backward; supported: whether
+ * the kernels handle a node beyond float data inputs (amd_cu_supports_fn) ---- */
+
+/* conv.cu */
+int conv_forward(FWD_ARGS);
+int conv_backward(BWD_ARGS);
+int conv_supported(const amd_node *n, const amd_tensor *const *in);
+/* matmul.cu */
+int gemm_forward(FWD_ARGS);
+int gemm_backward(BWD_ARGS);
+int matmul_forward(FWD_ARGS);
+int matmul_backward(BWD_ARGS);
+/* norm.cu */
+int bn_forward(FWD_ARGS);
+int bn_backward(BWD_ARGS);
+int bn_supported(const amd_node *n, const amd_tensor *const *in);
+/* activation.cu: Relu, LeakyRelu, Sigmoid, Tanh, Clip */
+int act_forward(FWD_ARGS);
+int act_backward(BWD_ARGS);
+/* pool.cu: MaxPool and AveragePool (pool_), the global pools (global_) */
+int pool_forward(FWD_ARGS);
+int pool_backward(BWD_ARGS);
+int pool_supported(const amd_node *n, const amd_tensor *const *in);
+int global_forward(FWD_ARGS);
+int global_backward(BWD_ARGS);
+/* elementwise.cu: Add, Sub, Mul, Div */
+int ew_forward(FWD_ARGS);
+int ew_backward(BWD_ARGS);
+/* softmax.cu: Softmax, LogSoftmax */
+int sm_forward(FWD_ARGS);
+int sm_backward(BWD_ARGS);
+/* shape.cu: the copies (Flatten, Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout */
+int copy_forward(FWD_ARGS);
+int copy_backward(BWD_ARGS);
+int concat_forward(FWD_ARGS);
+int concat_backward(BWD_ARGS);
+int dropout_forward(FWD_ARGS);
+int dropout_backward(BWD_ARGS);
+int dropout_supported(const amd_node *n, const amd_tensor *const *in);
+/* reduce.cu: ReduceMean over trailing axes */
+int mean_forward(FWD_ARGS);
+int mean_backward(BWD_ARGS);
+int mean_supported(const amd_node *n, const amd_tensor *const *in);
+
+#endif
