@@ -1,9 +1,13 @@
-/* CUDA kernels of Relu, LeakyRelu, Sigmoid, Tanh and Clip (src/ops/activation.c). */
+/* CUDA kernels of Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh and
+ * Clip (src/ops/activation.c, whose comment gives the gradients at the kinks). */
 #include "ops_internal.h"
 
 /* ================================================================ activations */
 
-enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_CLIP };
+enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_TANH, ACT_CLIP };
+
+/* max(0, min(1, t)) */
+__device__ __forceinline__ float unit_f(float t) { return t < 0 ? 0.0f : t > 1 ? 1.0f : t; }
 
 __device__ __forceinline__ float sigmoid_f(float v) {
   if (v >= 0) return 1.0f / (1.0f + expf(-v));
@@ -19,6 +23,10 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
     return v < 0 ? v * p0 : v;
   case ACT_SIGMOID:
     return sigmoid_f(v);
+  case ACT_HARDSIGMOID: /* p0 alpha, p1 beta */
+    return unit_f(p0 * v + p1);
+  case ACT_HARDSWISH:
+    return v * unit_f(p0 * v + p1);
   case ACT_TANH:
     return tanhf(v);
   default: {
@@ -37,6 +45,10 @@ __device__ __forceinline__ float act_g(int kind, float v, float u, float g, floa
     return v < 0 ? g * p0 : g;
   case ACT_SIGMOID:
     return g * u * (1.0f - u);
+  case ACT_HARDSIGMOID:
+    return p0 * v + p1 > 0 && p0 * v + p1 < 1 ? g * p0 : 0.0f;
+  case ACT_HARDSWISH:
+    return p0 * v + p1 < 0 ? 0.0f : p0 * v + p1 > 1 ? g : g * (2 * p0 * v + p1);
   case ACT_TANH:
     return g * (1.0f - u * u);
   default:
@@ -79,6 +91,10 @@ static int act_kind(const amd_node *n) {
     return ACT_LEAKY;
   case AMD_OP_IDX_Sigmoid:
     return ACT_SIGMOID;
+  case AMD_OP_IDX_HardSigmoid:
+    return ACT_HARDSIGMOID;
+  case AMD_OP_IDX_HardSwish:
+    return ACT_HARDSWISH;
   case AMD_OP_IDX_Tanh:
     return ACT_TANH;
   default:
@@ -86,10 +102,15 @@ static int act_kind(const amd_node *n) {
   }
 }
 
-/* The parameters: LeakyRelu alpha; Clip bounds (from the host-staged inputs at opset >= 11). */
+/* The parameters: LeakyRelu alpha; HardSigmoid and HardSwish alpha, beta; Clip
+ * bounds (from the host-staged inputs at opset >= 11). */
 static void act_params(const amd_node *n, const amd_tensor *const *in, int kind, float *p0, float *p1) {
   *p0 = 0, *p1 = 0;
   if (kind == ACT_LEAKY) *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
+  if (kind == ACT_HARDSIGMOID || kind == ACT_HARDSWISH) {
+    *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
+    *p1 = ((const amd_act_attrs *)n->attrs)->beta;
+  }
   if (kind != ACT_CLIP) return;
   double lo, hi;
   if (n->since >= 11) {

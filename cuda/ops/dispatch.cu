@@ -20,6 +20,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_HardSigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_HardSwish] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Tanh] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Clip] = {act_forward, act_backward, 0x6u, 0x1u, NULL};
   t.at[AMD_OP_IDX_MaxPool] = {pool_forward, pool_backward, 0, 0, pool_supported};

@@ -1,5 +1,6 @@
 /* Elementwise activations and unary math on the CPU: Relu, LeakyRelu, PRelu,
- * Sigmoid, Tanh, Clip, Exp, Log, Sqrt, Neg, Abs, Reciprocal.
+ * Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Exp, Log, Sqrt, Neg, Abs,
+ * Reciprocal.
  *
  * Every op maps X to Y of the same shape and dtype, element by element, on
  * contiguous tensors. Float and double are computed in their own precision
@@ -18,7 +19,11 @@
  * into the gradient buffers the autograd engine zeroed. At kinks the
  * derivative is taken from the side the forward's comparison picks: Relu and
  * Abs give 0 at x = 0, LeakyRelu/PRelu use the x >= 0 branch (slope 1), Clip
- * passes the gradient only where min < x < max. Sigmoid, Tanh, Exp, Sqrt and
+ * passes the gradient only where min < x < max. HardSigmoid,
+ * max(0, min(1, alpha x + beta)), passes alpha * dY where 0 < alpha x + beta
+ * < 1; HardSwish, x * HardSigmoid(x) with alpha 1/6 and beta 1/2, has the
+ * gradient 2 alpha x + beta where 0 <= alpha x + beta <= 1 (PyTorch's
+ * -3 <= x <= 3), 1 above and 0 below. Sigmoid, Tanh, Exp, Sqrt and
  * Reciprocal use the forward output Y. PRelu's slope gradient is reduced over
  * the axes the slope broadcasts along (in double). Clip's min/max inputs get
  * no gradient. */
@@ -189,6 +194,57 @@ static int leakyrelu_forward(FWD_ARGS) {
   switch (x->dtype) {
   CASE_MAP(AMD_FLOAT, float, v < 0 ? v * af : v)
   CASE_MAP(AMD_DOUBLE, double, v < 0 ? v * ad : v)
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+/* ---- HardSigmoid, HardSwish ---- */
+
+static int hardsigmoid_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+  amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->alpha = amd_attr_float(p, "alpha", 0.2f);
+  a->beta = amd_attr_float(p, "beta", 0.5f);
+  return 0;
+}
+
+/* HardSwish has no attributes: its alpha and beta are fixed. */
+static int hardswish_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+  (void)p;
+  amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  a->alpha = 1.0f / 6.0f;
+  a->beta = 0.5f;
+  return 0;
+}
+
+/* max(0, min(1, t)) */
+#define UNIT(t) ((t) < 0 ? 0 : (t) > 1 ? 1 : (t))
+
+UNARY_INFER(hardsigmoid_infer, M_FLT, "float, double")
+static int hardsigmoid_forward(FWD_ARGS) {
+  FWD_SETUP;
+  const amd_act_attrs *a = n->attrs;
+  const float af = a->alpha, bf = a->beta;
+  const double ad = a->alpha, bd = a->beta;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, UNIT(af * v + bf))
+  CASE_MAP(AMD_DOUBLE, double, UNIT(ad * v + bd))
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+UNARY_INFER(hardswish_infer, M_FLT, "float, double")
+static int hardswish_forward(FWD_ARGS) {
+  FWD_SETUP;
+  const amd_act_attrs *a = n->attrs;
+  const float af = a->alpha, bf = a->beta;
+  const double ad = a->alpha, bd = a->beta;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, v * UNIT(af * v + bf))
+  CASE_MAP(AMD_DOUBLE, double, v * UNIT(ad * v + bd))
   default: return bad_dtype(x, st);
   }
   return 0;
@@ -423,6 +479,30 @@ static int leakyrelu_backward(BWD_ARGS) {
   return 0;
 }
 
+static int hardsigmoid_backward(BWD_ARGS) {
+  BWD_SETUP;
+  const amd_act_attrs *a = n->attrs;
+  const float af = a->alpha, bf = a->beta;
+  const double ad = a->alpha, bd = a->beta;
+  if (x->dtype == AMD_FLOAT)
+    GRAD_MAP(float, af * v + bf > 0 && af * v + bf < 1 ? g * af : 0.0f);
+  else
+    GRAD_MAP(double, ad * v + bd > 0 && ad * v + bd < 1 ? g * ad : 0.0);
+  return 0;
+}
+
+static int hardswish_backward(BWD_ARGS) {
+  BWD_SETUP;
+  const amd_act_attrs *a = n->attrs;
+  const float af = a->alpha, bf = a->beta;
+  const double ad = a->alpha, bd = a->beta;
+  if (x->dtype == AMD_FLOAT)
+    GRAD_MAP(float, af * v + bf < 0 ? 0.0f : af * v + bf > 1 ? g : g * (2 * af * v + bf));
+  else
+    GRAD_MAP(double, ad * v + bd < 0 ? 0.0 : ad * v + bd > 1 ? g : g * (2 * ad * v + bd));
+  return 0;
+}
+
 static int clip_backward(BWD_ARGS) {
   BWD_SETUP;
   double lo, hi;
@@ -570,3 +650,17 @@ const amd_op amd_op_Reciprocal = {.name = "Reciprocal",
                                   .infer = reciprocal_infer,
                                   .forward = reciprocal_forward,
                                   .backward = reciprocal_backward};
+const amd_op amd_op_HardSigmoid = {.name = "HardSigmoid",
+                                   .idx = AMD_OP_IDX_HardSigmoid,
+                                   .since = {1, 6, 22},
+                                   .parse = hardsigmoid_parse,
+                                   .infer = hardsigmoid_infer,
+                                   .forward = hardsigmoid_forward,
+                                   .backward = hardsigmoid_backward};
+const amd_op amd_op_HardSwish = {.name = "HardSwish",
+                                 .idx = AMD_OP_IDX_HardSwish,
+                                 .since = {14, 22},
+                                 .parse = hardswish_parse,
+                                 .infer = hardswish_infer,
+                                 .forward = hardswish_forward,
+                                 .backward = hardswish_backward};

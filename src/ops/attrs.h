@@ -89,7 +89,8 @@ int amd_pool_geometry(const amd_pool_attrs *a, const amd_tensor *x, amd_pool_geo
 
 /* ---- activations (activation.c) ---- */
 typedef struct amd_act_attrs {
-  float alpha;    /* LeakyRelu */
+  float alpha;    /* LeakyRelu; HardSigmoid and HardSwish (the slope) */
+  float beta;     /* HardSigmoid and HardSwish (the offset) */
   float min, max; /* Clip before opset 11 */
 } amd_act_attrs;
 

@@ -310,6 +310,15 @@ static void other_ops(void) {
   amd_tensor x = T(4, xd, -2, 2), *in1[1] = {&x};
   run_case("Relu", "Relu", 14, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
   run_case("Sigmoid", "Sigmoid", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);
+  {
+    /* over all three pieces of each: x in [-5, 5) */
+    amd_tensor w = T(4, xd, -5, 5), *inw[1] = {&w};
+    Onnx__AttributeProto *h[2] = {gc_attr_float("alpha", 0.25f), gc_attr_float("beta", 0.4f)};
+    run_case("HardSigmoid", "HardSigmoid", 6, h, 2, inw, 1, 1, NULL, 1, 1, 1, 1e-6);
+    gc_attrs_free(h, 2);
+    run_case("HardSwish", "HardSwish", 14, NULL, 0, inw, 1, 1, NULL, 1, 1, 1, 1e-6);
+    amd_tensor_free(&w);
+  }
   run_case("Tanh", "Tanh", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);
   {
     Onnx__AttributeProto *a[1] = {gc_attr_float("alpha", 0.1f)};

@@ -68,6 +68,14 @@ static void test_activations(amd_dtype dt) {
   Onnx__AttributeProto *a[] = {gc_attr_float("alpha", 0.2f)};
   check_unary("LeakyRelu", 16, a, 1, dt, -2, 2, zero, 1);
   gc_attrs_free(a, 1);
+  /* HardSigmoid alpha 0.25, beta 0.4: kinks where 0.25 x + 0.4 is 0 or 1;
+   * HardSwish (alpha 1/6, beta 1/2): kinks at -3 and 3. Both over all three
+   * pieces. */
+  const double khs[] = {-1.6, 2.4}, khw[] = {-3, 3};
+  Onnx__AttributeProto *h[] = {gc_attr_float("alpha", 0.25f), gc_attr_float("beta", 0.4f)};
+  check_unary("HardSigmoid", 6, h, 2, dt, -4, 4, khs, 2);
+  gc_attrs_free(h, 2);
+  check_unary("HardSwish", 14, NULL, 0, dt, -5, 5, khw, 2);
   /* Clip-6: attributes. */
   const double k6[] = {-0.5, 0.75};
   Onnx__AttributeProto *c[] = {gc_attr_float("min", -0.5f), gc_attr_float("max", 0.75f)};
