@@ -4,7 +4,7 @@
 #  - one epoch of LeNet-5 reaches an accuracy that a broken backward cannot;
 #  - the trained model reloads and `eval` gives the accuracy `train` reported;
 #  - a run stopped (--stop-after, and SIGTERM) and resumed ends with the same
-#    weights, byte for byte, as an uninterrupted run;
+#    weights, byte for byte, as an uninterrupted run (also with Dropout);
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -96,6 +96,29 @@ elif [ $rct -eq 0 ]; then
   bad "SIGTERM came too late (the run had finished)"
 else
   bad "SIGTERM: exit $rct"; tail -2 "$tmp/t1.log" "$tmp/t2.log"
+fi
+
+# 3b. the dropout stream is in the checkpoint too: LeNet-5 with a Dropout
+# before its classifier, stopped at step 10 and resumed, ends identical
+if python3 -c "import sys, numpy as np, onnx; from onnx import helper, numpy_helper
+m = onnx.load(sys.argv[1]); g = m.graph
+g.initializer.append(numpy_helper.from_array(np.array(0.3, dtype=np.float32), 'drop_ratio'))
+last = g.node[len(g.node) - 1]
+g.node.insert(len(g.node) - 1, helper.make_node('Dropout', [last.input[0], 'drop_ratio'], ['drop_out'], name='drop'))
+last.input[0] = 'drop_out'
+onnx.save(m, sys.argv[2])" "$models/lenet5_train.onnx" "$tmp/drop.onnx" 2>"$tmp/py.err"; then
+  drop=(--limit 1500 --epochs 2 --augment crop:2,flip)
+  "$amd" train "$tmp/drop.onnx" "${common[@]}" "${drop[@]}" -o "$tmp/dfull.onnx" >/dev/null 2>&1
+  "$amd" train "$tmp/drop.onnx" "${common[@]}" "${drop[@]}" --checkpoint-dir "$tmp/ckd" --stop-after 10 -o "$tmp/dpart.onnx" >/dev/null 2>&1
+  rcd=$?
+  "$amd" train "$tmp/drop.onnx" "${common[@]}" "${drop[@]}" --checkpoint-dir "$tmp/ckd" --resume -o "$tmp/dpart.onnx" >"$tmp/d2.log" 2>&1
+  if [ $rcd -eq 3 ] && [ -f "$tmp/dfull.onnx" ] && cmp -s "$tmp/dfull.onnx" "$tmp/dpart.onnx"; then
+    ok "with Dropout: stopped at step 10, resumed: identical weights (the dropout stream restored)"
+  else
+    bad "with Dropout: exit $rcd, models $(cmp "$tmp/dfull.onnx" "$tmp/dpart.onnx" 2>&1 | head -1)"; tail -2 "$tmp/d2.log"
+  fi
+else
+  echo "SKIP Dropout resume: $(tail -1 "$tmp/py.err")"
 fi
 
 # 4. NaN: an absurd learning rate
