@@ -580,7 +580,7 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
       p[i] = __fadd_rn(x, __fdiv_rn(__fmul_rn(c.neg_step_size, m), denom));
       break;
     }
-    default: { /* RMSprop */
+    case AMD_OPT_RMSPROP: {
       if (wd) d = opt_fma(fused, c.weight_decay, p[i], d);
       const float sq = opt_fma(fused, __fmul_rn(c.one_minus_alpha, d), d, __fmul_rn(s1[i], c.alpha));
       s1[i] = sq;
@@ -592,13 +592,19 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
       } else {
         p[i] = __fadd_rn(p[i], __fdiv_rn(__fmul_rn(c.neg_lr, d), avg));
       }
+      break;
     }
+    default:
+      /* cu_optim_step refuses any other kind before launch: a launch that
+       * gets here (a corrupt graph node) fails loudly instead of updating */
+      __trap();
     }
   }
 }
 
 static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                          int64_t n, int guarded, amd_status *st) {
+  if (!amd_optim_known(o)) return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)o->kind);
   if (n <= 0) return 0;
   if (guarded && !steps.guard) return amd_fail(st, "optim_step: guarded without guard_reset");
   amd_optim_coeffs c;
@@ -616,8 +622,8 @@ static int cu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, con
   case AMD_OPT_RMSPROP:
     mom = o->momentum > 0;
     break;
-  default:
-    break;
+  default: /* refused above; k_optim has no fallback either */
+    return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)o->kind);
   }
   if (amd_optim_state_blocks(o) > 0 && !state) return amd_fail(st, "optimizer state missing");
   k_optim<<<amd_cu_blocks(n), 256, 0, amd_cu.stream>>>((int)o->kind, wd, mom, nesterov, amd_optim_fused_fma,
@@ -717,6 +723,9 @@ static int cu_graph_end(void **out, amd_status *st) {
 
 static int cu_graph_launch(void *h, const amd_optim *o, double lr, int64_t t, amd_status *st) {
   cu_graph *g = (cu_graph *)h;
+  if (g->optim && (!amd_optim_known(o) || (int)o->kind != g->args.kind))
+    return amd_fail(st, "graph_launch: optimizer kind %d, the graph was captured with kind %d", (int)o->kind,
+                    g->args.kind);
   if (g->optim) {
     amd_optim_get_coeffs(o, lr, t, &g->args.c);
     void *a[12] = {&g->args.kind,  &g->args.wd, &g->args.mom, &g->args.nesterov,

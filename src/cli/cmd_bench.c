@@ -1,5 +1,8 @@
 /* `amdnn-onnx bench`: the speed of training steps (or of inference) of a model
  * on one random batch of its input shape, with --profile's breakdown. The
+ * steps go through the step API of `train` (src/train/step.h), so that they
+ * are the steps training runs: on a GPU deferred and replayed from a CUDA
+ * graph, synchronous on the CPU, with --profile or --sync-steps. The
  * batch is drawn once from --seed, so the steps do the same work as real data
  * would (no data loading: the steps alone are timed); its labels are spread
  * over the model's classes once the first step has shown how many there are. */
@@ -15,6 +18,7 @@
 #include "../report/profile.h"
 #include "../train/loss.h"
 #include "../train/optim.h"
+#include "../train/step.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -23,12 +27,18 @@ static const char usage[] =
     "usage: amdnn-onnx bench MODEL.onnx [--batch N] [--steps K] [--warmup W] [--infer]\n"
     "                        [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                        [--backward-mode exact|MODE] [--profile FILE.tsv] [--seed S]\n"
-    "                        [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                        [--device cpu|cuda[:N]] [--debug-sync] [--sync-steps] [--no-graph]\n"
     "\n"
     "Times K training steps (forward, softmax cross-entropy, backward, SGD with\n"
     "momentum 0.9 and lr 0.01; BatchNormalization on batch statistics) after W\n"
     "untimed ones, on one batch of N random inputs (uniform in [-1, 1), from S)\n"
-    "of the model's input shape, and prints images/s and ms per step. --infer\n"
+    "of the model's input shape, and prints images/s and ms per step. The steps\n"
+    "are the ones `train` runs (the same step code): on a GPU the host queues\n"
+    "each step while the GPU runs the one before, and from the second step on\n"
+    "the steps replay a CUDA graph (--no-graph: launched kernel by kernel;\n"
+    "--sync-steps, --profile: each step waits for its loss); on the CPU each\n"
+    "step runs to its end. The clock starts once the untimed steps have\n"
+    "finished and stops once the last timed one has. --infer\n"
     "times inference forward passes instead. The batch stays in memory: no data\n"
     "loading is timed. Defaults: --batch 128 --steps 20 --warmup 5 --seed 1.\n"
     "--mode, --mode-map and --backward-mode choose the multipliers as for train;\n"
@@ -75,21 +85,37 @@ static int random_input(const amd_graph *g, int64_t n, uint64_t seed, amd_tensor
   return 0;
 }
 
-int amd_cmd_bench(int argc, char **argv) {
-  const char *model = NULL, *mode = "acc32", *bmode = NULL, *map = NULL, *device = NULL, *profile = NULL;
-  int64_t batch = 128, steps = 20, warmup = 5, seed = 1;
-  int infer = 0, debug_sync = 0;
+typedef struct bench_args {
+  const char *model, *mode, *bmode, *map, *device, *profile;
+  int64_t batch, steps, warmup, seed;
+  int infer, debug_sync, sync_steps, no_graph;
+} bench_args;
+
+/* 0, 1 after --help, or 2 after a line on stderr. */
+static int parse_args(int argc, char **argv, bench_args *b) {
+  *b = (bench_args){.mode = "acc32", .batch = 128, .steps = 20, .warmup = 5, .seed = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
-    int64_t *num = !strcmp(a, "--batch")    ? &batch
-                   : !strcmp(a, "--steps")  ? &steps
-                   : !strcmp(a, "--warmup") ? &warmup
-                   : !strcmp(a, "--seed")   ? &seed
+    int64_t *num = !strcmp(a, "--batch")    ? &b->batch
+                   : !strcmp(a, "--steps")  ? &b->steps
+                   : !strcmp(a, "--warmup") ? &b->warmup
+                   : !strcmp(a, "--seed")   ? &b->seed
                                             : NULL;
+    const char **str = !strcmp(a, "--mode")            ? &b->mode
+                       : !strcmp(a, "--backward-mode") ? &b->bmode
+                       : !strcmp(a, "--mode-map")      ? &b->map
+                       : !strcmp(a, "--device")        ? &b->device
+                       : !strcmp(a, "--profile")       ? &b->profile
+                                                       : NULL;
+    int *flag = !strcmp(a, "--infer")        ? &b->infer
+                : !strcmp(a, "--debug-sync") ? &b->debug_sync
+                : !strcmp(a, "--sync-steps") ? &b->sync_steps
+                : !strcmp(a, "--no-graph")   ? &b->no_graph
+                                             : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(usage, stdout);
-      return 0;
+      return 1;
     } else if (num && has) {
       *num = strcmp(a, "--warmup") == 0 && strcmp(argv[i + 1], "0") == 0 ? 0 : positive(argv[i + 1]);
       if (*num < 0) {
@@ -97,93 +123,108 @@ int amd_cmd_bench(int argc, char **argv) {
         return 2;
       }
       i++;
-    } else if (!strcmp(a, "--mode") && has)
-      mode = argv[++i];
-    else if (!strcmp(a, "--backward-mode") && has)
-      bmode = argv[++i];
-    else if (!strcmp(a, "--mode-map") && has)
-      map = argv[++i];
-    else if (!strcmp(a, "--device") && has)
-      device = argv[++i];
-    else if (!strcmp(a, "--profile") && has)
-      profile = argv[++i];
-    else if (!strcmp(a, "--infer"))
-      infer = 1;
-    else if (!strcmp(a, "--debug-sync"))
-      debug_sync = 1;
-    else if (a[0] == '-' || model) {
+    } else if (str && has) {
+      *str = argv[++i];
+    } else if (flag) {
+      *flag = 1;
+    } else if (a[0] == '-' || b->model) {
       fprintf(stderr, "amdnn-onnx bench: unknown or incomplete argument '%s'\n\n%s", a, usage);
       return 2;
-    } else
-      model = a;
+    } else {
+      b->model = a;
+    }
   }
-  if (!model) {
+  if (!b->model) {
     fprintf(stderr, "amdnn-onnx bench: MODEL is required\n\n%s", usage);
     return 2;
   }
+  return 0;
+}
+
+/* The warm-up and the timed steps: *secs, the last step's loss. Training
+ * steps go through the step API of train (src/train/step.h): the pipeline
+ * that train would choose for one process, CUDA graphs included. */
+static int time_steps(const bench_args *b, amd_trainer *t, const amd_tensor *x, int64_t *labels, double *secs,
+                      double *loss, amd_status *st) {
+  amd_optim opt;
+  if (amd_optim_init("sgd", &opt, st)) return -1;
+  opt.momentum = 0.9;
+  float *opt_state = calloc((size_t)(t->n_floats ? t->n_floats : 1), sizeof *opt_state);
+  if (!opt_state) return amd_fail(st, "out of memory");
+  const amd_step_opts so = {b->sync_steps, b->no_graph, b->profile != NULL, b->debug_sync, 0};
+  amd_stepper sp;
+  amd_step_result res = {0};
+  int rc = -1;
+  double t0 = 0;
+  if (!b->infer && amd_step_init(&sp, t, NULL, &opt, opt_state, t->n_floats, 0.0f, &so, st)) goto out;
+  for (int64_t s = 0; s < b->warmup + b->steps; s++) {
+    if (s == b->warmup) {
+      if (!b->infer && amd_step_flush(&sp, &res, st)) goto out; /* the untimed steps are over */
+      if (b->profile) amd_prof_start(); /* the timed steps only */
+      t0 = now_s();
+    }
+    amd_batch_stats bs = {0};
+    if (b->infer) {
+      if (amd_trainer_eval(t, x, labels, &bs, NULL, st)) goto out; /* reads the loss back: synchronises */
+      *loss = bs.loss_sum / (double)b->batch;
+    } else {
+      const amd_step_batch in = {x, labels, b->batch, b->batch, 1, 0, s, s, 0.01, 1.0};
+      if (amd_step_run(&sp, &in, &res, st) || (!sp.deferred && amd_step_apply(&sp, 0.01, s + 1, 1.0, st))) goto out;
+      if (res.ready) *loss = res.loss;
+    }
+    if (s == 0) { /* now the logits' shape gives the classes: labels spread over them */
+      const amd_tensor *z = &t->run.vals[t->logits_value];
+      int64_t classes = z->rank >= 2 && z->dims[1] > 0 ? z->dims[1] : 1;
+      for (int64_t i = 0; i < b->batch; i++) labels[i] = (i * 7 + b->seed) % classes;
+    }
+  }
+  if (!b->infer && amd_step_flush(&sp, &res, st)) goto out; /* the last step */
+  if (res.ready) *loss = res.loss;
+  if (amd_trainer_sync_host(t, NULL, 0, st)) goto out; /* drains the device's queue */
+  *secs = now_s() - t0;
+  rc = 0;
+out:
+  free(opt_state);
+  return rc;
+}
+
+int amd_cmd_bench(int argc, char **argv) {
+  bench_args b;
+  int prc = parse_args(argc, argv, &b);
+  if (prc) return prc == 1 ? 0 : prc;
   amd_status st = {{0}};
   amd_graph *g = NULL;
   amd_trainer t = {0};
   amd_tensor x = {0};
   amd_mode_set modes = {0};
-  int64_t *labels = calloc((size_t)batch, sizeof *labels); /* class 0 until the first step shows the classes */
-  float *opt_state = NULL;
+  int64_t *labels = calloc((size_t)b.batch, sizeof *labels); /* class 0 until the first step shows the classes */
   int rc = 1;
-  amd_optim opt;
   if (!labels) {
     amd_fail(&st, "out of memory");
     goto fail;
   }
-  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, bmode, &modes, &st)) goto fail;
+  if (amd_graph_load(b.model, 0, &g, &st) || amd_mode_apply(g, b.mode, b.map, b.bmode, &modes, &st)) goto fail;
   if (g->n_inputs != 1) {
     amd_fail(&st, "bench needs a model with one input (this one has %d)", g->n_inputs);
     goto fail;
   }
-  if (random_input(g, batch, (uint64_t)seed, &x, &st)) goto fail;
+  if (random_input(g, b.batch, (uint64_t)b.seed, &x, &st)) goto fail;
   if (amd_trainer_init(&t, g, NULL, &st)) goto fail;
-  if (t.warning[0] && !infer) fprintf(stderr, "amdnn-onnx bench: warning: %s\n", t.warning);
+  if (t.warning[0] && !b.infer) fprintf(stderr, "amdnn-onnx bench: warning: %s\n", t.warning);
   const amd_backend *be;
-  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  if (amd_cli_backend(b.device, b.debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("bench", g, be);
-  if (amd_optim_init("sgd", &opt, &st)) goto fail;
-  opt.momentum = 0.9;
-  opt_state = calloc((size_t)(t.n_floats ? t.n_floats : 1), sizeof *opt_state);
-  if (!opt_state) {
-    amd_fail(&st, "out of memory");
-    goto fail;
-  }
-  if (profile && amd_cli_check_writable(profile, "the --profile table", &st)) goto fail;
-  double t0 = 0, loss = 0;
-  for (int64_t s = 0; s < warmup + steps; s++) {
-    if (s == warmup) {
-      if (profile) amd_prof_start(); /* the timed steps only */
-      t0 = now_s();
-    }
-    amd_batch_stats bs = {0};
-    if (infer) {
-      if (amd_trainer_eval(&t, &x, labels, &bs, NULL, &st)) goto fail; /* reads the loss back: synchronises */
-      loss = bs.loss_sum / (double)batch;
-    } else if (amd_trainer_step_grads(&t, &x, labels, 0.0f, 1.0f, &loss, NULL, &st) ||
-               amd_trainer_optim_step(&t, &opt, 0.01, s + 1, opt_state, t.n_floats, 0, &st) ||
-               amd_trainer_update_stats(&t, &st)) {
-      goto fail;
-    }
-    if (s == 0) { /* now the logits' shape gives the classes: labels spread over them */
-      const amd_tensor *z = &t.run.vals[t.logits_value];
-      int64_t classes = z->rank >= 2 && z->dims[1] > 0 ? z->dims[1] : 1;
-      for (int64_t i = 0; i < batch; i++) labels[i] = (i * 7 + seed) % classes;
-    }
-  }
-  if (amd_trainer_sync_host(&t, NULL, 0, &st)) goto fail; /* drains the device's queue */
-  double secs = now_s() - t0;
+  if (b.profile && amd_cli_check_writable(b.profile, "the --profile table", &st)) goto fail;
+  double secs = 0, loss = 0;
+  if (time_steps(&b, &t, &x, labels, &secs, &loss, &st)) goto fail;
   printf(
       "bench %s: %s, batch %lld, mode %s%s%s, %s: %.0f images/s, %.3f ms/step over %lld steps (%lld untimed "
       "before; last loss %.4g)\n",
-      model, infer ? "inference" : "training", (long long)batch, mode, bmode ? ", backward " : "",
-      bmode ? bmode : "", be->name, (double)(batch * steps) / secs, 1000.0 * secs / (double)steps,
-      (long long)steps, (long long)warmup, loss);
+      b.model, b.infer ? "inference" : "training", (long long)b.batch, b.mode, b.bmode ? ", backward " : "",
+      b.bmode ? b.bmode : "", be->name, (double)(b.batch * b.steps) / secs, 1000.0 * secs / (double)b.steps,
+      (long long)b.steps, (long long)b.warmup, loss);
   amd_cli_device_memory_note("bench", be);
-  if (profile && amd_prof_report(stdout, profile, secs, steps, &st)) goto fail;
+  if (b.profile && amd_prof_report(stdout, b.profile, secs, b.steps, &st)) goto fail;
   rc = 0;
   goto done;
 fail:
@@ -195,6 +236,5 @@ done:
   amd_tensor_free(&x);
   amd_mode_set_free(&modes);
   free(labels);
-  free(opt_state);
   return rc;
 }

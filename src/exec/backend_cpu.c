@@ -76,8 +76,8 @@ static int cpu_add(float *y, const float *x, int64_t n, amd_status *st) {
 static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                           int64_t n, int guarded, amd_status *st) {
   (void)guarded; /* no step_end: never a guard */
-  (void)st;
-  amd_optim_step(o, lr, t, p, g, state, n);
+  if (amd_optim_step(o, lr, t, p, g, state, n)) /* an unknown kind: nothing changed */
+    return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)o->kind);
   return 0;
 }
 

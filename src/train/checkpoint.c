@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,4 +550,124 @@ int amd_ckpt_find_latest(const char *dir, char *path, size_t path_len, char *war
                   "checkpoint dir %s: %d checkpoint file(s) but none verifies (last error: %s); move them "
                   "away to start over",
                   dir, skipped, vst.msg);
+}
+
+/* ------------------------------------------------------ training checkpoints */
+
+#define STATE_VERSION_SECTION "train_state_version"
+#define STATE_SECTION "train_state"
+#define STATE_V1_SECTION "position" /* version 1: a raw C struct */
+
+/* The schema of "train_state": every field of amd_train_state in this order,
+ * each as 8 bytes little-endian (integers as two's complement, doubles as
+ * their IEEE-754 bits). A new field, a removed one or a changed meaning is a
+ * new AMD_TRAIN_STATE_VERSION. */
+static const size_t state_fields[] = {
+    offsetof(amd_train_state, epoch),       offsetof(amd_train_state, batch),
+    offsetof(amd_train_state, step),        offsetof(amd_train_state, seen),
+    offsetof(amd_train_state, loss_sum),    offsetof(amd_train_state, top1),
+    offsetof(amd_train_state, train_seconds), offsetof(amd_train_state, aug_rng),
+    offsetof(amd_train_state, dropout_rng), offsetof(amd_train_state, model_hash),
+    offsetof(amd_train_state, loss_scale),  offsetof(amd_train_state, scale_good),
+    offsetof(amd_train_state, skipped),
+};
+#define N_STATE_FIELDS (sizeof state_fields / sizeof state_fields[0])
+#define STATE_BYTES (8 * N_STATE_FIELDS)
+
+static void state_encode(const amd_train_state *s, unsigned char *out) {
+  for (size_t i = 0; i < N_STATE_FIELDS; i++) {
+    uint64_t v;
+    memcpy(&v, (const char *)s + state_fields[i], 8);
+    put_u64(out + 8 * i, v);
+  }
+}
+
+static void state_decode(const unsigned char *in, amd_train_state *s) {
+  memset(s, 0, sizeof *s);
+  for (size_t i = 0; i < N_STATE_FIELDS; i++) {
+    uint64_t v = get_u64(in + 8 * i);
+    memcpy((char *)s + state_fields[i], &v, 8);
+  }
+}
+
+/* The sections of c in file order; state_buf: the encoded state (and the
+ * version) for writing, or where reading puts them. */
+static int train_sections(amd_train_ckpt *c, unsigned char *version, unsigned char *state_buf,
+                          amd_ckpt_section *s) {
+  int n = 0;
+  s[n++] = (amd_ckpt_section){STATE_VERSION_SECTION, version, 4};
+  s[n++] = (amd_ckpt_section){"params", c->params, (size_t)c->n_params * sizeof(float)};
+  s[n++] = (amd_ckpt_section){"optimizer", c->opt, (size_t)c->n_opt * sizeof(float)};
+  s[n++] = (amd_ckpt_section){"bn_statistics", c->bn, (size_t)c->n_bn * sizeof(float)};
+  s[n++] = (amd_ckpt_section){STATE_SECTION, state_buf, STATE_BYTES};
+  s[n++] = (amd_ckpt_section){"config", c->config, c->config_bytes};
+  s[n++] = (amd_ckpt_section){"metrics", c->metrics, c->metrics_bytes};
+  return n;
+}
+
+int amd_train_ckpt_write(const char *dir, const amd_train_ckpt *c, int keep, amd_status *st) {
+  unsigned char version[4], state[STATE_BYTES];
+  amd_ckpt_section s[8];
+  put_u32(version, AMD_TRAIN_STATE_VERSION);
+  state_encode(&c->state, state);
+  int n = train_sections((amd_train_ckpt *)c, version, state, s); /* written, not changed */
+  return amd_ckpt_write(dir, c->state.step, s, n, keep, st);
+}
+
+int amd_train_ckpt_version(const char *path, uint32_t *version, amd_status *st) {
+  if (!path) return amd_fail(st, "checkpoint: no path given");
+  ck_reader r;
+  if (open_reader(&r, path, st) != 0) return -1;
+  const amd_ckpt_section req[2] = {{STATE_VERSION_SECTION, NULL, 0}, {STATE_V1_SECTION, NULL, 0}};
+  uint64_t off[2], size[2];
+  uint32_t crc[2];
+  unsigned char v[4];
+  int rc = scan(&r, req, 2, off, size, crc, st);
+  if (rc == 0 && off[0] == UINT64_MAX) {
+    *version = 1;
+    if (off[1] == UINT64_MAX) rc = amd_fail(st, "checkpoint %s: not a training checkpoint (no training state)", path);
+  } else if (rc == 0 && size[0] != 4) {
+    rc = amd_fail(st, "checkpoint %s: section '%s' holds %" PRIu64 " bytes, expected 4", path,
+                  STATE_VERSION_SECTION, size[0]);
+  } else if (rc == 0) {
+    if (fseeko(r.f, (off_t)off[0], SEEK_SET) != 0 || fread(v, 1, 4, r.f) != 4 || crc_update(0, v, 4) != crc[0])
+      rc = amd_fail(st, "checkpoint %s: cannot read section '%s' (changed while reading?)", path,
+                    STATE_VERSION_SECTION);
+    else
+      *version = get_u32(v);
+  }
+  fclose(r.f);
+  return rc;
+}
+
+int amd_train_ckpt_read(const char *path, amd_train_ckpt *c, amd_status *st) {
+  uint32_t found;
+  if (amd_train_ckpt_version(path, &found, st)) return -1;
+  if (found != AMD_TRAIN_STATE_VERSION)
+    return amd_fail(st,
+                    "checkpoint %s: training state version %" PRIu32 "; this build reads version %u (%s: "
+                    "resume it with the build that wrote it, or move it away to start over)",
+                    path, found, AMD_TRAIN_STATE_VERSION,
+                    found < AMD_TRAIN_STATE_VERSION ? "written by an older build" : "written by a newer build");
+  unsigned char version[4], state[STATE_BYTES];
+  amd_ckpt_section s[8];
+  int n = train_sections(c, version, state, s);
+  if (amd_ckpt_read(path, s, n, st)) return -1;
+  if (get_u32(version) != AMD_TRAIN_STATE_VERSION) /* the file changed between the two reads */
+    return amd_fail(st, "checkpoint %s: changed while reading (training state version %" PRIu32 ")", path,
+                    get_u32(version));
+  state_decode(state, &c->state);
+  return 0;
+}
+
+int amd_train_ckpt_parts(amd_train_ckpt *c, void **bufs, size_t *sizes) {
+  unsigned char dummy[4];
+  amd_ckpt_section s[8];
+  int n = train_sections(c, dummy, NULL, s), k = 0;
+  for (int i = 1; i < n; i++) { /* not the version */
+    int is_state = strcmp(s[i].name, STATE_SECTION) == 0;
+    bufs[k] = is_state ? (void *)&c->state : s[i].data;
+    sizes[k++] = is_state ? sizeof c->state : s[i].bytes;
+  }
+  return k;
 }

@@ -80,4 +80,66 @@ int amd_ckpt_read(const char *path, amd_ckpt_section *secs, int n, amd_status *s
  * with the reason in st otherwise. */
 int amd_ckpt_verify(const char *path, amd_status *st);
 
+/* ------------------------------------------------------------------------
+ * The training checkpoint (amdnn-onnx train): what a resumed run needs to
+ * continue bit for bit, in these sections:
+ *   "train_state_version"  u32, AMD_TRAIN_STATE_VERSION
+ *   "params"               the parameter block (floats, host order)
+ *   "optimizer"            the optimizer state blocks
+ *   "bn_statistics"        the BatchNormalization statistics, in graph order
+ *   "train_state"          amd_train_state, field by field (table in
+ *                          checkpoint.c), each 8 bytes little-endian
+ *   "config"               the options a resume must share (NUL-padded text)
+ *   "metrics"              the metrics TSV so far (NUL-padded text)
+ * Version 1 (no "train_state_version"; a raw C struct "position") is what
+ * builds before the version was written made: refused like any other
+ * version but this one, with a message naming both. */
+#define AMD_TRAIN_STATE_VERSION 2u
+
+typedef struct amd_train_state {
+  int64_t epoch;        /* 0-based epoch in progress */
+  int64_t batch;        /* next batch index in that epoch */
+  int64_t step;         /* optimizer steps done */
+  int64_t seen;         /* training samples in the epoch so far */
+  double loss_sum;      /* partial epoch sums */
+  int64_t top1;
+  double train_seconds; /* training time so far (for the hours column) */
+  uint64_t aug_rng;     /* the augmentation stream (crops, flips, cutout) */
+  uint64_t dropout_rng; /* the dropout stream (the trainer's ctx.rng) */
+  uint64_t model_hash;  /* the model file's hash: a checkpoint resumes only its model */
+  double loss_scale;    /* fp16 dynamic loss scaling (1 when unused) */
+  int64_t scale_good;   /* finite steps since the scale last changed */
+  int64_t skipped;      /* steps skipped for overflowing gradients */
+} amd_train_state;
+
+/* The buffers of a training checkpoint (byte images, written and read in
+ * place) and its state. */
+typedef struct amd_train_ckpt {
+  float *params;
+  int64_t n_params;
+  float *opt;
+  int64_t n_opt;
+  float *bn;
+  int64_t n_bn;
+  char *config;
+  size_t config_bytes;
+  char *metrics;
+  size_t metrics_bytes;
+  amd_train_state state;
+} amd_train_ckpt;
+
+/* Writes c as DIR/ckpt-<c->state.step> (amd_ckpt_write, keeping `keep`). */
+int amd_train_ckpt_write(const char *dir, const amd_train_ckpt *c, int keep, amd_status *st);
+/* Reads the checkpoint at path into c's buffers (each of c's sizes) and
+ * c->state. A checkpoint of another training-state version is refused
+ * before anything is read: "... training state version F; this build reads
+ * version E ...". */
+int amd_train_ckpt_read(const char *path, amd_train_ckpt *c, amd_status *st);
+/* The training state version of the checkpoint at path (1 for a file of the
+ * unversioned format); -1 when it is not a training checkpoint that verifies. */
+int amd_train_ckpt_version(const char *path, uint32_t *version, amd_status *st);
+/* c's buffers as a list, the state as the in-memory struct (sending it
+ * between processes of one build): n (at most 6) pointers and sizes. */
+int amd_train_ckpt_parts(amd_train_ckpt *c, void **bufs, size_t *sizes);
+
 #endif

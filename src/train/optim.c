@@ -89,7 +89,7 @@ int amd_optim_state_blocks(const amd_optim *o) {
 
 int amd_optim_check(const amd_optim *o, amd_status *st) {
   const char *name = amd_optim_name(o);
-  if ((unsigned)o->kind >= 4) return amd_fail(st, "invalid optimizer kind %d", (int)o->kind);
+  if (!amd_optim_known(o)) return amd_fail(st, "invalid optimizer kind %d", (int)o->kind);
   /* !(x >= 0) also rejects NaN */
   if (!(o->momentum >= 0) || !isfinite(o->momentum))
     return amd_fail(st, "%s: invalid momentum %g (must be >= 0)", name, o->momentum);
@@ -201,8 +201,20 @@ AMD_OPTIM_LOOP void rmsprop_loop(const amd_optim_coeffs *c, float *restrict p, c
   }
 }
 
-void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                    int64_t n) {
+int amd_optim_known(const amd_optim *o) {
+  switch (o->kind) {
+  case AMD_OPT_SGD:
+  case AMD_OPT_ADAM:
+  case AMD_OPT_ADAMW:
+  case AMD_OPT_RMSPROP:
+    return 1;
+  }
+  return 0;
+}
+
+int amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+                   int64_t n) {
+  if (!amd_optim_known(o)) return -1; /* no default: an unknown kind changes nothing */
   amd_optim_coeffs c;
   amd_optim_get_coeffs(o, lr, t, &c);
   const int wd = o->weight_decay != 0;
@@ -248,6 +260,7 @@ void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const fl
     }
     break;
   }
+  return 0;
 }
 
 /* ---- schedules ---- */

@@ -39,11 +39,15 @@ int amd_optim_state_blocks(const amd_optim *o);
 /* Checks the hyper-parameters (ranges as PyTorch checks them; Nesterov needs
  * momentum > 0). amd_optim_step assumes a checked optimizer. */
 int amd_optim_check(const amd_optim *o, amd_status *st);
+/* 1 when o->kind is one of the optimizers above (a step of any other is an
+ * error, never a silent fallback to another optimizer). */
+int amd_optim_known(const amd_optim *o);
 /* One step at learning rate lr; t is the 1-based step count (Adam's bias
  * correction). state holds amd_optim_state_blocks() * n floats, zero at t = 1
  * (block b at state + b * n). One branch-free pass over the n values; the
- * result equals PyTorch's single-tensor (foreach=False) step to rounding. */
-void amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
+ * result equals PyTorch's single-tensor (foreach=False) step to rounding.
+ * Returns 0, or -1 without touching p or state when o->kind is not known. */
+int amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                     int64_t n);
 
 /* The float constants of one step, rounded from double as PyTorch rounds its

@@ -1,7 +1,11 @@
 /* Tests of the checkpoint layer (src/train/checkpoint.c): round trips,
  * retention, skipping truncated / bit-flipped / garbage / empty newest files,
  * size-mismatch and missing-section errors, a simulated full disk
- * (AMD_FAULT_WRITE_BYTES) and an unwritable destination. Everything happens in
+ * (AMD_FAULT_WRITE_BYTES), an unwritable destination, and the training
+ * checkpoint (amd_train_ckpt): a round trip of its state, field for field and
+ * bit for bit, and the refusal of another training-state version (a crafted
+ * newer one, and the unversioned format of older builds) with a message
+ * naming the found and the expected version. Everything happens in
  * a fresh temporary folder that is removed at the end. Each case prints its
  * name and result; the run ends with "N passed, N failed" and exits 1 on any
  * failure. */
@@ -458,6 +462,77 @@ static void case_garbage_and_empty(void) {
 
 /* ------------------------------------------------------------------ main */
 
+/* A training checkpoint of small buffers: state, blocks and texts. */
+static float tc_params[6], tc_opt[12], tc_bn[3];
+static char tc_config[64], tc_metrics[128];
+static amd_train_ckpt train_ckpt_of(void) {
+  return (amd_train_ckpt){tc_params, 6, tc_opt, 12, tc_bn, 3, tc_config, sizeof tc_config, tc_metrics,
+                          sizeof tc_metrics, {0}};
+}
+
+static void case_train_state(void) {
+  const char *d = mkdir_case("train_state");
+  amd_status st;
+  for (int i = 0; i < 6; i++) tc_params[i] = 0.25f * (float)i - 1;
+  for (int i = 0; i < 12; i++) tc_opt[i] = 1e-3f * (float)i;
+  for (int i = 0; i < 3; i++) tc_bn[i] = 3.5f + (float)i;
+  snprintf(tc_config, sizeof tc_config, "data=x batch=8");
+  snprintf(tc_metrics, sizeof tc_metrics, "epoch\thours\n1\t0.5\n");
+  amd_train_ckpt w = train_ckpt_of();
+  w.state = (amd_train_state){.epoch = 3, .batch = 17, .step = 1234, .seen = 999, .loss_sum = 0.1 + 0.2,
+                              .top1 = 555, .train_seconds = 1.0 / 3.0, .aug_rng = 0xfedcba9876543210ull,
+                              .dropout_rng = 0x0123456789abcdefull, .model_hash = 0x8000000000000001ull,
+                              .loss_scale = 32768.0, .scale_good = 1999, .skipped = -1};
+  CHECK(amd_train_ckpt_write(d, &w, 2, &st) == 0, "write: %s", st.msg);
+  uint32_t version = 0;
+  CHECK(amd_train_ckpt_version(ck(d, 1234), &version, &st) == 0 && version == AMD_TRAIN_STATE_VERSION,
+        "version %u: %s", (unsigned)version, st.msg);
+  float keep_params[6], keep_opt[12];
+  memcpy(keep_params, tc_params, sizeof keep_params);
+  memcpy(keep_opt, tc_opt, sizeof keep_opt);
+  memset(tc_params, 0, sizeof tc_params), memset(tc_opt, 0, sizeof tc_opt), memset(tc_bn, 0, sizeof tc_bn);
+  memset(tc_config, 0, sizeof tc_config), memset(tc_metrics, 0, sizeof tc_metrics);
+  amd_train_ckpt r = train_ckpt_of();
+  CHECK(amd_train_ckpt_read(ck(d, 1234), &r, &st) == 0, "read: %s", st.msg);
+  CHECK(memcmp(&r.state, &w.state, sizeof r.state) == 0, "the state differs after a round trip");
+  CHECK(memcmp(tc_params, keep_params, sizeof keep_params) == 0 && memcmp(tc_opt, keep_opt, sizeof keep_opt) == 0 && tc_bn[2] == 5.5f &&
+            strcmp(tc_config, "data=x batch=8") == 0 && strncmp(tc_metrics, "epoch", 5) == 0,
+        "blocks or texts differ after a round trip");
+
+  /* a newer build's checkpoint: version 7, same sections otherwise */
+  unsigned char v7[4] = {7, 0, 0, 0}, state[8 * 13] = {0};
+  amd_ckpt_section s7[7] = {{"train_state_version", v7, 4}, {"params", tc_params, sizeof tc_params},
+                            {"optimizer", tc_opt, sizeof tc_opt},   {"bn_statistics", tc_bn, sizeof tc_bn},
+                            {"train_state", state, sizeof state},   {"config", tc_config, sizeof tc_config},
+                            {"metrics", tc_metrics, sizeof tc_metrics}};
+  CHECK(amd_ckpt_write(d, 2000, s7, 7, 5, &st) == 0, "write v7: %s", st.msg);
+  tc_params[0] = 42;
+  r = train_ckpt_of();
+  CHECK(amd_train_ckpt_read(ck(d, 2000), &r, &st) == -1, "version 7 accepted");
+  CHECK(strstr(st.msg, "training state version 7") && strstr(st.msg, P("reads version %u", AMD_TRAIN_STATE_VERSION)) &&
+            strstr(st.msg, "newer"),
+        "message: %s", st.msg);
+  CHECK(tc_params[0] == 42 && r.state.step == 0, "buffers written despite the refusal");
+
+  /* an older build's checkpoint: no version section, the raw struct "position" */
+  unsigned char raw[104] = {0};
+  amd_ckpt_section s1[6] = {{"params", tc_params, sizeof tc_params}, {"optimizer", tc_opt, sizeof tc_opt},
+                            {"bn_statistics", tc_bn, sizeof tc_bn},  {"position", raw, sizeof raw},
+                            {"config", tc_config, sizeof tc_config}, {"metrics", tc_metrics, sizeof tc_metrics}};
+  CHECK(amd_ckpt_write(d, 3000, s1, 6, 5, &st) == 0, "write v1: %s", st.msg);
+  CHECK(amd_train_ckpt_read(ck(d, 3000), &r, &st) == -1, "the unversioned format accepted");
+  CHECK(strstr(st.msg, "training state version 1;") && strstr(st.msg, P("reads version %u", AMD_TRAIN_STATE_VERSION)) &&
+            strstr(st.msg, "older"),
+        "message: %s", st.msg);
+  CHECK(tc_params[0] == 42 && r.state.step == 0, "buffers written despite the refusal");
+
+  /* a checkpoint that is no training checkpoint at all */
+  amd_ckpt_section other[1] = {{"w", tc_opt, sizeof tc_opt}};
+  CHECK(amd_ckpt_write(d, 4000, other, 1, 5, &st) == 0, "write: %s", st.msg);
+  CHECK(amd_train_ckpt_read(ck(d, 4000), &r, &st) == -1 && strstr(st.msg, "not a training checkpoint"),
+        "message: %s", st.msg);
+}
+
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb, (void)flag, (void)ftw;
   return remove(path);
@@ -488,6 +563,7 @@ int main(void) {
       {"simulated disk full (AMD_FAULT_WRITE_BYTES)", case_disk_full},
       {"unwritable destination", case_unwritable},
       {"garbage and empty checkpoint files", case_garbage_and_empty},
+      {"training state: round trip, other versions refused", case_train_state},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     case_failures = 0;

@@ -6,13 +6,16 @@
  *     a long block (vectorised loop + tail) equals element-by-element steps;
  * (b) schedules against torch.optim.lr_scheduler (OneCycleLR, MultiStepLR,
  *     CosineAnnealingLR, LinearLR + cosine), constant/step warm-up by formula;
- * (c) malformed schedule specs and optimizer settings are rejected.
+ * (c) malformed schedule specs and optimizer settings are rejected;
+ * (d) a step of an unknown optimizer kind is an error that changes nothing
+ *     (amd_optim_step and the CPU backend's optim_step), not another optimizer.
  * Prints the largest relative difference of each case; exits 1 on failure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/backend.h"
 #include "train/optim.h"
 
 #include "optim_golden.h"
@@ -171,6 +174,24 @@ static void test_optim_api(void) {
   CHECK(strcmp(amd_optim_name(&(amd_optim){.kind = AMD_OPT_ADAMW}), "adamw") == 0, "name");
 }
 
+static void test_unknown_kind(void) {
+  amd_optim o;
+  amd_status st = {{0}};
+  CHECK(amd_optim_init("rmsprop", &o, &st) == 0, "rmsprop");
+  o.kind = (amd_opt_kind)7;
+  float p[4] = {1, 2, 3, 4}, g[4] = {0.5f, 0.5f, 0.5f, 0.5f}, state[8] = {0};
+  CHECK(!amd_optim_known(&o), "kind 7 known");
+  CHECK(amd_optim_check(&o, &st) < 0, "kind 7 passes the check");
+  CHECK(amd_optim_step(&o, 0.1, 1, p, g, state, 4) < 0, "a step of kind 7 succeeded");
+  CHECK(amd_backend_cpu.optim_step(&o, 0.1, 1, p, g, state, 4, 0, &st) < 0 && strstr(st.msg, "unknown optimizer kind 7"),
+        "the CPU backend's step of kind 7: '%s'", st.msg);
+  int same = 1;
+  for (int i = 0; i < 4; i++) same &= p[i] == (float)(i + 1) && state[i] == 0 && state[4 + i] == 0;
+  CHECK(same, "a step of kind 7 changed the parameters or the state");
+  o.kind = AMD_OPT_RMSPROP;
+  CHECK(amd_optim_known(&o) && amd_optim_step(&o, 0.1, 1, p, g, state, 4) == 0 && p[0] != 1.0f, "rmsprop step");
+}
+
 static void test_schedule_golden(void) {
   for (size_t k = 0; k < sizeof golden_scheds / sizeof golden_scheds[0]; k++) {
     const golden_sched *c = &golden_scheds[k];
@@ -290,6 +311,7 @@ int main(void) {
   test_optim_golden();
   test_block_equals_elementwise();
   test_optim_api();
+  test_unknown_kind();
   test_schedule_golden();
   test_schedule_formula();
   test_schedule_bad();

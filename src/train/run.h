@@ -1,0 +1,95 @@
+/* The training engine of `amdnn-onnx train`: one run from a configuration.
+ *
+ * amd_train_run sets up (model, data, trainer, backend, optimizer, schedule),
+ * resumes from a checkpoint when asked, and loops over epochs and batches: a
+ * seeded permutation per epoch, batch assembly with augmentation, a step
+ * through the pipeline that step.h chooses (deferred with CUDA graphs where
+ * the backend has them, synchronous otherwise), the NaN policy (a step whose
+ * loss or gradients are not finite stops the run with 4 before its update),
+ * fp16 dynamic loss scaling, an evaluation at each epoch's end, the metrics
+ * TSV and plot, checkpoints (every N epochs, minutes or steps; on a signal or
+ * the walltime, then 3) and the trained model at the end. Everything a
+ * resumed run needs to continue bit for bit is in the checkpoint
+ * (checkpoint.h: amd_train_ckpt). Under mpirun each rank trains on its share
+ * of every global batch (dist.h); rank 0 alone writes files.
+ *
+ * What the user sees goes through hooks: progress and epoch results as
+ * structs, other lines as text with a kind; the caller prints them. */
+#ifndef AMD_RUN_H
+#define AMD_RUN_H
+
+#include <stdint.h>
+
+#include "../core/env.h"
+#include "../core/status.h"
+
+typedef struct amd_train_cfg {
+  const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
+      *schedule, *augment, *freeze, *device;
+  int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
+  float lr, momentum, wd, smoothing, ckpt_minutes;
+  double walltime_s;
+  int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
+  int ranks;   /* processes training together (set by amd_train_run) */
+  amd_env env; /* the process's environment (core/env.h: communicator knobs, fault hooks), from the caller */
+} amd_train_cfg;
+
+/* A progress report within an epoch. */
+typedef struct amd_train_progress {
+  int64_t epoch;           /* 0-based */
+  int64_t done, batches;   /* batches done of the epoch's */
+  int64_t seen, seen0;     /* training samples of the epoch so far; when the report clock started */
+  int64_t n_train;         /* training samples per epoch */
+  double loss_sum;         /* the epoch's sums so far */
+  int64_t top1;
+  double elapsed;          /* seconds since the report clock started (the epoch, or the resumed part) */
+} amd_train_progress;
+
+/* An epoch's results. */
+typedef struct amd_train_epoch {
+  int64_t epoch, epochs;   /* 0-based epoch and the run's count */
+  double train_loss, train_acc, test_loss, test_acc;
+  int has_val;
+  double val_loss, val_acc;
+  int64_t val_top1, val_n; /* the validation counts (val_acc = val_top1 / val_n) */
+  double lr;               /* the rate of the epoch's last step */
+  double images_per_s, train_s;
+  double loss_scale;       /* 1: no loss scaling */
+  int64_t skipped;         /* steps skipped for overflowing gradients */
+} amd_train_epoch;
+
+typedef enum amd_train_line {
+  AMD_TRAIN_INFO,         /* a line for stdout */
+  AMD_TRAIN_INFO_FLUSHED, /* a line for stdout, to be shown now (stdout flushed) */
+  AMD_TRAIN_WARNING, /* a warning (stderr) */
+  AMD_TRAIN_ERROR,   /* a message of the run's end, for stderr (a bad step) */
+  AMD_TRAIN_DEBUG,   /* a diagnostic line for stderr, printed as it is */
+} amd_train_line;
+
+struct amd_backend;
+struct amd_graph;
+
+typedef struct amd_train_hooks {
+  void *user;
+  int progress_every_step; /* a progress report after every step (a terminal): else ten per epoch */
+  /* Rank 0, before anything is loaded: checks that the outputs can be written. */
+  int (*prepare)(void *user, const amd_train_cfg *c, amd_status *st);
+  /* The backend of this process (local_rank: its place among the ranks of its node). */
+  int (*backend)(void *user, const amd_train_cfg *c, int local_rank, const struct amd_backend **be, amd_status *st);
+  /* Once the backend runs the model (a note on what it runs natively). */
+  void (*backend_ready)(void *user, const struct amd_graph *g, const struct amd_backend *be);
+  void (*line)(void *user, amd_train_line kind, const char *text);
+  /* p: a progress report; NULL: the epoch's steps are over (a redrawn bar goes). */
+  void (*progress)(void *user, const amd_train_progress *p);
+  void (*epoch)(void *user, const amd_train_epoch *e);
+  /* After the model was written (rank 0) and the run's last lines. */
+  void (*finished)(void *user, const struct amd_backend *be);
+} amd_train_hooks;
+
+/* Runs the training of c (c->ranks is set). Returns the exit code: 0 done,
+ * 1 error (reported on stderr with prog as the prefix), 3 stopped early
+ * (walltime, signal, --stop-after) with a checkpoint, 4 the loss became NaN
+ * or Inf. SIGTERM and SIGINT are handled during the run. */
+int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, const char *prog);
+
+#endif
