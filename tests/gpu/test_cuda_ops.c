@@ -76,7 +76,7 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     else
       din_in[k] = *in[k]; /* shape and index inputs stay on the host */
   }
-  int native = gpu->native(&g.node, (const amd_tensor *const *)dev_in);
+  int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
   if (native != want_native) {
     printf("FAIL %s: native() = %d, expected %d\n", label, native, want_native);
     ok = 0;
@@ -127,12 +127,12 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
      * backend says its backward can (the trainer's fresh buffers), the CPU
      * adding to zeros */
     const unsigned ow =
-        gpu->bwd_overwrite ? gpu->bwd_overwrite(&g.node, (const amd_tensor *const *)dev_in) : 0;
+        gpu->compute->bwd_overwrite ? gpu->compute->bwd_overwrite(&g.node, (const amd_tensor *const *)dev_in) : 0;
     if (rc == 0 && (ow & grad_mask)) {
       for (int k = 0; k < n_in; k++) {
         if (!cdin[k]) continue;
         amd_tensor_free(&cg[k]);
-        gpu->free(&gg[k]);
+        gpu->buf->free(&gg[k]);
         amd_tensor h = {0};
         amd_tensor_set_shape(&cg[k], AMD_FLOAT, in[k]->rank, in[k]->dims);
         amd_tensor_set_shape(&h, AMD_FLOAT, in[k]->rank, in[k]->dims);
@@ -160,19 +160,19 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     }
     for (int k = 0; k < n_in; k++) {
       amd_tensor_free(&cg[k]);
-      if (gg[k].data) gpu->free(&gg[k]);
+      if (gg[k].data) gpu->buf->free(&gg[k]);
     }
     amd_tensor_free(&dy);
-    gpu->free(&ddy);
+    gpu->buf->free(&ddy);
   }
   ok ? passed++ : failed++;
 done:
   for (int o = 0; o < n_out; o++) {
     amd_tensor_free(&cpu_out[o]);
-    if (gpu_out[o].data) gpu->free(&gpu_out[o]);
+    if (gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
   for (int k = 0; k < n_in; k++)
-    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->free(&din_in[k]);
+    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
   free(g.node.attrs);
 }
 
