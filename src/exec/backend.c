@@ -70,8 +70,8 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
   int native = be->compute->supports(n, in);
   /* the fallback downloads the inputs whose data the op reads */
-  unsigned long long mask =
-      native ? (be->compute->host_inputs ? be->compute->host_inputs(n) : 0) : ~(unsigned long long)n->op->fwd_unread_in;
+  unsigned long long mask = native ? (be->compute->host_inputs ? be->compute->host_inputs(n) : 0)
+                                   : ~(unsigned long long)n->op->fwd_unread_in;
   amd_tensor tmp[MAX_IN];
   unsigned char owned[MAX_IN];
   const amd_tensor *view[MAX_IN];

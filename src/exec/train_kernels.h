@@ -20,11 +20,11 @@ typedef struct amd_train_kernels {
    * definition): the per-sample results into rows, a host block of
    * amd_xent_bytes(n) (core/train_types.h), and when dz is non-NULL
    * d(mean loss)/dz * scale into it (not accumulated). Waits for the device. */
-  int (*softmax_xent)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing, float scale,
-                      float *dz, void *rows, amd_status *st);
+  int (*softmax_xent)(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                      float scale, float *dz, void *rows, amd_status *st);
   int (*all_finite)(const float *p, int64_t n, int *ok, amd_status *st); /* *ok = 1: every p[i] finite */
-  int (*scale)(float *p, int64_t n, float f, amd_status *st);             /* p *= f */
-  int (*add)(float *y, const float *x, int64_t n, amd_status *st);        /* y += x */
+  int (*scale)(float *p, int64_t n, float f, amd_status *st);            /* p *= f */
+  int (*add)(float *y, const float *x, int64_t n, amd_status *st);       /* y += x */
   /* One optimizer step exactly as amd_optim_step (optim.c) over n values;
    * state holds u->state_blocks * n floats. An optimizer kind outside
    * 0 .. AMD_OPT_COUNT - 1 is an error. guarded (only where the backend has

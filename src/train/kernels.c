@@ -30,9 +30,9 @@ int amd_train_kernels_add(const amd_train_kernels *k, amd_status *st) {
   return 0;
 }
 
-int amd_train_softmax_xent(const amd_train_kernels *k, const float *z, const int64_t *labels, int64_t n, int64_t c,
-                           float smoothing, float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
-                           amd_status *st) {
+int amd_train_softmax_xent(const amd_train_kernels *k, const float *z, const int64_t *labels, int64_t n,
+                           int64_t c, float smoothing, float scale, float *dz, int64_t *pred,
+                           amd_batch_stats *bs, double *mean, amd_status *st) {
   if (n <= 0) {
     *mean = 0;
     return 0;

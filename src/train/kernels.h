@@ -23,9 +23,9 @@ int amd_train_kernels_add(const amd_train_kernels *k, amd_status *st);
  * host in sample order, added to bs (may be NULL); the mean loss to *mean;
  * when dz is non-NULL d(mean loss)/dz * scale into it (not accumulated);
  * pred (host, may be NULL): the argmax per sample. */
-int amd_train_softmax_xent(const amd_train_kernels *k, const float *z, const int64_t *labels, int64_t n, int64_t c,
-                           float smoothing, float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
-                           amd_status *st);
+int amd_train_softmax_xent(const amd_train_kernels *k, const float *z, const int64_t *labels, int64_t n,
+                           int64_t c, float smoothing, float scale, float *dz, int64_t *pred,
+                           amd_batch_stats *bs, double *mean, amd_status *st);
 /* The kernels' description of one step of o at lr, 1-based step t (optim.h). */
 void amd_optim_update_make(const amd_optim *o, double lr, int64_t t, amd_optim_update *u);
 

@@ -35,7 +35,8 @@ void amd_softmax_xent_rows(const float *logits, const int64_t *labels, int64_t n
   }
 }
 
-double amd_xent_tally(const void *rows, const int64_t *labels, int64_t n, int64_t *pred, amd_batch_stats *bs) {
+double amd_xent_tally(const void *rows, const int64_t *labels, int64_t n, int64_t *pred,
+                      amd_batch_stats *bs) {
   const amd_xent_rows r = amd_xent_rows_of((void *)rows, n);
   double total = 0;
   for (int64_t i = 0; i < n; i++) {

@@ -292,7 +292,8 @@ static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *con
 
 int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *st) {
   amd_graph *g = t->g;
-  if (!amd_train_kernels_for(be->device)) return amd_fail(st, "no training kernels for the %s backend", be->name);
+  if (!amd_train_kernels_for(be->device))
+    return amd_fail(st, "no training kernels for the %s backend", be->name);
   for (int v = 0; v < g->n_values; v++)
     if (!g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
   amd_run_clear(&t->run, NULL);
@@ -302,7 +303,8 @@ int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *s
   size_t bytes = (size_t)t->n_floats * sizeof(float);
   if (be->device != AMD_DEVICE_CPU) {
     t->bparams = t->bgrads = NULL;
-    if (be->buf->mem_alloc((void **)&t->bparams, bytes, st) || be->buf->mem_alloc((void **)&t->bgrads, bytes, st) ||
+    if (be->buf->mem_alloc((void **)&t->bparams, bytes, st) ||
+        be->buf->mem_alloc((void **)&t->bgrads, bytes, st) ||
         be->buf->mem_from_host(t->bparams, t->params, bytes, st)) {
       if (t->bparams) be->buf->mem_free(t->bparams);
       if (t->bgrads) be->buf->mem_free(t->bgrads);
@@ -337,14 +339,16 @@ int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_s
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;
   size_t bytes = (size_t)t->n_floats * sizeof(float);
-  if (be->buf->mem_to_host(t->params, t->bparams, bytes, st) || be->buf->mem_to_host(t->grads, t->bgrads, bytes, st))
+  if (be->buf->mem_to_host(t->params, t->bparams, bytes, st) ||
+      be->buf->mem_to_host(t->grads, t->bgrads, bytes, st))
     return -1;
   for (int i = 0; i < t->n_stats; i++) {
     int v = t->stats[i][1];
     amd_tensor *src = stat_tensor(t, v), *dst = &t->g->values[v].init;
     if (src != dst && be->buf->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st)) return -1;
   }
-  if (opt_state && n_opt && t->bopt && be->buf->mem_to_host(opt_state, t->bopt, (size_t)n_opt * sizeof(float), st))
+  if (opt_state && n_opt && t->bopt &&
+      be->buf->mem_to_host(opt_state, t->bopt, (size_t)n_opt * sizeof(float), st))
     return -1;
   return 0;
 }
@@ -383,7 +387,8 @@ int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_
   if (be->device != AMD_DEVICE_CPU) {
     if (n_opt && (!t->bopt || t->n_bopt != n_opt)) {
       if (device_opt_state(t, n_opt, st)) return -1;
-      if (opt_state && be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st)) return -1;
+      if (opt_state && be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st))
+        return -1;
     }
     state = t->bopt;
   }
@@ -432,8 +437,8 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
   t->dfresh[t->logits_value] = 0; /* the loss writes all of it */
   double t0 = AMD_PROF_T0;
   if (deferred ? be->stream->xent_defer(z->data, n, c, smoothing, dz->data, st)
-               : amd_train_softmax_xent(kernels(t), z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL,
-                                        bs, loss, st))
+               : amd_train_softmax_xent(kernels(t), z->data, labels, n, c, smoothing, loss_scale, dz->data,
+                                        NULL, bs, loss, st))
     return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
 
@@ -577,8 +582,9 @@ int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
     if (!src->data || src->dtype != dst->dtype || amd_tensor_numel(src) != amd_tensor_numel(dst)) continue;
     int rc;
     if (src->device == dst->device)
-      rc = src->device == AMD_DEVICE_CPU ? (memcpy(dst->data, src->data, amd_tensor_nbytes(dst)), 0)
-                                         : t->be->buf->mem_copy(dst->data, src->data, amd_tensor_nbytes(dst), st);
+      rc = src->device == AMD_DEVICE_CPU
+               ? (memcpy(dst->data, src->data, amd_tensor_nbytes(dst)), 0)
+               : t->be->buf->mem_copy(dst->data, src->data, amd_tensor_nbytes(dst), st);
     else if (dst->device == AMD_DEVICE_CPU)
       rc = t->be->buf->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
     else
