@@ -24,9 +24,6 @@
 
 static int is_op(const amd_node *n, const char *name) { return strcmp(n->op->name, name) == 0; }
 
-/* The training kernels of the trainer's device (amd_trainer_set_backend checks there are). */
-static const amd_train_kernels *kernels(const amd_trainer *t) { return amd_train_kernels_for(t->be->device); }
-
 /* Appends a new float value to the graph; returns its index or -1. */
 static int add_value(amd_graph *g, const char *name, amd_status *st) {
   amd_value *nv = realloc(g->values, (size_t)(g->n_values + 1) * sizeof *nv);
@@ -212,6 +209,9 @@ fail:
   amd_trainer_free(t);
   return -1;
 }
+
+/* The training kernels of the trainer's device (amd_trainer_set_backend checks there are). */
+static const amd_train_kernels *kernels(const amd_trainer *t) { return amd_train_kernels_for(t->be->device); }
 
 static void free_dval(amd_trainer *t, amd_tensor *d) {
   if (!d->data) return;
