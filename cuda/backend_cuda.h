@@ -3,10 +3,13 @@
  * amd_backend_cuda is the backend table of src/exec/backend.h: float tensors
  * in device memory (AMD_DEVICE_CUDA), every other dtype on the host; native
  * kernels for the ops the exported CNNs use, the host fallback for the rest;
- * the training primitives (loss, finite check, fused optimizer) on the device.
- * One process uses one GPU: amd_cuda_backend_open selects it, creates the
- * stream, the mode-GEMM context and the caching allocator. Its native()
- * answers without a GPU (for `info`). */
+ * a stream (deferred training steps, CUDA graphs). amd_train_kernels_cuda is
+ * the training kernel set of its device (src/exec/train_kernels.h: loss,
+ * finite check, fused optimizer, batch assembly on the device), to register
+ * with the training code's registry (kernels.h). One process uses one GPU:
+ * amd_cuda_backend_open selects it, creates the stream, the mode-GEMM context
+ * and the caching allocator. Its compute->supports() answers without a GPU
+ * (for `info`). */
 #ifndef AMD_CUDA_BACKEND_H
 #define AMD_CUDA_BACKEND_H
 
@@ -15,8 +18,10 @@ extern "C" {
 #endif
 
 #include "../src/exec/backend.h"
+#include "../src/exec/train_kernels.h"
 
 extern const amd_backend amd_backend_cuda;
+extern const amd_train_kernels amd_train_kernels_cuda;
 
 /* How many CUDA devices are usable; 0 (with the reason in why) when none or
  * no driver. */

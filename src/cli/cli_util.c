@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../exec/backend.h"
+#include "../train/kernels.h"
 #ifdef AMD_HAVE_CUDA
 #include "../../cuda/backend_cuda.h"
 #endif
@@ -93,7 +94,8 @@ int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const
   if (index >= count)
     return amd_fail(st, "--device %s: there %s only %d CUDA device%s", spec, count == 1 ? "is" : "are", count,
                     count == 1 ? "" : "s");
-  return amd_cuda_backend_open(index, debug_sync, be, st);
+  if (amd_cuda_backend_open(index, debug_sync, be, st)) return -1;
+  return amd_train_kernels_add(&amd_train_kernels_cuda, st); /* its device's training kernels */
 #else
   (void)debug_sync;
   (void)index;
@@ -110,7 +112,7 @@ const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, 
   char list[1024] = "";
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *nd = &g->nodes[i];
-    if (be->native(nd, NULL)) {
+    if (be->compute->supports(nd, NULL)) {
       native++;
       continue;
     }

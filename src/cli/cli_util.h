@@ -20,7 +20,8 @@ struct amd_status;
 /* The backend for --device SPEC: "cpu", "cuda" or "cuda:N"; NULL picks cuda:0
  * when this build has the CUDA backend and a GPU is present, else the CPU.
  * Asking for cuda without one (or in a build without CUDA) is an error that
- * says which. debug_sync: synchronise after every GPU kernel. */
+ * says which. debug_sync: synchronise after every GPU kernel. The device's
+ * training kernels are registered with it (train/kernels.h). */
 int amd_cli_backend(const char *spec, int debug_sync, const struct amd_backend **be, struct amd_status *st);
 /* The same for one of several ranks on a node: "cuda" or NULL (with a GPU
  * present) pick GPU (local_rank mod GPU count), so that the ranks of a node

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "../core/status.h"
+#include "../core/train_types.h"
 
 /* The most a file header may make the loader allocate for one split's pixels. */
 #define AMD_DATA_MAX_BYTES ((int64_t)1 << 34)
@@ -123,15 +124,10 @@ void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const
                        const amd_augment *aug, uint64_t *rng, float *x, int64_t *y);
 
 /* The same in two parts, so that the pixels can be assembled elsewhere (the
- * CUDA backend's data_batch, from a device copy of the split): _plan makes
- * every random draw (the same sequence as amd_dataset_batch) and fills y;
- * _fill writes the pixels of a plan, as amd_dataset_batch does. */
-typedef struct amd_batch_sample {
-  int64_t src; /* index in the split */
-  int32_t dy, dx,
-      mirror; /* output (i, j) reads source (i + dy, (mirror ? W-1-j : j) + dx); outside: padding */
-  int32_t cut_y0, cut_x0, cut_y1, cut_x1; /* cutout rows [y0, y1) x columns [x0, x1), set to 0; empty: none */
-} amd_batch_sample;
+ * CUDA training kernels' data_batch, from a device copy of the split): _plan
+ * makes every random draw (the same sequence as amd_dataset_batch) and fills
+ * y; _fill writes the pixels of a plan, as amd_dataset_batch does. The plan's
+ * type, amd_batch_sample, is core/train_types.h's. */
 void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
                             const amd_augment *aug, uint64_t *rng, amd_batch_sample *plan, int64_t *y);
 void amd_dataset_batch_fill(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,

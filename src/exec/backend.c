@@ -1,6 +1,6 @@
 /* Running one node through a backend: native kernels or the host fallback
  * (see backend.h). Backend-independent: it only moves tensors with the
- * backend's mem_* functions and calls the op's own CPU code.
+ * backend's buffer functions (mem_*) and calls the op's own CPU code.
  *
  * Host fallback, forward: every input that lives in backend memory is
  * downloaded into a temporary host tensor (except those whose data the op
@@ -24,7 +24,7 @@ int amd_backend_download(const amd_backend *be, const amd_tensor *t, amd_tensor 
     memcpy(dst->data, t->data, bytes);
     return 0;
   }
-  if (be->mem_to_host(dst->data, t->data, bytes, st)) {
+  if (be->buf->mem_to_host(dst->data, t->data, bytes, st)) {
     amd_tensor_free(dst);
     return -1;
   }
@@ -33,12 +33,12 @@ int amd_backend_download(const amd_backend *be, const amd_tensor *t, amd_tensor 
 
 int amd_backend_upload(const amd_backend *be, const amd_tensor *t, amd_tensor *dst, amd_status *st) {
   amd_tensor_set_shape(dst, t->dtype, t->rank, t->dims);
-  if (be->alloc(dst, st)) return -1;
+  if (be->buf->alloc(dst, st)) return -1;
   size_t bytes = amd_tensor_nbytes(t);
   if (!bytes) return 0;
   int rc = dst->device == AMD_DEVICE_CPU ? (memcpy(dst->data, t->data, bytes), 0)
-                                         : be->mem_from_host(dst->data, t->data, bytes, st);
-  if (rc) be->free(dst);
+                                         : be->buf->mem_from_host(dst->data, t->data, bytes, st);
+  if (rc) be->buf->free(dst);
   return rc;
 }
 
@@ -68,10 +68,10 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
                              const amd_tensor *const *in, amd_tensor *out, int shapes_only, amd_status *st) {
   if (n->n_in > MAX_IN || n->n_out > MAX_OUT)
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
-  int native = be->native(n, in);
+  int native = be->compute->supports(n, in);
   /* the fallback downloads the inputs whose data the op reads */
-  unsigned long long mask =
-      native ? (be->host_inputs ? be->host_inputs(n) : 0) : ~(unsigned long long)n->op->fwd_unread_in;
+  unsigned long long mask = native ? (be->compute->host_inputs ? be->compute->host_inputs(n) : 0)
+                                   : ~(unsigned long long)n->op->fwd_unread_in;
   amd_tensor tmp[MAX_IN];
   unsigned char owned[MAX_IN];
   const amd_tensor *view[MAX_IN];
@@ -80,13 +80,14 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
   if (rc == 0) rc = n->op->infer(n, view, out, st);
   int n_alloc = 0;
   /* a native forward writes its outputs in full (not when only shapes are wanted) */
-  int (*alloc_out)(amd_tensor *, amd_status *) = be->alloc_out && !shapes_only ? be->alloc_out : be->alloc;
+  int (*alloc_out)(amd_tensor *, amd_status *) =
+      be->buf->alloc_out && !shapes_only ? be->buf->alloc_out : be->buf->alloc;
   for (int o = 0; rc == 0 && o < n->n_out; o++, n_alloc++)
     rc = native ? alloc_out(&out[o], st) : amd_tensor_alloc(&out[o], st);
   int run_it = !shapes_only;
   for (int o = 0; shapes_only && o < n->n_out; o++) run_it |= out[o].dtype != AMD_FLOAT;
   if (rc == 0 && run_it)
-    rc = native ? be->forward(n, ctx, view, out, st) : n->op->forward(n, ctx, view, out, st);
+    rc = native ? be->compute->forward(n, ctx, view, out, st) : n->op->forward(n, ctx, view, out, st);
   /* the fallback's float outputs move to the backend */
   for (int o = 0; rc == 0 && !native && be->device != AMD_DEVICE_CPU && o < n->n_out; o++) {
     if (out[o].dtype != AMD_FLOAT) continue;
@@ -104,7 +105,7 @@ int amd_backend_forward_node(const amd_backend *be, const amd_node *n, amd_ctx *
       if (out[o].device == AMD_DEVICE_CPU)
         amd_tensor_free(&out[o]);
       else
-        be->free(&out[o]);
+        be->buf->free(&out[o]);
     }
   unstage(n->n_in, tmp, owned);
   return rc;
@@ -115,14 +116,14 @@ int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx 
                               const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   if (n->n_in > MAX_IN || n->n_out > MAX_OUT)
     return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
-  if (be->native(n, in)) {
-    unsigned long long mask = be->host_inputs ? be->host_inputs(n) : 0;
+  if (be->compute->supports(n, in)) {
+    unsigned long long mask = be->compute->host_inputs ? be->compute->host_inputs(n) : 0;
     amd_tensor tmp[MAX_IN];
     unsigned char owned[MAX_IN];
     const amd_tensor *view[MAX_IN];
     memset(view, 0, sizeof view);
     int rc = stage(be, n->n_in, in, mask, tmp, owned, view, st);
-    if (rc == 0) rc = be->backward(n, ctx, view, out, dout, din, st);
+    if (rc == 0) rc = be->compute->backward(n, ctx, view, out, dout, din, st);
     unstage(n->n_in, tmp, owned);
     return rc;
   }
@@ -151,7 +152,7 @@ int amd_backend_backward_node(const amd_backend *be, const amd_node *n, amd_ctx 
   }
   if (rc == 0) rc = n->op->backward(n, ctx, vin, hout, vdout, vdin, st);
   for (int k = 0; rc == 0 && k < n->n_in; k++)
-    if (own_din[k]) rc = be->mem_from_host(din[k]->data, tdin[k].data, amd_tensor_nbytes(&tdin[k]), st);
+    if (own_din[k]) rc = be->buf->mem_from_host(din[k]->data, tdin[k].data, amd_tensor_nbytes(&tdin[k]), st);
   for (int k = 0; k < n->n_in; k++)
     if (own_din[k]) amd_tensor_free(&tdin[k]);
   unstage(n->n_in, tin, own_in);

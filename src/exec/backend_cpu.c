@@ -1,16 +1,13 @@
-/* The CPU backend: host memory, the ops' own forward and backward functions,
- * the training primitives of src/train/ (loss.c, optim.c). Every node is
- * native here, so nothing is ever staged. */
+/* The CPU backend: host memory and the ops' own forward and backward
+ * functions (its training kernels are the CPU reference set, kernels_cpu.c
+ * of the training code). Every node is supported here, so nothing is ever
+ * staged. */
 #include "backend.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../train/loss.h"
-#include "../train/optim.h"
-
-static int cpu_native(const amd_node *n, const amd_tensor *const *in) {
+static int cpu_supports(const amd_node *n, const amd_tensor *const *in) {
   (void)in;
   return n->op->infer && n->op->forward;
 }
@@ -43,66 +40,30 @@ static int cpu_mem_zero(void *p, size_t bytes, amd_status *st) {
   return 0;
 }
 
-static int cpu_softmax_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
-                            float scale, float *dz, int64_t *pred, amd_batch_stats *bs, double *mean,
-                            amd_status *st) {
-  (void)st;
-  *mean = amd_softmax_xent(z, labels, n, c, smoothing, dz, pred, bs);
-  if (dz && scale != 1.0f)
-    for (int64_t i = 0; i < n * c; i++) dz[i] *= scale;
-  return 0;
-}
-
-static int cpu_all_finite(const float *p, int64_t n, int *ok, amd_status *st) {
-  (void)st;
-  int r = 1;
-  for (int64_t i = 0; i < n; i++) r &= isfinite(p[i]) != 0;
-  *ok = r;
-  return 0;
-}
-
-static int cpu_scale(float *p, int64_t n, float f, amd_status *st) {
-  (void)st;
-  for (int64_t i = 0; i < n; i++) p[i] *= f;
-  return 0;
-}
-
-static int cpu_add(float *y, const float *x, int64_t n, amd_status *st) {
-  (void)st;
-  for (int64_t i = 0; i < n; i++) y[i] += x[i];
-  return 0;
-}
-
-static int cpu_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
-                          int64_t n, int guarded, amd_status *st) {
-  (void)guarded; /* no step_end: never a guard */
-  if (amd_optim_step(o, lr, t, p, g, state, n)) /* an unknown kind: nothing changed */
-    return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)o->kind);
-  return 0;
-}
-
-const amd_backend amd_backend_cpu = {
-    .name = "cpu",
-    .device = AMD_DEVICE_CPU,
-    .native = cpu_native,
-    .host_inputs = NULL,
+static const amd_buffers cpu_buffers = {
     .alloc = amd_tensor_alloc,
     .alloc_out = NULL, /* calloc is cheap next to the CPU ops */
-    .bwd_overwrite = NULL,
     .free = amd_tensor_free,
-    .forward = cpu_forward,
-    .backward = cpu_backward,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = free,
     .mem_to_host = cpu_memcpy,
     .mem_from_host = cpu_memcpy,
     .mem_copy = cpu_memcpy,
     .mem_zero = cpu_mem_zero,
-    .softmax_xent = cpu_softmax_xent,
-    .all_finite = cpu_all_finite,
-    .scale = cpu_scale,
-    .add = cpu_add,
-    .optim_step = cpu_optim_step,
-    .data_batch = NULL, /* amd_dataset_batch writes host memory directly */
-    .step_begin = NULL, /* nothing to overlap: every step has its loss at once */
+};
+
+static const amd_compute cpu_compute = {
+    .supports = cpu_supports,
+    .host_inputs = NULL,
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+    .bwd_overwrite = NULL,
+};
+
+const amd_backend amd_backend_cpu = {
+    .name = "cpu",
+    .device = AMD_DEVICE_CPU,
+    .buf = &cpu_buffers,
+    .compute = &cpu_compute,
+    .stream = NULL, /* nothing to overlap: every step has its loss at once */
 };

@@ -83,14 +83,14 @@ int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
 static void free_inits(amd_run *r, int keep_preset) {
   for (int i = 0; r->inits && i < r->g->n_values; i++) {
     if (r->init_owned[i] == 2 && keep_preset) continue;
-    if (r->init_owned[i] == 1) r->be->free(&r->inits[i]);
+    if (r->init_owned[i] == 1) r->be->buf->free(&r->inits[i]);
     r->init_owned[i] = 0;
     memset(&r->inits[i], 0, sizeof r->inits[i]);
   }
 }
 
 void amd_run_set_init(amd_run *r, int v, const amd_tensor *t) {
-  if (r->init_owned[v] == 1) r->be->free(&r->inits[v]);
+  if (r->init_owned[v] == 1) r->be->buf->free(&r->inits[v]);
   r->inits[v] = *t;
   r->init_owned[v] = 2;
 }
@@ -117,14 +117,14 @@ void amd_run_clear(amd_run *r, const amd_ctx *ctx) {
   for (int i = 0; i < r->g->n_values; i++) {
     if (r->owned[i]) {
       if (r->vals[i].device == AMD_DEVICE_CPU) amd_tensor_free(&r->vals[i]);
-      else be->free(&r->vals[i]);
+      else be->buf->free(&r->vals[i]);
     }
     r->owned[i] = 0;
     memset(&r->vals[i], 0, sizeof r->vals[i]);
   }
   for (int i = 0; r->in_dev && i < r->g->n_inputs; i++)
     if (r->in_dev[i].data) {
-      be->free(&r->in_dev[i]);
+      be->buf->free(&r->in_dev[i]);
       memset(&r->in_dev[i], 0, sizeof r->in_dev[i]);
     }
 }
@@ -160,7 +160,7 @@ static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
 /* Frees a value's tensor wherever it lives. */
 static void free_val(const amd_backend *be, amd_tensor *t) {
   if (t->device == AMD_DEVICE_CPU) amd_tensor_free(t);
-  else be->free(t);
+  else be->buf->free(t);
 }
 
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st) {

@@ -10,10 +10,10 @@ static int upload(amd_batches *b, const amd_backend *be, amd_status *why) {
   const amd_dataset *ds = b->ds;
   const amd_data_split *s = b->split;
   const size_t bytes = (size_t)(s->n * ds->c * ds->h * ds->w) * (s->u8 ? 1 : sizeof(float));
-  if (be->mem_alloc(&b->pixels, bytes, why)) return -1;
-  if (be->mem_from_host(b->pixels, s->u8 ? (const void *)s->u8 : (const void *)s->f32, bytes, why) ||
-      be->alloc(&b->x, why)) {
-    be->mem_free(b->pixels);
+  if (be->buf->mem_alloc(&b->pixels, bytes, why)) return -1;
+  if (be->buf->mem_from_host(b->pixels, s->u8 ? (const void *)s->u8 : (const void *)s->f32, bytes, why) ||
+      be->buf->alloc(&b->x, why)) {
+    be->buf->mem_free(b->pixels);
     b->pixels = NULL;
     return -1;
   }
@@ -26,7 +26,8 @@ int amd_batches_open(amd_batches *b, const amd_backend *be, int host_only, const
   b->ds = ds;
   b->split = split;
   b->x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 4, .dims = {batch, ds->c, ds->h, ds->w}};
-  if (!host_only && be->data_batch && ds->c <= 64 && (split->u8 || split->f32) && split->n > 0) {
+  const amd_train_kernels *tk = amd_train_kernels_for(be->device);
+  if (!host_only && tk && tk->data_batch && ds->c <= 64 && (split->u8 || split->f32) && split->n > 0) {
     b->plan = malloc((size_t)batch * sizeof *b->plan);
     if (!b->plan) return amd_fail(st, "out of memory");
     amd_status why = {{0}};
@@ -37,6 +38,7 @@ int amd_batches_open(amd_batches *b, const amd_backend *be, int host_only, const
         n[3] = ds->mean[c];
       }
       b->be = be;
+      b->tk = tk;
       return 0;
     }
     fprintf(stderr, "%s: batches assembled on the host (the images do not go to %s: %s)\n", what, be->name,
@@ -55,14 +57,14 @@ int amd_batches_make(amd_batches *b, const int64_t *idx, int64_t n, const amd_au
     return 0;
   }
   amd_dataset_batch_plan(b->ds, b->split, idx, n, aug, rng, b->plan, y);
-  return b->be->data_batch(b->pixels, b->split->u8 != NULL, b->ds->c, b->ds->h, b->ds->w, b->norm, b->plan, n,
+  return b->tk->data_batch(b->pixels, b->split->u8 != NULL, b->ds->c, b->ds->h, b->ds->w, b->norm, b->plan, n,
                            b->x.data, st);
 }
 
 void amd_batches_close(amd_batches *b) {
   if (b->be) {
-    b->be->free(&b->x);
-    b->be->mem_free(b->pixels);
+    b->be->buf->free(&b->x);
+    b->be->buf->mem_free(b->pixels);
   } else {
     amd_tensor_free(&b->x);
   }

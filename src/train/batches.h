@@ -1,7 +1,8 @@
 /* Batches of a data split for a backend: the one place where training and
  * evaluation turn sample indices into an input tensor.
  *
- * Where the backend has data_batch (the CUDA backend), the split's pixels are
+ * Where the training kernels of the backend's device have data_batch
+ * (kernels.h; the CUDA set), the split's pixels are
  * copied into backend memory once, at open; each batch is then a plan of the
  * random draws made on the host (amd_dataset_batch_plan, the same sequence as
  * amd_dataset_batch) and one kernel that writes x in backend memory, bit for
@@ -13,11 +14,13 @@
 
 #include "../data/dataset.h"
 #include "../exec/backend.h"
+#include "kernels.h"
 
 typedef struct amd_batches {
   const amd_dataset *ds;
   const amd_data_split *split;
   const amd_backend *be; /* the backend that assembles batches, or NULL: the host */
+  const amd_train_kernels *tk; /* its device's training kernels (be only) */
   void *pixels;          /* the split in backend memory (be only) */
   float norm[4 * 64];    /* per channel: scale, shift, inv, mean (amd_dataset_batch_norm) */
   amd_batch_sample *plan;

@@ -20,6 +20,7 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../report/profile.h"
+#include "kernels.h"
 #include "trainer.h"
 
 #ifdef AMD_HAVE_MPI
@@ -169,7 +170,7 @@ int amd_dist_use_device(amd_dist *d, const amd_backend *be, amd_status *st) {
 
 /* Frees the BN scratch in the memory it came from. */
 static void free_scratch(amd_dist *d) {
-  if (d->scratch && d->scratch_be) d->scratch_be->mem_free(d->scratch);
+  if (d->scratch && d->scratch_be) d->scratch_be->buf->mem_free(d->scratch);
   d->scratch = NULL;
   d->n_scratch = 0;
   d->scratch_be = NULL;
@@ -364,7 +365,7 @@ static int grads_summed(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   if (n_local > 0)
     rc = amd_trainer_step_grads(t, x, labels, smoothing, scale, loss, bs, st);
   else
-    rc = t->be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st);
+    rc = t->be->buf->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st);
   t->backward_progress = NULL;
   t->progress_user = NULL;
   if (rc) return -1;
@@ -426,7 +427,7 @@ int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
   for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(amd_trainer_stat(t, s));
   if (n > d->n_scratch || d->scratch_be != be) {
     free_scratch(d);
-    if (be->mem_alloc((void **)&d->scratch, (size_t)n * sizeof(float), st)) return -1;
+    if (be->buf->mem_alloc((void **)&d->scratch, (size_t)n * sizeof(float), st)) return -1;
     d->scratch_be = be;
     d->n_scratch = n;
   }
@@ -434,20 +435,21 @@ int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
   for (int s = 0; s < t->n_stats; s++) {
     const amd_tensor *x = amd_trainer_stat(t, s);
     size_t bytes = amd_tensor_nbytes(x);
-    if (x->device == be->device ? be->mem_copy(p, x->data, bytes, st)
-                                : be->mem_from_host(p, x->data, bytes, st))
+    if (x->device == be->device ? be->buf->mem_copy(p, x->data, bytes, st)
+                                : be->buf->mem_from_host(p, x->data, bytes, st))
       return -1;
     p += amd_tensor_numel(x);
   }
   if (d->ops->allreduce_f32(d, d->scratch, n, st))
     return amd_fail_prefix(st, "all-reduce of the BN statistics");
-  if (be->scale(d->scratch, n, 1.0f / (float)d->size, st)) return -1;
+  /* the trainer's backend has training kernels (amd_trainer_set_backend) */
+  if (amd_train_kernels_for(be->device)->scale(d->scratch, n, 1.0f / (float)d->size, st)) return -1;
   p = d->scratch;
   for (int s = 0; s < t->n_stats; s++) {
     amd_tensor *x = amd_trainer_stat(t, s);
     size_t bytes = amd_tensor_nbytes(x);
-    if (x->device == be->device ? be->mem_copy(x->data, p, bytes, st)
-                                : be->mem_to_host(x->data, p, bytes, st))
+    if (x->device == be->device ? be->buf->mem_copy(x->data, p, bytes, st)
+                                : be->buf->mem_to_host(x->data, p, bytes, st))
       return -1;
     p += amd_tensor_numel(x);
   }

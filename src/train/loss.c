@@ -4,9 +4,9 @@
 
 #include <math.h>
 
-double amd_softmax_xent(const float *logits, const int64_t *labels, int64_t n, int64_t c, float smoothing,
-                        float *dlogits, int64_t *pred, amd_batch_stats *bs) {
-  double total = 0;
+void amd_softmax_xent_rows(const float *logits, const int64_t *labels, int64_t n, int64_t c, float smoothing,
+                           float scale, float *dlogits, void *rows) {
+  amd_xent_rows r = amd_xent_rows_of(rows, n);
   for (int64_t i = 0; i < n; i++) {
     const float *z = logits + i * c;
     int64_t y = labels[i];
@@ -19,22 +19,33 @@ double amd_softmax_xent(const float *logits, const int64_t *labels, int64_t n, i
     double log_sum = log(sum);
     for (int64_t j = 0; j < c; j++) sum_logp += (double)z[j] - mx - log_sum;
     double logp_y = (double)z[y] - mx - log_sum;
-    double loss = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
-    total += loss;
+    r.loss[i] = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
     if (dlogits)
       for (int64_t j = 0; j < c; j++) {
         double p = exp((double)z[j] - mx - log_sum);
         double q = (j == y ? 1.0 - smoothing : 0.0) + smoothing / (double)c;
-        dlogits[i * c + j] = (float)((p - q) / (double)n);
+        float d = (float)((p - q) / (double)n);
+        dlogits[i * c + j] = scale != 1.0f ? d * scale : d;
       }
     /* top-5: the label's rank is the number of logits strictly above it */
     int64_t above = 0;
     for (int64_t j = 0; j < c; j++) above += z[j] > z[y];
+    r.arg[i] = arg;
+    r.above[i] = above;
+  }
+}
+
+double amd_xent_tally(const void *rows, const int64_t *labels, int64_t n, int64_t *pred,
+                      amd_batch_stats *bs) {
+  const amd_xent_rows r = amd_xent_rows_of((void *)rows, n);
+  double total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    total += r.loss[i];
     if (bs) {
-      bs->top1 += arg == y;
-      bs->top5 += above < 5;
+      bs->top1 += r.arg[i] == labels[i];
+      bs->top5 += r.above[i] < 5;
     }
-    if (pred) pred[i] = arg;
+    if (pred) pred[i] = r.arg[i];
   }
   if (bs) {
     bs->loss_sum += total;

@@ -11,22 +11,9 @@
 #include <stdint.h>
 
 #include "../core/status.h"
+#include "../core/train_types.h"
 
-typedef enum amd_opt_kind { AMD_OPT_SGD, AMD_OPT_ADAM, AMD_OPT_ADAMW, AMD_OPT_RMSPROP } amd_opt_kind;
-
-typedef struct amd_optim {
-  amd_opt_kind kind;
-  /* Hyper-parameters are doubles, as PyTorch's are (Python floats): the
-   * per-step constants (1 - beta1, 1 - lr * wd, bias corrections) are formed
-   * in double and rounded to float once, exactly where PyTorch rounds them. */
-  double momentum;     /* SGD / RMSprop momentum (0: none) */
-  int nesterov;        /* SGD (needs momentum > 0) */
-  double beta1, beta2; /* Adam / AdamW (0.9, 0.999) */
-  double eps;          /* Adam / AdamW 1e-8, RMSprop 1e-8 */
-  double alpha;        /* RMSprop smoothing (0.99) */
-  double weight_decay; /* coupled (added to the gradient) except AdamW (decoupled); 0 by default
-                          except AdamW, whose PyTorch default is 0.01 */
-} amd_optim;
+/* amd_opt_kind, amd_optim (the optimizer description): core/train_types.h */
 
 /* Sets *o to the defaults of the named optimizer ("sgd", "adam", "adamw",
  * "rmsprop"); an unknown name is an error listing the choices. */
@@ -50,21 +37,8 @@ int amd_optim_known(const amd_optim *o);
 int amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const float *g, float *state,
                     int64_t n);
 
-/* The float constants of one step, rounded from double as PyTorch rounds its
- * Python-float scalars, for a fused GPU kernel that must match
- * amd_optim_step (which uses them with the per-element formulas documented
- * in optim.c). Unused fields are 0. */
-typedef struct amd_optim_coeffs {
-  float neg_lr;       /* -lr (SGD, RMSprop) */
-  float weight_decay; /* coupled decay: g + wd * p */
-  float momentum;     /* SGD / RMSprop */
-  float beta1, one_minus_beta1, beta2, one_minus_beta2;
-  float neg_step_size; /* Adam: -lr / (1 - beta1^t) */
-  float bc2_sqrt;      /* Adam: sqrt(1 - beta2^t) */
-  float eps;
-  float decay;                  /* AdamW: 1 - lr * wd (1 otherwise) */
-  float alpha, one_minus_alpha; /* RMSprop */
-} amd_optim_coeffs;
+/* The float constants of one step (amd_optim_coeffs, core/train_types.h),
+ * rounded from double as PyTorch rounds its Python-float scalars. */
 void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_coeffs *c);
 /* 1 when this build's amd_optim_step uses a fused multiply-add for the fma()
  * steps (optim.c: __FMA__), 0 when it rounds (double)a*b + c to float: a GPU

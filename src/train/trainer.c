@@ -13,6 +13,8 @@
 #include "../exec/backend.h"
 #include "../report/profile.h"
 #include "batches.h"
+#include "kernels.h"
+#include "loss.h"
 #include "optim.h"
 
 #include <math.h>
@@ -209,21 +211,24 @@ fail:
   return -1;
 }
 
+/* The training kernels of the trainer's device (amd_trainer_set_backend checks there are). */
+static const amd_train_kernels *kernels(const amd_trainer *t) { return amd_train_kernels_for(t->be->device); }
+
 static void free_dval(amd_trainer *t, amd_tensor *d) {
   if (!d->data) return;
   if (d->device == AMD_DEVICE_CPU)
     amd_tensor_free(d);
   else
-    t->be->free(d);
+    t->be->buf->free(d);
   d->data = NULL;
 }
 
 /* The backend blocks of a device backend. */
 static void free_device_blocks(amd_trainer *t) {
   if (t->be && t->be->device != AMD_DEVICE_CPU) {
-    t->be->mem_free(t->bparams);
-    t->be->mem_free(t->bgrads);
-    if (t->bopt) t->be->mem_free(t->bopt);
+    t->be->buf->mem_free(t->bparams);
+    t->be->buf->mem_free(t->bgrads);
+    if (t->bopt) t->be->buf->mem_free(t->bopt);
   }
   t->bparams = t->params;
   t->bgrads = t->grads;
@@ -259,8 +264,8 @@ static amd_tensor *grad_of(amd_trainer *t, int v, amd_status *st) {
   if (d->data) return d;
   const amd_tensor *x = &t->run.vals[v];
   amd_tensor_set_shape(d, x->dtype, x->rank, x->dims);
-  const int raw = t->be->alloc_out && t->be->bwd_overwrite;
-  if ((raw ? t->be->alloc_out : t->be->alloc)(d, st)) return NULL;
+  const int raw = t->be->buf->alloc_out && t->be->compute->bwd_overwrite;
+  if ((raw ? t->be->buf->alloc_out : t->be->buf->alloc)(d, st)) return NULL;
   t->dfresh[v] = (unsigned char)raw;
   return d;
 }
@@ -270,7 +275,7 @@ static amd_tensor *grad_of(amd_trainer *t, int v, amd_status *st) {
  * now, for the backward to add to (also one that two inputs share). */
 static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *const *in,
                         amd_tensor *const *din, unsigned *mask, amd_status *st) {
-  const unsigned can = t->be->bwd_overwrite ? t->be->bwd_overwrite(n, in) : 0;
+  const unsigned can = t->be->compute->bwd_overwrite ? t->be->compute->bwd_overwrite(n, in) : 0;
   *mask = 0;
   for (int k = 0; k < n->n_in; k++) {
     if (!din[k] || !t->dfresh[n->in[k]]) continue;
@@ -279,7 +284,7 @@ static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *con
     if (((can >> k) & 1u) && !shared && k < 32) {
       *mask |= 1u << k;
     } else {
-      if (t->be->mem_zero(din[k]->data, amd_tensor_nbytes(din[k]), st)) return -1;
+      if (t->be->buf->mem_zero(din[k]->data, amd_tensor_nbytes(din[k]), st)) return -1;
     }
     t->dfresh[n->in[k]] = 0; /* written by this backward either way */
   }
@@ -288,6 +293,8 @@ static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *con
 
 int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *st) {
   amd_graph *g = t->g;
+  if (!amd_train_kernels_for(be->device))
+    return amd_fail(st, "no training kernels for the %s backend", be->name);
   for (int v = 0; v < g->n_values; v++)
     if (!g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
   amd_run_clear(&t->run, NULL);
@@ -297,10 +304,11 @@ int amd_trainer_set_backend(amd_trainer *t, const amd_backend *be, amd_status *s
   size_t bytes = (size_t)t->n_floats * sizeof(float);
   if (be->device != AMD_DEVICE_CPU) {
     t->bparams = t->bgrads = NULL;
-    if (be->mem_alloc((void **)&t->bparams, bytes, st) || be->mem_alloc((void **)&t->bgrads, bytes, st) ||
-        be->mem_from_host(t->bparams, t->params, bytes, st)) {
-      if (t->bparams) be->mem_free(t->bparams);
-      if (t->bgrads) be->mem_free(t->bgrads);
+    if (be->buf->mem_alloc((void **)&t->bparams, bytes, st) ||
+        be->buf->mem_alloc((void **)&t->bgrads, bytes, st) ||
+        be->buf->mem_from_host(t->bparams, t->params, bytes, st)) {
+      if (t->bparams) be->buf->mem_free(t->bparams);
+      if (t->bgrads) be->buf->mem_free(t->bgrads);
       t->be = &amd_backend_cpu;
       t->ctx.backend = t->be;
       t->bparams = t->params;
@@ -332,14 +340,16 @@ int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_s
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;
   size_t bytes = (size_t)t->n_floats * sizeof(float);
-  if (be->mem_to_host(t->params, t->bparams, bytes, st) || be->mem_to_host(t->grads, t->bgrads, bytes, st))
+  if (be->buf->mem_to_host(t->params, t->bparams, bytes, st) ||
+      be->buf->mem_to_host(t->grads, t->bgrads, bytes, st))
     return -1;
   for (int i = 0; i < t->n_stats; i++) {
     int v = t->stats[i][1];
     amd_tensor *src = stat_tensor(t, v), *dst = &t->g->values[v].init;
-    if (src != dst && be->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st)) return -1;
+    if (src != dst && be->buf->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st)) return -1;
   }
-  if (opt_state && n_opt && t->bopt && be->mem_to_host(opt_state, t->bopt, (size_t)n_opt * sizeof(float), st))
+  if (opt_state && n_opt && t->bopt &&
+      be->buf->mem_to_host(opt_state, t->bopt, (size_t)n_opt * sizeof(float), st))
     return -1;
   return 0;
 }
@@ -347,10 +357,10 @@ int amd_trainer_sync_host(amd_trainer *t, float *opt_state, int64_t n_opt, amd_s
 /* The device copy of the optimizer state, n_opt floats (allocated zeroed on first use). */
 static int device_opt_state(amd_trainer *t, int64_t n_opt, amd_status *st) {
   if (t->bopt && t->n_bopt == n_opt) return 0;
-  if (t->bopt) t->be->mem_free(t->bopt);
+  if (t->bopt) t->be->buf->mem_free(t->bopt);
   t->bopt = NULL;
   t->n_bopt = 0;
-  if (t->be->mem_alloc((void **)&t->bopt, (size_t)n_opt * sizeof(float), st)) return -1;
+  if (t->be->buf->mem_alloc((void **)&t->bopt, (size_t)n_opt * sizeof(float), st)) return -1;
   t->n_bopt = n_opt;
   return 0;
 }
@@ -359,16 +369,16 @@ int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_op
   const amd_backend *be = t->be;
   if (be->device == AMD_DEVICE_CPU) return 0;
   size_t bytes = (size_t)t->n_floats * sizeof(float);
-  if (be->mem_from_host(t->bparams, t->params, bytes, st)) return -1;
+  if (be->buf->mem_from_host(t->bparams, t->params, bytes, st)) return -1;
   for (int i = 0; i < t->n_stats; i++) {
     int v = t->stats[i][1];
     amd_tensor *dst = stat_tensor(t, v), *src = &t->g->values[v].init;
-    if (src != dst && be->mem_from_host(dst->data, src->data, amd_tensor_nbytes(src), st)) return -1;
+    if (src != dst && be->buf->mem_from_host(dst->data, src->data, amd_tensor_nbytes(src), st)) return -1;
   }
   if (!n_opt) return 0;
   if (device_opt_state(t, n_opt, st)) return -1;
-  if (opt_state) return be->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st);
-  return be->mem_zero(t->bopt, (size_t)n_opt * sizeof(float), st);
+  if (opt_state) return be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st);
+  return be->buf->mem_zero(t->bopt, (size_t)n_opt * sizeof(float), st);
 }
 
 int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_t step, float *opt_state,
@@ -378,11 +388,14 @@ int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_
   if (be->device != AMD_DEVICE_CPU) {
     if (n_opt && (!t->bopt || t->n_bopt != n_opt)) {
       if (device_opt_state(t, n_opt, st)) return -1;
-      if (opt_state && be->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st)) return -1;
+      if (opt_state && be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st))
+        return -1;
     }
     state = t->bopt;
   }
-  return be->optim_step(o, lr, step, t->bparams, t->bgrads, state, t->n_floats, guarded, st);
+  amd_optim_update u;
+  amd_optim_update_make(o, lr, step, &u);
+  return kernels(t)->optim_step(&u, t->bparams, t->bgrads, state, t->n_floats, guarded, st);
 }
 
 /* Logits [N, C, 1...] -> N and C. */
@@ -410,7 +423,7 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
                       float loss_scale, int deferred, double *loss, amd_batch_stats *bs, amd_status *st) {
   amd_graph *g = t->g;
   const amd_backend *be = t->be;
-  if (be->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) return -1;
+  if (be->buf->mem_zero(t->bgrads, (size_t)t->n_floats * sizeof(float), st)) return -1;
   for (int v = 0; v < g->n_values; v++)
     if (!g->values[v].init_in_block) free_dval(t, &t->dvals[v]);
   t->ctx.training = 1;
@@ -424,8 +437,9 @@ static int step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
   if (!dz) return -1;
   t->dfresh[t->logits_value] = 0; /* the loss writes all of it */
   double t0 = AMD_PROF_T0;
-  if (deferred ? be->xent_defer(z->data, n, c, smoothing, dz->data, st)
-               : be->softmax_xent(z->data, labels, n, c, smoothing, loss_scale, dz->data, NULL, bs, loss, st))
+  if (deferred ? be->stream->xent_defer(z->data, n, c, smoothing, dz->data, st)
+               : amd_train_softmax_xent(kernels(t), z->data, labels, n, c, smoothing, loss_scale, dz->data,
+                                        NULL, bs, loss, st))
     return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
 
@@ -481,9 +495,9 @@ int amd_trainer_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *l
   return step_grads(t, x, labels, smoothing, loss_scale, 0, loss, bs, st);
 }
 
-int amd_trainer_can_defer(const amd_trainer *t) { return t->be->step_begin != NULL; }
+int amd_trainer_can_defer(const amd_trainer *t) { return t->be->stream && t->be->stream->step_begin; }
 
-int amd_trainer_guard_reset(amd_trainer *t, amd_status *st) { return t->be->guard_reset(st); }
+int amd_trainer_guard_reset(amd_trainer *t, amd_status *st) { return t->be->stream->guard_reset(st); }
 
 /* The device work of a deferred step: gradients, their check, the guarded
  * optimizer step, the BN statistics. */
@@ -491,14 +505,14 @@ static int deferred_work(amd_trainer *t, const amd_tensor *x, const int64_t *lab
                          const amd_optim *o, double lr, int64_t step, float *opt_state, int64_t n_opt,
                          amd_status *st) {
   if (step_grads(t, x, labels, smoothing, 1.0f, 1, NULL, NULL, st) ||
-      t->be->step_end(t->bgrads, t->n_floats, st) ||
+      t->be->stream->step_end(t->bgrads, t->n_floats, st) ||
       amd_trainer_optim_step(t, o, lr, step, opt_state, n_opt, 1, st))
     return -1;
   return amd_trainer_update_stats(t, st);
 }
 
 void amd_trainer_graph_reset(amd_trainer *t) {
-  if (t->graph) t->be->graph_free(t->graph);
+  if (t->graph) t->be->stream->graph_free(t->graph);
   t->graph = NULL;
   t->graph_warm = 0;
 }
@@ -506,37 +520,38 @@ void amd_trainer_graph_reset(amd_trainer *t) {
 int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t *labels, float smoothing,
                               int slot, const amd_optim *o, double lr, int64_t step, float *opt_state,
                               int64_t n_opt, int graphs, amd_status *st) {
-  const amd_backend *be = t->be;
+  const amd_stream *sm = t->be->stream;
   const int64_t n = x->rank > 0 ? x->dims[0] : 0;
-  if (be->step_begin(labels, n, slot, st)) return -1;
+  if (sm->step_begin(labels, n, slot, st)) return -1;
+  amd_optim_coeffs coeffs; /* of this step, for a replayed graph */
+  amd_optim_get_coeffs(o, lr, step, &coeffs);
   /* a graph replays one batch shape from one input buffer */
   if (t->graph && (!graphs || n != t->graph_n || x->data != t->graph_x)) amd_trainer_graph_reset(t);
   if (t->graph) {
-    if (check_labels(labels, n, t->graph_classes, st) || be->graph_launch(t->graph, o, lr, step, st))
-      return -1;
+    if (check_labels(labels, n, t->graph_classes, st) || sm->graph_launch(t->graph, &coeffs, st)) return -1;
     t->graph_replays++;
-  } else if (graphs && be->graph_begin && !t->graph_off && ++t->graph_warm >= 2) {
+  } else if (graphs && sm->graph_begin && !t->graph_off && ++t->graph_warm >= 2) {
     /* the second step of a run of same-shaped ones: every allocation it makes
      * is cached by now, so the capture needs none */
     const uint64_t rng = t->ctx.rng;
-    if (be->graph_begin(st)) return -1;
+    if (sm->graph_begin(st)) return -1;
     amd_status cst, est;
     memset(&cst, 0, sizeof cst);
     memset(&est, 0, sizeof est);
     const int rc = deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, &cst);
     void *g = NULL;
-    const int erc = be->graph_end(&g, &est); /* ends the capture whatever happened */
+    const int erc = sm->graph_end(&g, &est); /* ends the capture whatever happened */
     if (rc == 0 && erc == 0 && t->ctx.rng == rng) {
       t->graph = g;
       t->graph_n = n;
       t->graph_x = x->data;
       t->graph_classes = t->run.vals[t->logits_value].dims[1];
-      if (be->graph_launch(g, o, lr, step, st)) return -1;
+      if (sm->graph_launch(g, &coeffs, st)) return -1;
     } else {
       /* nothing captured ran: the step runs uncaptured; the next one tries
        * again (a first step can leave an allocation to the second), up to
        * three times in a run */
-      if (g) be->graph_free(g);
+      if (g) sm->graph_free(g);
       t->graph_off = ++t->graph_fails >= 3;
       snprintf(t->graph_note, sizeof t->graph_note, "%.200s",
                rc    ? cst.msg
@@ -548,12 +563,17 @@ int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t
   } else if (deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, st)) {
     return -1;
   }
-  return be->step_finish(slot, st);
+  return sm->step_finish(slot, st);
 }
 
 int amd_trainer_step_collect(amd_trainer *t, int slot, double *loss, amd_batch_stats *bs, int *finite,
                              amd_status *st) {
-  return t->be->step_collect(slot, bs, loss, finite, st);
+  int64_t n = 0;
+  const int64_t *labels = NULL;
+  const void *rows = NULL;
+  if (t->be->stream->step_collect(slot, &n, &labels, &rows, finite, st)) return -1;
+  *loss = n > 0 ? amd_xent_tally(rows, labels, n, NULL, bs) : 0;
+  return 0;
 }
 
 int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
@@ -563,12 +583,13 @@ int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
     if (!src->data || src->dtype != dst->dtype || amd_tensor_numel(src) != amd_tensor_numel(dst)) continue;
     int rc;
     if (src->device == dst->device)
-      rc = src->device == AMD_DEVICE_CPU ? (memcpy(dst->data, src->data, amd_tensor_nbytes(dst)), 0)
-                                         : t->be->mem_copy(dst->data, src->data, amd_tensor_nbytes(dst), st);
+      rc = src->device == AMD_DEVICE_CPU
+               ? (memcpy(dst->data, src->data, amd_tensor_nbytes(dst)), 0)
+               : t->be->buf->mem_copy(dst->data, src->data, amd_tensor_nbytes(dst), st);
     else if (dst->device == AMD_DEVICE_CPU)
-      rc = t->be->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
+      rc = t->be->buf->mem_to_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
     else
-      rc = t->be->mem_from_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
+      rc = t->be->buf->mem_from_host(dst->data, src->data, amd_tensor_nbytes(dst), st);
     if (rc) return -1;
   }
   return 0;
@@ -589,7 +610,7 @@ static int eval_loss(amd_trainer *t, const float *z, const int64_t *labels, int6
                      amd_batch_stats *bs, int64_t *pred, amd_status *st) {
   if (check_labels(labels, n, c, st)) return -1;
   double mean, t0 = AMD_PROF_T0;
-  if (t->be->softmax_xent(z, labels, n, c, 0, 1.0f, NULL, pred, bs, &mean, st)) return -1;
+  if (amd_train_softmax_xent(kernels(t), z, labels, n, c, 0, 1.0f, NULL, pred, bs, &mean, st)) return -1;
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
   return 0;
 }
@@ -612,11 +633,11 @@ static int eval_mirrored(amd_trainer *t, amd_batches *b, const int64_t *ids, int
   const amd_tensor *z;
   int64_t n = 0, c = 0;
   if (amd_batches_make(b, ids, k, NULL, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st)) return -1;
-  if (!*sum && t->be->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
+  if (!*sum && t->be->buf->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
   float *s = *sum;
-  if (t->be->mem_copy(s, z->data, (size_t)(n * c) * sizeof(float), st) ||
+  if (t->be->buf->mem_copy(s, z->data, (size_t)(n * c) * sizeof(float), st) ||
       amd_batches_make(b, ids, k, &mirror, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st) ||
-      t->be->add(s, z->data, n * c, st) || t->be->scale(s, n * c, 0.5f, st))
+      kernels(t)->add(s, z->data, n * c, st) || kernels(t)->scale(s, n * c, 0.5f, st))
     return -1;
   return eval_loss(t, s, y, n, c, bs, pred, st);
 }
@@ -648,7 +669,7 @@ int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data
     for (int64_t i = 0; rc == 0 && confusion && i < k; i++)
       if (y[i] < n_classes && pred[i] < n_classes) confusion[y[i] * n_classes + pred[i]]++;
   }
-  if (sum) t->be->mem_free(sum);
+  if (sum) t->be->buf->mem_free(sum);
   if (ids && y && pred) amd_batches_close(&b);
   free(ids);
   free(y);
@@ -730,11 +751,11 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
 }
 
 int amd_trainer_grads_finite(amd_trainer *t, int *ok, amd_status *st) {
-  return t->be->all_finite(t->bgrads, t->n_floats, ok, st);
+  return kernels(t)->all_finite(t->bgrads, t->n_floats, ok, st);
 }
 
 int amd_trainer_scale_grads(amd_trainer *t, float f, amd_status *st) {
-  return t->be->scale(t->bgrads, t->n_floats, f, st);
+  return kernels(t)->scale(t->bgrads, t->n_floats, f, st);
 }
 
 int amd_trainer_uses_fp16(const amd_trainer *t) {

@@ -11,13 +11,27 @@
  * another order; Dropout and the pools' gradients are compared exactly). The
  * GEMM ops run in acc32 and in am16 (forward and both backward GEMMs).
  *
+ * The training kernels (src/exec/train_kernels.h) the same way: the CUDA set
+ * against the CPU reference on random inputs (softmax cross-entropy with and
+ * without smoothing and loss scale, finite check, scale, add, every
+ * optimizer of the list with its options over a few steps, batch assembly
+ * with augmentation), the deferred steps of the CUDA stream against the CPU
+ * (loss, step guard), and an unknown optimizer id refused by both sets.
+ * Tolerance as above (1e-9 for the mean loss, 1e-6 for the optimizers'
+ * parameters and state; scale, add and the batches exactly).
+ *
  * Without a usable GPU: prints SKIP and exits 77. `--probe` only does that
  * check (0: a GPU is there), for the scripts of this suite. */
 #include "../grad/gradcheck.h"
 
 #include "../../cuda/backend_cuda.h"
+#include "data/dataset.h"
 #include "exec/backend.h"
 #include "mult/mult.h"
+#include "train/batches.h"
+#include "train/kernels.h"
+#include "train/loss.h"
+#include "train/optim.h"
 
 static const amd_backend *gpu;
 static int passed, failed;
@@ -76,7 +90,7 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     else
       din_in[k] = *in[k]; /* shape and index inputs stay on the host */
   }
-  int native = gpu->native(&g.node, (const amd_tensor *const *)dev_in);
+  int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
   if (native != want_native) {
     printf("FAIL %s: native() = %d, expected %d\n", label, native, want_native);
     ok = 0;
@@ -127,12 +141,12 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
      * backend says its backward can (the trainer's fresh buffers), the CPU
      * adding to zeros */
     const unsigned ow =
-        gpu->bwd_overwrite ? gpu->bwd_overwrite(&g.node, (const amd_tensor *const *)dev_in) : 0;
+        gpu->compute->bwd_overwrite ? gpu->compute->bwd_overwrite(&g.node, (const amd_tensor *const *)dev_in) : 0;
     if (rc == 0 && (ow & grad_mask)) {
       for (int k = 0; k < n_in; k++) {
         if (!cdin[k]) continue;
         amd_tensor_free(&cg[k]);
-        gpu->free(&gg[k]);
+        gpu->buf->free(&gg[k]);
         amd_tensor h = {0};
         amd_tensor_set_shape(&cg[k], AMD_FLOAT, in[k]->rank, in[k]->dims);
         amd_tensor_set_shape(&h, AMD_FLOAT, in[k]->rank, in[k]->dims);
@@ -160,19 +174,19 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     }
     for (int k = 0; k < n_in; k++) {
       amd_tensor_free(&cg[k]);
-      if (gg[k].data) gpu->free(&gg[k]);
+      if (gg[k].data) gpu->buf->free(&gg[k]);
     }
     amd_tensor_free(&dy);
-    gpu->free(&ddy);
+    gpu->buf->free(&ddy);
   }
   ok ? passed++ : failed++;
 done:
   for (int o = 0; o < n_out; o++) {
     amd_tensor_free(&cpu_out[o]);
-    if (gpu_out[o].data) gpu->free(&gpu_out[o]);
+    if (gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
   for (int k = 0; k < n_in; k++)
-    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->free(&din_in[k]);
+    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
   free(g.node.attrs);
 }
 
@@ -453,6 +467,338 @@ static void other_ops(void) {
   amd_tensor_free(&x);
 }
 
+/* ================================================================ training kernels */
+
+static const amd_train_kernels *cpu_tk, *gpu_tk;
+
+/* A device copy of n host floats (NULL: n zeros). */
+static float *dev_floats(const float *h, int64_t n) {
+  amd_status st = {{0}};
+  void *d = NULL;
+  AMD_ASSERT(gpu->buf->mem_alloc(&d, (size_t)n * sizeof(float), &st) == 0);
+  if (h) AMD_ASSERT(gpu->buf->mem_from_host(d, h, (size_t)n * sizeof(float), &st) == 0);
+  return d;
+}
+
+static float *host_of(const float *d, int64_t n) {
+  amd_status st = {{0}};
+  float *h = malloc((size_t)(n ? n : 1) * sizeof(float));
+  AMD_ASSERT(h && gpu->buf->mem_to_host(h, d, (size_t)n * sizeof(float), &st) == 0);
+  return h;
+}
+
+static float *rand_floats(int64_t n, double lo, double hi) {
+  float *p = malloc((size_t)(n ? n : 1) * sizeof(float));
+  AMD_ASSERT(p);
+  for (int64_t i = 0; i < n; i++) p[i] = (float)(lo + (hi - lo) * gc_uniform());
+  return p;
+}
+
+/* max |got - ref| <= tol * max(1, max |ref|) over n floats (got: device
+ * memory when dev, else host); returns 1 if within. */
+static int compare_floats(const char *label, const char *what, const float *ref, const float *got, int dev,
+                          int64_t n, double tol) {
+  float *h = dev ? host_of(got, n) : (float *)got;
+  double md = 0, mx = 1;
+  for (int64_t i = 0; i < n; i++) {
+    double a = ref[i], b = h[i], d = fabs(a - b);
+    if (isnan(a) != isnan(b)) d = INFINITY;
+    if (d > md || isnan(d)) md = d;
+    mx = fmax(mx, fabs(a));
+  }
+  const int ok = md <= tol * mx;
+  printf("%s %s: %s max |diff| %.3g (tol %.3g)\n", ok ? "ok  " : "FAIL", label, what, md, tol * mx);
+  if (dev) free(h);
+  return ok;
+}
+
+static void count(int ok) { ok ? passed++ : failed++; }
+
+static void tk_softmax_xent(int64_t n, int64_t c, float smoothing, float scale, int with_nan) {
+  char label[160];
+  snprintf(label, sizeof label, "softmax_xent n %lld c %lld smoothing %g scale %g%s", (long long)n,
+           (long long)c, smoothing, scale, with_nan ? " (a NaN logit)" : "");
+  amd_status st = {{0}};
+  float *z = rand_floats(n * c, -4, 4);
+  if (with_nan) z[c + 1] = NAN;
+  int64_t *y = malloc((size_t)n * sizeof *y), *pc = malloc((size_t)n * sizeof *pc),
+          *pg = malloc((size_t)n * sizeof *pg);
+  for (int64_t i = 0; i < n; i++) y[i] = (int64_t)(gc_uniform() * (double)c);
+  float *dzc = malloc((size_t)(n * c) * sizeof(float)), *dz = dev_floats(NULL, n * c),
+        *zd = dev_floats(z, n * c);
+  amd_batch_stats bc = {0}, bg = {0};
+  double mc = 0, mg = 0;
+  int ok = amd_train_softmax_xent(cpu_tk, z, y, n, c, smoothing, scale, dzc, pc, &bc, &mc, &st) == 0;
+  ok = ok && amd_train_softmax_xent(gpu_tk, zd, y, n, c, smoothing, scale, dz, pg, &bg, &mg, &st) == 0;
+  if (!ok) printf("FAIL %s: %s\n", label, st.msg);
+  if (ok) {
+    const double d = fabs(mc - mg);
+    const int same_nan = isnan(mc) == isnan(mg);
+    int same_pred = bc.top1 == bg.top1 && bc.top5 == bg.top5 && bc.n == bg.n;
+    for (int64_t i = 0; i < n; i++) same_pred &= pc[i] == pg[i];
+    ok = same_nan && (isnan(mc) || d <= 1e-9 * fmax(1, fabs(mc))) && same_pred;
+    printf("%s %s: mean loss %.17g vs %.17g, top1 %lld/%lld top5 %lld/%lld, predictions %s\n",
+           ok ? "ok  " : "FAIL", label, mc, mg, (long long)bc.top1, (long long)bg.top1, (long long)bc.top5,
+           (long long)bg.top5, same_pred ? "equal" : "differ");
+    if (!with_nan) ok &= compare_floats(label, "dz", dzc, dz, 1, n * c, 1e-6);
+  }
+  count(ok);
+  gpu->buf->mem_free(dz);
+  gpu->buf->mem_free(zd);
+  free(z), free(y), free(pc), free(pg), free(dzc);
+}
+
+static void tk_elementwise(void) {
+  amd_status st = {{0}};
+  const int64_t n = 100003;
+  float *x = rand_floats(n, -3, 3), *y = rand_floats(n, -3, 3);
+  { /* all_finite: finite, then one Inf, then one NaN */
+    float *d = dev_floats(x, n);
+    int ok = 1;
+    const float bad[2] = {INFINITY, NAN};
+    for (int k = 0; k < 3; k++) {
+      if (k > 0) {
+        x[n / 2 + k] = bad[k - 1];
+        AMD_ASSERT(gpu->buf->mem_from_host(d, x, (size_t)n * sizeof(float), &st) == 0);
+      }
+      int fc = -1, fg = -1;
+      const int rc = cpu_tk->all_finite(x, n, &fc, &st) | gpu_tk->all_finite(d, n, &fg, &st);
+      const int want = k == 0;
+      const int good = rc == 0 && fc == want && fg == want;
+      printf("%s all_finite %s: cpu %d cuda %d\n", good ? "ok  " : "FAIL",
+             k == 0   ? "finite"
+             : k == 1 ? "Inf"
+                      : "NaN",
+             fc, fg);
+      ok &= good;
+    }
+    x[n / 2 + 1] = x[n / 2 + 2] = 0.5f;
+    count(ok);
+    gpu->buf->mem_free(d);
+  }
+  { /* scale and add: one rounded float operation each, so exactly the CPU's */
+    float *d = dev_floats(x, n), *e = dev_floats(y, n);
+    float *ref = malloc((size_t)n * sizeof(float));
+    memcpy(ref, x, (size_t)n * sizeof(float));
+    int ok = cpu_tk->scale(ref, n, 0.37f, &st) == 0 && gpu_tk->scale(d, n, 0.37f, &st) == 0;
+    count(ok && compare_floats("scale", "p * 0.37", ref, d, 1, n, 0));
+    ok = cpu_tk->add(ref, y, n, &st) == 0 && gpu_tk->add(d, e, n, &st) == 0;
+    count(ok && compare_floats("add", "y + x", ref, d, 1, n, 0));
+    ok = gpu_tk->scale(d, 0, 2.0f, &st) == 0 && gpu_tk->add(d, e, 0, &st) == 0; /* n = 0: nothing */
+    count(ok && compare_floats("scale / add of 0 values", "unchanged", ref, d, 1, n, 0));
+    gpu->buf->mem_free(d);
+    gpu->buf->mem_free(e);
+    free(ref);
+  }
+  free(x);
+  free(y);
+}
+
+/* Three steps of optimizer o (its kind's name and the options in label) on
+ * the CPU and the GPU from the same parameters, gradients and zero state. */
+static void tk_optim_case(const char *label, const amd_optim *o) {
+  amd_status st = {{0}};
+  const int64_t n = 4099;
+  const int blocks = amd_optim_state_blocks(o);
+  float *p = rand_floats(n, -1, 1), *state = calloc((size_t)(2 * n), sizeof(float));
+  float *dp = dev_floats(p, n), *ds = dev_floats(NULL, 2 * n), *dg = dev_floats(NULL, n);
+  int ok = 1;
+  for (int64_t t = 1; ok && t <= 3; t++) {
+    float *g = rand_floats(n, -0.5, 0.5);
+    AMD_ASSERT(gpu->buf->mem_from_host(dg, g, (size_t)n * sizeof(float), &st) == 0);
+    amd_optim_update u;
+    amd_optim_update_make(o, 0.01 * (double)t, t, &u);
+    ok = cpu_tk->optim_step(&u, p, g, state, n, 0, &st) == 0 &&
+         gpu_tk->optim_step(&u, dp, dg, ds, n, 0, &st) == 0;
+    if (!ok) printf("FAIL %s: step %lld: %s\n", label, (long long)t, st.msg);
+    free(g);
+  }
+  if (ok) {
+    ok &= compare_floats(label, "parameters after 3 steps", p, dp, 1, n, 1e-6);
+    if (blocks) ok &= compare_floats(label, "state after 3 steps", state, ds, 1, blocks * n, 1e-6);
+  }
+  count(ok);
+  gpu->buf->mem_free(dp);
+  gpu->buf->mem_free(ds);
+  gpu->buf->mem_free(dg);
+  free(p);
+  free(state);
+}
+
+static void tk_optimizers(void) {
+  amd_status st = {{0}};
+  for (int k = 0; k < AMD_OPT_COUNT; k++) { /* every optimizer of the list */
+    const amd_optim named = {.kind = (amd_opt_kind)k};
+    amd_optim o;
+    AMD_ASSERT(amd_optim_init(amd_optim_name(&named), &o, &st) == 0 && (int)o.kind == k);
+    char label[128];
+    for (int variant = 0; variant < 4; variant++) {
+      amd_optim v = o;
+      const char *what = "defaults";
+      if (variant == 1) v.weight_decay = 0.05, what = "weight decay";
+      if (variant == 2 && (k == AMD_OPT_SGD || k == AMD_OPT_RMSPROP)) v.momentum = 0.9, what = "momentum";
+      if (variant == 3 && k == AMD_OPT_SGD)
+        v.momentum = 0.9, v.nesterov = 1, v.weight_decay = 0.01, what = "nesterov";
+      if (variant == 3 && k == AMD_OPT_RMSPROP)
+        v.momentum = 0.5, v.weight_decay = 0.01, what = "momentum + decay";
+      if (variant >= 2 && k != AMD_OPT_SGD && k != AMD_OPT_RMSPROP) continue;
+      AMD_ASSERT(amd_optim_check(&v, &st) == 0);
+      snprintf(label, sizeof label, "optim_step %s (%s)", amd_optim_name(&v), what);
+      tk_optim_case(label, &v);
+    }
+  }
+  { /* an id outside the list is an error on both, not a silent RMSprop */
+    amd_optim bad;
+    AMD_ASSERT(amd_optim_init("sgd", &bad, &st) == 0);
+    bad.kind = (amd_opt_kind)AMD_OPT_COUNT;
+    const int64_t n = 64;
+    float *p = rand_floats(n, -1, 1), *g = rand_floats(n, -1, 1),
+          *state = calloc((size_t)(2 * n), sizeof(float));
+    float *dp = dev_floats(p, n), *dg = dev_floats(g, n), *ds = dev_floats(NULL, 2 * n);
+    amd_optim_update u;
+    amd_optim_update_make(&bad, 0.01, 1, &u);
+    amd_status sc = {{0}}, sg = {{0}};
+    const int rc = cpu_tk->optim_step(&u, p, g, state, n, 0, &sc),
+              rg = gpu_tk->optim_step(&u, dp, dg, ds, n, 0, &sg);
+    const int ok =
+        rc != 0 && rg != 0 && compare_floats("optim_step unknown id", "parameters unchanged", p, dp, 1, n, 0);
+    printf("%s optim_step unknown id %d: cpu \"%s\", cuda \"%s\"\n", ok ? "ok  " : "FAIL", (int)bad.kind,
+           sc.msg, sg.msg);
+    count(ok);
+    gpu->buf->mem_free(dp);
+    gpu->buf->mem_free(dg);
+    gpu->buf->mem_free(ds);
+    free(p), free(g), free(state);
+  }
+}
+
+/* The deferred steps of the CUDA stream: the loss, its sums and the finite
+ * flag as the CPU's, and a cleared step guard stopping the guarded optimizer
+ * step until guard_reset. */
+static void tk_deferred(void) {
+  const amd_stream *sm = gpu->stream;
+  if (!sm || !sm->step_begin) {
+    printf("FAIL deferred steps: the CUDA backend has no stream\n");
+    failed++;
+    return;
+  }
+  amd_status st = {{0}};
+  const int64_t n = 50, c = 10, np = 777;
+  float *z = rand_floats(n * c, -3, 3), *g = rand_floats(np, -1, 1), *p = rand_floats(np, -1, 1);
+  int64_t *y = malloc((size_t)n * sizeof *y);
+  for (int64_t i = 0; i < n; i++) y[i] = (int64_t)(gc_uniform() * (double)c);
+  float *dzc = malloc((size_t)(n * c) * sizeof(float));
+  amd_batch_stats bc = {0};
+  double mc = 0;
+  AMD_ASSERT(amd_train_softmax_xent(cpu_tk, z, y, n, c, 0.1f, 1.0f, dzc, NULL, &bc, &mc, &st) == 0);
+  float *dzd = dev_floats(z, n * c), *dz = dev_floats(NULL, n * c), *dg = dev_floats(g, np),
+        *dp = dev_floats(p, np);
+  amd_optim o;
+  AMD_ASSERT(amd_optim_init("sgd", &o, &st) == 0);
+  amd_optim_update u;
+  amd_optim_update_make(&o, 0.1, 1, &u);
+  for (int round = 0; round < 2; round++) { /* round 1: a NaN gradient clears the guard */
+    const int slot = round % AMD_STEP_SLOTS;
+    if (round == 1) {
+      g[np - 1] = NAN;
+      AMD_ASSERT(gpu->buf->mem_from_host(dg, g, (size_t)np * sizeof(float), &st) == 0);
+    }
+    float *before = host_of(dp, np);
+    int64_t m = 0;
+    const int64_t *lab = NULL;
+    const void *rows = NULL;
+    int fin = -1;
+    int ok = sm->guard_reset(&st) == 0 && sm->step_begin(y, n, slot, &st) == 0 &&
+             sm->xent_defer(dzd, n, c, 0.1f, dz, &st) == 0 && sm->step_end(dg, np, &st) == 0 &&
+             gpu_tk->optim_step(&u, dp, dg, NULL, np, 1, &st) == 0 && sm->step_finish(slot, &st) == 0 &&
+             sm->step_collect(slot, &m, &lab, &rows, &fin, &st) == 0;
+    if (!ok) printf("FAIL deferred step %d: %s\n", round, st.msg);
+    const char *label = round ? "deferred step, NaN gradient" : "deferred step";
+    if (ok) {
+      amd_batch_stats bg = {0};
+      const double mg = amd_xent_tally(rows, lab, m, NULL, &bg);
+      ok = m == n && fabs(mc - mg) <= 1e-9 * fmax(1, fabs(mc)) && bc.top1 == bg.top1 && bc.top5 == bg.top5 &&
+           fin == !round;
+      printf("%s %s: mean loss %.17g vs %.17g, finite %d\n", ok ? "ok  " : "FAIL", label, mc, mg, fin);
+      ok &= compare_floats(label, "dz", dzc, dz, 1, n * c, 1e-6);
+      if (round == 1) { /* the guarded step changed nothing */
+        ok &= compare_floats(label, "parameters unchanged (guard cleared)", before, dp, 1, np, 0);
+      } else {
+        float *ref = malloc((size_t)np * sizeof(float));
+        memcpy(ref, before, (size_t)np * sizeof(float));
+        AMD_ASSERT(cpu_tk->optim_step(&u, ref, g, NULL, np, 0, &st) == 0);
+        ok &= compare_floats(label, "parameters after the guarded step", ref, dp, 1, np, 1e-6);
+        free(ref);
+      }
+    }
+    count(ok);
+    free(before);
+  }
+  AMD_ASSERT(sm->guard_reset(&st) == 0);
+  gpu->buf->mem_free(dzd);
+  gpu->buf->mem_free(dz);
+  gpu->buf->mem_free(dg);
+  gpu->buf->mem_free(dp);
+  free(z), free(g), free(p), free(y), free(dzc);
+}
+
+/* Batches assembled by the CUDA data_batch against the host's, through
+ * batches.h (the same plan, the same random draws), uint8 and float splits. */
+static void tk_batches(int f32) {
+  amd_status st = {{0}};
+  const int64_t n = 13, C = 3, H = 9, W = 8, batch = 6, chw = C * H * W;
+  float mean[3] = {0.4f, 0.5f, 0.3f}, std[3] = {0.2f, 0.25f, 0.3f};
+  amd_dataset ds = {
+      .format = AMD_DATA_NONE, .c = C, .h = H, .w = W, .n_classes = 4, .mean = mean, .std = std};
+  ds.train.n = n;
+  ds.train.labels = malloc((size_t)n * sizeof(int64_t));
+  if (f32)
+    ds.train.f32 = rand_floats(n * chw, -1, 2);
+  else
+    ds.train.u8 = malloc((size_t)(n * chw));
+  for (int64_t i = 0; i < n; i++) ds.train.labels[i] = i % 4;
+  for (int64_t i = 0; !f32 && i < n * chw; i++) ds.train.u8[i] = (uint8_t)(gc_uniform() * 256);
+  amd_batches bd, bh;
+  const char *label =
+      f32 ? "data_batch float split (crop, flip, cutout)" : "data_batch uint8 split (crop, flip, cutout)";
+  int ok = amd_batches_open(&bd, gpu, 0, &ds, &ds.train, batch, "test", &st) == 0;
+  ok = ok && amd_batches_open(&bh, gpu, 1, &ds, &ds.train, batch, "test", &st) == 0;
+  if (ok && !bd.be) {
+    printf("FAIL %s: batches not assembled on the GPU\n", label);
+    ok = 0;
+  }
+  const amd_augment aug = {.pad_crop = 2, .hflip = 1, .cutout = 3};
+  uint64_t rd = 42, rh = 42;
+  int64_t idx[6] = {12, 0, 5, 7, 3, 9}, yd[6], yh[6];
+  for (int round = 0; ok && round < 3; round++) {
+    const int64_t k = round == 2 ? 4 : batch; /* a short last batch */
+    ok = amd_batches_make(&bd, idx, k, &aug, &rd, yd, &st) == 0 &&
+         amd_batches_make(&bh, idx, k, &aug, &rh, yh, &st) == 0;
+    for (int64_t i = 0; ok && i < k; i++) ok = yd[i] == yh[i];
+    ok = ok && rd == rh && compare_floats(label, "x", bh.x.data, bd.x.data, 1, k * chw, 0);
+    idx[round] = (idx[round] + 1) % n;
+  }
+  if (!ok && st.msg[0]) printf("FAIL %s: %s\n", label, st.msg);
+  count(ok);
+  amd_batches_close(&bd);
+  amd_batches_close(&bh);
+  free(ds.train.labels);
+  free(ds.train.u8);
+  free(ds.train.f32);
+}
+
+static void train_kernels(void) {
+  tk_softmax_xent(37, 10, 0, 1, 0);
+  tk_softmax_xent(37, 10, 0.1f, 1, 0);
+  tk_softmax_xent(5, 1000, 0.1f, 256, 0);
+  tk_softmax_xent(8, 10, 0, 1, 1);
+  tk_elementwise();
+  tk_optimizers();
+  tk_deferred();
+  tk_batches(0);
+  tk_batches(1);
+}
+
 int main(int argc, char **argv) {
   (void)gradcheck, (void)gc_summary; /* gradcheck.h's finite differences are not used here */
   char why[256] = "";
@@ -466,6 +812,12 @@ int main(int argc, char **argv) {
     printf("FAIL: %s\n", st.msg);
     return 1;
   }
+  cpu_tk = amd_train_kernels_for(AMD_DEVICE_CPU);
+  if (amd_train_kernels_add(&amd_train_kernels_cuda, &st) || !(gpu_tk = amd_train_kernels_for(gpu->device)) ||
+      !cpu_tk) {
+    printf("FAIL: training kernels: %s\n", st.msg);
+    return 1;
+  }
   amd_mult am16;
   if (amd_mult_parse("am16", &am16, &st)) {
     printf("FAIL: %s\n", st.msg);
@@ -474,6 +826,7 @@ int main(int argc, char **argv) {
   gemm_ops(NULL, "acc32");
   gemm_ops(&am16, "am16");
   other_ops();
+  train_kernels();
   amd_mult_free(&am16);
   amd_cuda_backend_close();
   printf("%d passed, %d failed\n", passed, failed);
