@@ -29,6 +29,11 @@ int amd_cuda_device_count(char *why, size_t n);
 /* Opens device `index` (once per process; a second call with the same index
  * returns the same backend). debug_sync: synchronise after every kernel. */
 int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st);
+/* 1 when the backend has its own kernels for the op of index op_idx
+ * (amd_op_idx, op.h) for some nodes (its supports() then decides per node);
+ * 0 when every node of that op takes the host fallback. The GPU op test
+ * fails when an op answers 1 here and it has no case there. */
+int amd_cuda_has_kernel(int op_idx);
 /* Frees the cached device memory and the context (at exit; optional). */
 void amd_cuda_backend_close(void);
 /* Bytes the caching allocator holds from cudaMalloc now and at most so far

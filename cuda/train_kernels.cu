@@ -301,7 +301,8 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
 static int cu_optim_step(const amd_optim_update *u, float *p, const float *g, float *state, int64_t n,
                          int guarded, amd_status *st) {
   const amd_optim *o = u->o;
-  if ((unsigned)o->kind >= AMD_OPT_COUNT) return amd_fail(st, "unknown optimizer id %d", (int)o->kind);
+  if ((unsigned)o->kind >= AMD_OPT_COUNT)
+    return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)o->kind);
   if (n <= 0) return 0;
   if (guarded && !steps.guard) return amd_fail(st, "optim_step: guarded without guard_reset");
   const amd_optim_coeffs c = u->c;

@@ -53,6 +53,10 @@ const amd_cu_op *amd_cu_find_op(const amd_node *n) {
   return &cu_ops.at[i];
 }
 
+extern "C" int amd_cuda_has_kernel(int op_idx) {
+  return op_idx >= 0 && op_idx < AMD_OP_COUNT && cu_ops.at[op_idx].forward != NULL;
+}
+
 static int is_f32(const amd_tensor *t) { return !t || t->dtype == AMD_FLOAT; }
 
 int amd_cu_node_ok(const amd_node *n, const amd_tensor *const *in) {

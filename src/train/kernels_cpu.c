@@ -39,8 +39,8 @@ static int cpu_add(float *y, const float *x, int64_t n, amd_status *st) {
 static int cpu_optim_step(const amd_optim_update *u, float *p, const float *g, float *state, int64_t n,
                           int guarded, amd_status *st) {
   (void)guarded; /* the CPU backend has no stream: never a guard */
-  if ((unsigned)u->o->kind >= AMD_OPT_COUNT) return amd_fail(st, "unknown optimizer id %d", (int)u->o->kind);
-  amd_optim_step(u->o, u->lr, u->t, p, g, state, n);
+  if (amd_optim_step(u->o, u->lr, u->t, p, g, state, n)) /* an unknown kind: nothing changed */
+    return amd_fail(st, "optim_step: unknown optimizer kind %d (no step taken)", (int)u->o->kind);
   return 0;
 }
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "train/kernels.h"
 #include "train/optim.h"
 
 #include "optim_golden.h"
@@ -183,8 +183,11 @@ static void test_unknown_kind(void) {
   CHECK(!amd_optim_known(&o), "kind 7 known");
   CHECK(amd_optim_check(&o, &st) < 0, "kind 7 passes the check");
   CHECK(amd_optim_step(&o, 0.1, 1, p, g, state, 4) < 0, "a step of kind 7 succeeded");
-  CHECK(amd_backend_cpu.optim_step(&o, 0.1, 1, p, g, state, 4, 0, &st) < 0 && strstr(st.msg, "unknown optimizer kind 7"),
-        "the CPU backend's step of kind 7: '%s'", st.msg);
+  amd_optim_update u;
+  amd_optim_update_make(&o, 0.1, 1, &u);
+  CHECK(amd_train_kernels_cpu.optim_step(&u, p, g, state, 4, 0, &st) < 0 &&
+            strstr(st.msg, "unknown optimizer kind 7"),
+        "the CPU training kernels' step of kind 7: '%s'", st.msg);
   int same = 1;
   for (int i = 0; i < 4; i++) same &= p[i] == (float)(i + 1) && state[i] == 0 && state[4 + i] == 0;
   CHECK(same, "a step of kind 7 changed the parameters or the state");
