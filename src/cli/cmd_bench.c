@@ -195,7 +195,7 @@ int amd_cmd_bench(int argc, char **argv) {
   amd_status st = {{0}};
   amd_graph *g = NULL;
   amd_trainer t = {0};
-  amd_tensor x = {0};
+  amd_tensor x = {0}, x_dev = {0}; /* x_dev: x in backend memory (device backends) */
   amd_mode_set modes = {0};
   int64_t *labels = calloc((size_t)b.batch, sizeof *labels); /* class 0 until the first step shows the classes */
   int rc = 1;
@@ -215,8 +215,17 @@ int amd_cmd_bench(int argc, char **argv) {
   if (amd_cli_backend(b.device, b.debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("bench", g, be);
   if (b.profile && amd_cli_check_writable(b.profile, "the --profile table", &st)) goto fail;
+  /* the batch in backend memory, as train's batches are (made on the device
+   * there): a step then copies nothing from the host but its labels, and a
+   * CUDA graph can hold it */
+  if (be->device != AMD_DEVICE_CPU && x.dtype == AMD_FLOAT) {
+    amd_tensor xd = {0};
+    if (amd_backend_upload(be, &x, &xd, &st)) goto fail;
+    amd_tensor_free(&x);
+    x_dev = xd;
+  }
   double secs = 0, loss = 0;
-  if (time_steps(&b, &t, &x, labels, &secs, &loss, &st)) goto fail;
+  if (time_steps(&b, &t, x_dev.data ? &x_dev : &x, labels, &secs, &loss, &st)) goto fail;
   printf(
       "bench %s: %s, batch %lld, mode %s%s%s, %s: %.0f images/s, %.3f ms/step over %lld steps (%lld untimed "
       "before; last loss %.4g)\n",
@@ -231,6 +240,7 @@ fail:
   fprintf(stderr, "amdnn-onnx bench: %s\n", st.msg);
 done:
   amd_prof_on = 0;
+  if (x_dev.data) t.be->buf->free(&x_dev);
   amd_trainer_free(&t);
   amd_graph_free(g);
   amd_tensor_free(&x);
