@@ -52,7 +52,7 @@ for mode in acc32 am16 acc16 fp16 am32; do
   case_ "resnet18 train $mode" train "${r18[@]}" "${common[@]}" --epochs 2 --mode "$mode"
 done
 for mode in acc32 am16; do
-  case_ "resnet18 bench $mode" bench "$tmp/gen/resnet18_train.onnx" --batch 128 --steps 20 --mode "$mode"
+  case_ "resnet18 bench $mode" bench "$tmp/gen/resnet18_train.onnx" --batch 128 --steps 100 --mode "$mode"
 done
 for mode in acc32 am16 am32 fp16; do
   case_ "lenet5 train $mode" train "$lenet" --data "mnist:$b/data/idx" "${common[@]}" --epochs 2 --mode "$mode"

@@ -40,7 +40,9 @@ static const char usage[] =
     "step runs to its end. The clock starts once the untimed steps have\n"
     "finished and stops once the last timed one has. --infer\n"
     "times inference forward passes instead. The batch stays in memory: no data\n"
-    "loading is timed. Defaults: --batch 128 --steps 20 --warmup 5 --seed 1.\n"
+    "loading is timed. Defaults: --batch 128 --warmup 5 --seed 1, --steps 20 on\n"
+    "the CPU and 100 on a GPU (where the first timed step's start-up and the\n"
+    "last one's drain would weigh a few percent in 20 short steps).\n"
     "--mode, --mode-map and --backward-mode choose the multipliers as for train;\n"
     "--profile FILE.tsv prints where the time of the K steps went (per GEMM stage\n"
     "with multiply-accumulates per second, per op family; on a GPU timed with\n"
@@ -93,7 +95,7 @@ typedef struct bench_args {
 
 /* 0, 1 after --help, or 2 after a line on stderr. */
 static int parse_args(int argc, char **argv, bench_args *b) {
-  *b = (bench_args){.mode = "acc32", .batch = 128, .steps = 20, .warmup = 5, .seed = 1};
+  *b = (bench_args){.mode = "acc32", .batch = 128, .steps = 0 /* by device */, .warmup = 5, .seed = 1};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
@@ -215,6 +217,7 @@ int amd_cmd_bench(int argc, char **argv) {
   if (amd_cli_backend(b.device, b.debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("bench", g, be);
   if (b.profile && amd_cli_check_writable(b.profile, "the --profile table", &st)) goto fail;
+  if (b.steps == 0) b.steps = be->device == AMD_DEVICE_CPU ? 20 : 100;
   /* the batch in backend memory, as train's batches are (made on the device
    * there): a step then copies nothing from the host but its labels, and a
    * CUDA graph can hold it */
