@@ -461,6 +461,14 @@ static double cu_prof_clock(void) {
   return t;
 }
 
+/* amd_cuda_poison_outputs' setting, applied when the backend opens */
+static int poison_outputs;
+
+extern "C" void amd_cuda_poison_outputs(int on) {
+  poison_outputs = on;
+  amd_cu.poison_outputs = on;
+}
+
 extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st) {
   amd_cuda_debug_sync = debug_sync;
   if (amd_cu.open) {
@@ -477,8 +485,7 @@ extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backen
   snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);
   amd_cu.device = index;
   amd_cu.open = 1;
-  const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
-  amd_cu.poison_outputs = poison && !strcmp(poison, "1");
+  amd_cu.poison_outputs = poison_outputs;
   amd_prof_set_device_clock(cu_prof_clock);
   *be = &amd_backend_cuda;
   return 0;

@@ -34,6 +34,9 @@ int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd
  * 0 when every node of that op takes the host fallback. The GPU op test
  * fails when an op answers 1 here and it has no case there. */
 int amd_cuda_has_kernel(int op_idx);
+/* on = 1: native outputs start as NaN instead of unset, so that a kernel that
+ * leaves an element unwritten shows (AMD_CUDA_POISON_OUTPUTS=1, tests). */
+void amd_cuda_poison_outputs(int on);
 /* Frees the cached device memory and the context (at exit; optional). */
 void amd_cuda_backend_close(void);
 /* Bytes the caching allocator holds from cudaMalloc now and at most so far

@@ -17,7 +17,7 @@ extern "C" {
 
 struct amd_cuda_state {
   int open, device;
-  int poison_outputs; /* AMD_CUDA_POISON_OUTPUTS=1: native outputs start as NaN (tests) */
+  int poison_outputs; /* amd_cuda_poison_outputs: native outputs start as NaN (tests) */
   int capturing;      /* the stream is being captured into a CUDA graph */
   cudaStream_t stream;
   amd_cuda_gemm_ctx *gemm;

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "gemm/gemm.h"
 #include "mult/mult.h"
 
@@ -269,6 +270,7 @@ static int make_modes(amd_mult *out) {
 }
 
 int main(void) {
+  amd_gemm_force_isa(amd_env_read().gemm_isa); /* AMD_GEMM_ISA=sse|avx2|avx512-novbmi: those kernels */
   static const int64_t sizes[] = {1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 31, 33, 47, 64, 70};
   static const float ab[][2] = {{1, 0}, {1, 1}, {0.5f, -2}, {-1.5f, 0}};
   const int ns = (int)(sizeof sizes / sizeof sizes[0]);

@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "core/env.h"
 #include "gemm/gemm.h"
 #include "mult/mult.h"
 
@@ -86,7 +87,8 @@ int main(int argc, char **argv) {
 #ifdef _OPENMP
   maxthreads = omp_get_max_threads();
 #endif
-  const char *isa = getenv("AMD_GEMM_ISA");
+  const char *isa = amd_env_read().gemm_isa; /* AMD_GEMM_ISA */
+  amd_gemm_force_isa(isa);
   printf("bench-gemm: best of %d x >= %.2f s, threads 1 and %d, ISA %s\n", reps, min_s, maxthreads,
          isa ? isa : "auto");
   printf("%-16s %-8s %7s %10s %9s %8s\n", "shape MxNxK", "mode", "threads", "ms/call", "GMAC/s", "x acc32");

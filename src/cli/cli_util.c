@@ -10,11 +10,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/env.h"
 #include "../exec/backend.h"
+#include "../gemm/gemm.h"
 #include "../train/kernels.h"
 #ifdef AMD_HAVE_CUDA
 #include "../../cuda/backend_cuda.h"
 #endif
+
+const amd_env *amd_cli_env(void) {
+  static amd_env env;
+  static int read;
+  if (!read) {
+    env = amd_env_read();
+    read = 1;
+    amd_gemm_force_isa(env.gemm_isa);
+#ifdef AMD_HAVE_CUDA
+    amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
+#endif
+  }
+  return &env;
+}
 
 const char *amd_safe_name(const char *name, char *buf, size_t n) {
   size_t j = 0;

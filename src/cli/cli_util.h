@@ -17,6 +17,11 @@ int amd_parse_float(const char *s, float *out);
 struct amd_backend;
 struct amd_graph;
 struct amd_status;
+struct amd_env;
+/* The process's environment (core/env.h), read once; the first call also
+ * applies what the library takes before any work (AMD_GEMM_ISA,
+ * AMD_CUDA_POISON_OUTPUTS). main() calls it first thing. */
+const struct amd_env *amd_cli_env(void);
 /* The backend for --device SPEC: "cpu", "cuda" or "cuda:N"; NULL picks cuda:0
  * when this build has the CUDA backend and a GPU is present, else the CPU.
  * Asking for cuda without one (or in a build without CUDA) is an error that

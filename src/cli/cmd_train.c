@@ -111,7 +111,7 @@ static void finished(void *user, const amd_backend *be) {
 int amd_cmd_train(int argc, char **argv) {
   amd_train_cfg c;
   if (amd_train_parse_args(argc, argv, &c)) return 2;
-  c.env = amd_env_read();
+  c.env = *amd_cli_env();
   printer pr = {isatty(2)};
   const amd_train_hooks h = {
       .user = &pr,

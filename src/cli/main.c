@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 
 static const char usage[] =
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     printf("amdnn-onnx %s\n", AMD_VERSION);
     return 0;
   }
+  amd_cli_env(); /* the environment, read and applied once */
   static const struct {
     const char *name;
     int (*fn)(int, char **);

@@ -10,6 +10,7 @@ amd_env amd_env_defaults(void) {
   memset(&e, 0, sizeof e);
   e.nccl_timeout_s = 1800.0;
   e.faults.fail_rank = e.faults.fail_step = -1;
+  e.faults.pause_after_step = -1;
   return e;
 }
 
@@ -38,6 +39,11 @@ amd_env amd_env_read(void) {
   e.omp_threads_set = getenv("OMP_NUM_THREADS") != NULL;
   const char *lim = getenv("AMD_NCCL_TIMEOUT_S");
   if (lim && atof(lim) > 0) e.nccl_timeout_s = atof(lim);
+  e.gemm_isa = getenv("AMD_GEMM_ISA");
+  const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
+  e.faults.cuda_poison_outputs = poison && strcmp(poison, "1") == 0;
+  const char *pause = getenv("AMD_FAULT_PAUSE_AFTER_STEP");
+  if (pause && *pause) e.faults.pause_after_step = atoll(pause);
   const char *f = getenv("AMD_FAULT_RANK");
   long long r, s;
   char kind[16] = "";

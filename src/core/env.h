@@ -15,6 +15,13 @@ typedef struct amd_fault_hooks {
   /* AMD_FAULT_RANK=R:S[:kill]: rank R fails (or kills itself) at training step S; -1: never */
   int64_t fail_rank, fail_step;
   int fail_kill;
+  /* AMD_CUDA_POISON_OUTPUTS=1: the CUDA backend starts native outputs as NaN
+   * instead of leaving them unset, so that an unwritten element shows */
+  int cuda_poison_outputs;
+  /* AMD_FAULT_PAUSE_AFTER_STEP=N: train stops itself (SIGSTOP) right after the
+   * checkpoint of step N, so that a test can break the folder at a known
+   * point, then SIGCONT; -1: never */
+  int64_t pause_after_step;
 } amd_fault_hooks;
 
 typedef struct amd_env {
@@ -27,6 +34,7 @@ typedef struct amd_env {
   int dist_all_output;        /* AMD_DIST_ALL_OUTPUT set and not "0" */
   int omp_threads_set;        /* OMP_NUM_THREADS is set (ranks then keep OpenMP's own thread count) */
   double nccl_timeout_s;      /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
+  const char *gemm_isa;       /* AMD_GEMM_ISA: the CPU GEMM's kernels, for benchmarks (gemm.h) */
   amd_fault_hooks faults;
 } amd_env;
 

@@ -1028,10 +1028,15 @@ typedef struct kernel_choice {
   int x23;  /* KIND_MBM23X available (the AVX-512 12 x 16 tile, not avx512-novbmi) */
 } kernel_choice;
 
+/* amd_gemm_force_isa's choice (NULL: the best the CPU has) */
+static const char *forced_isa;
+
+void amd_gemm_force_isa(const char *isa) { forced_isa = isa; }
+
 static kernel_choice choose_kernel(void) {
   kernel_choice k = {SSE_MR, SSE_NR, tile_acc32_default, tile_mode_default, 0, 0};
 #ifdef AMD_GEMM_X86
-  const char *force = getenv("AMD_GEMM_ISA"); /* "sse", "avx2", "avx512": for benchmarks */
+  const char *force = forced_isa; /* "sse", "avx2", "avx512", "avx512-novbmi": for benchmarks */
   __builtin_cpu_init();
   int has512 = __builtin_cpu_supports("avx512f"), has2 = __builtin_cpu_supports("avx2");
   if (force && strcmp(force, "sse") == 0) has512 = has2 = 0;

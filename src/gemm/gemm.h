@@ -18,3 +18,8 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
               float *C, int64_t ldc);
 
 #endif
+/* Makes every later GEMM use the kernels of isa ("sse", "avx2", "avx512",
+ * "avx512-novbmi"; NULL: the best the CPU has), for benchmarks and tests
+ * (AMD_GEMM_ISA, read by the programs: core/env.h). Call before the first GEMM. */
+void amd_gemm_force_isa(const char *isa);
+

@@ -427,8 +427,7 @@ static int checkpoint_now(run_state *r, amd_status *st) {
   r->saved_any = 1;
   /* tests: stop this process right after the checkpoint of step N, so
    * that a test can break the folder at a known point, then SIGCONT */
-  const char *pause = getenv("AMD_FAULT_PAUSE_AFTER_STEP");
-  if (pause && atoll(pause) == r->pos.step) raise(SIGSTOP);
+  if (r->cfg->env.faults.pause_after_step == r->pos.step) raise(SIGSTOP);
   return 0;
 }
 

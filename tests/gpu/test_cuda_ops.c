@@ -25,6 +25,7 @@
 #include "../grad/gradcheck.h"
 
 #include "../../cuda/backend_cuda.h"
+#include "core/env.h"
 #include "data/dataset.h"
 #include "exec/backend.h"
 #include "mult/mult.h"
@@ -811,6 +812,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
   amd_status st = {{0}};
+  amd_cuda_poison_outputs(amd_env_read().faults.cuda_poison_outputs); /* the poisoned run of the suite */
   if (amd_cuda_backend_open(0, 0, &gpu, &st)) {
     printf("FAIL: %s\n", st.msg);
     return 1;
