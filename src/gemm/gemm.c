@@ -1182,6 +1182,62 @@ static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
     for (int64_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
 }
 
+/* The tables a mode kernel reads (NULL: none; the caller frees it): the
+ * lut: table of 4^m words (KIND_LUT, *tabmask its index mask), its 128 x 128
+ * byte form (KIND_LUT1: carry<<7 | M<<(7-m)), the MBM_1 table (KIND_MBM1);
+ * and the MBM correction constants for m_bits kept bits (*mbm). */
+static uint32_t *mode_tables(const amd_mult *mult, int kind, int m_bits, uint32_t *tabmask, mbm_consts *mbm) {
+  uint32_t *tab = NULL;
+  *tabmask = 0;
+  *mbm = (mbm_consts){0xA0000u, 0x50000u, 0xFFFFFFFFu};
+  if (kind == KIND_LUT) {
+    size_t n = (size_t)1 << (2 * m_bits);
+    tab = malloc(n * sizeof *tab);
+    AMD_ASSERT(tab);
+    build_table(mult, m_bits, tab);
+    *tabmask = (uint32_t)(n - 1);
+  }
+  if (kind == KIND_MBM) {
+    const uint32_t T = amd_prod_topmask(m_bits);
+    *mbm = (mbm_consts){0xA0000u & T, 0x50000u & T, ~((1u << (23 - m_bits)) - 1u)};
+  }
+  if (kind == KIND_LUT1) { /* 128 rows of 128 bytes: carry<<7 | M<<(7-m) */
+    uint8_t *t8 = malloc(128 * 128);
+    AMD_ASSERT(t8);
+    memset(t8, 0, 128 * 128);
+    const uint32_t fm = (1u << m_bits) - 1u;
+    for (uint32_t i = 0; i <= fm; i++)
+      for (uint32_t j = 0; j <= fm; j++) {
+        uint32_t e = mult->lut[(i << m_bits) | j];
+        t8[i * 128 + j] = (uint8_t)((e & 0x80u) | ((e & fm) << (7 - m_bits)));
+      }
+    tab = (uint32_t *)(void *)t8;
+  }
+  if (kind == KIND_MBM1) {
+    tab = malloc(128);
+    AMD_ASSERT(tab);
+    build_table1(mult, m_bits, (uint8_t *)tab);
+  }
+  return tab;
+}
+
+/* The column tile width of a threaded GEMM: narrower than nc_t until every
+ * thread has a few tiles (each tile repacks its A rows, so at least 4 panels
+ * of NR). Without OpenMP, nc_t. */
+static int64_t column_tile_width(int64_t N, int64_t tiles_m, int64_t nc_t, int NR) {
+#ifdef _OPENMP
+  int64_t tiles_n = (N + nc_t - 1) / nc_t;
+  const int64_t want = 4 * (int64_t)omp_get_max_threads();
+  while (nc_t > 4 * NR && tiles_m * tiles_n < want) {
+    nc_t = (nc_t / 2 + NR - 1) / NR * NR;
+    tiles_n = (N + nc_t - 1) / nc_t;
+  }
+#else
+  (void)N, (void)tiles_m, (void)NR;
+#endif
+  return nc_t;
+}
+
 void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
               int64_t ldc) {
@@ -1206,37 +1262,9 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
   if (kind == KIND_MBM && kern.vbmi) kind = KIND_MBM1;
   if (kind == KIND_LUT && kern.vbmi) kind = KIND_LUT1;
   if (kind == KIND_MBM23 && kern.x23) kind = KIND_MBM23X;
-  uint32_t *tab = NULL;
   uint32_t tabmask = 0;
-  if (kind == KIND_LUT) {
-    size_t n = (size_t)1 << (2 * m_bits);
-    tab = malloc(n * sizeof *tab);
-    AMD_ASSERT(tab);
-    build_table(mult, m_bits, tab);
-    tabmask = (uint32_t)(n - 1);
-  }
-  mbm_consts mbm = {0xA0000u, 0x50000u, 0xFFFFFFFFu};
-  if (kind == KIND_MBM) {
-    const uint32_t T = amd_prod_topmask(m_bits);
-    mbm = (mbm_consts){0xA0000u & T, 0x50000u & T, ~((1u << (23 - m_bits)) - 1u)};
-  }
-  if (kind == KIND_LUT1) { /* 128 rows of 128 bytes: carry<<7 | M<<(7-m) */
-    uint8_t *t8 = malloc(128 * 128);
-    AMD_ASSERT(t8);
-    memset(t8, 0, 128 * 128);
-    const uint32_t fm = (1u << m_bits) - 1u;
-    for (uint32_t i = 0; i <= fm; i++)
-      for (uint32_t j = 0; j <= fm; j++) {
-        uint32_t e = mult->lut[(i << m_bits) | j];
-        t8[i * 128 + j] = (uint8_t)((e & 0x80u) | ((e & fm) << (7 - m_bits)));
-      }
-    tab = (uint32_t *)(void *)t8;
-  }
-  if (kind == KIND_MBM1) {
-    tab = malloc(128);
-    AMD_ASSERT(tab);
-    build_table1(mult, m_bits, (uint8_t *)tab);
-  }
+  mbm_consts mbm;
+  uint32_t *tab = mode_tables(mult, kind, m_bits, &tabmask, &mbm);
   const int64_t MC = (int64_t)MC_PANELS * MR;
   int64_t nc_t = (int64_t)NC_PANELS * NR;
 
@@ -1244,18 +1272,9 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
    * the fast kernels; the per-product path is much slower per product). */
   const int par = work >= (fast || kind != KIND_NONE ? 1048576.0 : 32768.0);
   (void)par; /* unused without OpenMP */
-  int64_t tiles_m = (M + MC - 1) / MC, tiles_n = (N + nc_t - 1) / nc_t;
-#ifdef _OPENMP
-  if (par) {
-    /* Narrower column tiles until every thread has a few (each tile repacks
-     * its A rows, so stay at least 4 panels wide). */
-    int64_t want = 4 * (int64_t)omp_get_max_threads();
-    while (nc_t > 4 * NR && tiles_m * tiles_n < want) {
-      nc_t = (nc_t / 2 + NR - 1) / NR * NR;
-      tiles_n = (N + nc_t - 1) / nc_t;
-    }
-  }
-#endif
+  const int64_t tiles_m = (M + MC - 1) / MC;
+  if (par) nc_t = column_tile_width(N, tiles_m, nc_t, NR);
+  const int64_t tiles_n = (N + nc_t - 1) / nc_t;
   const int64_t ntiles = tiles_m * tiles_n;
   const int64_t kcmax = K < KC ? K : KC;
   /* Mode kernels use three uint32 planes per packed element (four for A of
