@@ -89,6 +89,27 @@ static int find_logits(const amd_graph *g) {
   return v;
 }
 
+/* Eval-mode exports fold BatchNormalization into the convolutions (PyTorch
+ * names their weights onnx::Conv_N): a model without BN whose convolutions
+ * carry such weights gets a warning in t->warning. */
+static void warn_folded_batchnorm(amd_trainer *t) {
+  const amd_graph *g = t->g;
+  int n_bn = 0, folded = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    n_bn += is_op(n, AMD_OP_IDX_BatchNormalization);
+    if (is_op(n, AMD_OP_IDX_Conv) && n->n_in > 1 && n->in[1] >= 0 &&
+        strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
+      folded++;
+  }
+  if (n_bn == 0 && folded)
+    snprintf(t->warning, sizeof t->warning,
+             "this model was exported in eval mode: BatchNormalization was folded into %d Conv nodes, so it "
+             "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to "
+             "keep it)",
+             folded);
+}
+
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
   memset(t, 0, sizeof *t);
   t->g = g;
@@ -184,21 +205,7 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     snprintf(t->warning, sizeof t->warning,
              "node '%s' has no backward: parameters that only reach the loss through it are not trained",
              blocked);
-  /* eval-mode exports fold BatchNormalization into the convolutions (PyTorch names them onnx::Conv_N) */
-  int n_bn = 0, folded = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const amd_node *n = &g->nodes[i];
-    n_bn += is_op(n, AMD_OP_IDX_BatchNormalization);
-    if (is_op(n, AMD_OP_IDX_Conv) && n->n_in > 1 && n->in[1] >= 0 &&
-        strncmp(g->values[n->in[1]].name, "onnx::Conv_", 11) == 0)
-      folded++;
-  }
-  if (n_bn == 0 && folded)
-    snprintf(t->warning, sizeof t->warning,
-             "this model was exported in eval mode: BatchNormalization was folded into %d Conv nodes, so it "
-             "trains without BN (export with training=TrainingMode.TRAINING, do_constant_folding=False to "
-             "keep it)",
-             folded);
+  warn_folded_batchnorm(t);
   if (amd_run_init(&t->run, g, st)) goto fail;
   t->be = &amd_backend_cpu;
   t->bparams = t->params;
