@@ -8,7 +8,7 @@
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
- *   shape.c: Flatten ... Pad */
+ *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad */
 AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)

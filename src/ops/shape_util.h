@@ -1,0 +1,96 @@
+/* Helpers of the shape and data-movement ops (shape.c, constant.c, pad.c):
+ * element sizes, input checks, int lists from tensors and attributes, and
+ * the gradient accumulation of float and double. */
+#ifndef AMD_SHAPE_UTIL_H
+#define AMD_SHAPE_UTIL_H
+
+#include <string.h>
+
+#include "attrs.h"
+
+/* Element size of t's dtype, failing for dtypes without one. */
+static inline int elem_size(const amd_tensor *t, const char *what, size_t *es, amd_status *st) {
+  *es = amd_dtype_size(t->dtype);
+  if (*es == 0) return amd_fail(st, "%s has unsupported dtype %s", what, amd_dtype_name(t->dtype));
+  return 0;
+}
+
+/* Requires input k to be present. */
+static inline int need_in(const amd_node *n, const amd_tensor *const *in, int k, const char *what,
+                          amd_status *st) {
+  if (k >= n->n_in || !in[k]) return amd_fail(st, "missing required input %d (%s)", k, what);
+  return 0;
+}
+
+/* Reads a 1-D (or scalar) integer tensor into out (at most max values);
+ * returns the count or -1. */
+static inline int read_ints(const amd_tensor *t, int64_t *out, int max, const char *what, amd_status *st) {
+  if (t->dtype != AMD_INT64 && t->dtype != AMD_INT32)
+    return amd_fail(st, "%s must be int64 (got %s)", what, amd_dtype_name(t->dtype));
+  if (t->rank > 1) return amd_fail(st, "%s must be 1-D (got rank %d)", what, t->rank);
+  int64_t cnt = amd_tensor_numel(t);
+  if (cnt > max) return amd_fail(st, "%s has %lld values (at most %d supported)", what, (long long)cnt, max);
+  for (int64_t i = 0; i < cnt; i++) out[i] = amd_tensor_get_i64(t, i);
+  return (int)cnt;
+}
+
+/* Reads an ints attribute: its count, -1 when absent, -3 (st set) when longer than max. */
+static inline int attr_ints(const amd_attr_list *p, const char *name, int64_t *out, int max, amd_status *st) {
+  int cnt = amd_attr_ints(p, name, out, max);
+  if (cnt == -2) {
+    amd_fail(st, "attribute %s has more than %d values", name, max);
+    return -3;
+  }
+  return cnt;
+}
+
+static inline void copy_shape(amd_tensor *out, const amd_tensor *in) {
+  amd_tensor_set_shape(out, in->dtype, in->rank, in->dims);
+}
+
+/* Copies one element of es bytes. */
+static inline void copy_elem(char *dst, const char *src, size_t es) {
+  switch (es) {
+  case 1:
+    *dst = *src;
+    break;
+  case 2:
+    memcpy(dst, src, 2);
+    break;
+  case 4:
+    memcpy(dst, src, 4);
+    break;
+  case 8:
+    memcpy(dst, src, 8);
+    break;
+  default:
+    memcpy(dst, src, es);
+    break;
+  }
+}
+
+static inline int grad_dtype_ok(amd_dtype t, amd_status *st) {
+  if (t != AMD_FLOAT && t != AMD_DOUBLE)
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
+  return 0;
+}
+
+/* dst[i] += src[i] for n elements of dtype t (float or double). */
+static inline void grad_add(amd_dtype t, void *dst, const void *src, int64_t n) {
+  if (t == AMD_FLOAT) {
+    float *d = dst;
+    const float *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  } else {
+    double *d = dst;
+    const double *s = src;
+    for (int64_t i = 0; i < n; i++) d[i] += s[i];
+  }
+}
+
+/* float, double, float16, bfloat16 */
+static inline int is_float_dtype(amd_dtype t) {
+  return t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
+}
+
+#endif
