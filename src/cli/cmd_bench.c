@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "../exec/backend.h"
-#include "../mult/mode_map.h"
+#include "../exec/mode_apply.h"
 #include "../onnx/load.h"
 #include "../report/profile.h"
 #include "../train/loss.h"

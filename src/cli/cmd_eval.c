@@ -10,7 +10,7 @@
 #include "../onnx/load.h"
 #include "../report/plot.h"
 #include "../report/profile.h"
-#include "../mult/mode_map.h"
+#include "../exec/mode_apply.h"
 #include "../train/trainer.h"
 #include "cli_util.h"
 #include "commands.h"

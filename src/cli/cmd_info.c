@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../exec/exec.h"
-#include "../mult/mode_map.h"
+#include "../exec/mode_apply.h"
 #include "../onnx/load.h"
 #include "cli_util.h"
 #include "commands.h"

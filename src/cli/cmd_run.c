@@ -8,7 +8,7 @@
 
 #include "../exec/backend.h"
 #include "../exec/exec.h"
-#include "../mult/mode_map.h"
+#include "../exec/mode_apply.h"
 #include "../onnx/load.h"
 #include "../onnx/tensor_proto.h"
 #include "cli_util.h"

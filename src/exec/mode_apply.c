@@ -1,8 +1,8 @@
-/* amd_mode_apply (declared in src/mult/mode_map.h): the multiplier rules
- * applied to a graph's GEMM nodes. It lives here, not in mult/, because
- * telling GEMM nodes apart and naming their op types takes the op
- * descriptors (ops/op.h), which mult/ does not include. */
-#include "../mult/mode_map.h"
+/* amd_mode_apply (mode_apply.h): the multiplier rules applied to a graph's
+ * GEMM nodes. It lives here, not in mult/, because telling GEMM nodes apart
+ * and naming their op types takes the op descriptors (ops/op.h), which mult/
+ * does not include. */
+#include "mode_apply.h"
 #include "../ops/op.h"
 
 int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *backward, amd_mode_set *set,

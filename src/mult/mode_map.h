@@ -5,8 +5,8 @@
  *
  * The rules themselves (mode_map.c) know nothing of graphs or ops: they are
  * parsed once, then asked for the multipliers of a GEMM node by its name and
- * op type. amd_mode_apply, which walks a graph's GEMM nodes with them, needs
- * the op descriptors and lives above mult/, in src/exec/mode_apply.c. */
+ * op type. amd_mode_apply (src/exec/mode_apply.h), which walks a graph's
+ * GEMM nodes with them, needs the op descriptors and lives above mult/. */
 #ifndef AMD_MODE_MAP_H
 #define AMD_MODE_MAP_H
 
@@ -42,12 +42,6 @@ void amd_mode_set_pick(amd_mode_set *set, const char *name, const char *op_type,
 /* An error naming the first map entry that no amd_mode_set_pick matched. */
 int amd_mode_set_check_used(const amd_mode_set *set, amd_status *st);
 
-/* Sets node->mult and node->bwd_mult of every Conv / Gemm / MatMul node of g
- * (amd_mode_set_parse, amd_mode_set_pick per GEMM node, then
- * amd_mode_set_check_used: a map key that matches no GEMM node's name or op
- * type is an error). Defined in src/exec/mode_apply.c. */
-int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *backward, amd_mode_set *set,
-                   amd_status *st);
 void amd_mode_set_free(amd_mode_set *set);
 /* The mode name of a node's forward / backward product ("acc32" for NULL). */
 const char *amd_mode_of(const amd_mult *m);

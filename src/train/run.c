@@ -12,7 +12,7 @@
 
 #include "../data/dataset.h"
 #include "../exec/backend.h"
-#include "../mult/mode_map.h"
+#include "../exec/mode_apply.h"
 #include "../onnx/load.h"
 #include "../onnx/write.h"
 #include "../report/plot.h"

@@ -1,0 +1,16 @@
+/* The multiplier rules of --mode, --mode-map and --backward-mode
+ * (mult/mode_map.h) applied to a graph's GEMM nodes. */
+#ifndef AMD_MODE_APPLY_H
+#define AMD_MODE_APPLY_H
+
+#include "../core/graph.h"
+#include "../mult/mode_map.h"
+
+/* Sets node->mult and node->bwd_mult of every Conv / Gemm / MatMul node of g
+ * (amd_mode_set_parse, amd_mode_set_pick per GEMM node, then
+ * amd_mode_set_check_used: a map key that matches no GEMM node's name or op
+ * type is an error). */
+int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *backward, amd_mode_set *set,
+                   amd_status *st);
+
+#endif
