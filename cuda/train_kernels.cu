@@ -245,7 +245,7 @@ __device__ __forceinline__ float opt_fma(int fused, float a, float b, float c) {
   return fused ? fmaf(a, b, c) : (float)__dadd_rn(__dmul_rn((double)a, (double)b), (double)c);
 }
 
-/* The fused optimizer: optim.c's loops (SGD / Adam / AdamW / RMSprop with
+/* The fused optimizer: optim.c's loops (SGD / Adam / AdamW / RMSprop / Lion with
  * their options) in one kernel; the flags are uniform across threads. */
 __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_optim_coeffs c, float *p,
                         const float *g, float *s1, float *s2, int64_t n, const int *guard) {
@@ -290,6 +290,14 @@ __global__ void k_optim(int kind, int wd, int mom, int nesterov, int fused, amd_
       }
       break;
     }
+    case AMD_OPT_LION: { /* optim.c's lion_loop */
+      const float x = __fmul_rn(p[i], c.decay);
+      const float u = opt_fma(fused, c.one_minus_beta1, d, __fmul_rn(s1[i], c.beta1));
+      const float sgn = u > 0 ? 1.0f : u < 0 ? -1.0f : 0.0f;
+      p[i] = opt_fma(fused, c.neg_lr, sgn, x);
+      s1[i] = opt_fma(fused, c.one_minus_beta2, d, __fmul_rn(s1[i], c.beta2));
+      break;
+    }
     default:
       /* cu_optim_step refuses any other kind before launch: a launch that
        * gets here (a corrupt graph node) fails loudly instead of updating */
@@ -314,6 +322,7 @@ static int cu_optim_step(const amd_optim_update *u, float *p, const float *g, fl
     nesterov = mom && o->nesterov;
     break;
   case AMD_OPT_ADAMW:
+  case AMD_OPT_LION:
     wd = 0; /* decoupled: in c.decay */
     break;
   case AMD_OPT_RMSPROP:

@@ -47,7 +47,7 @@ static const char usage[] =
     "optimisation:\n"
     "  --epochs N             (default 10)\n"
     "  --batch N              (default 128)\n"
-    "  --optimizer NAME       sgd, adam, adamw, rmsprop (default sgd)\n"
+    "  --optimizer NAME       sgd, adam, adamw, rmsprop, lion (default sgd)\n"
     "  --lr LR                (default 0.01)\n"
     "  --momentum M           SGD / RMSprop momentum (default 0.9 for sgd)\n"
     "  --nesterov             Nesterov momentum (SGD)\n"

@@ -20,8 +20,8 @@ typedef struct amd_batch_stats {
 } amd_batch_stats;
 
 /* ---- the optimizer (optim.h) ---- */
-typedef enum amd_opt_kind { AMD_OPT_SGD, AMD_OPT_ADAM, AMD_OPT_ADAMW, AMD_OPT_RMSPROP } amd_opt_kind;
-enum { AMD_OPT_COUNT = AMD_OPT_RMSPROP + 1 }; /* kinds 0 .. AMD_OPT_COUNT - 1; any other is an error */
+typedef enum amd_opt_kind { AMD_OPT_SGD, AMD_OPT_ADAM, AMD_OPT_ADAMW, AMD_OPT_RMSPROP, AMD_OPT_LION } amd_opt_kind;
+enum { AMD_OPT_COUNT = AMD_OPT_LION + 1 }; /* kinds 0 .. AMD_OPT_COUNT - 1; any other is an error */
 
 typedef struct amd_optim {
   amd_opt_kind kind;

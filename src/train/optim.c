@@ -55,7 +55,7 @@ const int amd_optim_fused_fma = 0;
 
 static const double AMD_PI = 3.14159265358979323846; /* math.pi */
 
-static const char *const opt_names[] = {"sgd", "adam", "adamw", "rmsprop"};
+static const char *const opt_names[AMD_OPT_COUNT] = {"sgd", "adam", "adamw", "rmsprop", "lion"};
 
 int amd_optim_init(const char *name, amd_optim *o, amd_status *st) {
   memset(o, 0, sizeof *o);
@@ -63,16 +63,20 @@ int amd_optim_init(const char *name, amd_optim *o, amd_status *st) {
   o->beta2 = 0.999;
   o->eps = 1e-8;
   o->alpha = 0.99;
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < AMD_OPT_COUNT; k++)
     if (name && strcmp(name, opt_names[k]) == 0) {
       o->kind = (amd_opt_kind)k;
       if (o->kind == AMD_OPT_ADAMW) o->weight_decay = 0.01; /* torch.optim.AdamW's default */
+      if (o->kind == AMD_OPT_LION) o->beta2 = 0.99;         /* Lion's paper: betas (0.9, 0.99) */
       return 0;
     }
-  return amd_fail(st, "unknown optimizer '%s' (choices: sgd, adam, adamw, rmsprop)", name ? name : "(null)");
+  return amd_fail(st, "unknown optimizer '%s' (choices: sgd, adam, adamw, rmsprop, lion)",
+                  name ? name : "(null)");
 }
 
-const char *amd_optim_name(const amd_optim *o) { return (unsigned)o->kind < 4 ? opt_names[o->kind] : "?"; }
+const char *amd_optim_name(const amd_optim *o) {
+  return (unsigned)o->kind < AMD_OPT_COUNT ? opt_names[o->kind] : "?";
+}
 
 int amd_optim_state_blocks(const amd_optim *o) {
   switch (o->kind) {
@@ -83,6 +87,8 @@ int amd_optim_state_blocks(const amd_optim *o) {
     return 2;
   case AMD_OPT_RMSPROP:
     return o->momentum > 0 ? 2 : 1;
+  case AMD_OPT_LION:
+    return 1;
   }
   return 0;
 }
@@ -99,7 +105,7 @@ int amd_optim_check(const amd_optim *o, amd_status *st) {
     return amd_fail(st, "%s: invalid eps %g (must be >= 0)", name, o->eps);
   if (o->nesterov && (o->kind != AMD_OPT_SGD || !(o->momentum > 0)))
     return amd_fail(st, "%s: Nesterov momentum needs SGD with momentum > 0", name);
-  if ((o->kind == AMD_OPT_ADAM || o->kind == AMD_OPT_ADAMW) &&
+  if ((o->kind == AMD_OPT_ADAM || o->kind == AMD_OPT_ADAMW || o->kind == AMD_OPT_LION) &&
       (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1)))
     return amd_fail(st, "%s: invalid betas (%g, %g) (each in [0, 1))", name, o->beta1, o->beta2);
   if (o->kind == AMD_OPT_RMSPROP && (!(o->alpha >= 0) || !isfinite(o->alpha)))
@@ -138,6 +144,14 @@ void amd_optim_get_coeffs(const amd_optim *o, double lr, int64_t t, amd_optim_co
   case AMD_OPT_RMSPROP:
     c->alpha = (float)o->alpha;
     c->one_minus_alpha = (float)(1 - o->alpha);
+    break;
+  case AMD_OPT_LION: /* decoupled decay as AdamW's; no bias correction */
+    c->decay = (float)(1 - dlr * o->weight_decay);
+    c->weight_decay = 0;
+    c->beta1 = (float)o->beta1;
+    c->one_minus_beta1 = (float)(1 - o->beta1);
+    c->beta2 = (float)o->beta2;
+    c->one_minus_beta2 = (float)(1 - o->beta2);
     break;
   }
 }
@@ -201,12 +215,29 @@ AMD_OPTIM_LOOP void rmsprop_loop(const amd_optim_coeffs *c, float *restrict p, c
   }
 }
 
+/* Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms"):
+ * the update is the sign of beta1 m + (1 - beta1) g, the state m then moves
+ * with beta2; weight decay decoupled as AdamW's. */
+AMD_OPTIM_LOOP void lion_loop(const amd_optim_coeffs *c, float *restrict p, const float *restrict g,
+                              float *restrict m1, int64_t n) {
+  const float neg_lr = c->neg_lr, b1 = c->beta1, omb1 = c->one_minus_beta1, b2 = c->beta2,
+              omb2 = c->one_minus_beta2, decay = c->decay;
+  for (int64_t i = 0; i < n; i++) {
+    const float x = p[i] * decay, d = g[i];
+    const float u = FMA(omb1, d, m1[i] * b1);
+    const float sgn = u > 0 ? 1.0f : u < 0 ? -1.0f : 0.0f;
+    p[i] = FMA(neg_lr, sgn, x);
+    m1[i] = FMA(omb2, d, m1[i] * b2);
+  }
+}
+
 int amd_optim_known(const amd_optim *o) {
   switch (o->kind) {
   case AMD_OPT_SGD:
   case AMD_OPT_ADAM:
   case AMD_OPT_ADAMW:
   case AMD_OPT_RMSPROP:
+  case AMD_OPT_LION:
     return 1;
   }
   return 0;
@@ -258,6 +289,9 @@ int amd_optim_step(const amd_optim *o, double lr, int64_t t, float *p, const flo
       else
         rmsprop_loop(&c, p, g, state, NULL, n, 0, 0);
     }
+    break;
+  case AMD_OPT_LION:
+    lion_loop(&c, p, g, state, n);
     break;
   }
   return 0;

@@ -169,9 +169,44 @@ static void test_optim_api(void) {
   CHECK(amd_optim_check(&o, &st) < 0, "negative weight decay accepted");
   o.weight_decay = NAN;
   CHECK(amd_optim_check(&o, &st) < 0, "NaN weight decay accepted");
-  CHECK(amd_optim_init("lamb", &o, &st) < 0 && strstr(st.msg, "sgd, adam, adamw, rmsprop"),
+  CHECK(amd_optim_init("lamb", &o, &st) < 0 && strstr(st.msg, "sgd, adam, adamw, rmsprop, lion"),
         "unknown optimizer: %s", st.msg);
   CHECK(strcmp(amd_optim_name(&(amd_optim){.kind = AMD_OPT_ADAMW}), "adamw") == 0, "name");
+}
+
+/* Lion (not in PyTorch): three steps with decoupled weight decay against the
+ * update written out in double from its paper (Chen et al. 2023, Algorithm
+ * 2): c = b1 m + (1 - b1) g; p = p (1 - lr wd) - lr sign(c);
+ * m = b2 m + (1 - b2) g. A zero c leaves p to the decay alone. */
+static void test_lion(void) {
+  amd_optim o;
+  amd_status st = {{0}};
+  CHECK(amd_optim_init("lion", &o, &st) == 0 && o.kind == AMD_OPT_LION && o.beta1 == 0.9 && o.beta2 == 0.99 &&
+            amd_optim_state_blocks(&o) == 1 && strcmp(amd_optim_name(&o), "lion") == 0,
+        "lion defaults");
+  o.weight_decay = 0.1;
+  CHECK(amd_optim_check(&o, &st) == 0, "lion check: %s", st.msg);
+  enum { N = 5 };
+  const double lr = 0.01;
+  float p[N] = {1, -2, 0.5f, 3, 0}, m[N] = {0};
+  double pd[N], md[N] = {0};
+  for (int i = 0; i < N; i++) pd[i] = p[i];
+  double worst = 0;
+  for (int t = 1; t <= 3; t++) {
+    /* g[2] = 0 at the first step (c = 0: no sign, decay only); g[4] turns
+     * positive while m stays negative enough that sign(c) != sign(g) */
+    float g[N] = {0.5f, -0.25f, t == 1 ? 0.0f : 0.125f, 1.5f * (float)t, t == 1 ? -0.75f : 0.05f};
+    CHECK(amd_optim_step(&o, lr, t, p, g, m, N) == 0, "lion step %d", t);
+    for (int i = 0; i < N; i++) {
+      const double c = 0.9 * md[i] + 0.1 * g[i], s = c > 0 ? 1 : c < 0 ? -1 : 0;
+      pd[i] = pd[i] * (1 - lr * 0.1) - lr * s;
+      md[i] = 0.99 * md[i] + 0.01 * g[i];
+      worst = fmax(worst, fmax(fabs(pd[i] - p[i]), fabs(md[i] - m[i])));
+    }
+  }
+  CHECK(worst < 1e-6, "lion: largest difference from the double reference %.3g", worst);
+  if (worst < 1e-6)
+    printf("ok   lion: 3 steps with decoupled decay, largest difference from the double reference %.2g\n", worst);
 }
 
 static void test_unknown_kind(void) {
@@ -314,6 +349,7 @@ int main(void) {
   test_optim_golden();
   test_block_equals_elementwise();
   test_optim_api();
+  test_lion();
   test_unknown_kind();
   test_schedule_golden();
   test_schedule_formula();
