@@ -11,41 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/core/xent_row.h"
 #include "train_cuda.h"
 
 /* ================================================================ softmax cross-entropy */
 
-/* One thread per sample: loss.c's algorithm (double sums); per sample the
+/* One thread per sample: amd_xent_row (core/xent_row.h), the CPU's own code; per sample the
  * loss, the argmax and the number of logits strictly above the label's.
  * guard (may be NULL): cleared where a loss is not finite. */
 __global__ void k_xent(const float *z, const int64_t *labels, int64_t n, int64_t c, float smoothing,
                        float scale, float *dz, double *loss, int64_t *arg_out, int64_t *above_out,
                        int *guard) {
   AMD_CU_LOOP(i, n) {
-    const float *zr = z + i * c;
-    int64_t y = labels[i];
-    double mx = zr[0];
-    int64_t arg = 0;
-    for (int64_t j = 1; j < c; j++)
-      if (zr[j] > mx || isnan(zr[j])) mx = zr[j], arg = j;
-    double sum = 0, sum_logp = 0;
-    for (int64_t j = 0; j < c; j++) sum += exp((double)zr[j] - mx);
-    double log_sum = log(sum);
-    for (int64_t j = 0; j < c; j++) sum_logp += (double)zr[j] - mx - log_sum;
-    double logp_y = (double)zr[y] - mx - log_sum;
-    loss[i] = -(1.0 - smoothing) * logp_y - smoothing / (double)c * sum_logp;
+    loss[i] = amd_xent_row(z + i * c, labels[i], n, c, smoothing, scale, dz ? dz + i * c : NULL, &arg_out[i],
+                           &above_out[i]);
     if (guard && !isfinite(loss[i])) *guard = 0;
-    if (dz)
-      for (int64_t j = 0; j < c; j++) {
-        double p = exp((double)zr[j] - mx - log_sum);
-        double q = (j == y ? 1.0 - smoothing : 0.0) + smoothing / (double)c;
-        float d = (float)((p - q) / (double)n);
-        dz[i * c + j] = scale != 1.0f ? d * scale : d;
-      }
-    int64_t above = 0;
-    for (int64_t j = 0; j < c; j++) above += zr[j] > zr[y];
-    arg_out[i] = arg;
-    above_out[i] = above;
   }
 }
 

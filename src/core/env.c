@@ -42,6 +42,7 @@ amd_env amd_env_read(void) {
   e.gemm_isa = getenv("AMD_GEMM_ISA");
   const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
   e.faults.cuda_poison_outputs = poison && strcmp(poison, "1") == 0;
+  e.faults.ckpt_write_bytes = getenv("AMD_FAULT_WRITE_BYTES");
   const char *pause = getenv("AMD_FAULT_PAUSE_AFTER_STEP");
   if (pause && *pause) e.faults.pause_after_step = atoll(pause);
   const char *f = getenv("AMD_FAULT_RANK");

@@ -22,6 +22,9 @@ typedef struct amd_fault_hooks {
    * checkpoint of step N, so that a test can break the folder at a known
    * point, then SIGCONT; -1: never */
   int64_t pause_after_step;
+  /* AMD_FAULT_WRITE_BYTES=N: a checkpoint write fails (ENOSPC) once it has
+   * written N bytes; the text as given (checkpoint.c checks it); NULL: unset */
+  const char *ckpt_write_bytes;
 } amd_fault_hooks;
 
 typedef struct amd_env {

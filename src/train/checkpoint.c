@@ -225,6 +225,11 @@ static int prune(const char *dir, int64_t new_step, int keep, amd_status *st) {
   return bad ? -1 : 0;
 }
 
+/* amd_ckpt_set_faults' AMD_FAULT_WRITE_BYTES (NULL: none) */
+static const char *fault_write_bytes;
+
+void amd_ckpt_set_faults(const amd_fault_hooks *f) { fault_write_bytes = f ? f->ckpt_write_bytes : NULL; }
+
 int amd_ckpt_write(const char *dir, int64_t step, const amd_ckpt_section *secs, int n, int keep,
                    amd_status *st) {
   if (st) st->msg[0] = '\0';
@@ -234,7 +239,7 @@ int amd_ckpt_write(const char *dir, int64_t step, const amd_ckpt_section *secs, 
   if (check_sections(secs, n, st) != 0) return -1;
 
   ck_writer w = {.fd = -1, .written = 0, .limit = -1};
-  const char *fault = getenv("AMD_FAULT_WRITE_BYTES");
+  const char *fault = fault_write_bytes;
   if (fault && fault[0]) {
     char *end;
     errno = 0;

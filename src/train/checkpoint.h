@@ -20,17 +20,19 @@
  * Files are DIR/ckpt-<step as 10+ digits>.amdckpt. Only one process may write
  * checkpoints into a given DIR at a time.
  *
- * Fault injection (tests, hardening): if the environment variable
- * AMD_FAULT_WRITE_BYTES=N is set when amd_ckpt_write is called (getenv, once
- * per call), the writer behaves as if the disk filled up after N bytes of the
+ * Fault injection (tests, hardening): with amd_ckpt_set_faults given a
+ * ckpt_write_bytes of N (AMD_FAULT_WRITE_BYTES, core/env.h), every later
+ * amd_ckpt_write behaves as if the disk filled up after N bytes of the
  * checkpoint file: the write fails with ENOSPC ("No space left on device")
- * after exactly N bytes reached the temp file. An unparsable value is an error. */
+ * after exactly N bytes reached the temp file. An unparsable value is an
+ * error of the write. */
 #ifndef AMD_CHECKPOINT_H
 #define AMD_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/env.h"
 #include "../core/status.h"
 
 #define AMD_CKPT_VERSION 1u
@@ -42,6 +44,9 @@ typedef struct amd_ckpt_section {
   size_t bytes;
 } amd_ckpt_section;
 
+/* The fault hooks the writer honours from now on (f->ckpt_write_bytes; NULL
+ * or a NULL field: none). train sets them from the environment once. */
+void amd_ckpt_set_faults(const amd_fault_hooks *f);
 /* Writes the n sections to DIR/ckpt-<step, 10 digits>.amdckpt atomically:
  * writes DIR/.tmp-ckpt-<step>-<pid>.amdckpt, fsyncs it, renames it over the
  * final name and fsyncs DIR. Then prunes: keeps the new file and the newest

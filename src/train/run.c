@@ -639,6 +639,7 @@ int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, const char *prog) 
   }
   r->cfg = c, r->h = h, r->prog = prog;
   amd_status st = {{0}};
+  amd_ckpt_set_faults(&c->env.faults);
   if (amd_dist_init(&r->dist, &c->env, &st)) {
     line(r, AMD_TRAIN_ERROR, "%s", st.msg);
     free(r);

@@ -347,6 +347,17 @@ static void case_size_and_missing(void) {
   CHECK(!exists(ck(d, 2)) && count_prefix(d, ".tmp-") == 0, "files left by rejected writes");
 }
 
+/* AMD_FAULT_WRITE_BYTES as the CLI hands it to the writer (NULL: none). */
+static void set_write_fault(const char *bytes) {
+  static char text[64];
+  amd_fault_hooks f = amd_env_defaults().faults;
+  if (bytes) {
+    snprintf(text, sizeof text, "%s", bytes);
+    f.ckpt_write_bytes = text;
+  }
+  amd_ckpt_set_faults(&f);
+}
+
 static void case_disk_full(void) {
   const char *d = mkdir_case("diskfull");
   CHECK(write_state(d, 1, 1, 2) == 0 && write_state(d, 2, 2, 2) == 0, "setup");
@@ -355,7 +366,7 @@ static void case_disk_full(void) {
   CHECK(c1 && c2, "slurp");
   long limits[] = {0, 1, 16, 100, 5000, (long)l2 / 2, (long)l2 - 12, (long)l2 - 1};
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-    setenv("AMD_FAULT_WRITE_BYTES", P("%ld", limits[i]), 1);
+    set_write_fault(P("%ld", limits[i]));
     amd_status st;
     amd_ckpt_section v[8];
     fill(&A, 3);
@@ -374,14 +385,14 @@ static void case_disk_full(void) {
   }
   /* A limit at the exact size lets the write through; bad values are errors. */
   amd_status st;
-  setenv("AMD_FAULT_WRITE_BYTES", P("%zu", l2), 1);
+  set_write_fault(P("%zu", l2));
   CHECK(write_state(d, 3, 3, 2) == 0, "limit == size must succeed");
-  setenv("AMD_FAULT_WRITE_BYTES", "lots", 1);
+  set_write_fault("lots");
   uint32_t x = 0;
   amd_ckpt_section one[1] = {{"x", &x, 4}};
   CHECK(amd_ckpt_write(d, 4, one, 1, 2, &st) == -1 && strstr(st.msg, "AMD_FAULT_WRITE_BYTES"),
         "bad value: %s", st.msg);
-  unsetenv("AMD_FAULT_WRITE_BYTES");
+  set_write_fault(NULL);
   CHECK(write_state(d, 4, 4, 2) == 0, "write after the disk has room again");
   char path[1024];
   CHECK(amd_ckpt_find_latest(d, path, sizeof path, NULL, 0, &st) == 0 && read_seed(path) == 4 &&
@@ -550,7 +561,7 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  unsetenv("AMD_FAULT_WRITE_BYTES");
+  set_write_fault(NULL);
   A.big = malloc(NBIG);
   B.big = malloc(NBIG);
   if (!A.big || !B.big) return 1;
