@@ -1,6 +1,6 @@
 /* Elementwise activations and unary math on the CPU: Relu, LeakyRelu, PRelu,
- * Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Exp, Log, Sqrt, Neg, Abs,
- * Reciprocal.
+ * Sigmoid, HardSigmoid, HardSwish, Gelu, Erf, Tanh, Clip, Exp, Log, Sqrt,
+ * Neg, Abs, Reciprocal.
  *
  * Every op maps X to Y of the same shape and dtype, element by element, on
  * contiguous tensors. Float and double are computed in their own precision
@@ -31,6 +31,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "attrs.h"
 
@@ -114,6 +115,7 @@ static inline double sigmoid_d(double v) {
 }
 
 FLOAT_UNARY(sigmoid, sigmoid_f(v), sigmoid_d(v))
+FLOAT_UNARY(erf, erff(v), erf(v))
 FLOAT_UNARY(tanh, tanhf(v), tanh(v))
 FLOAT_UNARY(exp, expf(v), exp(v))
 FLOAT_UNARY(log, logf(v), log(v))
@@ -245,6 +247,49 @@ static int hardswish_forward(FWD_ARGS) {
   switch (x->dtype) {
   CASE_MAP(AMD_FLOAT, float, v * UNIT(af * v + bf))
   CASE_MAP(AMD_DOUBLE, double, v * UNIT(ad * v + bd))
+  default: return bad_dtype(x, st);
+  }
+  return 0;
+}
+
+/* ---- Gelu: x Phi(x), exactly (erf) or with approximate = "tanh" ---- */
+
+#define GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
+#define GELU_C 0.044715
+#define SQRT1_2 0.7071067811865476   /* 1 / sqrt(2) */
+#define TWO_SQRTPI 1.1283791670955126 /* 2 / sqrt(pi) (Erf's gradient) */
+
+static int gelu_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+  amd_act_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  char buf[16];
+  const char *ap = amd_attr_string(p, "approximate", "none", buf, sizeof buf);
+  if (strcmp(ap, "tanh") == 0) a->tanh_approx = 1;
+  else if (strcmp(ap, "none") != 0) return amd_fail(st, "approximate '%s' is not none or tanh", ap);
+  return 0;
+}
+
+static inline float gelu_f(float v, int t) {
+  return t ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
+           : 0.5f * v * (1.0f + erff(v * (float)SQRT1_2));
+}
+static inline double gelu_d(double v, int t) {
+  return t ? 0.5 * v * (1.0 + tanh(GELU_K * (v + GELU_C * v * v * v))) : 0.5 * v * (1.0 + erf(v * SQRT1_2));
+}
+/* d/dx: exact Phi(x) + x phi(x); tanh form 0.5 (1 + th) + 0.5 x (1 - th^2) K (1 + 3 C x^2) */
+static inline double gelu_grad(double v, int t) {
+  if (!t) return 0.5 * (1.0 + erf(v * SQRT1_2)) + v * exp(-0.5 * v * v) * 0.3989422804014327;
+  const double th = tanh(GELU_K * (v + GELU_C * v * v * v));
+  return 0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * GELU_K * (1.0 + 3.0 * GELU_C * v * v);
+}
+
+UNARY_INFER(gelu_infer, M_FLT, "float, double")
+static int gelu_forward(FWD_ARGS) {
+  FWD_SETUP;
+  const int t = ((const amd_act_attrs *)n->attrs)->tanh_approx;
+  switch (x->dtype) {
+  CASE_MAP(AMD_FLOAT, float, gelu_f(v, t))
+  CASE_MAP(AMD_DOUBLE, double, gelu_d(v, t))
   default: return bad_dtype(x, st);
   }
   return 0;
@@ -479,6 +524,18 @@ static int leakyrelu_backward(BWD_ARGS) {
   return 0;
 }
 
+UNARY_BWD(erf, g * (float)(TWO_SQRTPI * exp(-(double)v * v)), g * TWO_SQRTPI * exp(-v * v))
+
+static int gelu_backward(BWD_ARGS) {
+  BWD_SETUP;
+  const int t = ((const amd_act_attrs *)n->attrs)->tanh_approx;
+  if (x->dtype == AMD_FLOAT)
+    GRAD_MAP(float, g * (float)gelu_grad(v, t));
+  else
+    GRAD_MAP(double, g * gelu_grad(v, t));
+  return 0;
+}
+
 static int hardsigmoid_backward(BWD_ARGS) {
   BWD_SETUP;
   const amd_act_attrs *a = n->attrs;
@@ -664,3 +721,16 @@ const amd_op amd_op_HardSwish = {.name = "HardSwish",
                                  .infer = hardswish_infer,
                                  .forward = hardswish_forward,
                                  .backward = hardswish_backward};
+const amd_op amd_op_Gelu = {.name = "Gelu",
+                            .idx = AMD_OP_IDX_Gelu,
+                            .since = {20},
+                            .parse = gelu_parse,
+                            .infer = gelu_infer,
+                            .forward = gelu_forward,
+                            .backward = gelu_backward};
+const amd_op amd_op_Erf = {.name = "Erf",
+                           .idx = AMD_OP_IDX_Erf,
+                           .since = {9, 13},
+                           .infer = erf_infer,
+                           .forward = erf_forward,
+                           .backward = erf_backward};

@@ -91,6 +91,7 @@ int amd_pool_geometry(const amd_pool_attrs *a, const amd_tensor *x, amd_pool_geo
 typedef struct amd_act_attrs {
   float alpha;    /* LeakyRelu; HardSigmoid and HardSwish (the slope) */
   float beta;     /* HardSigmoid and HardSwish (the offset) */
+  int tanh_approx; /* Gelu: approximate = "tanh" */
   float min, max; /* Clip before opset 11 */
 } amd_act_attrs;
 

@@ -40,6 +40,13 @@ static Onnx__AttributeProto *gc_attr_float(const char *name, float v) {
   a->has_f = 1, a->f = v;
   return a;
 }
+/* v must outlive the attribute (a literal) */
+static inline Onnx__AttributeProto *gc_attr_string(const char *name, const char *v) {
+  Onnx__AttributeProto *a = gc_attr_new(name);
+  a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a->has_s = 1, a->s.data = (uint8_t *)v, a->s.len = strlen(v);
+  return a;
+}
 static Onnx__AttributeProto *gc_attr_ints(const char *name, int n, const int64_t *v) {
   Onnx__AttributeProto *a = gc_attr_new(name);
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;

@@ -76,6 +76,11 @@ static void test_activations(amd_dtype dt) {
   check_unary("HardSigmoid", 6, h, 2, dt, -4, 4, khs, 2);
   gc_attrs_free(h, 2);
   check_unary("HardSwish", 14, NULL, 0, dt, -5, 5, khw, 2);
+  check_unary("Erf", 13, NULL, 0, dt, -2.5, 2.5, NULL, 0);
+  check_unary("Gelu", 20, NULL, 0, dt, -4, 4, NULL, 0);
+  Onnx__AttributeProto *gt[] = {gc_attr_string("approximate", "tanh")};
+  check_unary("Gelu", 20, gt, 1, dt, -4, 4, NULL, 0);
+  gc_attrs_free(gt, 1);
   /* Clip-6: attributes. */
   const double k6[] = {-0.5, 0.75};
   Onnx__AttributeProto *c[] = {gc_attr_float("min", -0.5f), gc_attr_float("max", 0.75f)};
@@ -414,6 +419,43 @@ static void test_maxpool_ties(void) {
   gc_attrs_free(b, 3);
 }
 
+/* Gelu (exact and tanh) and Erf at a few points against values computed
+ * with Python's math.erf / math.tanh in double: the gradient checks above
+ * would pass a forward with a wrong constant, these would not. */
+static void test_gelu_erf_values(void) {
+  static const double xs[4] = {1.0, -2.0, 0.5, 3.0};
+  static const double want[3][4] = {
+      {0.8413447460685429, -0.04550026389635842, 0.34573123063700656, 2.99595030590511},    /* Gelu */
+      {0.8411919906082768, -0.04540230591222494, 0.34571400982514394, 2.996362607918227},   /* tanh */
+      {0.8427007929497149, -0.9953222650189527, 0.5204998778130465, 0.9999779095030014}}; /* Erf */
+  int64_t d[] = {4};
+  for (int k = 0; k < 3; k++) {
+    amd_tensor x = gc_tensor(AMD_DOUBLE, 1, d, 0, 1), out[8];
+    for (int i = 0; i < 4; i++) amd_tensor_set_f64(&x, i, xs[i]);
+    amd_tensor *in[] = {&x};
+    Onnx__AttributeProto *a[] = {gc_attr_string("approximate", "tanh")};
+    amd_status st = {{0}};
+    gc_node g;
+    const char *label = k == 0 ? "Gelu values" : k == 1 ? "Gelu tanh values" : "Erf values";
+    int ok = gc_bind(&g, k == 2 ? "Erf" : "Gelu", k == 2 ? 13 : 20, a, k == 1, in, 1, 1, &st) == 0 &&
+             gc_forward(&g.node, in, out, NULL, NULL, &st) == 0;
+    double worst = ok ? 0 : INFINITY;
+    for (int i = 0; ok && i < 4; i++) worst = fmax(worst, fabs(amd_tensor_get_f64(&out[0], i) - want[k][i]));
+    if (ok && worst < 1e-12) {
+      printf("ok   %s: 4 points within %.1e of math.erf / math.tanh\n", label, worst);
+    } else {
+      printf("FAIL %s: %s max diff %.3g\n", label, st.msg, worst);
+      gc_failed++;
+    }
+    if (ok) {
+      gc_free_outs(out, 1);
+      free(g.node.attrs);
+    }
+    gc_attrs_free(a, 1);
+    amd_tensor_free(&x);
+  }
+}
+
 int main(void) {
   amd_dtype dts[] = {AMD_DOUBLE, AMD_FLOAT};
   for (int i = 0; i < ARRAY_LEN(dts); i++) {
@@ -423,5 +465,6 @@ int main(void) {
   }
   test_accumulation();
   test_maxpool_ties();
+  test_gelu_erf_values();
   return gc_summary();
 }
