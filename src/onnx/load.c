@@ -14,6 +14,7 @@
 
 #include "../ops/op.h"
 #include "node_attrs.h"
+#include "opset.h"
 #include "tensor_proto.h"
 
 /* ONNX protobufs are limited to 2 GiB; larger weights use external data. */
@@ -92,12 +93,8 @@ int amd_node_bind(amd_node *n, const Onnx__NodeProto *p, int opset, amd_status *
                     op_type, opset);
   n->op = op;
   n->opset = opset;
-  n->since = 0;
-  for (int i = 0; i < 8 && op->since[i]; i++)
-    if (op->since[i] <= opset) n->since = op->since[i];
-  if (!n->since)
-    return amd_fail(st, "node '%s': op '%s' does not exist at opset %d (first version is %d)", n->name,
-                    op_type, opset, op->since[0]);
+  n->since = amd_opset_bind_version(op, opset, st);
+  if (n->since < 0) return amd_fail_prefix(st, "node '%s'", n->name);
   if (!op->parse) return 0;
   amd_attr_list attrs;
   int rc = amd_node_attrs_from_proto(p, &attrs, st);

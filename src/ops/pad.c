@@ -289,7 +289,7 @@ static int pad_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 
 const amd_op amd_op_Pad = {.name = "Pad",
                            .idx = AMD_OP_IDX_Pad,
-                           .since = {1, 2, 11, 13, 18},
+                           .since = {1, 2, 11, 13, 18, 19},
                            .parse = pad_parse,
                            .infer = pad_infer,
                            .forward = pad_forward,

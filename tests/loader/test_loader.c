@@ -12,6 +12,7 @@
 
 #include "exec/exec.h"
 #include "onnx/load.h"
+#include "onnx/opset.h"
 #include "onnx/tensor_proto.h"
 #include "ops/op.h"
 
@@ -419,8 +420,78 @@ static void test_op_indices(void) {
   CHECK(amd_ops[AMD_OP_IDX_Pad] == amd_op_find("Pad"), "AMD_OP_IDX_Pad");
 }
 
+static int in_list(const int *v, int max, int x) {
+  for (int i = 0; i < max && v[i]; i++)
+    if (v[i] == x) return 1;
+  return 0;
+}
+
+/* The opset policy (onnx/opset.h): every op has ONNX's versions, implements
+ * only real ONNX versions, and binds each opset either to its own version
+ * there, to a recorded equivalent, or not at all (and then says why). The
+ * loader applies it to whole models: a Relu model at opset 14 binds Relu-14,
+ * at opset 29 (newer than known) it is refused. */
+static void test_opset_policy(void) {
+  amd_status st = {{0}};
+  int refused = 0;
+  for (int i = 0; i < amd_op_count; i++) {
+    const amd_op *op = amd_ops[i];
+    const int *known = amd_onnx_versions(op);
+    CHECK(known[0] != 0, "%s has no row in onnx_versions.h", op->name);
+    for (int k = 0; k < 8 && op->since[k]; k++)
+      CHECK(in_list(known, 16, op->since[k]), "%s lists version %d, which ONNX does not define", op->name,
+            op->since[k]);
+    for (int k = 0; k < 16 && known[k]; k++) {
+      const char *why = NULL;
+      int as = amd_opset_equivalent(op, known[k], &why);
+      if (!as) continue;
+      CHECK(!in_list(op->since, 8, known[k]), "%s-%d is implemented and also in the equivalents", op->name,
+            known[k]);
+      CHECK(in_list(op->since, 8, as) && as < known[k] && why && why[0],
+            "%s-%d maps to %d, which is not an older implemented version", op->name, known[k], as);
+    }
+    for (int opset = 1; opset <= amd_onnx_newest_opset(); opset++) {
+      memset(&st, 0, sizeof st);
+      int v = amd_opset_bind_version(op, opset, &st);
+      if (v > 0) {
+        CHECK(in_list(op->since, 8, v) && v <= opset, "%s at opset %d binds to %d", op->name, opset, v);
+      } else if (opset >= known[0]) {
+        CHECK(strstr(st.msg, op->name) && strstr(st.msg, "implements"), "%s at opset %d: '%s'", op->name, opset,
+              st.msg);
+        if (!refused++ || opset == known[0]) printf("  refused: %s\n", st.msg);
+      }
+    }
+  }
+  printf("  opset policy: %d (op, opset) pairs refused over opsets 1-%d\n", refused, amd_onnx_newest_opset());
+  memset(&st, 0, sizeof st);
+  CHECK(amd_opset_bind_version(amd_ops[AMD_OP_IDX_Conv], 22, &st) == 11, "Conv at 22: %s", st.msg);
+  CHECK(amd_opset_bind_version(amd_ops[AMD_OP_IDX_Relu], 14, &st) == 14, "Relu at 14: %s", st.msg);
+  CHECK(amd_opset_bind_version(amd_ops[AMD_OP_IDX_Softmax], 12, &st) == 11, "Softmax at 12: %s", st.msg);
+  CHECK(amd_opset_bind_version(amd_ops[AMD_OP_IDX_Relu], amd_onnx_newest_opset() + 1, &st) < 0 &&
+            strstr(st.msg, "newer than opset"),
+        "a newer opset than known: '%s'", st.msg);
+  /* An op implementing only an older version: Conv as if it stopped at version 1. */
+  amd_op conv_v1 = *amd_ops[AMD_OP_IDX_Conv];
+  memset(conv_v1.since, 0, sizeof conv_v1.since);
+  conv_v1.since[0] = 1;
+  CHECK(amd_opset_bind_version(&conv_v1, 10, &st) == 1, "Conv-1 only, at opset 10: %s", st.msg);
+  CHECK(amd_opset_bind_version(&conv_v1, 11, &st) < 0 && strstr(st.msg, "has version 11 at opset 11") &&
+            strstr(st.msg, "implements versions 1)"),
+        "Conv-1 only, at opset 11: '%s'", st.msg);
+  builder b;
+  relu_model(&b);
+  b.opset.version = 14;
+  amd_graph *g = b_load(&b, &st);
+  CHECK(g && g->nodes[0].since == 14, "Relu model at opset 14: %s", g ? "bound elsewhere" : st.msg);
+  amd_graph_free(g);
+  relu_model(&b);
+  b.opset.version = amd_onnx_newest_opset() + 1;
+  expect_error(b_load(&b, &st), &st, "newer than opset", "opset newer than known");
+}
+
 int main(void) {
   test_op_indices();
+  test_opset_policy();
   snprintf(tmpdir, sizeof tmpdir, "/tmp/amd-loader-XXXXXX");
   if (!mkdtemp(tmpdir)) {
     perror("mkdtemp");
