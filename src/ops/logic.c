@@ -301,10 +301,12 @@ LOGIC_OP(Xor, LOG_XOR)
  * A tensor of the shape given by the 1-D int64 input, every element the
  * attribute `value` (a one-element tensor; default float 0). The output has
  * value's dtype: float, double, float16, bfloat16, the integers or bool.
- * Version 9; version 20 only adds the float8 and 4-bit dtypes, which this
- * project does not have (a value of such a type fails to load), so both bind
- * the same code. An empty shape gives a scalar; a zero dim an empty tensor;
- * a negative dim is an error. */
+ * Versions 9, 20, 21, 23, 24, 25: the later ones only add dtypes (bfloat16
+ * and float8 in 20, 4-bit integers in 21, float4 in 23, float8e8m0 in 24,
+ * 2-bit integers in 25) and keep the semantics, so all bind the same code;
+ * a value of a dtype this project does not have fails to load. An empty
+ * shape gives a scalar; a zero dim an empty tensor; a negative dim is an
+ * error. */
 
 typedef struct cos_attrs {
   amd_dtype dtype;
@@ -358,7 +360,7 @@ static int cos_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
 
 const amd_op amd_op_ConstantOfShape = {.name = "ConstantOfShape",
                                        .idx = AMD_OP_IDX_ConstantOfShape,
-                                       .since = {9, 20},
+                                       .since = {9, 20, 21, 23, 24, 25},
                                        .parse = cos_parse,
                                        .infer = cos_infer,
                                        .forward = cos_forward};

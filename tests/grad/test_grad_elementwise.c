@@ -542,8 +542,6 @@ static void test_range_values(void) {
   amd_tensor shp = gc_ints(AMD_INT64, 2, sv), *ins[] = {&shp};
   const double z[6] = {0}, sev[] = {7, 7, 7, 7, 7, 7};
   value_case("ConstantOfShape [2,3] default", "ConstantOfShape", 9, ins, 1, AMD_FLOAT, 2, d23, z, 0);
-  amd_tensor val = gc_scalar(AMD_INT64, 7);
-  val.rank = 1, val.dims[0] = 1;
   Onnx__AttributeProto *at = gc_attr_new("value");
   Onnx__TensorProto tp;
   onnx__tensor_proto__init(&tp);
@@ -560,7 +558,6 @@ static void test_range_values(void) {
     gc_free_outs(out, 1);
   }
   free(at);
-  amd_tensor_free(&val);
   amd_tensor_free(&shp);
   amd_tensor empty = gc_ints(AMD_INT64, 0, NULL), *ine[] = {&empty};
   value_case("ConstantOfShape [] (scalar)", "ConstantOfShape", 9, ine, 1, AMD_FLOAT, 0, NULL, z, 0);
@@ -577,7 +574,8 @@ static void test_pow_values(void) {
   value_case("Pow double edges", "Pow", 15, in, 2, AMD_DOUBLE, 1, d5, yv, 1e-12);
   amd_status st = {{0}};
   gc_node g;
-  amd_tensor out[8], gx = vt(AMD_DOUBLE, 1, d5, (const double[]){0, 0, 0, 0, 0}),
+  memset(&g, 0, sizeof g);
+  amd_tensor out[8] = {{0}}, gx = vt(AMD_DOUBLE, 1, d5, (const double[]){0, 0, 0, 0, 0}),
                      ge = vt(AMD_DOUBLE, 1, d5, (const double[]){0, 0, 0, 0, 0}),
                      gy = vt(AMD_DOUBLE, 1, d5, (const double[]){1, 1, 1, 1, 1});
   amd_tensor *din[8] = {&gx, &ge};
@@ -624,7 +622,8 @@ static void test_minmax_ties(void) {
     const amd_tensor *dout[8] = {&gy};
     amd_status st = {{0}};
     gc_node g;
-    amd_tensor out[8];
+    memset(&g, 0, sizeof g);
+    amd_tensor out[8] = {{0}};
     amd_ctx ctx = {0};
     char label[64];
     snprintf(label, sizeof label, "%s ties go to the first input", ops[k]);
@@ -696,12 +695,13 @@ static void test_bad_inputs(void) {
   expect_fail("ConstantOfShape [2,-1]", "ConstantOfShape", 9, cs, 1);
   expect_fail("ConstantOfShape of a float shape", "ConstantOfShape", 9, csf, 1);
   /* Pow's exponent gradient needs a float exponent */
-  amd_tensor *pin[] = {&f3, &i3}, out[8], gx = gc_tensor(AMD_FLOAT, 1, d3, 0, 0),
+  amd_tensor *pin[] = {&f3, &i3}, out[8] = {{0}}, gx = gc_tensor(AMD_FLOAT, 1, d3, 0, 0),
              ge = gc_tensor(AMD_INT64, 1, d3, 0, 0), gy = gc_tensor(AMD_FLOAT, 1, d3, 1, 1);
   amd_tensor *din[8] = {&gx, &ge};
   const amd_tensor *dout[8] = {&gy};
   amd_status st = {{0}};
   gc_node g;
+  memset(&g, 0, sizeof g);
   amd_ctx ctx = {0};
   int ok = gc_bind(&g, "Pow", 15, NULL, 0, pin, 2, 1, &st) == 0 && gc_forward(&g.node, pin, out, NULL, NULL, &st) == 0;
   ok = ok && g.node.op->backward(&g.node, &ctx, (const amd_tensor *const *)pin, out, dout, din, &st) != 0;
