@@ -32,6 +32,10 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Sub] = {ew_forward, ew_backward, 0, 0x3u, NULL};
   t.at[AMD_OP_IDX_Mul] = {ew_forward, ew_backward, 0, 0x3u, NULL};
   t.at[AMD_OP_IDX_Div] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Pow] = {ew_forward, ew_backward, 0, 0x3u, NULL};
+  t.at[AMD_OP_IDX_Min] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported};
+  t.at[AMD_OP_IDX_Max] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported};
+  t.at[AMD_OP_IDX_Where] = {where_forward, where_backward, 0x1u, 0x6u, NULL};
   t.at[AMD_OP_IDX_Flatten] = {copy_forward, copy_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Reshape] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
   t.at[AMD_OP_IDX_Identity] = {copy_forward, copy_backward, 0, 0x1u, NULL};

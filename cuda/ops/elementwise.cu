@@ -1,9 +1,21 @@
-/* CUDA kernels of Add, Sub, Mul and Div (src/ops/elementwise.c). */
+/* CUDA kernels of Add, Sub, Mul, Div, Pow, and the two-input Min and Max
+ * (src/ops/elementwise.c): one set of broadcast kernels, the op a switch in
+ * ew_apply / ew_grad. Pow, Min and Max use the CPU's formulas: x^2 as x * x,
+ * PyTorch's zeros in Pow's gradients, Min / Max choosing the second input
+ * only where it is strictly smaller / greater or NaN (ties: the first). A Pow
+ * with a non-float exponent and a Min / Max of one or of three or more inputs
+ * take the host fallback. */
 #include "ops_internal.h"
 
-/* ================================================================ Add, Sub, Mul, Div */
+/* ================================================================ Add, Sub, Mul, Div, Pow, Min, Max */
 
-enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV };
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_MIN, EW_MAX };
+
+__device__ __forceinline__ float ew_pow(float x, float e) { return e == 2.0f ? x * x : powf(x, e); }
+/* Min / Max: 1 where the second operand y is the one chosen */
+__device__ __forceinline__ bool ew_second(int op, float x, float y) {
+  return y != y || (op == EW_MAX ? y > x : y < x);
+}
 
 struct ew_shape {
   int rank;
@@ -18,8 +30,12 @@ __device__ __forceinline__ float ew_apply(int op, float x, float y) {
     return x - y;
   case EW_MUL:
     return x * y;
-  default:
+  case EW_DIV:
     return x / y;
+  case EW_POW:
+    return ew_pow(x, y);
+  default:
+    return ew_second(op, x, y) ? y : x;
   }
 }
 
@@ -38,8 +54,14 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
     return g * x;
   case EW_DIV * 2:
     return g / y;
-  default:
+  case EW_DIV * 2 + 1:
     return -(g * x / (y * y));
+  case EW_POW * 2: /* 0 where the exponent is 0 */
+    return y == 0.0f ? 0.0f : g * y * ew_pow(x, y - 1.0f);
+  case EW_POW * 2 + 1: /* 0 where x == 0 and the exponent >= 0 */
+    return (x == 0.0f && y >= 0.0f) ? 0.0f : g * ew_pow(x, y) * logf(x);
+  default: /* Min, Max */
+    return ew_second(op, x, y) == (which == 1) ? g : 0.0f;
   }
 }
 
@@ -147,9 +169,20 @@ static int ew_op(const amd_node *n) {
     return EW_SUB;
   case AMD_OP_IDX_Mul:
     return EW_MUL;
-  default:
+  case AMD_OP_IDX_Div:
     return EW_DIV;
+  case AMD_OP_IDX_Pow:
+    return EW_POW;
+  case AMD_OP_IDX_Min:
+    return EW_MIN;
+  default:
+    return EW_MAX;
   }
+}
+
+int minmax_supported(const amd_node *n, const amd_tensor *const *in) {
+  (void)in;
+  return n->n_in == 2;
 }
 
 static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor *o, ew_shape *s) {

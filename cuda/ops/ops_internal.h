@@ -150,9 +150,13 @@ int pool_backward(BWD_ARGS);
 int pool_supported(const amd_node *n, const amd_tensor *const *in);
 int global_forward(FWD_ARGS);
 int global_backward(BWD_ARGS);
-/* elementwise.cu: Add, Sub, Mul, Div */
+/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min and Max (two inputs: minmax_supported) */
 int ew_forward(FWD_ARGS);
 int ew_backward(BWD_ARGS);
+int minmax_supported(const amd_node *n, const amd_tensor *const *in);
+/* logic.cu: Where (the condition read on the host) */
+int where_forward(FWD_ARGS);
+int where_backward(BWD_ARGS);
 /* softmax.cu: Softmax, LogSoftmax */
 int sm_forward(FWD_ARGS);
 int sm_backward(BWD_ARGS);

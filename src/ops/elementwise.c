@@ -1,4 +1,5 @@
-/* Binary elementwise arithmetic: Add, Sub, Mul, Div.
+/* Binary elementwise arithmetic: Add, Sub, Mul, Div; and Pow, Min, Max (their
+ * own sections below, walking the broadcast with bcast_iter.h).
  *
  * Since opset 7 the operands broadcast numpy-style (multidirectional). Opsets
  * 1 and 6 used the legacy `broadcast` / `axis` attributes: with broadcast=1, B
@@ -18,10 +19,13 @@
  *
  * Backward (float, double) ACCUMULATES (+=) into the input gradients, summing
  * over each operand's broadcast axes; see ew_backward. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attrs.h"
+#include "bcast_iter.h"
+#include "shape_util.h"
 
 
 
@@ -472,3 +476,349 @@ EW_DESC(Add, add_forward, add_backward, 3);
 EW_DESC(Sub, sub_forward, sub_backward, 3);
 EW_DESC(Mul, mul_forward, mul_backward, 0);
 EW_DESC(Div, div_forward, div_backward, 0);
+
+/* ================================================================ Pow
+ *
+ * Y = X ^ E elementwise, E broadcast (numpy rules from opset 7; opset 1 has the
+ * legacy broadcast / axis attributes of Add-1). Y has X's dtype. X: float,
+ * double, float16, bfloat16 (computed in float), int32, int64 (opset 12 on, but
+ * accepted at every version). E: any float or integer dtype (E's own dtype
+ * must equal X's before opset 12; mixed dtypes are accepted at every version).
+ * Float results use powf / pow, with x^2 taken as x * x (the same value,
+ * exactly rounded; the LayerNorm exports square with Pow(x, 2)). Integer X:
+ * an integer E gives the exact power (wrapping on overflow; E < 0 gives 0
+ * except for X = 1 (1) and X = -1 (+-1)); a float E is computed in double and
+ * truncated toward zero (NaN and values out of int64 range give 0).
+ *
+ * Backward (float and double X; E float or double when its gradient is
+ * wanted), PyTorch's convention (pow_backward_self / pow_backward_exponent):
+ *   dX += dY * e * x^(e-1), but 0 where e == 0 (also at x == 0);
+ *   dE += dY * y * ln(x),   but 0 where x == 0 and e >= 0.
+ * Elsewhere the formulas give what IEEE arithmetic gives: x == 0 with
+ * 0 < e < 1 gives dX = +-inf; x == 0 with e < 0 gives dX = inf or NaN and
+ * dE = -inf * sign; x < 0 gives dE = NaN (ln of a negative number), and dX
+ * is finite for integral e, NaN otherwise. Both sums run over the broadcast
+ * axes (in double). The output is recomputed, not read (bwd_unread_out). */
+static inline float pow_f(float x, float e) { return e == 2.0f ? x * x : powf(x, e); }
+static inline double pow_d(double x, double e) { return e == 2.0 ? x * x : pow(x, e); }
+
+static int pow_int_dtype(amd_dtype t) {
+  switch (t) {
+  case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
+  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static int pow_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (n->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "needs two inputs (X and Y)");
+  const amd_tensor *a = in[0], *b = in[1];
+  amd_dtype ta = a->dtype, tb = b->dtype;
+  if (!(is_float_dtype(ta) || ta == AMD_INT32 || ta == AMD_INT64))
+    return amd_fail(st, "X has dtype %s (supported: float, double, float16, bfloat16, int32, int64)",
+                    amd_dtype_name(ta));
+  if (!(is_float_dtype(tb) || pow_int_dtype(tb)))
+    return amd_fail(st, "the exponent has dtype %s (supported: float and integer dtypes)", amd_dtype_name(tb));
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, a, b, &bv, st)) return -1;
+  amd_tensor o = {0};
+  if (amd_broadcast_shape(a, &bv, &o, st)) return -1;
+  amd_tensor_set_shape(&out[0], ta, o.rank, o.dims);
+  return 0;
+}
+
+/* x^e on integers (see the header) */
+static int64_t pow_i64(int64_t x, int64_t e) {
+  if (e < 0) return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, base = (uint64_t)x;
+  while (e) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return (int64_t)r;
+}
+
+static int64_t pow_trunc_i64(double v) {
+  if (!(v > -9.2e18 && v < 9.2e18)) return 0; /* NaN, inf, out of range */
+  return (int64_t)v;
+}
+
+static int pow_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  const amd_tensor *a = in[0];
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  amd_tensor *o = &out[0];
+  int64_t total = amd_tensor_numel(o);
+  if (total == 0) return 0;
+  const amd_tensor *ops[2] = {a, &bv};
+  bc_iter it;
+  bc_init(&it, o, ops, 2);
+  if (o->dtype == AMD_FLOAT && bv.dtype == AMD_FLOAT) {
+    const float *X = a->data, *E = bv.data;
+    float *Y = o->data;
+    for (int64_t i = 0; i < total; i++, bc_next(&it)) Y[i] = pow_f(X[it.off[0]], E[it.off[1]]);
+  } else if (o->dtype == AMD_FLOAT || o->dtype == AMD_FLOAT16 || o->dtype == AMD_BFLOAT16) {
+    for (int64_t i = 0; i < total; i++, bc_next(&it))
+      amd_tensor_set_f64(o, i, pow_f((float)amd_tensor_get_f64(a, it.off[0]), (float)amd_tensor_get_f64(&bv, it.off[1])));
+  } else if (o->dtype == AMD_DOUBLE) {
+    double *Y = o->data;
+    for (int64_t i = 0; i < total; i++, bc_next(&it))
+      Y[i] = pow_d(amd_tensor_get_f64(a, it.off[0]), amd_tensor_get_f64(&bv, it.off[1]));
+  } else if (pow_int_dtype(bv.dtype)) {
+    for (int64_t i = 0; i < total; i++, bc_next(&it))
+      amd_tensor_set_i64(o, i, pow_i64(amd_tensor_get_i64(a, it.off[0]), amd_tensor_get_i64(&bv, it.off[1])));
+  } else {
+    for (int64_t i = 0; i < total; i++, bc_next(&it))
+      amd_tensor_set_i64(o, i, pow_trunc_i64(pow((double)amd_tensor_get_i64(a, it.off[0]),
+                                                 amd_tensor_get_f64(&bv, it.off[1]))));
+  }
+  return 0;
+}
+
+/* The two partial derivatives of x^e times g, in T's precision (PyTorch's zeros, see the header). */
+#define POW_GRADS(T, POWFN, LOGFN)                                                                  \
+  static void pow_grads_##T(T x, T e, T g, double *dx, double *de) {                                \
+    *dx = e == (T)0 ? 0.0 : (double)(g * e * POWFN(x, e - (T)1));                                  \
+    *de = (x == (T)0 && e >= (T)0) ? 0.0 : (double)(g * POWFN(x, e) * LOGFN(x));                    \
+  }
+POW_GRADS(float, pow_f, logf)
+POW_GRADS(double, pow_d, log)
+
+/* Adds the double sums s (n elements) into the float or double gradient d. */
+static void grad_add_sums(amd_tensor *d, const double *s, int64_t n) {
+  if (d->dtype == AMD_FLOAT) {
+    float *p = d->data;
+    for (int64_t i = 0; i < n; i++) p[i] += (float)s[i];
+  } else {
+    double *p = d->data;
+    for (int64_t i = 0; i < n; i++) p[i] += s[i];
+  }
+}
+
+static int pow_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  if (!dout[0] || (!din[0] && !din[1])) return 0;
+  const amd_tensor *a = in[0], *o = &out[0];
+  amd_tensor bv;
+  if (amd_ew_operand_b(n, a, in[1], &bv, st)) return -1;
+  if (grad_dtype_ok(o->dtype, st)) return -1;
+  if (din[1] && bv.dtype != AMD_FLOAT && bv.dtype != AMD_DOUBLE)
+    return amd_fail(st, "the exponent's gradient needs a float or double exponent (got %s)",
+                    amd_dtype_name(bv.dtype));
+  int64_t total = amd_tensor_numel(o), na = amd_tensor_numel(a), nb = amd_tensor_numel(&bv);
+  double *sa = din[0] ? calloc((size_t)(na ? na : 1), sizeof *sa) : NULL;
+  double *sb = din[1] ? calloc((size_t)(nb ? nb : 1), sizeof *sb) : NULL;
+  if ((din[0] && !sa) || (din[1] && !sb)) {
+    free(sa), free(sb);
+    return amd_fail(st, "out of memory");
+  }
+  const amd_tensor *ops[2] = {a, &bv};
+  bc_iter it;
+  bc_init(&it, o, ops, 2);
+  for (int64_t i = 0; i < total; i++, bc_next(&it)) {
+    double dx, de;
+    if (o->dtype == AMD_FLOAT)
+      pow_grads_float(((const float *)a->data)[it.off[0]], (float)amd_tensor_get_f64(&bv, it.off[1]),
+                      ((const float *)dout[0]->data)[i], &dx, &de);
+    else
+      pow_grads_double(((const double *)a->data)[it.off[0]], amd_tensor_get_f64(&bv, it.off[1]),
+                       ((const double *)dout[0]->data)[i], &dx, &de);
+    if (sa) sa[it.off[0]] += dx;
+    if (sb) sb[it.off[1]] += de;
+  }
+  if (sa) grad_add_sums(din[0], sa, na);
+  if (sb) grad_add_sums(din[1], sb, nb);
+  free(sa);
+  free(sb);
+  return 0;
+}
+
+const amd_op amd_op_Pow = {.name = "Pow",
+                           .idx = AMD_OP_IDX_Pow,
+                           .since = {1, 7, 12, 13, 15},
+                           .parse = ew_parse,
+                           .infer = pow_infer,
+                           .forward = pow_forward,
+                           .backward = pow_backward,
+                           .bwd_unread_out = 1};
+
+/* ================================================================ Min, Max
+ *
+ * Y = the elementwise minimum / maximum of one or more inputs of one dtype
+ * (float, double, float16, bfloat16, every integer type). Opset 6 requires
+ * equal shapes; from opset 8 the inputs broadcast numpy-style (every input
+ * against the running output shape). One input is a copy. The inputs are
+ * folded left to right: y = x0, then y = xk where xk is strictly greater
+ * (Max) / smaller (Min) than y or is NaN, so ties keep the earlier input and
+ * a NaN anywhere gives NaN.
+ *
+ * Backward (float, double): dY goes to the input the fold chose for that
+ * element (ties: the first of the tied inputs), summed over that input's
+ * broadcast axes (in double). The output is not read (bwd_unread_out). */
+
+static int mm_dtype_ok(amd_dtype t) { return is_float_dtype(t) || pow_int_dtype(t); }
+
+static int mm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (n->n_in < 1) return amd_fail(st, "needs at least one input");
+  amd_tensor o = {0};
+  for (int k = 0; k < n->n_in; k++) {
+    if (!in[k]) return amd_fail(st, "input %d is missing", k);
+    if (in[k]->dtype != in[0]->dtype)
+      return amd_fail(st, "input dtypes differ (%s and %s)", amd_dtype_name(in[0]->dtype),
+                      amd_dtype_name(in[k]->dtype));
+    if (k == 0) {
+      if (!mm_dtype_ok(in[0]->dtype)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(in[0]->dtype));
+      amd_tensor_set_shape(&o, in[0]->dtype, in[0]->rank, in[0]->dims);
+      continue;
+    }
+    if (n->since < 8) {
+      if (!amd_same_shape(in[0], in[k])) {
+        char s0[128], sk[128];
+        return amd_fail(st, "shapes %s and %s differ (opset %d does not broadcast)",
+                        amd_shape_str(in[0], s0, sizeof s0), amd_shape_str(in[k], sk, sizeof sk), n->since);
+      }
+      continue;
+    }
+    amd_tensor prev = o;
+    if (amd_broadcast_shape(&prev, in[k], &o, st)) return -1;
+  }
+  amd_tensor_set_shape(&out[0], in[0]->dtype, o.rank, o.dims);
+  return 0;
+}
+
+/* 1 when candidate c replaces the current value y (see the header) */
+#define MM_PICK_T(T, V)                                                                             \
+  {                                                                                                 \
+    const T v = V(c), w = V(y);                                                                     \
+    return v != v || (is_max ? v > w : v < w);                                                      \
+  }
+#define MM_RAW(T) *(const T *)
+#define MM_H(p) amd_half_to_float(*(const uint16_t *)(p))
+#define MM_BF(p) amd_bf16_to_float(*(const uint16_t *)(p))
+static int mm_pick(amd_dtype t, const void *c, const void *y, int is_max) {
+  switch (t) {
+  case AMD_FLOAT: MM_PICK_T(float, MM_RAW(float))
+  case AMD_DOUBLE: MM_PICK_T(double, MM_RAW(double))
+  case AMD_FLOAT16: MM_PICK_T(float, MM_H)
+  case AMD_BFLOAT16: MM_PICK_T(float, MM_BF)
+  case AMD_INT8: MM_PICK_T(int8_t, MM_RAW(int8_t))
+  case AMD_INT16: MM_PICK_T(int16_t, MM_RAW(int16_t))
+  case AMD_INT32: MM_PICK_T(int32_t, MM_RAW(int32_t))
+  case AMD_INT64: MM_PICK_T(int64_t, MM_RAW(int64_t))
+  case AMD_UINT8: MM_PICK_T(uint8_t, MM_RAW(uint8_t))
+  case AMD_UINT16: MM_PICK_T(uint16_t, MM_RAW(uint16_t))
+  case AMD_UINT32: MM_PICK_T(uint32_t, MM_RAW(uint32_t))
+  case AMD_UINT64: MM_PICK_T(uint64_t, MM_RAW(uint64_t))
+  default: return 0;
+  }
+}
+
+static int mm_forward(int is_max, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                      amd_status *st) {
+  amd_tensor *o = &out[0];
+  int64_t total = amd_tensor_numel(o);
+  size_t es;
+  if (elem_size(o, "the output", &es, st)) return -1;
+  char *y = o->data;
+  for (int k = 0; k < n->n_in && total > 0; k++) {
+    const char *x = in[k]->data;
+    const amd_tensor *ops[1] = {in[k]};
+    bc_iter it;
+    bc_init(&it, o, ops, 1);
+    for (int64_t i = 0; i < total; i++, bc_next(&it)) {
+      const char *c = x + it.off[0] * (int64_t)es;
+      char *p = y + i * (int64_t)es;
+      if (k == 0 || mm_pick(o->dtype, c, p, is_max)) copy_elem(p, c, es);
+    }
+  }
+  return 0;
+}
+
+static int mm_backward(int is_max, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
+                       const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  if (!dout[0]) return 0;
+  const amd_tensor *o = &out[0];
+  if (grad_dtype_ok(o->dtype, st)) return -1;
+  int64_t total = amd_tensor_numel(o);
+  int want = 0;
+  for (int k = 0; k < n->n_in; k++) want |= din[k] != NULL;
+  if (!want || total == 0) return 0;
+  /* the fold again, in double (exact for float and double), keeping the chosen input */
+  double *best = malloc((size_t)total * sizeof *best);
+  int *arg = malloc((size_t)total * sizeof *arg);
+  if (!best || !arg) {
+    free(best), free(arg);
+    return amd_fail(st, "out of memory");
+  }
+  for (int k = 0; k < n->n_in; k++) {
+    const amd_tensor *ops[1] = {in[k]};
+    bc_iter it;
+    bc_init(&it, o, ops, 1);
+    for (int64_t i = 0; i < total; i++, bc_next(&it)) {
+      double v = amd_tensor_get_f64(in[k], it.off[0]);
+      if (k == 0 || v != v || (is_max ? v > best[i] : v < best[i])) best[i] = v, arg[i] = k;
+    }
+  }
+  free(best);
+  int rc = 0;
+  for (int k = 0; k < n->n_in && rc == 0; k++) {
+    if (!din[k]) continue;
+    int64_t nk = amd_tensor_numel(in[k]);
+    double *s = calloc((size_t)(nk ? nk : 1), sizeof *s);
+    if (!s) {
+      rc = amd_fail(st, "out of memory");
+      break;
+    }
+    const amd_tensor *ops[1] = {in[k]};
+    bc_iter it;
+    bc_init(&it, o, ops, 1);
+    for (int64_t i = 0; i < total; i++, bc_next(&it))
+      if (arg[i] == k) s[it.off[0]] += amd_tensor_get_f64(dout[0], i);
+    grad_add_sums(din[k], s, nk);
+    free(s);
+  }
+  free(arg);
+  return rc;
+}
+
+static int max_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return mm_forward(1, n, in, out, st);
+}
+static int min_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                       amd_status *st) {
+  (void)ctx;
+  return mm_forward(0, n, in, out, st);
+}
+static int max_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  return mm_backward(1, n, in, out, dout, din, st);
+}
+static int min_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  return mm_backward(0, n, in, out, dout, din, st);
+}
+
+const amd_op amd_op_Min = {.name = "Min",
+                           .idx = AMD_OP_IDX_Min,
+                           .since = {6, 8, 12, 13},
+                           .infer = mm_infer,
+                           .forward = min_forward,
+                           .backward = min_backward,
+                           .bwd_unread_out = 1};
+const amd_op amd_op_Max = {.name = "Max",
+                           .idx = AMD_OP_IDX_Max,
+                           .since = {6, 8, 12, 13},
+                           .infer = mm_infer,
+                           .forward = max_forward,
+                           .backward = max_backward,
+                           .bwd_unread_out = 1};

@@ -6,7 +6,8 @@
  *   conv.c: Conv                      matmul.c: Gemm MatMul
  *   norm.c: BatchNormalization        lrn.c: LRN
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
- *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div
+ *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div Pow Min Max
+ *   logic.c: Where Equal ... Xor ConstantOfShape Range
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
  *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad */
 AMD_OP(Conv)
@@ -38,6 +39,21 @@ AMD_OP(Add)
 AMD_OP(Sub)
 AMD_OP(Mul)
 AMD_OP(Div)
+AMD_OP(Pow)
+AMD_OP(Min)
+AMD_OP(Max)
+AMD_OP(Where)
+AMD_OP(Equal)
+AMD_OP(Less)
+AMD_OP(Greater)
+AMD_OP(LessOrEqual)
+AMD_OP(GreaterOrEqual)
+AMD_OP(Not)
+AMD_OP(And)
+AMD_OP(Or)
+AMD_OP(Xor)
+AMD_OP(ConstantOfShape)
+AMD_OP(Range)
 AMD_OP(ReduceMean)
 AMD_OP(ReduceSum)
 AMD_OP(ReduceMax)

@@ -405,6 +405,56 @@ static void other_ops(void) {
     amd_tensor_free(&p);
     amd_tensor_free(&q);
   }
+  { /* Pow (positive bases; tol 1e-5: CUDA's powf is within a few ulp, not
+       correctly rounded), two-input Min / Max, with broadcasting */
+    int64_t cd[4] = {1, 3, 1, 1}, rd[1] = {6};
+    amd_tensor b = T(4, xd, 0.5, 2), e = T(4, xd, -2, 2), ec = T(4, cd, -2, 2), two = T(0, NULL, 2, 2),
+               rp = T(1, rd, 0.5, 2), y = T(4, xd, -2, 2), c = T(4, cd, -2, 2), r = T(1, rd, -2, 2);
+    amd_tensor *pp[2] = {&b, &e}, *pc[2] = {&b, &ec}, *p2[2] = {&x, &two}, *pr[2] = {&rp, &e};
+    run_case("Pow same shape", "Pow", 15, NULL, 0, pp, 2, 1, NULL, 3, 1, 1, 1e-5);
+    run_case("Pow [N,C,H,W] ^ [1,C,1,1]", "Pow", 15, NULL, 0, pc, 2, 1, NULL, 3, 1, 1, 1e-5);
+    run_case("Pow [N,C,H,W] ^ 2 (LayerNorm's square, any sign)", "Pow", 13, NULL, 0, p2, 2, 1, NULL, 1, 1, 1,
+             1e-6);
+    run_case("Pow [W] ^ [N,C,H,W]", "Pow", 15, NULL, 0, pr, 2, 1, NULL, 3, 1, 1, 1e-5);
+    int64_t ev[6] = {2, 3, -1, 0, 1, 2};
+    amd_tensor ei = I64(6, ev), *pi[2] = {&b, &ei};
+    run_case("Pow ^ int64 [W] (host fallback)", "Pow", 15, NULL, 0, pi, 2, 1, NULL, 1, 1, 0, 1e-6);
+    amd_tensor_free(&ei);
+    amd_tensor *same[2] = {&x, &y}, *chan[2] = {&x, &c}, *row[2] = {&r, &x}, *tie[2] = {&x, &x},
+               *three[3] = {&x, &c, &r};
+    const char *ops[2] = {"Min", "Max"};
+    for (int i = 0; i < 2; i++) {
+      char label[96];
+      snprintf(label, sizeof label, "%s same shape", ops[i]);
+      run_case(label, ops[i], 13, NULL, 0, same, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-6 same shape", ops[i]);
+      run_case(label, ops[i], 6, NULL, 0, same, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [N,C,H,W] [1,C,1,1]", ops[i]);
+      run_case(label, ops[i], 13, NULL, 0, chan, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [W] [N,C,H,W]", ops[i]);
+      run_case(label, ops[i], 13, NULL, 0, row, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s ties (one tensor twice: the first gets dY)", ops[i]);
+      run_case(label, ops[i], 13, NULL, 0, tie, 2, 1, NULL, 3, 1, 1, 0);
+      snprintf(label, sizeof label, "%s of three (host fallback)", ops[i]);
+      run_case(label, ops[i], 13, NULL, 0, three, 3, 1, NULL, 7, 1, 0, 1e-6);
+    }
+    amd_tensor *all[8] = {&b, &e, &ec, &two, &rp, &y, &c, &r};
+    FREE(all, 8);
+  }
+  { /* Where: the bool condition on the host, X and Y broadcast with it */
+    int64_t cd[4] = {4, 1, 6, 6}, yd[4] = {1, 3, 1, 1};
+    amd_tensor cf = gc_tensor(AMD_BOOL, 4, xd, 0, 1), cb = gc_tensor(AMD_BOOL, 4, cd, 0, 1);
+    for (int64_t i = 0; i < amd_tensor_numel(&cf); i++) amd_tensor_set_i64(&cf, i, gc_uniform() < 0.5);
+    for (int64_t i = 0; i < amd_tensor_numel(&cb); i++) amd_tensor_set_i64(&cb, i, gc_uniform() < 0.5);
+    amd_tensor y = T(4, xd, -2, 2), yc = T(4, yd, -2, 2), ys = T(0, NULL, -1e4, -1e4);
+    amd_tensor *same[3] = {&cf, &x, &y}, *bc[3] = {&cb, &x, &yc}, *fill[3] = {&cb, &ys, &x};
+    run_case("Where same shape", "Where", 16, NULL, 0, same, 3, 1, NULL, 6, 1, 1, 1e-6);
+    run_case("Where cond [N,1,H,W] X [N,C,H,W] Y [1,C,1,1]", "Where", 16, NULL, 0, bc, 3, 1, NULL, 6, 1, 1, 1e-6);
+    run_case("Where-9 cond [N,1,H,W] X scalar Y [N,C,H,W] (masked fill)", "Where", 9, NULL, 0, fill, 3, 1, NULL,
+             6, 1, 1, 1e-6);
+    amd_tensor *all[5] = {&cf, &cb, &y, &yc, &ys};
+    FREE(all, 5);
+  }
   { /* shape ops: copies */
     run_case("Flatten", "Flatten", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 0);
     run_case("Identity", "Identity", 16, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 0);
