@@ -18,7 +18,8 @@ int random_forward(FWD_ARGS) {
   const int64_t cnt = amd_tensor_numel(&out[0]);
   const float *p = a->dist == AMD_RAND_BERNOULLI ? F(in[0]) : NULL;
   if (cnt) {
-    k_random<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(a->dist, cnt, ctx->rng, a->a, a->b, p, F(&out[0]));
+    k_random<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(a->dist, cnt, ctx->rng, a->a, a->b, p,
+                                                            F(&out[0]));
     AMD_CUDA_CHECK_LAUNCH("k_random", st);
   }
   ctx->rng = amd_splitmix_skip(ctx->rng, amd_random_draws(a->dist, cnt));

@@ -79,7 +79,8 @@ static int random_parse(amd_node *n, const amd_attr_list *p, int dist, int with_
   if (dt) {
     if (!dt->has_i) return amd_fail(st, "attribute dtype must be an int (a TensorProto data type)");
     if (!out_dtype_ok(dist, (int)dt->i))
-      return amd_fail(st, "dtype %s is not supported (%s)", amd_dtype_name((amd_dtype)dt->i), dtypes_msg(dist));
+      return amd_fail(st, "dtype %s is not supported (%s)", amd_dtype_name((amd_dtype)dt->i),
+                      dtypes_msg(dist));
     a->dtype = (int)dt->i;
   }
   if (dist == AMD_RAND_UNIFORM) {
@@ -149,10 +150,12 @@ static int random_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *con
   const amd_tensor *p = a->dist == AMD_RAND_BERNOULLI ? in[0] : NULL;
   if (y->dtype == AMD_FLOAT) {
     float *d = y->data;
-    for (int64_t i = 0; i < cnt; i++) d[i] = amd_random_f32(a->dist, a->a, a->b, s0, i, p ? amd_tensor_get_f64(p, i) : 0);
+    for (int64_t i = 0; i < cnt; i++)
+      d[i] = amd_random_f32(a->dist, a->a, a->b, s0, i, p ? amd_tensor_get_f64(p, i) : 0);
   } else if (y->dtype == AMD_DOUBLE) {
     double *d = y->data;
-    for (int64_t i = 0; i < cnt; i++) d[i] = amd_random_f64(a->dist, a->a, a->b, s0, i, p ? amd_tensor_get_f64(p, i) : 0);
+    for (int64_t i = 0; i < cnt; i++)
+      d[i] = amd_random_f64(a->dist, a->a, a->b, s0, i, p ? amd_tensor_get_f64(p, i) : 0);
   } else if (p && out_dtype_ok(a->dist, y->dtype)) {
     for (int64_t i = 0; i < cnt; i++)
       amd_tensor_set_i64(y, i, amd_random_value(a->dist, 0, 0, s0, i, amd_tensor_get_f64(p, i)) != 0);
@@ -164,8 +167,9 @@ static int random_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *con
 }
 
 /* No gradient flows through a draw: adds nothing. */
-static int random_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
-                           const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+static int random_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                           const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                           amd_status *st) {
   (void)n, (void)ctx, (void)in, (void)out, (void)dout, (void)din, (void)st;
   return 0;
 }

@@ -50,10 +50,10 @@ extern "C" {
 enum { AMD_RAND_UNIFORM = 1, AMD_RAND_NORMAL = 2, AMD_RAND_BERNOULLI = 3 };
 
 typedef struct amd_random_attrs {
-  int dist;   /* AMD_RAND_* */
-  int dtype;  /* the output dtype; 0: the input's (the *Like ops and Bernoulli without dtype) */
+  int dist;    /* AMD_RAND_* */
+  int dtype;   /* the output dtype; 0: the input's (the *Like ops and Bernoulli without dtype) */
   double a, b; /* uniform: low, high; normal: mean, scale */
-  int rank;   /* RandomUniform / RandomNormal: the shape attribute; -1 for the others */
+  int rank;    /* RandomUniform / RandomNormal: the shape attribute; -1 for the others */
   int64_t dims[AMD_MAX_RANK];
 } amd_random_attrs;
 
@@ -67,7 +67,9 @@ static inline AMD_HD uint64_t amd_splitmix_mix(uint64_t z) {
 }
 
 /* the next draw of the stream *s (advances it by one) */
-static inline AMD_HD uint64_t amd_splitmix_next(uint64_t *s) { return amd_splitmix_mix(*s += AMD_SPLITMIX_GAMMA); }
+static inline AMD_HD uint64_t amd_splitmix_next(uint64_t *s) {
+  return amd_splitmix_mix(*s += AMD_SPLITMIX_GAMMA);
+}
 
 /* draw i (0-based) of the stream at state s0, without running it */
 static inline AMD_HD uint64_t amd_splitmix_at(uint64_t s0, int64_t i) {
@@ -127,7 +129,9 @@ static inline AMD_HD double amd_rng_cos2pi(double t) {
 /* ---- element i of a random op's output ---- */
 
 /* draws an op uses for n elements */
-static inline AMD_HD int64_t amd_random_draws(int dist, int64_t n) { return dist == AMD_RAND_NORMAL ? 2 * n : n; }
+static inline AMD_HD int64_t amd_random_draws(int dist, int64_t n) {
+  return dist == AMD_RAND_NORMAL ? 2 * n : n;
+}
 
 /* element i as a double (before rounding to the output type); p: Bernoulli's
  * probability of element i (unused otherwise) */

@@ -563,7 +563,7 @@ int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t
       snprintf(t->graph_note, sizeof t->graph_note, "%.200s",
                rc    ? cst.msg
                : erc ? est.msg
-                     : "a node draws random numbers in each step (Dropout)");
+                     : "a node draws random numbers in each step (Dropout, a random op)");
       t->ctx.rng = rng;
       if (deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, st)) return -1;
     }

@@ -45,8 +45,8 @@ enum { N = 100000 };
 
 /* Runs one node (bound at opset) forward with ctx->rng = *rng; out[0] is
  * allocated; returns 0 or -1 with msg set. */
-static int run1(const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in, int n_in,
-                uint64_t *rng, amd_tensor *out, char *msg) {
+static int run1(const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in,
+                int n_in, uint64_t *rng, amd_tensor *out, char *msg) {
   amd_status st = {{0}};
   gc_node g;
   memset(out, 0, 8 * sizeof *out);
@@ -98,8 +98,8 @@ static void portable_math(void) {
   for (int i = 0; i < 200000; i++) {
     uint64_t z = amd_splitmix_next(&s);
     double x = (double)((z >> 11) + 1) * 0x1.0p-53; /* (0, 1] as Box-Muller's u1 */
-    if (i % 4 == 1) x = ldexp(x, -(int)(z & 63));    /* and far smaller ones */
-    if (i % 4 == 2) x = 1 + x;                       /* and (1, 2] */
+    if (i % 4 == 1) x = ldexp(x, -(int)(z & 63));   /* and far smaller ones */
+    if (i % 4 == 2) x = 1 + x;                      /* and (1, 2] */
     double l = log(x), e = fabs(amd_rng_log(x) - l) / fmax(fabs(l), 1e-300);
     if (x != 1 && e > worst_log) worst_log = e;
     double t = amd_rng_u01(amd_splitmix_next(&s));
@@ -125,7 +125,8 @@ static void uniform_moments(void) {
   for (int dbl = 0; dbl < 2; dbl++) {
     /* RandomUniformLike of a float input; the double case through dtype 11 */
     amd_tensor x = gc_tensor(AMD_FLOAT, 1, d, 0, 0), *in[1] = {&x};
-    Onnx__AttributeProto *a[3] = {gc_attr_float("low", -2), gc_attr_float("high", 3), gc_attr_int("dtype", 11)};
+    Onnx__AttributeProto *a[3] = {gc_attr_float("low", -2), gc_attr_float("high", 3),
+                                  gc_attr_int("dtype", 11)};
     uint64_t rng = 1234;
     int rc = run1("RandomUniformLike", 22, a, dbl ? 3 : 2, in, 1, &rng, out, msg);
     CHECK(rc == 0, "RandomUniformLike: %s", msg);
@@ -135,7 +136,8 @@ static void uniform_moments(void) {
       CHECK(out[0].dtype == (dbl ? AMD_DOUBLE : AMD_FLOAT), "dtype %s", amd_dtype_name(out[0].dtype));
       CHECK(fabs(m.mean - 0.5) < 5 * sd / sqrt(N), "uniform[-2,3) mean %.5f", m.mean);
       /* var of the sample variance: (m4 - var^2) / n with m4 = 9/5 var^2 */
-      CHECK(fabs(m.var - var) < 5 * sqrt(0.8 * var * var / N), "uniform[-2,3) variance %.5f (%.5f)", m.var, var);
+      CHECK(fabs(m.var - var) < 5 * sqrt(0.8 * var * var / N), "uniform[-2,3) variance %.5f (%.5f)", m.var,
+            var);
       CHECK(m.min >= -2 && m.max < 3 && m.min < -1.99 && m.max > 2.99, "range [%.6f, %.6f]", m.min, m.max);
       printf("ok   RandomUniformLike %s: mean %.4f var %.4f range [%.5f, %.5f]\n", dbl ? "double" : "float",
              m.mean, m.var, m.min, m.max);
@@ -227,9 +229,12 @@ static void bernoulli_moments(void) {
       double want = varying ? 0.5 : 0.3, se = varying ? sqrt(1.0 / 6 / N) : sqrt(0.21 / N);
       int64_t low_ones = 0;
       for (int64_t i = 0; varying && i < N / 10; i++) low_ones += ((float *)out[0].data)[i] != 0;
-      CHECK(fabs(m.mean - want) < 5 * se && m.min == 0 && m.max == 1, "Bernoulli mean %.5f (%.2f)", m.mean, want);
+      CHECK(fabs(m.mean - want) < 5 * se && m.min == 0 && m.max == 1, "Bernoulli mean %.5f (%.2f)", m.mean,
+            want);
       /* the first tenth (p < 0.1): about 5% ones, an inverted comparison would give 95% */
-      if (varying) CHECK(low_ones > N / 200 * 0.8 && low_ones < N / 200 * 1.2, "ones at p < 0.1: %lld", (long long)low_ones);
+      if (varying)
+        CHECK(low_ones > N / 200 * 0.8 && low_ones < N / 200 * 1.2, "ones at p < 0.1: %lld",
+              (long long)low_ones);
       printf("ok   Bernoulli %s: mean %.4f\n", varying ? "p = i/n" : "p = 0.3", m.mean);
       amd_tensor_free(&out[0]);
     }
@@ -251,7 +256,8 @@ static void stream(void) {
     Onnx__AttributeProto *seed[1] = {gc_attr_float("seed", (float)k + 3)};
     int n_attr = k == 3; /* the last: with a seed attribute, which changes nothing */
     uint64_t r1 = 0xabcdef, r2 = 0xabcdef, r3 = 0xabcdf0;
-    int rc = run1(ops[k], 22, seed, n_attr, use, 1, &r1, a1, msg) || run1(ops[k], 22, NULL, 0, use, 1, &r2, a2, msg) ||
+    int rc = run1(ops[k], 22, seed, n_attr, use, 1, &r1, a1, msg) ||
+             run1(ops[k], 22, NULL, 0, use, 1, &r2, a2, msg) ||
              run1(ops[k], 22, seed, n_attr, use, 1, &r3, b, msg);
     CHECK(rc == 0, "%s: %s", ops[k], msg);
     if (rc == 0) {
@@ -262,8 +268,8 @@ static void stream(void) {
       uint64_t s = 0xabcdef;
       for (int64_t i = 0; i < draws; i++) amd_splitmix_next(&s);
       CHECK(r1 == s && r2 == s && r1 == amd_splitmix_skip(0xabcdef, draws),
-            "%s: rng advanced to %llx, %lld draws give %llx", ops[k], (unsigned long long)r1, (long long)draws,
-            (unsigned long long)s);
+            "%s: rng advanced to %llx, %lld draws give %llx", ops[k], (unsigned long long)r1,
+            (long long)draws, (unsigned long long)s);
       /* element 0 from the first sequential draw, element 1 from the second */
       uint64_t q = 0xabcdef;
       double u0 = amd_rng_u01(amd_splitmix_next(&q)), u1 = amd_rng_u01(amd_splitmix_next(&q));
@@ -273,8 +279,8 @@ static void stream(void) {
               ((float *)a1[0].data)[1], u0, u1);
       if (k == 2)
         CHECK(((float *)a1[0].data)[0] == (u0 < 0.5) && ((float *)a1[0].data)[1] == (u1 < 0.5),
-              "Bernoulli elements 0, 1: %g %g, draws %g %g", ((float *)a1[0].data)[0], ((float *)a1[0].data)[1],
-              u0, u1);
+              "Bernoulli elements 0, 1: %g %g, draws %g %g", ((float *)a1[0].data)[0],
+              ((float *)a1[0].data)[1], u0, u1);
       amd_tensor_free(&a1[0]);
       amd_tensor_free(&a2[0]);
       amd_tensor_free(&b[0]);
@@ -336,9 +342,12 @@ static void expect_fail(const char *label, const char *op, int opset, Onnx__Attr
   amd_tensor out[8];
   uint64_t rng = 1;
   int rc = run1(op, opset, a, n_a, in, n_in, &rng, out, msg);
-  CHECK(rc != 0 && strstr(msg, needle), "%s: expected an error with '%s', got rc %d '%s'", label, needle, rc, msg);
-  if (rc == 0) amd_tensor_free(&out[0]);
-  else printf("ok   %s: %s\n", label, msg);
+  CHECK(rc != 0 && strstr(msg, needle), "%s: expected an error with '%s', got rc %d '%s'", label, needle, rc,
+        msg);
+  if (rc == 0)
+    amd_tensor_free(&out[0]);
+  else
+    printf("ok   %s: %s\n", label, msg);
   gc_attrs_free(a, n_a);
 }
 
@@ -349,7 +358,8 @@ static void errors(void) {
   amd_tensor_set_shape(&i64, AMD_INT64, 1, d);
   AMD_ASSERT(amd_tensor_alloc(&i64, &st) == 0);
   {
-    Onnx__AttributeProto *a[3] = {gc_attr_ints("shape", 2, shape), gc_attr_float("low", 2), gc_attr_float("high", 1)};
+    Onnx__AttributeProto *a[3] = {gc_attr_ints("shape", 2, shape), gc_attr_float("low", 2),
+                                  gc_attr_float("high", 1)};
     expect_fail("high < low", "RandomUniform", 1, a, 3, NULL, 0, "less than low");
   }
   {
@@ -385,7 +395,8 @@ static void errors(void) {
     expect_fail("high as an int", "RandomUniformLike", 22, a, 1, fin, 1, "must be a float");
   }
   expect_fail("Bernoulli on int64", "Bernoulli", 15, NULL, 0, iin, 1, "float or double");
-  expect_fail("RandomUniformLike of int64 without dtype", "RandomUniformLike", 1, NULL, 0, iin, 1, "not supported");
+  expect_fail("RandomUniformLike of int64 without dtype", "RandomUniformLike", 1, NULL, 0, iin, 1,
+              "not supported");
   expect_fail("Bernoulli at opset 14", "Bernoulli", 14, NULL, 0, fin, 1, "Bernoulli");
   { /* with dtype, an int64 input only gives its shape */
     char msg[256];
@@ -393,8 +404,8 @@ static void errors(void) {
     uint64_t rng = 1;
     Onnx__AttributeProto *a[1] = {gc_attr_int("dtype", AMD_FLOAT)};
     int rc = run1("RandomUniformLike", 1, a, 1, iin, 1, &rng, out, msg);
-    CHECK(rc == 0 && out[0].dtype == AMD_FLOAT && out[0].dims[0] == 4, "RandomUniformLike of int64, dtype float: %s",
-          msg);
+    CHECK(rc == 0 && out[0].dtype == AMD_FLOAT && out[0].dims[0] == 4,
+          "RandomUniformLike of int64, dtype float: %s", msg);
     if (rc == 0) amd_tensor_free(&out[0]);
     gc_attrs_free(a, 1);
   }
@@ -638,7 +649,8 @@ static void free_state(run_state *s) {
 }
 
 static void training(int less) {
-  const char *what = less ? "RandomUniformLike -> Less -> Cast -> Mul" : "RandomUniformLike -> Bernoulli -> Mul";
+  const char *what =
+      less ? "RandomUniformLike -> Less -> Cast -> Mul" : "RandomUniformLike -> Bernoulli -> Mul";
   double la[6], lb[6], lc[6], lp[3], lr[3];
   run_state a = {0}, b = {0}, c = {0}, part = {0}, resumed = {0};
   if (train(less, 3, NULL, 6, la, &a) || train(less, 3, NULL, 6, lb, &b) || train(less, 4, NULL, 6, lc, &c) ||
@@ -649,11 +661,12 @@ static void training(int less) {
     CHECK(same, "%s: two runs with seed 3 differ (losses %.9g / %.9g)", what, la[5], lb[5]);
     CHECK(memcmp(la, lc, sizeof la) != 0 && memcmp(a.params, c.params, (size_t)a.n * sizeof(float)) != 0,
           "%s: seeds 3 and 4 give the same run", what);
-    int resume_ok = memcmp(lp, la, sizeof lp) == 0 && memcmp(lr, la + 3, sizeof lr) == 0 && resumed.rng == a.rng &&
+    int resume_ok = memcmp(lp, la, sizeof lp) == 0 && memcmp(lr, la + 3, sizeof lr) == 0 &&
+                    resumed.rng == a.rng &&
                     memcmp(resumed.params, a.params, (size_t)a.n * sizeof(float)) == 0 &&
                     memcmp(resumed.opt, a.opt, (size_t)a.n_opt * sizeof(float)) == 0;
-    CHECK(resume_ok, "%s: 3 steps + resume + 3 steps differ from 6 steps (last loss %.9g vs %.9g)", what, lr[2],
-          la[5]);
+    CHECK(resume_ok, "%s: 3 steps + resume + 3 steps differ from 6 steps (last loss %.9g vs %.9g)", what,
+          lr[2], la[5]);
     CHECK(la[5] < la[0], "%s: the loss does not go down: %g ... %g", what, la[0], la[5]);
     if (same && resume_ok)
       printf("ok   training with %s: same seed same losses (%.6f ... %.6f) and weights, seed 4 differs "
