@@ -424,8 +424,9 @@ static void errors(void) {
 
 /* A two-layer network with a dropout made of random ops, built as an ONNX model:
  *   h = Relu(Gemm(x, W1, b1)); d = h * mask * (1 / 0.75); logits = Gemm(d, W2, b2)
- * mask: less = 1: Cast(Less(RandomUniformLike(h), 0.75)) (the PyTorch export);
- *       less = 0: Bernoulli(RandomUniformLike(h, low = high = 0.75)). */
+ * mask: variant 1: Cast(Less(RandomUniformLike(h), 0.75)) (the PyTorch export);
+ *       variants 0 and 2: Bernoulli(RandomUniformLike(h, low = high = 0.75));
+ * variant 2 multiplies by Cast(W2) instead of W2 (a parameter blocked). */
 enum { IN = 6, HID = 16, OUT = 4, BATCH = 8 };
 typedef struct net {
   Onnx__ModelProto model;
@@ -509,8 +510,9 @@ static void net_value(net *m, int k, const char *name, int64_t cols) {
   }
 }
 
-static amd_graph *net_load(int less, amd_status *st) {
+static amd_graph *net_load(int variant, amd_status *st) {
   static net m;
+  const int less = variant == 1, cast_w2 = variant == 2;
   memset(&m, 0, sizeof m);
   onnx__model_proto__init(&m.model);
   onnx__graph_proto__init(&m.graph);
@@ -566,7 +568,12 @@ static amd_graph *net_load(int less, amd_status *st) {
   Onnx__AttributeProto *a = net_attr(&m, n, "value_float");
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, a->has_f = 1, a->f = 1 / 0.75f;
   net_node(&m, "Mul", "hm", "inv_keep", NULL, "d");
-  net_node(&m, "Gemm", "d", "W2", "b2", "logits");
+  if (cast_w2) { /* W2 reaches the loss only through a node without backward */
+    n = net_node(&m, "Cast", "W2", NULL, NULL, "W2c");
+    a = net_attr(&m, n, "to");
+    a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i = 1, a->i = AMD_FLOAT;
+  }
+  net_node(&m, "Gemm", "d", cast_w2 ? "W2c" : "W2", "b2", "logits");
   size_t len = onnx__model_proto__get_packed_size(&m.model);
   uint8_t *buf = malloc(len + 1);
   onnx__model_proto__pack(&m.model, buf);
@@ -594,6 +601,10 @@ static int train(int less, uint64_t seed, const run_state *from, int steps, doub
     printf("FAIL training set-up (%s): %s\n", less ? "Less" : "Bernoulli", st.msg);
     if (g) amd_graph_free(g);
     return -1;
+  }
+  if (t.warning[0]) {
+    printf("FAIL training set-up (%s): trainer warning '%s'\n", less ? "Less" : "Bernoulli", t.warning);
+    failed++;
   }
   amd_optim o;
   AMD_ASSERT(amd_optim_init("sgd", &o, &st) == 0);
@@ -676,6 +687,24 @@ static void training(int less) {
   free_state(&a), free_state(&b), free_state(&c), free_state(&part), free_state(&resumed);
 }
 
+/* The trainer's "no backward" warning: not for the Cast of a mask drawn by a
+ * random op (nothing trainable flows into it), still for a Cast of a weight. */
+static void blocked_warning(void) {
+  amd_status st = {{0}};
+  amd_graph *g = net_load(2, &st);
+  amd_trainer t;
+  if (!g || amd_trainer_init(&t, g, NULL, &st)) {
+    printf("FAIL set-up with Cast(W2): %s\n", st.msg);
+    failed++;
+    if (g) amd_graph_free(g);
+    return;
+  }
+  CHECK(strstr(t.warning, "node 'W2c' has no backward") != NULL, "warning '%s'", t.warning);
+  printf("ok   a Cast of a weight still warns: %s\n", t.warning);
+  amd_trainer_free(&t);
+  amd_graph_free(g);
+}
+
 int main(void) {
   (void)gradcheck, (void)gc_summary;
   portable_math();
@@ -686,6 +715,7 @@ int main(void) {
   bernoulli_edges();
   errors();
   training(0);
+  blocked_warning();
   if (amd_op_find("Less"))
     training(1);
   else
