@@ -21,6 +21,9 @@
 #include <type_traits>
 
 #include "../cuda_internal.h"
+/* splitmix64 (the draws of Dropout and the random ops, the same as the CPU's:
+ * amd_splitmix_at) and the random ops' attributes */
+#include "../../src/ops/random.h"
 
 #define FWD_ARGS const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out, amd_status *st
 #define BWD_ARGS                                                                                             \
@@ -168,6 +171,10 @@ int concat_backward(BWD_ARGS);
 int dropout_forward(FWD_ARGS);
 int dropout_backward(BWD_ARGS);
 int dropout_supported(const amd_node *n, const amd_tensor *const *in);
+/* random.cu: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli (float outputs) */
+int random_forward(FWD_ARGS);
+int random_backward(BWD_ARGS);
+int random_supported(const amd_node *n, const amd_tensor *const *in);
 /* reduce.cu: ReduceMean over trailing axes */
 int mean_forward(FWD_ARGS);
 int mean_backward(BWD_ARGS);

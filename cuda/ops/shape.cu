@@ -67,18 +67,12 @@ int concat_backward(BWD_ARGS) {
 
 /* ================================================================ Dropout */
 
-/* splitmix64 is counter based: draw i of a stream at state s0 is mix(s0 + (i + 1) * gamma). */
-__device__ __forceinline__ uint64_t splitmix_at(uint64_t s0, int64_t i) {
-  uint64_t z = s0 + (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
+/* the masks: draw i of the stream at ctx->rng for element i (amd_splitmix_at,
+ * src/ops/random.h), the draws the CPU makes one after the other */
 __global__ void k_dropout(int64_t cnt, uint64_t s0, double ratio, double scale, const float *x, float *y,
                           int accumulate) {
   AMD_CU_LOOP(i, cnt) {
-    double u = (double)(splitmix_at(s0, i) >> 11) * 0x1.0p-53;
+    double u = amd_rng_u01(amd_splitmix_at(s0, i));
     int keep = u >= ratio;
     if (accumulate) {
       if (keep) y[i] += (float)(x[i] * scale);
@@ -107,7 +101,7 @@ int dropout_forward(FWD_ARGS) {
                                                              F(&out[0]), 0);
     AMD_CUDA_CHECK_LAUNCH("k_dropout", st);
   }
-  ctx->rng += (uint64_t)cnt * 0x9e3779b97f4a7c15ULL; /* as cnt sequential draws */
+  ctx->rng = amd_splitmix_skip(ctx->rng, cnt); /* as cnt sequential draws */
   return 0;
 }
 

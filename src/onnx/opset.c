@@ -42,6 +42,10 @@ static const equivalent_version equivalents[] = {
     {AMD_OP_IDX_Cast, 19, 28, 13,
      "19-28 add float8, int4, float4, int2 and float6 types; their saturate and round_mode attributes "
      "apply only to those types, which Cast refuses"},
+    {AMD_OP_IDX_Equal, 19, 19, 13, "19 adds string"},
+    {AMD_OP_IDX_Range, 27, 27, 11,
+     "27 adds float16 and bfloat16 and, for them, stash_type (the precision of the accumulation); float and "
+     "integer ranges are unchanged"},
     {AMD_OP_IDX_Pad, 21, 25, 19, "21-25 add float8, int4, float4, float8e8m0 and int2 types"},
 };
 

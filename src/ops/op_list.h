@@ -9,7 +9,8 @@
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div Pow Min Max
  *   logic.c: Where Equal ... Xor ConstantOfShape Range
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
- *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad */
+ *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad
+ *   random.c: RandomUniform RandomNormal RandomUniformLike RandomNormalLike Bernoulli */
 AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
@@ -71,4 +72,9 @@ AMD_OP(Identity)
 AMD_OP(Constant)
 AMD_OP(Cast)
 AMD_OP(Dropout)
+AMD_OP(RandomUniform)
+AMD_OP(RandomNormal)
+AMD_OP(RandomUniformLike)
+AMD_OP(RandomNormalLike)
+AMD_OP(Bernoulli)
 AMD_OP(Pad)

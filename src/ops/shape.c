@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "random.h"
 #include "shape_util.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -735,12 +736,8 @@ static int dropout_infer(const amd_node *n, const amd_tensor *const *in, amd_ten
   return 0;
 }
 
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+/* The masks: splitmix64 on ctx->rng, one draw per element (random.h: the
+ * stream the random ops share, and the GPU's counter form of it). */
 
 /* The ratio and whether this pass drops (shared by forward and backward). */
 void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
@@ -776,7 +773,7 @@ static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   AMD_ASSERT(ctx);
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
   for (int64_t i = 0; i < cnt; i++) {
-    double u = (double)(splitmix64(&ctx->rng) >> 11) * 0x1.0p-53;
+    double u = amd_rng_u01(amd_splitmix_next(&ctx->rng));
     int keep = u >= ratio;
     amd_tensor_set_f64(&out[0], i, keep ? amd_tensor_get_f64(x, i) * scale : 0.0);
     if (has_mask) amd_tensor_set_i64(&out[1], i, keep);
@@ -806,7 +803,7 @@ static int dropout_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
   uint64_t rng = ctx->rng;
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
   for (int64_t i = 0; i < cnt; i++) {
-    double u = (double)(splitmix64(&rng) >> 11) * 0x1.0p-53;
+    double u = amd_rng_u01(amd_splitmix_next(&rng));
     if (u < ratio) continue;
     if (x->dtype == AMD_FLOAT)
       ((float *)din[0]->data)[i] += (float)(((const float *)dout[0]->data)[i] * scale);

@@ -130,6 +130,25 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     amd_fail(st, "out of memory");
     goto fail;
   }
+  /* values that a float initializer flows into through differentiable inputs:
+   * a node without backward blocks a parameter only where one of them is its
+   * input (not a Constant, nor the Cast of a dropout mask that a random op drew) */
+  unsigned char *from_init = calloc((size_t)nv, 1);
+  if (!from_init) {
+    free(on_path);
+    amd_fail(st, "out of memory");
+    goto fail;
+  }
+  for (int v = 0; v < nv; v++)
+    from_init[v] = g->values[v].is_initializer && g->values[v].init.dtype == AMD_FLOAT;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    int dep = 0;
+    for (int k = 0; k < n->n_in; k++)
+      dep |= n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1);
+    for (int k = 0; dep && k < n->n_out; k++)
+      if (n->out[k] >= 0) from_init[n->out[k]] = 1;
+  }
   /* backward sweep: values whose gradient reaches the loss */
   on_path[t->logits_value] = 1;
   const char *blocked = NULL;
@@ -139,12 +158,14 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
     if (!n->op->backward) {
-      if (!blocked && n->n_in > 0) blocked = n->name; /* (a Constant blocks no parameter) */
+      for (int k = 0; !blocked && k < n->n_in; k++)
+        if (n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1)) blocked = n->name;
       continue;
     }
     for (int k = 0; k < n->n_in; k++)
       if (n->in[k] >= 0 && !((n->op->nondiff_inputs >> k) & 1)) on_path[n->in[k]] = 1;
   }
+  free(from_init);
   /* the parameters: float initializers on the path, less the frozen ones */
   int64_t total = 0;
   int frozen = 0;
@@ -563,7 +584,7 @@ int amd_trainer_step_deferred(amd_trainer *t, const amd_tensor *x, const int64_t
       snprintf(t->graph_note, sizeof t->graph_note, "%.200s",
                rc    ? cst.msg
                : erc ? est.msg
-                     : "a node draws random numbers in each step (Dropout)");
+                     : "a node draws random numbers in each step (Dropout, a random op)");
       t->ctx.rng = rng;
       if (deferred_work(t, x, labels, smoothing, o, lr, step, opt_state, n_opt, st)) return -1;
     }

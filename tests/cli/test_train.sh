@@ -5,7 +5,8 @@
 #  - the trained model reloads and `eval` gives the accuracy `train` reported;
 #  - a run stopped (--stop-after, and SIGTERM) and resumed ends with the same
 #    weights, byte for byte, as an uninterrupted run (LeNet-5, and LeNet-5
-#    with Dropout, whose masks must resume from the same stream);
+#    with Dropout, whose masks must resume from the same stream, and LeNet-5
+#    with its Dropouts written as random ops);
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -95,6 +96,27 @@ if [ $rc1 -eq 3 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/dfull.onnx" "$tmp/dpart.onnx
   ok "Dropout model stopped at step 70 and resumed: identical weights to the uninterrupted run (another seed differs)"
 else
   bad "Dropout resume: exits $rc1 $rc2, models $(cmp "$tmp/dfull.onnx" "$tmp/dpart.onnx" 2>&1 | head -1)"; tail -3 "$tmp/ds2.log"
+fi
+
+# 3c. the same with the Dropouts written as random ops (RandomUniformLike ->
+# Less -> Cast -> Mul, as PyTorch's dynamo exporter writes them in train mode:
+# models/lenet5r_train.onnx, tools/dropout_to_random.py), which draw from the
+# same stream; skipped where this build cannot load it
+rmodel="$models/lenet5r_train.onnx"
+if "$amd" info "$rmodel" >"$tmp/rinfo.log" 2>&1; then
+  "$amd" train "$rmodel" "${common[@]}" "${run2[@]}" -o "$tmp/rfull.onnx" >/dev/null 2>&1
+  "$amd" train "$rmodel" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/rck" --stop-after 70 -o "$tmp/rpart.onnx" >/dev/null 2>&1
+  rc1=$?
+  "$amd" train "$rmodel" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/rck" --resume -o "$tmp/rpart.onnx" >"$tmp/rs2.log" 2>&1
+  rc2=$?
+  "$amd" train "$rmodel" "${common[@]}" "${run2[@]}" --seed 4 -o "$tmp/rseed.onnx" >/dev/null 2>&1
+  if [ $rc1 -eq 3 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/rfull.onnx" "$tmp/rpart.onnx" && ! cmp -s "$tmp/rfull.onnx" "$tmp/rseed.onnx"; then
+    ok "random-op Dropout model stopped at step 70 and resumed: identical weights to the uninterrupted run (another seed differs)"
+  else
+    bad "random-op Dropout resume: exits $rc1 $rc2, models $(cmp "$tmp/rfull.onnx" "$tmp/rpart.onnx" 2>&1 | head -1)"; tail -3 "$tmp/rs2.log"
+  fi
+else
+  echo "SKIP random-op Dropout resume: $(tail -1 "$tmp/rinfo.log")"
 fi
 
 # SIGTERM at an arbitrary moment, then resume

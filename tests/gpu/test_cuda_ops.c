@@ -8,7 +8,8 @@
  * the kernels, not the host fallback, are what is tested); a few ops without
  * kernels check the host fallback. Tolerance: max |gpu - cpu| <= tol * max(1,
  * max |cpu|) per tensor, tol 1e-5 (2e-4 for GEMM ops, whose sums run in
- * another order; Dropout and the pools' gradients are compared exactly). The
+ * another order; Dropout, the random ops and the pools' gradients are compared
+ * exactly: the random ops draw the same numbers on both). The
  * GEMM ops run in acc32 and in am16 (forward and both backward GEMMs).
  *
  * The training kernels (src/exec/train_kernels.h) the same way: the CUDA set
@@ -495,6 +496,29 @@ static void other_ops(void) {
     run_case("Dropout-13 training", "Dropout", 13, NULL, 0, in2, 2, 1, NULL, 1, 1, 1, 0);
     run_case("Dropout-13 inference", "Dropout", 13, NULL, 0, in2, 2, 1, NULL, 1, 0, 1, 0);
     amd_tensor_free(&ratio);
+  }
+  { /* the random ops: the same draws on both (exactly), the same rng after; no gradient (backward adds
+     * nothing to the pre-filled buffers); a double or bool output runs on the host */
+    amd_tensor p = T(4, xd, -0.1, 1.1), *in1x[1] = {&x}, *in1p[1] = {&p};
+    int64_t shape[3] = {3, 5, 7}, big[2] = {1000, 100};
+    Onnx__AttributeProto *u[3] = {gc_attr_float("low", -1), gc_attr_float("high", 2),
+                                  gc_attr_ints("shape", 3, shape)};
+    Onnx__AttributeProto *g[3] = {gc_attr_float("mean", 0.5f), gc_attr_float("scale", 2),
+                                  gc_attr_ints("shape", 2, big)};
+    Onnx__AttributeProto *d[2] = {gc_attr_int("dtype", AMD_DOUBLE), gc_attr_int("dtype", AMD_BOOL)};
+    run_case("RandomUniformLike-22", "RandomUniformLike", 22, u, 2, in1x, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("RandomNormalLike-1 (inference ctx)", "RandomNormalLike", 1, g, 2, in1x, 1, 1, NULL, 1, 0, 1, 0);
+    run_case("RandomUniform-1 [3,5,7]", "RandomUniform", 1, u, 3, NULL, 0, 1, NULL, 0, 1, 1, 0);
+    run_case("RandomNormal-22 [1000,100]", "RandomNormal", 22, g, 3, NULL, 0, 1, NULL, 0, 1, 1, 0);
+    run_case("Bernoulli-15 (p in [-0.1, 1.1])", "Bernoulli", 15, NULL, 0, in1p, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("RandomUniformLike dtype double (host fallback)", "RandomUniformLike", 1, d, 1, in1x, 1, 1, NULL,
+             0, 1, 0, 0);
+    run_case("Bernoulli-22 dtype bool (host fallback)", "Bernoulli", 22, d + 1, 1, in1p, 1, 1, NULL, 0, 1, 0,
+             0);
+    gc_attrs_free(u, 3);
+    gc_attrs_free(g, 3);
+    gc_attrs_free(d, 2);
+    amd_tensor_free(&p);
   }
   { /* host fallback: ops without kernels, and a Conv-1d */
     int64_t perm[4] = {0, 2, 3, 1};
