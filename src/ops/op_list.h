@@ -8,7 +8,8 @@
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
- *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad */
+ *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad
+ *   slice.c: Slice Split           expand.c: Expand Tile ScatterND */
 AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
@@ -56,3 +57,8 @@ AMD_OP(Constant)
 AMD_OP(Cast)
 AMD_OP(Dropout)
 AMD_OP(Pad)
+AMD_OP(Slice)
+AMD_OP(Split)
+AMD_OP(Expand)
+AMD_OP(Tile)
+AMD_OP(ScatterND)
