@@ -42,6 +42,10 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};
   t.at[AMD_OP_IDX_ReduceMean] = {mean_forward, mean_backward, 0x2u, 0, mean_supported};
+  t.at[AMD_OP_IDX_Slice] = {slice_forward, slice_backward, 0x1eu, 0, NULL};
+  t.at[AMD_OP_IDX_Split] = {split_forward, split_backward, 0x2u, 0, NULL};
+  t.at[AMD_OP_IDX_Expand] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Tile] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL};
   return t;
 }
 
