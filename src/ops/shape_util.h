@@ -1,6 +1,7 @@
-/* Helpers of the shape and data-movement ops (shape.c, constant.c, pad.c):
- * element sizes, input checks, int lists from tensors and attributes, and
- * the gradient accumulation of float and double. */
+/* Helpers of the shape and data-movement ops (shape.c, constant.c, pad.c,
+ * slice.c, expand.c): element sizes, input checks, int lists from tensors and
+ * attributes, the gradient accumulation of float and double, and the CPU
+ * loops over strided views (attrs.h's amd_view). */
 #ifndef AMD_SHAPE_UTIL_H
 #define AMD_SHAPE_UTIL_H
 

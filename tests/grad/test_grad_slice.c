@@ -227,6 +227,13 @@ static void check_bcast_grads(amd_dtype dt) {
   amd_tensor s1 = ints(AMD_INT64, 1, same), *in1[2] = {&x, &s1};
   snprintf(label, sizeof label, "Expand-13 to its own shape %s", dt_name(dt));
   gradcheck(label, "Expand", 13, NULL, 0, in1, 2, 1, 1u, tol_for(dt));
+  /* a scalar expanded to [2,3] */
+  int64_t shp23[2] = {2, 3};
+  amd_tensor sc = gc_tensor(dt, 0, NULL, -1, 1), s23 = ints(AMD_INT64, 2, shp23), *scin[2] = {&sc, &s23};
+  snprintf(label, sizeof label, "Expand-13 scalar to [2,3] %s", dt_name(dt));
+  gradcheck(label, "Expand", 13, NULL, 0, scin, 2, 1, 1u, tol_for(dt));
+  amd_tensor_free(&sc);
+  amd_tensor_free(&s23);
   /* Tile [3,1,4] by [2,3,1] and a 1-D tile */
   int64_t reps[3] = {2, 3, 1}, r1[1] = {3}, vd[1] = {5};
   amd_tensor r = ints(AMD_INT64, 3, reps), *tin[2] = {&x, &r};
