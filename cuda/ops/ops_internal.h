@@ -179,5 +179,12 @@ int random_supported(const amd_node *n, const amd_tensor *const *in);
 int mean_forward(FWD_ARGS);
 int mean_backward(BWD_ARGS);
 int mean_supported(const amd_node *n, const amd_tensor *const *in);
+/* slice.cu: Slice, Split, and Expand and Tile (bcast_) */
+int slice_forward(FWD_ARGS);
+int slice_backward(BWD_ARGS);
+int split_forward(FWD_ARGS);
+int split_backward(BWD_ARGS);
+int bcast_forward(FWD_ARGS);
+int bcast_backward(BWD_ARGS);
 
 #endif

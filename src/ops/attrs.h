@@ -144,6 +144,46 @@ typedef struct amd_dropout_attrs {
 void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
                       int *training);
 
+/* ---- Slice, Split (slice.c); Expand, Tile (expand.c) ---- */
+/* A strided view of a contiguous tensor x: element (i_0, .., i_{rank-1}) of
+ * the view is x[base + sum_j i_j * str[j]] (strides in elements, 0 on
+ * broadcast axes, negative for negative steps). Its elements in row-major
+ * order are the op's output. Tile's view has two axes per input axis. */
+#define AMD_VIEW_RANK (2 * AMD_MAX_RANK)
+typedef struct amd_view {
+  int rank;
+  int64_t base;
+  int64_t dims[AMD_VIEW_RANK], str[AMD_VIEW_RANK];
+} amd_view;
+
+/* Drops the axes of size 1 and merges neighbours a, a+1 where str[a] ==
+ * str[a+1] * dims[a+1] (the same elements in the same order, fewer axes);
+ * returns the new rank. Leaves an empty view (a 0 in dims) as it is. */
+int amd_dims_simplify(int rank, int64_t *dims, int64_t *str);
+
+/* Slice: the output as a view of in[0] (its dims are the output's shape),
+ * from the attributes (opset 1) or inputs 1..4 (read on the host). */
+int amd_slice_view(const amd_node *n, const amd_tensor *const *in, amd_view *v, amd_status *st);
+/* Split: output k as a view of in[0] (split sizes from the attribute, input
+ * 1 on the host, num_outputs or equal parts). */
+int amd_split_view(const amd_node *n, const amd_tensor *const *in, int k, amd_view *v, amd_status *st);
+
+/* Expand and Tile (x broadcast or repeated into y): forward gathers the view
+ * fwd of x; backward sums, for each element of x, the elements of dY at
+ * offset sum_a c_a * xstr[a] (c: the element's coordinates over xdims) plus
+ * every offset of the broadcast positions (rdims, rstr; rcount of them, in
+ * row-major order, which is the order of dY). Axes simplified. */
+typedef struct amd_bcast_geom {
+  amd_view fwd;
+  int xrank, rrank;
+  int64_t xdims[AMD_MAX_RANK], xstr[AMD_MAX_RANK];
+  int64_t rdims[AMD_VIEW_RANK], rstr[AMD_VIEW_RANK];
+  int64_t rcount;
+} amd_bcast_geom;
+/* From the shapes of x and y = Expand(x) / Tile(x) (as infer set them). */
+void amd_expand_geometry(const amd_tensor *x, const amd_tensor *y, amd_bcast_geom *g);
+void amd_tile_geometry(const amd_tensor *x, const amd_tensor *y, amd_bcast_geom *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,8 @@
  *   logic.c: Where Equal ... Xor ConstantOfShape Range
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
  *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad
- *   random.c: RandomUniform RandomNormal RandomUniformLike RandomNormalLike Bernoulli */
+ *   random.c: RandomUniform RandomNormal RandomUniformLike RandomNormalLike Bernoulli
+ *   slice.c: Slice Split           expand.c: Expand Tile ScatterND */
 AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
@@ -78,3 +79,8 @@ AMD_OP(RandomUniformLike)
 AMD_OP(RandomNormalLike)
 AMD_OP(Bernoulli)
 AMD_OP(Pad)
+AMD_OP(Slice)
+AMD_OP(Split)
+AMD_OP(Expand)
+AMD_OP(Tile)
+AMD_OP(ScatterND)

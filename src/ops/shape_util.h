@@ -1,6 +1,7 @@
-/* Helpers of the shape and data-movement ops (shape.c, constant.c, pad.c):
- * element sizes, input checks, int lists from tensors and attributes, and
- * the gradient accumulation of float and double. */
+/* Helpers of the shape and data-movement ops (shape.c, constant.c, pad.c,
+ * slice.c, expand.c): element sizes, input checks, int lists from tensors and
+ * attributes, the gradient accumulation of float and double, and the CPU
+ * loops over strided views (attrs.h's amd_view). */
 #ifndef AMD_SHAPE_UTIL_H
 #define AMD_SHAPE_UTIL_H
 
@@ -91,6 +92,77 @@ static inline void grad_add(amd_dtype t, void *dst, const void *src, int64_t n) 
 /* float, double, float16, bfloat16 */
 static inline int is_float_dtype(amd_dtype t) {
   return t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
+}
+
+/* ---- strided views (attrs.h's amd_view: Slice, Split, Expand, Tile) ---- */
+
+/* Row-major strides (in elements) of dims[0..rank). */
+static inline void contiguous_strides(int rank, const int64_t *dims, int64_t *str) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    str[i] = s;
+    s *= dims[i];
+  }
+}
+
+/* Number of elements of a view. */
+static inline int64_t view_numel(const amd_view *v) {
+  int64_t c = 1;
+  for (int i = 0; i < v->rank; i++) c *= v->dims[i];
+  return c;
+}
+
+/* Calls body(off, i) for each element i (row-major over v's dims) with off
+ * its offset in the viewed tensor; an odometer, no divisions. */
+#define VIEW_FOR_EACH(v, OFF, I, body)                                                                       \
+  do {                                                                                                       \
+    const amd_view *vw_ = (v);                                                                               \
+    int64_t cnt_ = view_numel(vw_);                                                                          \
+    int64_t idx_[AMD_VIEW_RANK] = {0};                                                                       \
+    int64_t OFF = vw_->base;                                                                                 \
+    for (int64_t I = 0; I < cnt_; I++) {                                                                     \
+      body;                                                                                                  \
+      for (int ax_ = vw_->rank - 1; ax_ >= 0; ax_--) {                                                       \
+        OFF += vw_->str[ax_];                                                                                \
+        if (++idx_[ax_] < vw_->dims[ax_]) break;                                                             \
+        OFF -= vw_->str[ax_] * vw_->dims[ax_];                                                               \
+        idx_[ax_] = 0;                                                                                       \
+      }                                                                                                      \
+    }                                                                                                        \
+  } while (0)
+
+/* dst (contiguous, the view's shape) = the view of src; elements of es bytes. */
+static inline void view_gather(void *dst, const void *src, size_t es, const amd_view *v) {
+  char *d = dst;
+  const char *s = src;
+  if (v->rank > 0 && v->str[v->rank - 1] == 1) { /* whole rows */
+    amd_view outer = *v;
+    outer.rank--;
+    size_t row = (size_t)v->dims[v->rank - 1] * es;
+    if (row) VIEW_FOR_EACH(&outer, off, i, memcpy(d + (size_t)i * row, s + (size_t)off * es, row));
+    return;
+  }
+  if (es == 4) {
+    VIEW_FOR_EACH(v, off, i, memcpy(d + i * 4, s + off * 4, 4));
+  } else if (es == 8) {
+    VIEW_FOR_EACH(v, off, i, memcpy(d + i * 8, s + off * 8, 8));
+  } else {
+    VIEW_FOR_EACH(v, off, i, copy_elem(d + (size_t)i * es, s + (size_t)off * es, es));
+  }
+}
+
+/* dx[view offset of i] += dy[i] for float or double (the view's offsets are
+ * distinct: Slice, Split). */
+static inline void view_scatter_add(amd_dtype t, void *dx, const void *dy, const amd_view *v) {
+  if (t == AMD_FLOAT) {
+    float *d = dx;
+    const float *s = dy;
+    VIEW_FOR_EACH(v, off, i, d[off] += s[i]);
+  } else {
+    double *d = dx;
+    const double *s = dy;
+    VIEW_FOR_EACH(v, off, i, d[off] += s[i]);
+  }
 }
 
 #endif

@@ -479,6 +479,38 @@ static void other_ops(void) {
     amd_tensor_free(&c2);
     amd_tensor_free(&c5);
   }
+  { /* Slice, Split, Expand, Tile (starts, splits, shapes, repeats on the host) */
+    int64_t sts[3] = {-1, 5, 0}, ens[3] = {INT64_MIN, 0, 100}, axs[3] = {0, 2, 3}, stp[3] = {-2, -1, 2};
+    amd_tensor s0 = I64(3, sts), s1 = I64(3, ens), s2 = I64(3, axs), s3 = I64(3, stp);
+    amd_tensor *sl[5] = {&x, &s0, &s1, &s2, &s3};
+    run_case("Slice-13 steps -2, -1, 2 on [4,3,6,6]", "Slice", 13, NULL, 0, sl, 5, 1, NULL, 1, 1, 1, 0);
+    FREE(sl + 1, 4);
+    int64_t sd[4] = {4, 7, 3, 2}, parts[2] = {2, 5};
+    amd_tensor sx = T(4, sd, -1, 1), sp = I64(2, parts), *in1s[1] = {&sx}, *in2s[2] = {&sx, &sp};
+    Onnx__AttributeProto *a[2] = {gc_attr_int("axis", 1), gc_attr_int("num_outputs", 3)};
+    run_case("Split-18 num_outputs 3 over 7 (3, 3, 1)", "Split", 18, a, 2, in1s, 1, 3, NULL, 1, 1, 1, 0);
+    run_case("Split-13 split 2, 5 (host input)", "Split", 13, a, 1, in2s, 2, 2, NULL, 1, 1, 1, 0);
+    gc_attrs_free(a, 2);
+    FREE(in2s, 2);
+    int64_t ed[4] = {1, 3, 1, 6}, eshape[4] = {4, 1, 5, 6};
+    amd_tensor ex = T(4, ed, -1, 1), es = I64(4, eshape), *ein[2] = {&ex, &es};
+    run_case("Expand [1,3,1,6] to [4,1,5,6]", "Expand", 13, NULL, 0, ein, 2, 1, NULL, 1, 1, 1, 1e-6);
+    FREE(ein, 2);
+    int64_t td[4] = {2, 3, 2, 3}, reps[4] = {2, 1, 3, 2};
+    amd_tensor tx = T(4, td, -1, 1), tr = I64(4, reps), *tin[2] = {&tx, &tr};
+    run_case("Tile [2,3,2,3] by 2, 1, 3, 2", "Tile", 13, NULL, 0, tin, 2, 1, NULL, 1, 1, 1, 1e-6);
+    FREE(tin, 2);
+    /* ScatterND: the host fallback (data and updates gradients) */
+    int64_t ud[4] = {2, 3, 6, 6}, ix[2] = {3, 1};
+    amd_tensor idx = {0}, upd = T(4, ud, -1, 1), *scin[3] = {&x, &idx, &upd};
+    int64_t idd[2] = {2, 1};
+    amd_tensor_set_shape(&idx, AMD_INT64, 2, idd);
+    amd_status st;
+    AMD_ASSERT(amd_tensor_alloc(&idx, &st) == 0);
+    memcpy(idx.data, ix, sizeof ix);
+    run_case("ScatterND-11 (host fallback)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 0, 0);
+    FREE(scin + 1, 2);
+  }
   { /* softmax */
     int64_t ld[2] = {8, 10}, td[3] = {2, 5, 4};
     amd_tensor l = T(2, ld, -3, 3), t3 = T(3, td, -3, 3), *in2[1] = {&l}, *in3[1] = {&t3};
