@@ -113,6 +113,13 @@ template <typename Fn> static int mm_each(const amd_mm_shape *s, Fn fn) {
   return 0;
 }
 
+/* Each operand's batch is either the whole broadcast batch or one matrix
+ * shared by every entry: then every GEMM of the batch is one strided batched
+ * call (stride 0 for the shared one). */
+static bool mm_uniform(int64_t nba, int64_t nbb, int64_t nb) {
+  return (nba == nb || nba == 1) && (nbb == nb || nbb == 1);
+}
+
 int matmul_forward(FWD_ARGS) {
   (void)ctx;
   amd_mm_shape s;
@@ -122,9 +129,13 @@ int matmul_forward(FWD_ARGS) {
   const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
   double t0 = amd_cu_prof_t0();
   int rc;
-  if (amd_tensor_numel(&s.batch_b) == 1 && amd_tensor_numel(&s.batch_a) == nb)
+  const int64_t nba = amd_tensor_numel(&s.batch_a), nbb = amd_tensor_numel(&s.batch_b);
+  if (nbb == 1 && nba == nb)
     rc =
         amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, nb * M, N, K, 1.0f, a, K, 0, b, N, 0, 0.0f, y, N, 0, 1, st);
+  else if (mm_uniform(nba, nbb, nb)) /* attention's Q K^T and P V: one strided batched GEMM */
+    rc = amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a, K, nba == 1 ? 0 : M * K, b, N,
+                       nbb == 1 ? 0 : K * N, 0.0f, y, N, M * N, nb, st);
   else
     rc = mm_each(&s, [&](int64_t t, int64_t oa, int64_t ob) {
       return amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, M, N, K, 1.0f, a + oa * M * K, K, 0, b + ob * K * N, N,
@@ -155,6 +166,21 @@ int matmul_backward(BWD_ARGS) {
     t0 = amd_cu_prof_t0();
     if (db &&
         amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, nb * M, 1.0f, a, K, 0, dy, N, 0, 1.0f, db, N, 0, 1, st))
+      return -1;
+    if (db) amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)nb * macs);
+    return 0;
+  }
+  const int64_t nba = amd_tensor_numel(&s.batch_a), nbb = amd_tensor_numel(&s.batch_b);
+  if (mm_uniform(nba, nbb, nb) && nba == nb && nbb == nb) {
+    /* every entry has its own A and B: dA_t = dY_t B_t^T and dB_t = A_t^T dY_t, batched */
+    double t0 = amd_cu_prof_t0();
+    if (da && amd_cuda_gemm(amd_cu.gemm, bm, 0, 1, M, K, N, 1.0f, dy, N, M * N, b, N, K * N, 1.0f, da, K, M * K,
+                            nb, st))
+      return -1;
+    if (da) amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)nb * macs);
+    t0 = amd_cu_prof_t0();
+    if (db && amd_cuda_gemm(amd_cu.gemm, bm, 1, 0, K, N, M, 1.0f, a, K, M * K, dy, N, M * N, 1.0f, db, N, K * N,
+                            nb, st))
       return -1;
     if (db) amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)nb * macs);
     return 0;

@@ -295,7 +295,18 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
     amd_tensor A2 = T(4, a2, -1, 1), B2 = T(3, b2, -1, 1), *in2[2] = {&A2, &B2};
     snprintf(label, sizeof label, "MatMul broadcast batch %s", mname);
     run_case(label, "MatMul", 13, NULL, 0, in2, 2, 1, m, 3, 1, 1, 2e-4);
-    FREE(in2, 2);
+    FREE(in2, 2);    /* attention: both operands carry the whole batch (one strided batched GEMM each way) */
+    int64_t a3[4] = {2, 3, 5, 8}, b3[4] = {2, 3, 8, 7};
+    amd_tensor A3 = T(4, a3, -1, 1), B3 = T(4, b3, -1, 1), *in3[2] = {&A3, &B3};
+    snprintf(label, sizeof label, "MatMul attention batch %s", mname);
+    run_case(label, "MatMul", 13, NULL, 0, in3, 2, 1, m, 3, 1, 1, 2e-4);
+    FREE(in3, 2);
+    /* a shared A against a batched B: forward batched with stride 0, dA summed over the batch */
+    int64_t a4[2] = {4, 6}, b4[3] = {5, 6, 3};
+    amd_tensor A4 = T(2, a4, -1, 1), B4 = T(3, b4, -1, 1), *in4[2] = {&A4, &B4};
+    snprintf(label, sizeof label, "MatMul shared A %s", mname);
+    run_case(label, "MatMul", 13, NULL, 0, in4, 2, 1, m, 3, 1, 1, 2e-4);
+    FREE(in4, 2);
   }
 }
 
