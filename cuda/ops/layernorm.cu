@@ -31,8 +31,7 @@ enum { LN_ITEMS = 8, LN_TILE = 32, LN_STEP = 8 };
 
 /* The sums of a row's threads (TPR: 32, one warp, or the whole block), the
  * same totals in every thread: the first lane's / first thread's order. */
-template <int TPR>
-__device__ __forceinline__ double2 ln_group_sum(double2 v, double2 *sh) {
+template <int TPR> __device__ __forceinline__ double2 ln_group_sum(double2 v, double2 *sh) {
   for (int o = 16; o > 0; o >>= 1) {
     v.x += __shfl_down_sync(0xffffffffu, v.x, o);
     v.y += __shfl_down_sync(0xffffffffu, v.y, o);
@@ -53,8 +52,7 @@ __device__ __forceinline__ double2 ln_group_sum(double2 v, double2 *sh) {
 
 /* Which row a thread works on and its index among the row's threads;
  * false for the warps of a warp-per-row block past the last row. */
-template <int TPR>
-__device__ __forceinline__ bool ln_row_of(int64_t rows, int64_t *row, int *t) {
+template <int TPR> __device__ __forceinline__ bool ln_row_of(int64_t rows, int64_t *row, int *t) {
   if (TPR == 32) {
     *row = (int64_t)blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
     *t = threadIdx.x & 31;
@@ -117,7 +115,8 @@ __global__ void __launch_bounds__(TPR < 128 ? 128 : TPR)
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
       const int64_t c = t + (int64_t)i * TPR;
-      if (c < cols) yr[c] = (float)(((double)v[i] - m) * inv * (double)scale[c] + (bias ? (double)bias[c] : 0.0));
+      if (c < cols)
+        yr[c] = (float)(((double)v[i] - m) * inv * (double)scale[c] + (bias ? (double)bias[c] : 0.0));
     }
   } else {
     for (int64_t c = t; c < cols; c += TPR)
@@ -215,7 +214,8 @@ __global__ void k_ln_param_final(int64_t cols, int slices, const double *part, f
                                  float *dbias, bool acc_b) {
   AMD_CU_LOOP(c, cols) {
     double ts = 0, tb = 0;
-    for (int s = 0; s < slices; s++) ts += part[((int64_t)s * cols + c) * 2], tb += part[((int64_t)s * cols + c) * 2 + 1];
+    for (int s = 0; s < slices; s++)
+      ts += part[((int64_t)s * cols + c) * 2], tb += part[((int64_t)s * cols + c) * 2 + 1];
     if (dscale) dscale[c] = (float)((acc_s ? (double)dscale[c] : 0.0) + ts);
     if (dbias) dbias[c] = (float)((acc_b ? (double)dbias[c] : 0.0) + tb);
   }
@@ -233,7 +233,9 @@ static int ln_config(int64_t cols, int *items) {
 }
 
 /* grid and block for TPR threads per row */
-static inline unsigned ln_blocks(int64_t rows, int tpr) { return (unsigned)(tpr == 32 ? (rows + 3) / 4 : rows); }
+static inline unsigned ln_blocks(int64_t rows, int tpr) {
+  return (unsigned)(tpr == 32 ? (rows + 3) / 4 : rows);
+}
 static inline unsigned ln_threads(int tpr) { return tpr == 32 ? 128 : (unsigned)tpr; }
 
 #define LN_LAUNCH(KERNEL, TPR, ITEMS, ...)                                                                   \
@@ -241,11 +243,16 @@ static inline unsigned ln_threads(int tpr) { return tpr == 32 ? 128 : (unsigned)
 #define LN_SWITCH(KERNEL, ...)                                                                               \
   do {                                                                                                       \
     int items, tpr = ln_config(cols, &items);                                                                \
-    if (tpr == 32) LN_LAUNCH(KERNEL, 32, LN_ITEMS, __VA_ARGS__);                                             \
-    else if (tpr == 128) LN_LAUNCH(KERNEL, 128, LN_ITEMS, __VA_ARGS__);                                      \
-    else if (tpr == 256) LN_LAUNCH(KERNEL, 256, LN_ITEMS, __VA_ARGS__);                                      \
-    else if (items) LN_LAUNCH(KERNEL, 512, LN_ITEMS, __VA_ARGS__);                                           \
-    else LN_LAUNCH(KERNEL, 512, 0, __VA_ARGS__);                                                             \
+    if (tpr == 32)                                                                                           \
+      LN_LAUNCH(KERNEL, 32, LN_ITEMS, __VA_ARGS__);                                                          \
+    else if (tpr == 128)                                                                                     \
+      LN_LAUNCH(KERNEL, 128, LN_ITEMS, __VA_ARGS__);                                                         \
+    else if (tpr == 256)                                                                                     \
+      LN_LAUNCH(KERNEL, 256, LN_ITEMS, __VA_ARGS__);                                                         \
+    else if (items)                                                                                          \
+      LN_LAUNCH(KERNEL, 512, LN_ITEMS, __VA_ARGS__);                                                         \
+    else                                                                                                     \
+      LN_LAUNCH(KERNEL, 512, 0, __VA_ARGS__);                                                                \
   } while (0)
 
 int layernorm_forward(FWD_ARGS) {

@@ -64,7 +64,8 @@ static int ln_param_check(const amd_tensor *x, int axis, const amd_tensor *p, co
   char s1[128], s2[128], s3[128];
   amd_tensor nshape = {0};
   amd_tensor_set_shape(&nshape, x->dtype, x->rank - axis, x->dims + axis);
-  return amd_fail(st, "%s has shape %s, which does not broadcast to the normalised shape %s of X %s (axis %d)",
+  return amd_fail(st,
+                  "%s has shape %s, which does not broadcast to the normalised shape %s of X %s (axis %d)",
                   what, amd_shape_str(p, s1, sizeof s1), amd_shape_str(&nshape, s2, sizeof s2),
                   amd_shape_str(x, s3, sizeof s3), axis);
 }
@@ -166,7 +167,7 @@ static void ln_row_stats(const double *xr, int64_t cols, double eps, double *mea
  * their index maps (sidx, bidx) for the backward's folding. */
 typedef struct ln_work {
   double *xr, *sc, *bb, *gr; /* a row of x; Scale and B per column; a row of dY */
-  double *dsc, *dbb;          /* per-column sums for dScale, dB (backward) */
+  double *dsc, *dbb;         /* per-column sums for dScale, dB (backward) */
   int64_t *sidx, *bidx;
   void *block;
 } ln_work;
@@ -295,6 +296,6 @@ const amd_op amd_op_LayerNormalization = {
     .infer = ln_infer,
     .forward = ln_forward,
     .backward = ln_backward,
-    .bwd_unread_in = 1u << 2,                      /* B: only its shape */
+    .bwd_unread_in = 1u << 2,                            /* B: only its shape */
     .bwd_unread_out = (1u << 0) | (1u << 1) | (1u << 2), /* statistics recomputed from X */
 };
