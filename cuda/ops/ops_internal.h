@@ -144,6 +144,10 @@ int matmul_backward(BWD_ARGS);
 int bn_forward(FWD_ARGS);
 int bn_backward(BWD_ARGS);
 int bn_supported(const amd_node *n, const amd_tensor *const *in);
+/* layernorm.cu */
+int layernorm_forward(FWD_ARGS);
+int layernorm_backward(BWD_ARGS);
+int layernorm_supported(const amd_node *n, const amd_tensor *const *in);
 /* activation.cu: Relu, LeakyRelu, Sigmoid, Tanh, Clip */
 int act_forward(FWD_ARGS);
 int act_backward(BWD_ARGS);

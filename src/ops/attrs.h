@@ -62,6 +62,21 @@ typedef struct amd_bn_attrs {
 /* 1: normalise with the batch's statistics (the single place that decides). */
 int amd_bn_use_batch_stats(const amd_node *n, const amd_ctx *ctx);
 
+/* ---- LayerNormalization (layernorm.c) ---- */
+typedef struct amd_ln_attrs {
+  int64_t axis;  /* first normalised axis (may be negative) */
+  double epsilon;
+  int stash_type; /* 1: Mean and InvStdDev are float (the only one accepted) */
+} amd_ln_attrs;
+
+/* The [rows, cols] view of X that LayerNormalization runs over (rows: the
+ * product of the dims before the axis, cols: of those from it on), after
+ * checking X, Scale and B (dtypes, Scale and B broadcasting to the normalised
+ * shape). *full (may be NULL): 1 when Scale and B (if given) each hold cols
+ * elements, so column j reads element j. */
+int amd_ln_view(const amd_node *n, const amd_tensor *const *in, int64_t *rows, int64_t *cols, int *full,
+                amd_status *st);
+
 /* ---- pools (pool.c) ---- */
 enum { AMD_POOL_MAX, AMD_POOL_AVG };
 typedef struct amd_pool_attrs {

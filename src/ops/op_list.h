@@ -5,6 +5,7 @@
  * (the CUDA kernels of a family, where there are some, in cuda/ops/<family>.cu):
  *   conv.c: Conv                      matmul.c: Gemm MatMul
  *   norm.c: BatchNormalization        lrn.c: LRN
+ *   layernorm.c: LayerNormalization
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div Pow Min Max
  *   logic.c: Where Equal ... Xor ConstantOfShape Range
@@ -16,6 +17,7 @@ AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
 AMD_OP(BatchNormalization)
+AMD_OP(LayerNormalization)
 AMD_OP(LRN)
 AMD_OP(MaxPool)
 AMD_OP(AveragePool)

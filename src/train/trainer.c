@@ -773,6 +773,14 @@ int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
           count++;
         }
       }
+    } else if (is_op(n, AMD_OP_IDX_LayerNormalization)) {
+      for (int k = 1; k < 3 && k < n->n_in; k++) { /* Scale 1, B 0 (nn.LayerNorm's defaults) */
+        amd_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
+        if (v && v->is_initializer && v->init.dtype == AMD_FLOAT) {
+          fill(&v->init, 0, k == 1 ? 1.0f : 0.0f, &s);
+          count++;
+        }
+      }
     }
   }
   return count;

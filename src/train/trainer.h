@@ -164,6 +164,7 @@ int amd_trainer_n_outputs(amd_trainer *t, const struct amd_dataset *ds, int64_t 
 /* Re-initialises the parameters as PyTorch does by default, from seed:
  * Conv / Gemm / MatMul weights and their biases U(-1/sqrt(fan_in), 1/sqrt(fan_in))
  * (kaiming_uniform with a = sqrt(5)), BatchNormalization scale 1, bias 0,
- * running mean 0, running variance 1. Other parameters keep their values.
+ * running mean 0, running variance 1, LayerNormalization scale 1, bias 0.
+ * Other parameters keep their values.
  * Returns how many initializers were reset. */
 int amd_trainer_reinit(amd_trainer *t, uint64_t seed);

@@ -337,6 +337,41 @@ static void other_ops(void) {
     gc_attrs_free(a, 1);
     FREE(in, 5);
   }
+  { /* LayerNormalization: every per-row layout (a warp per row up to 256 columns, a block of 128,
+       256 or 512 threads with the row in registers up to 4096, the row read twice beyond), with
+       and without B, over the last axis and over two; Mean and InvStdDev out; rows far from
+       zero; enough rows that dScale / dB are summed over several slices; a broadcast Scale
+       takes the host fallback */
+    int64_t d96[3] = {4, 7, 96}, p96[1] = {96}, d768[3] = {16, 24, 32}, p768[2] = {24, 32};
+    int64_t d2304[3] = {6, 48, 48}, p2304[2] = {48, 48}, dwide[3] = {3, 96, 96}, pwide[2] = {96, 96};
+    int64_t dtall[2] = {512, 96}, pb[2] = {1, 32};
+    amd_tensor x1 = T(3, d96, -2, 2), s1 = T(1, p96, 0.5, 1.5), b1 = T(1, p96, -1, 1);
+    amd_tensor x2 = T(3, d768, 3, 5), s2 = T(2, p768, 0.5, 1.5), b2 = T(2, p768, -1, 1);
+    amd_tensor x3 = T(3, d2304, -2, 2), s3 = T(2, p2304, 0.5, 1.5);
+    amd_tensor x4 = T(3, dwide, -2, 2), s4 = T(2, pwide, 0.5, 1.5), b4 = T(2, pwide, -1, 1);
+    amd_tensor x5 = T(2, dtall, 100, 101), sb = T(2, pb, 0.5, 1.5);
+    amd_tensor *in1b[3] = {&x1, &s1, &b1}, *in1n[2] = {&x1, &s1}, *in2[3] = {&x2, &s2, &b2},
+               *in3[2] = {&x3, &s3}, *in4[3] = {&x4, &s4, &b4}, *in5[3] = {&x5, &s1, &b1},
+               *inb[3] = {&x2, &sb, &b2};
+    Onnx__AttributeProto *a1[1] = {gc_attr_int("axis", 1)};
+    run_case("LayerNormalization axis -1, 96 columns (warp per row), 3 outputs", "LayerNormalization", 17,
+             NULL, 0, in1b, 3, 3, NULL, 7, 1, 1, 1e-6);
+    run_case("LayerNormalization axis -1, no B", "LayerNormalization", 17, NULL, 0, in1n, 2, 1, NULL, 3, 1, 1,
+             1e-6);
+    run_case("LayerNormalization axis 1 (two dims, 768 columns), x in [3, 5)", "LayerNormalization", 17, a1, 1,
+             in2, 3, 3, NULL, 7, 1, 1, 1e-6);
+    run_case("LayerNormalization axis 1 (two dims, 2304 columns), no B", "LayerNormalization", 17, a1, 1, in3,
+             2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("LayerNormalization axis 1 (9216 columns: the row read twice)", "LayerNormalization", 17, a1, 1,
+             in4, 3, 3, NULL, 7, 1, 1, 1e-6);
+    run_case("LayerNormalization 512 rows at 100 (sliced dScale, dB)", "LayerNormalization", 17, NULL, 0, in5,
+             3, 1, NULL, 7, 1, 1, 1e-6);
+    run_case("LayerNormalization Scale [1,32] broadcast (host fallback)", "LayerNormalization", 17, a1, 1, inb,
+             3, 1, NULL, 7, 1, 0, 1e-6);
+    gc_attrs_free(a1, 1);
+    amd_tensor *all[13] = {&x1, &s1, &b1, &x2, &s2, &b2, &x3, &s3, &x4, &s4, &b4, &x5, &sb};
+    FREE(all, 13);
+  }
   amd_tensor x = T(4, xd, -2, 2), *in1[1] = {&x};
   run_case("Relu", "Relu", 14, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
   run_case("Sigmoid", "Sigmoid", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);

@@ -1,5 +1,6 @@
-/* Finite-difference checks of the backward passes in src/ops/norm.c, pool.c and
- * activation.c: BatchNormalization (batch and running statistics), MaxPool,
+/* Finite-difference checks of the backward passes in src/ops/norm.c,
+ * layernorm.c, pool.c and activation.c: BatchNormalization (batch and running
+ * statistics), LayerNormalization (with its values and shape errors), MaxPool,
  * AveragePool, GlobalAveragePool, GlobalMaxPool and the unary activations.
  *
  * Double tensors (tolerance 1e-6) wherever forward supports them; each op is
@@ -254,6 +255,126 @@ static void test_bn(amd_dtype dt) {
   check_bn("BN-14 inference (default)", 14, NULL, 0, dt, dt, 1, 0);
 }
 
+/* ---- LayerNormalization ---- */
+
+/* X [3,5,8] normalised over the last axis (Scale, B [8]) or over the last
+ * two (axis 1: Scale, B [5,8]); with and without B; Scale [1,8] broadcast
+ * over the 5 (its gradient summed over them); all three outputs. Checks X,
+ * Scale, B. */
+static void test_layernorm(amd_dtype dt) {
+  int64_t xd[] = {3, 5, 8}, p1[] = {8}, p2[] = {5, 8}, pb[] = {1, 8};
+  amd_tensor x = gc_tensor(dt, 3, xd, -1, 3);
+  amd_tensor s1 = gc_tensor(dt, 1, p1, 0.5, 1.5), b1 = gc_tensor(dt, 1, p1, -1, 1);
+  amd_tensor s2 = gc_tensor(dt, 2, p2, 0.5, 1.5), b2 = gc_tensor(dt, 2, p2, -1, 1);
+  amd_tensor sb = gc_tensor(dt, 2, pb, 0.5, 1.5);
+  amd_tensor *last[] = {&x, &s1, &b1}, *last_nob[] = {&x, &s1}, *two[] = {&x, &s2, &b2},
+             *two_nob[] = {&x, &s2}, *bcast[] = {&x, &sb, &b1};
+  Onnx__AttributeProto *a1[] = {gc_attr_int("axis", 1), gc_attr_float("epsilon", 1e-3f)};
+  char label[128];
+  snprintf(label, sizeof label, "LayerNormalization-17 axis -1 %s", dt_name(dt));
+  gradcheck(label, "LayerNormalization", 17, NULL, 0, last, 3, 1, 7u, tol_for(dt));
+  snprintf(label, sizeof label, "LayerNormalization-17 axis -1, no B, 3 outputs %s", dt_name(dt));
+  gradcheck(label, "LayerNormalization", 17, NULL, 0, last_nob, 2, 3, 3u, tol_for(dt));
+  snprintf(label, sizeof label, "LayerNormalization-17 axis 1 (two dims), eps 1e-3 %s", dt_name(dt));
+  gradcheck(label, "LayerNormalization", 17, a1, 2, two, 3, 1, 7u, tol_for(dt));
+  snprintf(label, sizeof label, "LayerNormalization-17 axis 1, no B, 3 outputs %s", dt_name(dt));
+  gradcheck(label, "LayerNormalization", 17, a1, 2, two_nob, 2, 3, 3u, tol_for(dt));
+  snprintf(label, sizeof label, "LayerNormalization-17 axis 1, Scale [1,8] broadcast %s", dt_name(dt));
+  gradcheck(label, "LayerNormalization", 17, a1, 2, bcast, 3, 1, 7u, tol_for(dt));
+  gc_attrs_free(a1, 2);
+  amd_tensor *all[] = {&x, &s1, &b1, &s2, &b2, &sb};
+  for (int i = 0; i < ARRAY_LEN(all); i++) amd_tensor_free(all[i]);
+}
+
+/* Values worked out by hand (epsilon 0): rows [1 2 3 4] (mean 2.5, variance
+ * 1.25) and [-2 0 2 4] (mean 1, variance 5) both normalise to
+ * [-3 -1 1 3] / sqrt(5); Scale [1 2 -1 0.5], B [0 1 0 -1]. */
+static void test_layernorm_values(void) {
+  static const double xv[8] = {1, 2, 3, 4, -2, 0, 2, 4}, sv[4] = {1, 2, -1, 0.5}, bv[4] = {0, 1, 0, -1};
+  const double r5 = 1.0 / sqrt(5.0);
+  const double yrow[4] = {-3 * r5, 1 - 2 * r5, -r5, 1.5 * r5 - 1};
+  const double mean[2] = {2.5, 1}, inv[2] = {1 / sqrt(1.25), r5};
+  int64_t xd[] = {2, 4}, pd[] = {4};
+  amd_tensor x = gc_tensor(AMD_DOUBLE, 2, xd, 0, 1), s = gc_tensor(AMD_DOUBLE, 1, pd, 0, 1),
+             b = gc_tensor(AMD_DOUBLE, 1, pd, 0, 1), out[8];
+  for (int i = 0; i < 8; i++) amd_tensor_set_f64(&x, i, xv[i]);
+  for (int i = 0; i < 4; i++) amd_tensor_set_f64(&s, i, sv[i]), amd_tensor_set_f64(&b, i, bv[i]);
+  amd_tensor *in[] = {&x, &s, &b};
+  Onnx__AttributeProto *a[] = {gc_attr_float("epsilon", 0.0f)};
+  amd_status st = {{0}};
+  gc_node g;
+  int bound = gc_bind(&g, "LayerNormalization", 17, a, 1, in, 3, 3, &st) == 0;
+  int ok = bound && gc_forward(&g.node, in, out, NULL, NULL, &st) == 0;
+  double worst = ok ? 0 : INFINITY, worst_st = worst;
+  for (int i = 0; ok && i < 8; i++) worst = fmax(worst, fabs(amd_tensor_get_f64(&out[0], i) - yrow[i % 4]));
+  /* Mean and InvStdDev are float ([2,1]): within float rounding */
+  for (int r = 0; ok && r < 2; r++) {
+    worst_st = fmax(worst_st, fabs(amd_tensor_get_f64(&out[1], r) - mean[r]));
+    worst_st = fmax(worst_st, fabs(amd_tensor_get_f64(&out[2], r) - inv[r]));
+  }
+  ok = ok && out[1].dtype == AMD_FLOAT && out[1].rank == 2 && out[1].dims[0] == 2 && out[1].dims[1] == 1;
+  if (ok && worst < 1e-12 && worst_st < 1e-7) {
+    printf("ok   LayerNormalization values: Y within %.1e of the hand-computed ones, Mean/InvStdDev [2,1] "
+           "float within %.1e\n",
+           worst, worst_st);
+    gc_passed++;
+  } else {
+    printf("FAIL LayerNormalization values: %s max diff Y %.3g, statistics %.3g\n", st.msg, worst, worst_st);
+    gc_failed++;
+  }
+  if (ok) gc_free_outs(out, 3);
+  if (bound) free(g.node.attrs);
+  gc_attrs_free(a, 1);
+  amd_tensor_free(&x);
+  amd_tensor_free(&s);
+  amd_tensor_free(&b);
+}
+
+/* Scale or B that does not broadcast to the normalised shape, a dtype
+ * mismatch, a bad axis and an unsupported stash_type fail with a message,
+ * in infer (or parse), never crash. */
+static void test_layernorm_bad(void) {
+  int64_t xd[] = {3, 5, 8}, s7[] = {7}, s58[] = {5, 8}, s38[] = {3, 1, 8}, p8[] = {8};
+  amd_tensor x = gc_tensor(AMD_FLOAT, 3, xd, -1, 1), bad7 = gc_tensor(AMD_FLOAT, 1, s7, 0, 1);
+  amd_tensor bad58 = gc_tensor(AMD_FLOAT, 2, s58, 0, 1), bad38 = gc_tensor(AMD_FLOAT, 3, s38, 0, 1);
+  amd_tensor good = gc_tensor(AMD_FLOAT, 1, p8, 0, 1), dbl = gc_tensor(AMD_DOUBLE, 1, p8, 0, 1);
+  struct {
+    const char *label, *want;
+    amd_tensor *scale, *bias;
+    int64_t axis;
+    int stash;
+  } cases[] = {
+      {"Scale [7] for axis -1 of [3,5,8]", "Scale has shape [7], which does not broadcast", &bad7, NULL, -1, 1},
+      {"Scale [5,8] for axis -1 (5 lies before the axis)", "does not broadcast to the normalised shape [8]",
+       &bad58, NULL, -1, 1},
+      {"B [3,1,8] for axis 1", "B has shape [3,1,8], which does not broadcast", &good, &bad38, 1, 1},
+      {"Scale double, X float", "Scale has dtype double, X has float", &dbl, NULL, -1, 1},
+      {"axis 3 of a rank-3 X", "axis 3 out of range", &good, NULL, 3, 1},
+      {"stash_type 16", "stash_type 16 is not supported", &good, NULL, -1, 16},
+  };
+  for (int c = 0; c < ARRAY_LEN(cases); c++) {
+    amd_tensor *in[] = {&x, cases[c].scale, cases[c].bias}, out[8];
+    memset(out, 0, sizeof out);
+    Onnx__AttributeProto *a[] = {gc_attr_int("axis", cases[c].axis), gc_attr_int("stash_type", cases[c].stash)};
+    amd_status st = {{0}};
+    gc_node g;
+    int bound = gc_bind(&g, "LayerNormalization", 17, a, 2, in, cases[c].bias ? 3 : 2, 1, &st) == 0;
+    int rc = bound ? g.node.op->infer(&g.node, (const amd_tensor *const *)in, out, &st) : -1;
+    if (rc != 0 && strstr(st.msg, cases[c].want)) {
+      printf("ok   LayerNormalization refuses %s: %s\n", cases[c].label, st.msg);
+      gc_passed++;
+    } else {
+      printf("FAIL LayerNormalization %s: rc %d, message '%s' (expected '%s')\n", cases[c].label, rc, st.msg,
+             cases[c].want);
+      gc_failed++;
+    }
+    if (bound) free(g.node.attrs);
+    gc_attrs_free(a, 2);
+  }
+  amd_tensor *all[] = {&x, &bad7, &bad58, &bad38, &good, &dbl};
+  for (int i = 0; i < ARRAY_LEN(all); i++) amd_tensor_free(all[i]);
+}
+
 /* The backward contract beyond gradcheck: gradients ACCUMULATE (a buffer
  * pre-filled with 0.25 ends at gradient + 0.25) and each input's gradient is
  * the same when it is the only one requested (the others' din NULL). */
@@ -353,6 +474,16 @@ static void test_accumulation(void) {
     check_accumulates(tm ? "BN-15 training" : "BN-15 inference", "BatchNormalization", 15, t, 1, bn, 5, 1,
                       7u);
     gc_attrs_free(t, 1);
+  }
+  { /* LayerNormalization over the last two axes of x ([2,3,5,5]: Scale, B [5,5]) */
+    int64_t pd[] = {5, 5};
+    amd_tensor ls = gc_tensor(AMD_DOUBLE, 2, pd, 0.5, 1.5), lb = gc_tensor(AMD_DOUBLE, 2, pd, -1, 1);
+    amd_tensor *ln[] = {&x, &ls, &lb};
+    Onnx__AttributeProto *t[] = {gc_attr_int("axis", -2)};
+    check_accumulates("LayerNormalization-17 axis -2", "LayerNormalization", 17, t, 1, ln, 3, 1, 7u);
+    gc_attrs_free(t, 1);
+    amd_tensor_free(&ls);
+    amd_tensor_free(&lb);
   }
   amd_tensor *all[] = {&x, &s, &sc, &b, &m, &v, &xf};
   for (int i = 0; i < ARRAY_LEN(all); i++) amd_tensor_free(all[i]);
@@ -462,7 +593,10 @@ int main(void) {
     test_activations(dts[i]);
     test_pools(dts[i]);
     test_bn(dts[i]);
+    test_layernorm(dts[i]);
   }
+  test_layernorm_values();
+  test_layernorm_bad();
   test_accumulation();
   test_maxpool_ties();
   test_gelu_erf_values();
