@@ -1,10 +1,28 @@
-/* CUDA kernels of Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh and
- * Clip (src/ops/activation.c, whose comment gives the gradients at the kinks). */
+/* CUDA kernels of Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh,
+ * Clip, Erf and Gelu (src/ops/activation.c, whose comment gives the gradients
+ * at the kinks; Erf's and Gelu's gradients in double, as there). */
 #include "ops_internal.h"
 
 /* ================================================================ activations */
 
-enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_TANH, ACT_CLIP };
+enum { ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_TANH, ACT_CLIP, ACT_ERF, ACT_GELU };
+
+/* Gelu's constants (activation.c's) */
+#define GELU_K 0.7978845608028654    /* sqrt(2 / pi) */
+#define GELU_C 0.044715
+#define SQRT1_2 0.7071067811865476   /* 1 / sqrt(2) */
+#define TWO_SQRTPI 1.1283791670955126 /* 2 / sqrt(pi) */
+
+/* p0 != 0: approximate = "tanh" */
+__device__ __forceinline__ float gelu_f(float v, float p0) {
+  return p0 != 0 ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
+                 : 0.5f * v * (1.0f + erff(v * (float)SQRT1_2));
+}
+__device__ __forceinline__ double gelu_grad(double v, float p0) {
+  if (p0 == 0) return 0.5 * (1.0 + erf(v * SQRT1_2)) + v * exp(-0.5 * v * v) * 0.3989422804014327;
+  const double th = tanh(GELU_K * (v + GELU_C * v * v * v));
+  return 0.5 * (1.0 + th) + 0.5 * v * (1.0 - th * th) * GELU_K * (1.0 + 3.0 * GELU_C * v * v);
+}
 
 /* max(0, min(1, t)) */
 __device__ __forceinline__ float unit_f(float t) { return t < 0 ? 0.0f : t > 1 ? 1.0f : t; }
@@ -29,6 +47,10 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
     return v * unit_f(p0 * v + p1);
   case ACT_TANH:
     return tanhf(v);
+  case ACT_ERF:
+    return erff(v);
+  case ACT_GELU:
+    return gelu_f(v, p0);
   default: {
     float lo = v < p0 ? p0 : v;
     return lo > p1 ? p1 : lo;
@@ -51,6 +73,10 @@ __device__ __forceinline__ float act_g(int kind, float v, float u, float g, floa
     return p0 * v + p1 < 0 ? 0.0f : p0 * v + p1 > 1 ? g : g * (2 * p0 * v + p1);
   case ACT_TANH:
     return g * (1.0f - u * u);
+  case ACT_ERF:
+    return g * (float)(TWO_SQRTPI * exp(-(double)v * v));
+  case ACT_GELU:
+    return g * (float)gelu_grad(v, p0);
   default:
     return v > p0 && v < p1 ? g : 0.0f;
   }
@@ -97,6 +123,10 @@ static int act_kind(const amd_node *n) {
     return ACT_HARDSWISH;
   case AMD_OP_IDX_Tanh:
     return ACT_TANH;
+  case AMD_OP_IDX_Erf:
+    return ACT_ERF;
+  case AMD_OP_IDX_Gelu:
+    return ACT_GELU;
   default:
     return ACT_CLIP;
   }
@@ -111,6 +141,7 @@ static void act_params(const amd_node *n, const amd_tensor *const *in, int kind,
     *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
     *p1 = ((const amd_act_attrs *)n->attrs)->beta;
   }
+  if (kind == ACT_GELU) *p0 = ((const amd_act_attrs *)n->attrs)->tanh_approx ? 1.0f : 0.0f;
   if (kind != ACT_CLIP) return;
   double lo, hi;
   if (n->since >= 11) {

@@ -24,6 +24,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_HardSigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_HardSwish] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Tanh] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Erf] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Gelu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Clip] = {act_forward, act_backward, 0x6u, 0x1u, NULL};
   t.at[AMD_OP_IDX_MaxPool] = {pool_forward, pool_backward, 0, 0, pool_supported};
   t.at[AMD_OP_IDX_AveragePool] = {pool_forward, pool_backward, 0, 0, pool_supported};
@@ -43,6 +45,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Squeeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
   t.at[AMD_OP_IDX_Unsqueeze] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL};
   t.at[AMD_OP_IDX_Concat] = {concat_forward, concat_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Transpose] = {transpose_forward, transpose_backward, 0, 0, NULL};
+  t.at[AMD_OP_IDX_Gather] = {gather_forward, gather_backward, 0x2u, 0, NULL};
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};

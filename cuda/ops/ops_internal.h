@@ -148,7 +148,7 @@ int bn_supported(const amd_node *n, const amd_tensor *const *in);
 int layernorm_forward(FWD_ARGS);
 int layernorm_backward(BWD_ARGS);
 int layernorm_supported(const amd_node *n, const amd_tensor *const *in);
-/* activation.cu: Relu, LeakyRelu, Sigmoid, Tanh, Clip */
+/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu */
 int act_forward(FWD_ARGS);
 int act_backward(BWD_ARGS);
 /* pool.cu: MaxPool and AveragePool (pool_), the global pools (global_) */
@@ -167,7 +167,8 @@ int where_backward(BWD_ARGS);
 /* softmax.cu: Softmax, LogSoftmax */
 int sm_forward(FWD_ARGS);
 int sm_backward(BWD_ARGS);
-/* shape.cu: the copies (Flatten, Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout */
+/* shape.cu: the copies (Flatten, Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout,
+ * Transpose, Gather (float data; the indices read on the host) */
 int copy_forward(FWD_ARGS);
 int copy_backward(BWD_ARGS);
 int concat_forward(FWD_ARGS);
@@ -175,6 +176,10 @@ int concat_backward(BWD_ARGS);
 int dropout_forward(FWD_ARGS);
 int dropout_backward(BWD_ARGS);
 int dropout_supported(const amd_node *n, const amd_tensor *const *in);
+int transpose_forward(FWD_ARGS);
+int transpose_backward(BWD_ARGS);
+int gather_forward(FWD_ARGS);
+int gather_backward(BWD_ARGS);
 /* random.cu: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli (float outputs) */
 int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
@@ -188,6 +193,9 @@ int slice_forward(FWD_ARGS);
 int slice_backward(BWD_ARGS);
 int split_forward(FWD_ARGS);
 int split_backward(BWD_ARGS);
+/* y = the view v of x (xcount elements); scatter: dx[view] += dy instead
+ * (the view's offsets must be distinct). Transpose uses it too. */
+int view_launch(const amd_view &v, int64_t xcount, const float *src, float *dst, bool scatter, amd_status *st);
 int bcast_forward(FWD_ARGS);
 int bcast_backward(BWD_ARGS);
 

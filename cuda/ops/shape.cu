@@ -1,5 +1,7 @@
 /* CUDA kernels of the shape ops (src/ops/shape.c): the copies (Flatten,
- * Reshape, Identity, Squeeze, Unsqueeze), Concat and Dropout. */
+ * Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout, Transpose and
+ * Gather. */
+#include "../train_cuda.h" /* amd_cu_from_host: Gather's indices */
 #include "ops_internal.h"
 
 /* ================================================================ copies: Flatten, Reshape, Identity,
@@ -125,4 +127,111 @@ int dropout_backward(BWD_ARGS) {
 int dropout_supported(const amd_node *n, const amd_tensor *const *in) {
   (void)in;
   return !(n->n_out > 1 && n->out[1] >= 0); /* no mask output */
+}
+
+/* ================================================================ Transpose */
+
+/* The output is a view of x (a permutation of its strides): forward gathers
+ * it, backward scatter-adds dY through the same view (a bijection, so no two
+ * threads write one element). */
+int transpose_forward(FWD_ARGS) {
+  (void)ctx;
+  amd_view v;
+  if (amd_transpose_view(n, in[0], &v, st)) return -1;
+  return view_launch(v, amd_tensor_numel(in[0]), F(in[0]), F(&out[0]), false, st);
+}
+
+int transpose_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  amd_view v;
+  if (amd_transpose_view(n, in[0], &v, st)) return -1;
+  return view_launch(v, amd_tensor_numel(in[0]), F(dout[0]), F(din[0]), true, st);
+}
+
+/* ================================================================ Gather */
+
+/* y[o, j, i] = x[o, idx[j], i] (x viewed as [outer, dim, inner], indices
+ * already made non-negative on the host) */
+__global__ void k_gather(int64_t outer, int64_t cnt, int64_t inner, int64_t dim, const int64_t *idx,
+                         const float *x, float *y) {
+  AMD_CU_LOOP(e, outer * cnt * inner) {
+    const int64_t i = e % inner, j = (e / inner) % cnt, o = e / (inner * cnt);
+    y[e] = x[(o * dim + idx[j]) * inner + i];
+  }
+}
+
+/* dx[o, v, i] += dy[o, j, i] for every j with idx[j] == v, in the order of j
+ * (the CPU's order: repeated indices add up the same way); one thread per
+ * element of dx, so no atomics. */
+__global__ void k_gather_bwd(int64_t outer, int64_t cnt, int64_t inner, int64_t dim, const int64_t *idx,
+                             const float *dy, float *dx) {
+  AMD_CU_LOOP(e, outer * dim * inner) {
+    const int64_t i = e % inner, v = (e / inner) % dim, o = e / (inner * dim);
+    float acc = dx[e];
+    bool hit = false;
+    for (int64_t j = 0; j < cnt; j++)
+      if (idx[j] == v) {
+        acc += dy[(o * cnt + j) * inner + i];
+        hit = true;
+      }
+    if (hit) dx[e] = acc;
+  }
+}
+
+/* The geometry of a Gather node, its indices checked, made non-negative and
+ * uploaded into idx (the caller's scratch). */
+static int gather_setup(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *cnt,
+                        int64_t *inner, int64_t *dim, scratch *idx, amd_status *st) {
+  const amd_axis_attrs *a = (const amd_axis_attrs *)n->attrs;
+  const amd_tensor *x = in[0], *ind = in[1];
+  if (ind->device != AMD_DEVICE_CPU) return amd_fail(st, "Gather's indices are not on the host");
+  const int axis = amd_axis(a->axis, x->rank, st);
+  if (axis < 0) return -1;
+  *outer = prod(x->dims, 0, axis);
+  *dim = x->dims[axis];
+  *inner = prod(x->dims, axis + 1, x->rank);
+  *cnt = amd_tensor_numel(ind);
+  int64_t *h = (int64_t *)malloc((size_t)(*cnt ? *cnt : 1) * sizeof *h);
+  if (!h) return amd_fail(st, "out of memory");
+  for (int64_t j = 0; j < *cnt; j++) {
+    int64_t v = amd_tensor_get_i64(ind, j);
+    if (v < -*dim || v >= *dim) {
+      free(h);
+      return amd_fail(st, "index %lld out of range for axis %d of size %lld", (long long)v, axis,
+                      (long long)*dim);
+    }
+    h[j] = v < 0 ? v + *dim : v;
+  }
+  const size_t bytes = (size_t)*cnt * sizeof *h;
+  int rc = idx->get(bytes, st) || (bytes && amd_cu_from_host(idx->p, h, bytes, st));
+  free(h);
+  return rc ? -1 : 0;
+}
+
+int gather_forward(FWD_ARGS) {
+  (void)ctx;
+  int64_t outer, cnt, inner, dim;
+  scratch idx;
+  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, st)) return -1;
+  const int64_t total = outer * cnt * inner;
+  if (!total) return 0;
+  k_gather<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p,
+                                                            F(in[0]), F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_gather", st);
+  return 0;
+}
+
+int gather_backward(BWD_ARGS) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  int64_t outer, cnt, inner, dim;
+  scratch idx;
+  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, st)) return -1;
+  const int64_t total = outer * dim * inner;
+  if (!total || !cnt) return 0;
+  k_gather_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim,
+                                                                (const int64_t *)idx.p, F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_gather_bwd", st);
+  return 0;
 }

@@ -35,8 +35,7 @@ template <typename I> __global__ void k_view_scatter_add(amd_view v, I cnt, cons
 
 static int64_t view_count(const amd_view &v) { return prod(v.dims, 0, v.rank); }
 
-/* y = the view v of x (xcount elements); scatter: dx[view] += dy instead. */
-static int view_launch(const amd_view &v0, int64_t xcount, const float *src, float *dst, bool scatter,
+int view_launch(const amd_view &v0, int64_t xcount, const float *src, float *dst, bool scatter,
                        amd_status *st) {
   amd_view v = v0;
   v.rank = amd_dims_simplify(v.rank, v.dims, v.str);

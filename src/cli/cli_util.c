@@ -123,23 +123,22 @@ int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const
 }
 
 const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, char *buf, size_t n) {
-  int native = 0, listed = 0;
-  size_t k = 0;
-  char list[1024] = "";
+  /* nodes on the host, counted per op type (in op_list.h's order) */
+  int per_op[AMD_OP_COUNT] = {0}, native = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *nd = &g->nodes[i];
-    if (be->compute->supports(nd, NULL)) {
+    if (be->compute->supports(nd, NULL))
       native++;
-      continue;
-    }
-    if (listed < 12 && k < sizeof list)
-      k += (size_t)snprintf(list + k, sizeof list - k, "%s%s (%s)", listed ? ", " : "", nd->name,
-                            nd->op->name);
-    else if (listed == 12 && k < sizeof list)
-      k += (size_t)snprintf(list + k, sizeof list - k, ", ...");
-    listed++;
+    else
+      per_op[nd->op->idx]++;
   }
-  snprintf(buf, n, "%d of %d nodes native; host fallback: %s", native, g->n_nodes, listed ? list : "none");
+  size_t k = (size_t)snprintf(buf, n, "%d of %d nodes native; host fallback:", native, g->n_nodes);
+  if (native == g->n_nodes && k < n) snprintf(buf + k, n - k, " none");
+  for (int o = 0, first = 1; o < AMD_OP_COUNT && k < n; o++)
+    if (per_op[o]) {
+      k += (size_t)snprintf(buf + k, n - k, "%s %s x%d", first ? "" : ",", amd_ops[o]->name, per_op[o]);
+      first = 0;
+    }
   return buf;
 }
 

@@ -156,6 +156,23 @@ done:
   return rc;
 }
 
+/* PyTorch's training-mode exports name Dropout's mask output even where
+ * nothing reads it. The mask is a bool tensor, which lives on the host, so
+ * computing it would send every such Dropout to the GPU backend's host
+ * fallback; a mask that no node reads and that is no graph output is dropped
+ * (as if the model had omitted it). */
+static void drop_unread_dropout_masks(amd_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    amd_node *n = &g->nodes[i];
+    if (n->op->idx != AMD_OP_IDX_Dropout || n->n_out < 2 || n->out[1] < 0) continue;
+    const int mask = n->out[1];
+    int read = g->values[mask].is_graph_output;
+    for (int j = 0; j < g->n_nodes && !read; j++)
+      for (int k = 0; k < g->nodes[j].n_in && !read; k++) read = g->nodes[j].in[k] == mask;
+    if (!read) n->out[1] = -1;
+  }
+}
+
 static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_graph *g, amd_status *st) {
   const Onnx__GraphProto *gp = mp->graph;
   if (!gp) return amd_fail(st, "the model has no graph (is this an ONNX model?)");
@@ -269,6 +286,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     g->outputs[g->n_outputs++] = v;
   }
   if (g->n_outputs == 0) return amd_fail(st, "the graph has no outputs");
+  drop_unread_dropout_masks(g);
   return sort_nodes(g, st);
 }
 

@@ -182,6 +182,8 @@ int amd_slice_view(const amd_node *n, const amd_tensor *const *in, amd_view *v, 
 /* Split: output k as a view of in[0] (split sizes from the attribute, input
  * 1 on the host, num_outputs or equal parts). */
 int amd_split_view(const amd_node *n, const amd_tensor *const *in, int k, amd_view *v, amd_status *st);
+/* Transpose (shape.c): the output as a view of x (a permutation of its axes). */
+int amd_transpose_view(const amd_node *n, const amd_tensor *x, amd_view *v, amd_status *st);
 
 /* Expand and Tile (x broadcast or repeated into y): forward gathers the view
  * fwd of x; backward sums, for each element of x, the elements of dY at

@@ -259,6 +259,23 @@ static int transpose_perm(const transpose_attrs *a, int rank, int *perm, amd_sta
   return 0;
 }
 
+int amd_transpose_view(const amd_node *n, const amd_tensor *x, amd_view *v, amd_status *st) {
+  int perm[AMD_MAX_RANK];
+  if (transpose_perm(n->attrs, x->rank, perm, st)) return -1;
+  int64_t xstr[AMD_MAX_RANK], s = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    xstr[i] = s;
+    s *= x->dims[i];
+  }
+  v->rank = x->rank;
+  v->base = 0;
+  for (int i = 0; i < x->rank; i++) {
+    v->dims[i] = x->dims[perm[i]];
+    v->str[i] = xstr[perm[i]];
+  }
+  return 0;
+}
+
 static int transpose_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   if (need_in(n, in, 0, "data", st)) return -1;
   const amd_tensor *x = in[0];

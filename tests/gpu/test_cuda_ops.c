@@ -385,6 +385,13 @@ static void other_ops(void) {
     amd_tensor_free(&w);
   }
   run_case("Tanh", "Tanh", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);
+  run_case("Erf", "Erf", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+  run_case("Gelu", "Gelu", 20, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+  {
+    Onnx__AttributeProto *ga[1] = {gc_attr_string("approximate", "tanh")};
+    run_case("Gelu tanh", "Gelu", 20, ga, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+    gc_attrs_free(ga, 1);
+  }
   {
     Onnx__AttributeProto *a[1] = {gc_attr_float("alpha", 0.1f)};
     run_case("LeakyRelu", "LeakyRelu", 16, a, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
@@ -601,8 +608,33 @@ static void other_ops(void) {
   { /* host fallback: ops without kernels, and a Conv-1d */
     int64_t perm[4] = {0, 2, 3, 1};
     Onnx__AttributeProto *a[1] = {gc_attr_ints("perm", 4, perm)};
-    run_case("Transpose (host fallback)", "Transpose", 13, a, 1, in1, 1, 1, NULL, 1, 1, 0, 0);
+    run_case("Transpose NCHW to NHWC", "Transpose", 13, a, 1, in1, 1, 1, NULL, 1, 1, 1, 0);
     gc_attrs_free(a, 1);
+    { /* attention's [B, N, 3, H, d] -> [3, B, H, N, d] */
+      int64_t qd[5] = {2, 5, 3, 2, 4}, qp[5] = {2, 0, 3, 1, 4};
+      amd_tensor q = T(5, qd, -1, 1), *inq[1] = {&q};
+      Onnx__AttributeProto *qa[1] = {gc_attr_ints("perm", 5, qp)};
+      run_case("Transpose rank 5", "Transpose", 13, qa, 1, inq, 1, 1, NULL, 1, 1, 1, 0);
+      gc_attrs_free(qa, 1);
+      FREE(inq, 1);
+    }
+    { /* Gather: the class token (a scalar index on axis 1), and repeated / negative indices on axis 0 */
+      int64_t cd[3] = {4, 5, 6}, zero = 0;
+      amd_tensor c = T(3, cd, -1, 1), ci = {0};
+      amd_tensor_set_shape(&ci, AMD_INT64, 0, NULL);
+      amd_status ast;
+      AMD_ASSERT(amd_tensor_alloc(&ci, &ast) == 0);
+      memcpy(ci.data, &zero, sizeof zero);
+      amd_tensor *inc[2] = {&c, &ci};
+      Onnx__AttributeProto *ga[1] = {gc_attr_int("axis", 1)};
+      run_case("Gather class token", "Gather", 13, ga, 1, inc, 2, 1, NULL, 1, 1, 1, 0);
+      gc_attrs_free(ga, 1);
+      FREE(inc, 2);
+      int64_t td[2] = {5, 3}, tv[5] = {2, -1, 2, 0, 2};
+      amd_tensor tb = T(2, td, -1, 1), ti = I64(5, tv), *int_[2] = {&tb, &ti};
+      run_case("Gather repeated indices", "Gather", 13, NULL, 0, int_, 2, 1, NULL, 1, 1, 1, 0);
+      FREE(int_, 2);
+    }
     Onnx__AttributeProto *l[1] = {gc_attr_int("size", 3)};
     run_case("LRN (host fallback)", "LRN", 13, l, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
     gc_attrs_free(l, 1);
