@@ -5,13 +5,19 @@
 #ifndef AMD_OPS_INDEX_H
 #define AMD_OPS_INDEX_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "op.h"
+#ifdef __cplusplus
+}
+#endif
+
 #include "random.h" /* AMD_HD */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#include "op.h"
 
 /* GatherND: batch_dims (0 before version 12). */
 typedef struct amd_gathernd_attrs {
