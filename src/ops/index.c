@@ -841,7 +841,8 @@ static int topk_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   int axis;
   if (topk_geom(n, in, &k, &axis, &outer, &len, &inner, st)) return -1;
   int64_t cnt = outer * k * inner;
-  int64_t *idx = n->n_out > 1 ? out[1].data : malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *idx);
+  int has_idx = n->n_out > 1 && n->out[1] >= 0 && out[1].data; /* the indices output is wanted */
+  int64_t *idx = has_idx ? out[1].data : malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *idx);
   if (!idx) return amd_fail(st, "out of memory");
   int rc = topk_select(n, in, idx, k, outer, len, inner, st);
   size_t es = amd_dtype_size(in[0]->dtype);
@@ -849,7 +850,7 @@ static int topk_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
     int64_t o = e / (k * inner), c = e % inner;
     copy_elem((char *)out[0].data + (size_t)e * es, (const char *)in[0]->data + (size_t)((o * len + idx[e]) * inner + c) * es, es);
   }
-  if (n->n_out <= 1) free(idx);
+  if (!has_idx) free(idx);
   return rc;
 }
 

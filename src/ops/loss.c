@@ -192,7 +192,7 @@ static int loss_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
     }
   if (a->reduction == LOSS_SUM) amd_tensor_set_f64(&out[0], 0, total);
   if (a->reduction == LOSS_MEAN) amd_tensor_set_f64(&out[0], 0, total / w.wsum);
-  if (n->n_out > 1 && out[1].data)
+  if (n->n_out > 1 && n->out[1] >= 0 && out[1].data) /* log_prob is wanted */
     for (int64_t e = 0; e < g->n * g->c * g->d; e++) amd_tensor_set_f64(&out[1], e, w.lp[e]);
   work_free(&w);
   return 0;
@@ -202,7 +202,7 @@ static int loss_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
                          const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx, (void)out;
   const loss_attrs *a = n->attrs;
-  const amd_tensor *dlp = n->n_out > 1 ? dout[1] : NULL;
+  const amd_tensor *dlp = n->n_out > 1 && n->out[1] >= 0 ? dout[1] : NULL;
   if (!din[0] || (!dout[0] && !dlp)) return 0;
   loss_work w;
   if (work_init(n, in, &w, st)) return -1;
