@@ -47,6 +47,10 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Concat] = {concat_forward, concat_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_Transpose] = {transpose_forward, transpose_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_Gather] = {gather_forward, gather_backward, 0x2u, 0, NULL};
+  t.at[AMD_OP_IDX_GatherND] = {gathernd_forward, gathernd_backward, 0x2u, 0, NULL};
+  t.at[AMD_OP_IDX_Trilu] = {trilu_forward, trilu_backward, 0x2u, 0x1u, NULL};
+  t.at[AMD_OP_IDX_DepthToSpace] = {space_forward, space_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_SpaceToDepth] = {space_forward, space_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};

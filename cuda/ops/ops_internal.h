@@ -198,5 +198,12 @@ int split_backward(BWD_ARGS);
 int view_launch(const amd_view &v, int64_t xcount, const float *src, float *dst, bool scatter, amd_status *st);
 int bcast_forward(FWD_ARGS);
 int bcast_backward(BWD_ARGS);
+/* index.cu: GatherND (indices on the host), Trilu (k on the host), DepthToSpace and SpaceToDepth (space_) */
+int gathernd_forward(FWD_ARGS);
+int gathernd_backward(BWD_ARGS);
+int trilu_forward(FWD_ARGS);
+int trilu_backward(BWD_ARGS);
+int space_forward(FWD_ARGS);
+int space_backward(BWD_ARGS);
 
 #endif

@@ -47,6 +47,10 @@ static const equivalent_version equivalents[] = {
      "27 adds float16 and bfloat16 and, for them, stash_type (the precision of the accumulation); float and "
      "integer ranges are unchanged"},
     {AMD_OP_IDX_Pad, 21, 25, 19, "21-25 add float8, int4, float4, float8e8m0 and int2 types"},
+    {AMD_OP_IDX_NegativeLogLikelihoodLoss, 22, 22, 13, "22 adds bfloat16"},
+    {AMD_OP_IDX_OneHot, 28, 28, 11, "28 adds bfloat16 values"},
+    {AMD_OP_IDX_DepthToSpace, 28, 28, 13, "28 has 13's schema and text (released with SpaceToDepth 28's mode)"},
+    {AMD_OP_IDX_TopK, 24, 24, 11, "24 adds bfloat16"},
 };
 
 int amd_onnx_newest_opset(void) { return AMD_ONNX_NEWEST_OPSET; }

@@ -12,7 +12,8 @@
  *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
  *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad
  *   random.c: RandomUniform RandomNormal RandomUniformLike RandomNormalLike Bernoulli
- *   slice.c: Slice Split           expand.c: Expand Tile ScatterND */
+ *   slice.c: Slice Split           expand.c: Expand Tile ScatterND
+ *   index.c: GatherND ... TopK       loss.c: NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss */
 AMD_OP(Conv)
 AMD_OP(Gemm)
 AMD_OP(MatMul)
@@ -63,6 +64,8 @@ AMD_OP(ReduceSum)
 AMD_OP(ReduceMax)
 AMD_OP(Softmax)
 AMD_OP(LogSoftmax)
+AMD_OP(NegativeLogLikelihoodLoss)
+AMD_OP(SoftmaxCrossEntropyLoss)
 AMD_OP(Flatten)
 AMD_OP(Reshape)
 AMD_OP(Transpose)
@@ -71,6 +74,16 @@ AMD_OP(Unsqueeze)
 AMD_OP(Concat)
 AMD_OP(Shape)
 AMD_OP(Gather)
+AMD_OP(GatherND)
+AMD_OP(GatherElements)
+AMD_OP(ScatterElements)
+AMD_OP(Scatter)
+AMD_OP(OneHot)
+AMD_OP(Trilu)
+AMD_OP(DepthToSpace)
+AMD_OP(SpaceToDepth)
+AMD_OP(NonZero)
+AMD_OP(TopK)
 AMD_OP(Identity)
 AMD_OP(Constant)
 AMD_OP(Cast)

@@ -564,6 +564,42 @@ static void other_ops(void) {
     run_case("ScatterND-11 (host fallback)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 0, 0);
     FREE(scin + 1, 2);
   }
+  { /* index.cu: GatherND (indices on the host; repeated tuples: the scatter-add in tuple order, the
+     * CPU's bits), Trilu (k on the host), DepthToSpace, SpaceToDepth */
+    amd_status st;
+    int64_t gd[3] = {3, 5, 4}, id[3] = {3, 4, 1}, iv[12] = {0, 4, -1, 0, 2, 2, 3, 2, 1, 1, 1, -5};
+    int64_t kd[2] = {4, 2}, kv[8] = {2, 1, -1, -1, 2, 1, 0, 4};
+    amd_tensor gx = T(3, gd, -1, 1), gi = {0}, gk = {0};
+    amd_tensor_set_shape(&gi, AMD_INT64, 3, id);
+    amd_tensor_set_shape(&gk, AMD_INT64, 2, kd);
+    AMD_ASSERT(amd_tensor_alloc(&gi, &st) == 0 && amd_tensor_alloc(&gk, &st) == 0);
+    memcpy(gi.data, iv, sizeof iv);
+    memcpy(gk.data, kv, sizeof kv);
+    amd_tensor *gin[2] = {&gx, &gi}, *gkn[2] = {&gx, &gk};
+    Onnx__AttributeProto *bd[1] = {gc_attr_int("batch_dims", 1)};
+    run_case("GatherND-12 batch_dims 1, repeated tuples", "GatherND", 12, bd, 1, gin, 2, 1, NULL, 1, 1, 1, 0);
+    run_case("GatherND-13 k = 2, repeated tuples", "GatherND", 13, NULL, 0, gkn, 2, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(bd, 1);
+    int64_t tm[1] = {-1}, tp[1] = {2};
+    amd_tensor km = I64(1, tm), kp = I64(1, tp), *tin[2] = {&x, &km}, *tin2[2] = {&x, &kp};
+    Onnx__AttributeProto *lo[1] = {gc_attr_int("upper", 0)};
+    run_case("Trilu-14 lower k = -1", "Trilu", 14, lo, 1, tin, 2, 1, NULL, 1, 1, 1, 0);
+    run_case("Trilu-14 upper k = 2", "Trilu", 14, NULL, 0, tin2, 2, 1, NULL, 1, 1, 1, 0);
+    run_case("Trilu-14 upper, no k", "Trilu", 14, NULL, 0, tin, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(lo, 1);
+    int64_t dd[4] = {2, 12, 3, 2}, sd[4] = {2, 3, 4, 6};
+    amd_tensor dx = T(4, dd, -1, 1), sx = T(4, sd, -1, 1), *din[1] = {&dx}, *sin[1] = {&sx};
+    Onnx__AttributeProto *dcr[1] = {gc_attr_int("blocksize", 2)},
+                         *crd[2] = {gc_attr_int("blocksize", 2), gc_attr_string("mode", "CRD")};
+    run_case("DepthToSpace-13 DCR", "DepthToSpace", 13, dcr, 1, din, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("DepthToSpace-13 CRD", "DepthToSpace", 13, crd, 2, din, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("SpaceToDepth-13", "SpaceToDepth", 13, dcr, 1, sin, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("SpaceToDepth-28 CRD", "SpaceToDepth", 28, crd, 2, sin, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(dcr, 1);
+    gc_attrs_free(crd, 2);
+    amd_tensor *all[] = {&gx, &gi, &gk, &km, &kp, &dx, &sx};
+    FREE(all, 7);
+  }
   { /* softmax */
     int64_t ld[2] = {8, 10}, td[3] = {2, 5, 4};
     amd_tensor l = T(2, ld, -3, 3), t3 = T(3, td, -3, 3), *in2[1] = {&l}, *in3[1] = {&t3};
