@@ -144,7 +144,7 @@ int matmul_backward(BWD_ARGS);
 int bn_forward(FWD_ARGS);
 int bn_backward(BWD_ARGS);
 int bn_supported(const amd_node *n, const amd_tensor *const *in);
-/* activation.cu: Relu, LeakyRelu, Sigmoid, Tanh, Clip */
+/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip and unary.c's float ops */
 int act_forward(FWD_ARGS);
 int act_backward(BWD_ARGS);
 /* pool.cu: MaxPool and AveragePool (pool_), the global pools (global_) */
@@ -153,7 +153,7 @@ int pool_backward(BWD_ARGS);
 int pool_supported(const amd_node *n, const amd_tensor *const *in);
 int global_forward(FWD_ARGS);
 int global_backward(BWD_ARGS);
-/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min and Max (two inputs: minmax_supported) */
+/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported) */
 int ew_forward(FWD_ARGS);
 int ew_backward(BWD_ARGS);
 int minmax_supported(const amd_node *n, const amd_tensor *const *in);
