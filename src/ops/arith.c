@@ -1,5 +1,6 @@
 /* More elementwise arithmetic with numpy broadcasting (bcast_iter.h): Mod and
- * BitShift (two inputs, forward only), Sum and Mean (one or more inputs).
+ * BitShift (two inputs; BitShift forward only), Sum and Mean (one or more
+ * inputs).
  *
  * Mod (10, 28; 13 only adds bfloat16), A mod B of one dtype, fmod 0 (default)
  * or 1:
@@ -12,6 +13,9 @@
  *           with the special cases of Mod-28 (a zero result takes B's sign;
  *           B = +-inf and a finite A of the other sign gives B).
  *   An integer B = 0 gives 0 (C leaves it undefined); so does MIN % -1.
+ * Backward (float, double; PyTorch's fmod / remainder): dA += dY, dB -= dY q
+ * with q = trunc(A / B) (fmod 1) or floor(A / B) (fmod 0), over the
+ * broadcast axes; the output is not read.
  *
  * BitShift (11: uint8..uint64; 28 adds int8..int64), direction "LEFT" or
  * "RIGHT" (required): X << Y or X >> Y. The bits shifted out are dropped; a
@@ -126,12 +130,52 @@ static int mod_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   return 0;
 }
 
+/* dA += dY, dB -= dY q with q = trunc(A / B) (fmod 1) or floor(A / B)
+ * (fmod 0), each summed over its broadcast axes in double. */
+static int mod_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  (void)ctx;
+  if (!dout[0] || (!din[0] && !din[1])) return 0;
+  const amd_tensor *o = &out[0];
+  if (grad_dtype_ok(o->dtype, st)) return -1;
+  const int fm = ((const mod_attrs *)n->attrs)->fmod;
+  const int64_t total = amd_tensor_numel(o), na = amd_tensor_numel(in[0]), nb = amd_tensor_numel(in[1]);
+  double *sa = calloc((size_t)(na ? na : 1), sizeof *sa), *sb = calloc((size_t)(nb ? nb : 1), sizeof *sb);
+  if (!sa || !sb) {
+    free(sa), free(sb);
+    return amd_fail(st, "out of memory");
+  }
+  bc_iter it;
+  bc_init(&it, o, in, 2);
+  for (int64_t i = 0; i < total; i++, bc_next(&it)) {
+    double g = amd_tensor_get_f64(dout[0], i), q;
+    if (o->dtype == AMD_FLOAT) {
+      float a = ((const float *)in[0]->data)[it.off[0]], b = ((const float *)in[1]->data)[it.off[1]];
+      q = fm ? truncf(a / b) : floorf(a / b);
+    } else {
+      double a = ((const double *)in[0]->data)[it.off[0]], b = ((const double *)in[1]->data)[it.off[1]];
+      q = fm ? trunc(a / b) : floor(a / b);
+    }
+    sa[it.off[0]] += g;
+    sb[it.off[1]] -= g * q;
+  }
+  for (int k = 0; k < 2; k++) {
+    const double *s = k ? sb : sa;
+    if (din[k])
+      for (int64_t j = 0; j < (k ? nb : na); j++) amd_tensor_set_f64(din[k], j, amd_tensor_get_f64(din[k], j) + s[j]);
+  }
+  free(sa), free(sb);
+  return 0;
+}
+
 const amd_op amd_op_Mod = {.name = "Mod",
                            .idx = AMD_OP_IDX_Mod,
                            .since = {10, 28},
                            .parse = mod_parse,
                            .infer = mod_infer,
-                           .forward = mod_forward};
+                           .forward = mod_forward,
+                           .backward = mod_backward,
+                           .bwd_unread_out = 1};
 
 /* ================================================================ BitShift */
 

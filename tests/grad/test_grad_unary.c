@@ -6,7 +6,8 @@
  * Softsign, ThresholdedRelu, Mish, Shrink, Sin ... Atanh (inputs inside each
  * domain: Asin, Acos, Atanh in (-0.9, 0.9), Acosh in [1.2, 3), Tan in
  * (-1.2, 1.2)), and of Sum and Mean (one to three inputs, equal shapes at
- * opset 6, broadcast at 8). Inputs are kept 0.05 away from the kinks (0 for
+ * opset 6, broadcast at 8), Mod (fmod 1, and fmod 0 at 28, broadcast; A / B
+ * kept 0.2 away from integers, where Mod jumps). Inputs are kept 0.05 away from the kinks (0 for
  * Elu, Selu and Celu; alpha for ThresholdedRelu; +-lambd for Shrink). Ceil,
  * Floor, Round and Sign must leave the gradient buffer unchanged (zero
  * gradient).
@@ -434,12 +435,33 @@ static void test_bad(void) {
   amd_tensor_free(&x), amd_tensor_free(&xi);
 }
 
+/* Mod's gradient (fmod 1 and, at 28, fmod 0) with broadcasting; A / B kept
+ * away from integers (where the output jumps): A in [0.2, 0.8) + 2 k B. */
+static void test_mod_grads(amd_dtype dt) {
+  int64_t da[] = {2, 3, 4}, db[] = {3, 1};
+  for (int fm = 0; fm < 2; fm++) {
+    amd_tensor a = gc_tensor(dt, 3, da, 0.2, 0.8), b = gc_tensor(dt, 2, db, 1, 2);
+    for (int64_t i = 0; i < 24; i++) { /* a = (frac + k) b with k in -2..2, b its broadcast partner */
+      double bv = amd_tensor_get_f64(&b, (i / 4) % 3), k = (double)(i % 5) - 2;
+      amd_tensor_set_f64(&a, i, (amd_tensor_get_f64(&a, i) + k) * bv);
+    }
+    amd_tensor *in[] = {&a, &b};
+    Onnx__AttributeProto *f[] = {gc_attr_int("fmod", fm)};
+    char label[64];
+    snprintf(label, sizeof label, "Mod-%d fmod %d %s [2,3,4] [3,1]", fm ? 13 : 28, fm, dt_name(dt));
+    gradcheck(label, "Mod", fm ? 13 : 28, f, 1, in, 2, 1, 3u, tol_for(dt));
+    gc_attrs_free(f, 1);
+    amd_tensor_free(&a), amd_tensor_free(&b);
+  }
+}
+
 int main(void) {
   (void)gc_attr_ints; /* gradcheck.h's, unused here */
   amd_dtype dts[] = {AMD_DOUBLE, AMD_FLOAT};
   for (int i = 0; i < ARRAY_LEN(dts); i++) {
     test_unary_grads(dts[i]);
     test_sum_grads(dts[i]);
+    test_mod_grads(dts[i]);
   }
   test_zero_grads();
   test_unary_values();
