@@ -9,6 +9,7 @@
 
 /* ================================================================ activations */
 
+/* clang-format off */
 enum {
   ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_TANH, ACT_CLIP,
   /* unary.c's, whose backward reads X only */
@@ -16,6 +17,7 @@ enum {
   ACT_CEIL, ACT_FLOOR, ACT_ROUND, ACT_SIGN, ACT_SIN, ACT_COS, ACT_TAN, ACT_ASIN, ACT_ACOS, ACT_ATAN,
   ACT_SINH, ACT_COSH, ACT_ASINH, ACT_ACOSH, ACT_ATANH
 };
+/* clang-format on */
 
 /* max(0, min(1, t)) */
 __device__ __forceinline__ float unit_f(float t) { return t < 0 ? 0.0f : t > 1 ? 1.0f : t; }
@@ -26,7 +28,9 @@ __device__ __forceinline__ float sigmoid_f(float v) {
   return e / (1.0f + e);
 }
 
-__device__ __forceinline__ float softplus_f(float v) { return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v)); }
+__device__ __forceinline__ float softplus_f(float v) {
+  return v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
+}
 
 /* halves to the even neighbour */
 __device__ __forceinline__ float round_even_f(float v) {
@@ -161,6 +165,7 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
 
 /* the gradient through the activation: x v, y u, upstream gradient g */
 __device__ __forceinline__ float act_g(int kind, float v, float u, float g, float p0, float p1) {
+  if (kind >= ACT_CEIL && kind <= ACT_SIGN) return 0.0f; /* nothing added, as the CPU (also for g inf or NaN) */
   if (kind >= ACT_ELU) return g * unary_df(kind, v, p0, p1);
   switch (kind) {
   case ACT_RELU:

@@ -54,8 +54,12 @@ static const equivalent_version equivalents[] = {
     {AMD_OP_IDX_Softsign, 22, 22, 1, "22 adds bfloat16"},
     {AMD_OP_IDX_ThresholdedRelu, 22, 22, 10, "22 adds bfloat16"},
     {AMD_OP_IDX_Mish, 22, 22, 18, "22 adds bfloat16"},
-    {AMD_OP_IDX_Ceil, 13, 13, 6, "13 adds bfloat16 and states that integral values, zeros, NaN and infinities are returned unchanged, as ceil does"},
-    {AMD_OP_IDX_Floor, 13, 13, 6, "13 adds bfloat16 and states that integral values, zeros, NaN and infinities are returned unchanged, as floor does"},
+    {AMD_OP_IDX_Ceil, 13, 13, 6,
+     "13 adds bfloat16 and states that integral values, zeros, NaN and infinities are returned unchanged, as "
+     "ceil does"},
+    {AMD_OP_IDX_Floor, 13, 13, 6,
+     "13 adds bfloat16 and states that integral values, zeros, NaN and infinities are returned unchanged, as "
+     "floor does"},
     {AMD_OP_IDX_Round, 22, 22, 11, "22 adds bfloat16"},
     {AMD_OP_IDX_Sign, 13, 13, 9, "13 adds bfloat16"},
     {AMD_OP_IDX_Sin, 22, 22, 7, "22 adds bfloat16"},
@@ -74,7 +78,9 @@ static const equivalent_version equivalents[] = {
     {AMD_OP_IDX_Mod, 13, 13, 10, "13 adds bfloat16"},
     {AMD_OP_IDX_Sum, 13, 13, 8, "13 adds bfloat16"},
     {AMD_OP_IDX_Mean, 13, 13, 8, "13 adds bfloat16"},
-    {AMD_OP_IDX_CastLike, 19, 25, 15, "19-25 add float8, int4, float4, float8e8m0 and int2 types; their saturate and round_mode attributes apply only to those types, which CastLike refuses"},
+    {AMD_OP_IDX_CastLike, 19, 25, 15,
+     "19-25 add float8, int4, float4, float8e8m0 and int2 types; their saturate and round_mode attributes "
+     "apply only to those types, which CastLike refuses"},
     {AMD_OP_IDX_Size, 13, 25, 1, "13-25 add bfloat16, float8, int4, float4, float8e8m0 and int2 input types"},
     {AMD_OP_IDX_EyeLike, 22, 22, 9, "22 adds bfloat16"},
 };

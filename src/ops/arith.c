@@ -121,10 +121,12 @@ static int mod_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
       float a = (float)amd_tensor_get_f64(in[0], it.off[0]), b = (float)amd_tensor_get_f64(in[1], it.off[1]);
       amd_tensor_set_f64(o, i, fm ? fmodf(a, b) : floor_modf(a, b));
     } else if (t == AMD_UINT64) { /* beyond int64 */
-      uint64_t a = (uint64_t)amd_tensor_get_i64(in[0], it.off[0]), b = (uint64_t)amd_tensor_get_i64(in[1], it.off[1]);
+      uint64_t a = (uint64_t)amd_tensor_get_i64(in[0], it.off[0]),
+               b = (uint64_t)amd_tensor_get_i64(in[1], it.off[1]);
       amd_tensor_set_i64(o, i, (int64_t)(b ? a % b : 0));
     } else {
-      amd_tensor_set_i64(o, i, mod_i64(amd_tensor_get_i64(in[0], it.off[0]), amd_tensor_get_i64(in[1], it.off[1]), fm));
+      amd_tensor_set_i64(
+          o, i, mod_i64(amd_tensor_get_i64(in[0], it.off[0]), amd_tensor_get_i64(in[1], it.off[1]), fm));
     }
   }
   return 0;
@@ -162,7 +164,8 @@ static int mod_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   for (int k = 0; k < 2; k++) {
     const double *s = k ? sb : sa;
     if (din[k])
-      for (int64_t j = 0; j < (k ? nb : na); j++) amd_tensor_set_f64(din[k], j, amd_tensor_get_f64(din[k], j) + s[j]);
+      for (int64_t j = 0; j < (k ? nb : na); j++)
+        amd_tensor_set_f64(din[k], j, amd_tensor_get_f64(din[k], j) + s[j]);
   }
   free(sa), free(sb);
   return 0;
@@ -188,9 +191,12 @@ static int shift_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   if (!a) return -1;
   char buf[16];
   const char *d = amd_attr_string(p, "direction", "", buf, sizeof buf);
-  if (strcmp(d, "LEFT") == 0) a->left = 1;
-  else if (strcmp(d, "RIGHT") == 0) a->left = 0;
-  else return amd_fail(st, "BitShift: direction must be LEFT or RIGHT (got '%s')", d);
+  if (strcmp(d, "LEFT") == 0)
+    a->left = 1;
+  else if (strcmp(d, "RIGHT") == 0)
+    a->left = 0;
+  else
+    return amd_fail(st, "BitShift: direction must be LEFT or RIGHT (got '%s')", d);
   return 0;
 }
 
@@ -215,10 +221,14 @@ static int shift_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *cons
   for (int64_t i = 0; i < total; i++, bc_next(&it)) {
     int64_t x = amd_tensor_get_i64(in[0], it.off[0]), y = amd_tensor_get_i64(in[1], it.off[1]), r;
     if (!sgn && o->dtype == AMD_UINT64 && y < 0) y = bits; /* a huge uint64 amount */
-    if (y < 0 || y >= bits) r = !left && sgn && x < 0 ? -1 : 0;
-    else if (left) r = (int64_t)((uint64_t)x << y); /* the store truncates to T */
-    else if (sgn) r = x >> y;                       /* arithmetic on the sign-extended value */
-    else r = (int64_t)((uint64_t)x >> y);           /* x zero-extended from T */
+    if (y < 0 || y >= bits)
+      r = !left && sgn && x < 0 ? -1 : 0;
+    else if (left)
+      r = (int64_t)((uint64_t)x << y); /* the store truncates to T */
+    else if (sgn)
+      r = x >> y; /* arithmetic on the sign-extended value */
+    else
+      r = (int64_t)((uint64_t)x >> y); /* x zero-extended from T */
     amd_tensor_set_i64(o, i, r);
   }
   return 0;
@@ -244,13 +254,15 @@ static int sm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *
                       amd_dtype_name(in[k]->dtype));
     if (k == 0) {
       if (!is_float_dtype(in[0]->dtype))
-        return amd_fail(st, "unsupported dtype %s (float, double, float16, bfloat16)", amd_dtype_name(in[0]->dtype));
+        return amd_fail(st, "unsupported dtype %s (float, double, float16, bfloat16)",
+                        amd_dtype_name(in[0]->dtype));
       amd_tensor_set_shape(&o, in[0]->dtype, in[0]->rank, in[0]->dims);
     } else if (n->since < 8) {
       if (!amd_same_shape(in[0], in[k])) {
         char s0[128], sk[128];
-        return amd_fail(st, "shapes %s and %s differ (%s-%d does not broadcast)", amd_shape_str(in[0], s0, sizeof s0),
-                        amd_shape_str(in[k], sk, sizeof sk), n->op->name, n->since);
+        return amd_fail(st, "shapes %s and %s differ (%s-%d does not broadcast)",
+                        amd_shape_str(in[0], s0, sizeof s0), amd_shape_str(in[k], sk, sizeof sk), n->op->name,
+                        n->since);
       }
     } else {
       amd_tensor prev = o;
@@ -281,8 +293,9 @@ static int sm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
       for (int64_t i = 0; i < total; i++, bc_next(&it)) y[i] = k ? y[i] + x[it.off[0]] : x[it.off[0]];
     } else { /* float16, bfloat16: each step rounded to the dtype */
       for (int64_t i = 0; i < total; i++, bc_next(&it))
-        amd_tensor_set_f64(o, i, (float)((k ? (float)amd_tensor_get_f64(o, i) : 0.0f) +
-                                         (float)amd_tensor_get_f64(in[k], it.off[0])));
+        amd_tensor_set_f64(o, i,
+                           (float)((k ? (float)amd_tensor_get_f64(o, i) : 0.0f) +
+                                   (float)amd_tensor_get_f64(in[k], it.off[0])));
     }
   }
   if (mean && n->n_in > 1) {
@@ -291,8 +304,9 @@ static int sm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
       for (int64_t i = 0; i < total; i++) y[i] /= c;
     } else {
       for (int64_t i = 0; i < total; i++)
-        amd_tensor_set_f64(o, i, o->dtype == AMD_DOUBLE ? amd_tensor_get_f64(o, i) / n->n_in
-                                                        : (float)amd_tensor_get_f64(o, i) / (float)n->n_in);
+        amd_tensor_set_f64(o, i,
+                           o->dtype == AMD_DOUBLE ? amd_tensor_get_f64(o, i) / n->n_in
+                                                  : (float)amd_tensor_get_f64(o, i) / (float)n->n_in);
     }
   }
   return 0;
@@ -312,9 +326,10 @@ static int sm_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
     const int64_t nk = amd_tensor_numel(in[k]);
     if (nk == total) { /* no broadcast: element i of X_k is element i of Y */
       for (int64_t i = 0; i < total; i++)
-        amd_tensor_set_f64(d, i, amd_tensor_get_f64(d, i) + (o->dtype == AMD_FLOAT
-                                                                 ? (double)(((const float *)dy->data)[i] * (float)scale)
-                                                                 : ((const double *)dy->data)[i] * scale));
+        amd_tensor_set_f64(d, i,
+                           amd_tensor_get_f64(d, i) +
+                               (o->dtype == AMD_FLOAT ? (double)(((const float *)dy->data)[i] * (float)scale)
+                                                      : ((const double *)dy->data)[i] * scale));
       continue;
     }
     double *s = calloc((size_t)(nk ? nk : 1), sizeof *s);

@@ -97,9 +97,9 @@ typedef struct amd_act_attrs {
 
 /* ---- activations and unary math (unary.c) ---- */
 typedef struct amd_unary_attrs {
-  float alpha; /* Elu, Celu, ThresholdedRelu, Selu (with gamma) */
-  float gamma; /* Selu */
-  float lambd, bias; /* Shrink */
+  float alpha;                /* Elu, Celu, ThresholdedRelu, Selu (with gamma) */
+  float gamma;                /* Selu */
+  float lambd, bias;          /* Shrink */
   int detect_pos, detect_neg; /* IsInf */
 } amd_unary_attrs;
 

@@ -284,7 +284,8 @@ static int eyelike_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   const int64_t k = ((const eyelike_attrs *)n->attrs)->k, rows = out[0].dims[0], cols = out[0].dims[1];
   if (k <= -rows || k >= cols) return 0; /* no diagonal inside */
   /* the output is zeroed: set the ones, (r, r + k) */
-  for (int64_t r = k < 0 ? -k : 0; r < rows && r + k < cols; r++) amd_tensor_set_f64(&out[0], r * cols + r + k, 1);
+  for (int64_t r = k < 0 ? -k : 0; r < rows && r + k < cols; r++)
+    amd_tensor_set_f64(&out[0], r * cols + r + k, 1);
   return 0;
 }
 

@@ -51,11 +51,13 @@
 #include "attrs.h"
 
 /* The kinds, in the order of op_list.h (Elu ... Atanh stand together there). */
+/* clang-format off */
 enum {
   UN_ELU, UN_SELU, UN_CELU, UN_SOFTPLUS, UN_SOFTSIGN, UN_THRELU, UN_MISH, UN_SHRINK,
   UN_CEIL, UN_FLOOR, UN_ROUND, UN_SIGN, UN_SIN, UN_COS, UN_TAN, UN_ASIN, UN_ACOS, UN_ATAN,
   UN_SINH, UN_COSH, UN_ASINH, UN_ACOSH, UN_ATANH, UN_COUNT
 };
+/* clang-format on */
 _Static_assert(AMD_OP_IDX_Atanh - AMD_OP_IDX_Elu == UN_ATANH, "op_list.h: Elu ... Atanh must stand together");
 
 static int un_kind(const amd_node *n) { return n->op->idx - AMD_OP_IDX_Elu; }
@@ -67,12 +69,12 @@ static int un_kind(const amd_node *n) { return n->op->idx - AMD_OP_IDX_Elu; }
 /* y = f(v) and f'(v) for kind k with the parameters p0, p1 (see un_params),
  * in T's precision. */
 #define UN_EVAL(T, M)                                                                                        \
-  static inline T un_sigmoid_##T(T v) {                                                                     \
+  static inline T un_sigmoid_##T(T v) {                                                                      \
     if (v >= 0) return 1 / (1 + M(exp)(-v));                                                                 \
     T e = M(exp)(v);                                                                                         \
     return e / (1 + e);                                                                                      \
   }                                                                                                          \
-  static inline T un_softplus_##T(T v) { return v > 0 ? v + M(log1p)(M(exp)(-v)) : M(log1p)(M(exp)(v)); } \
+  static inline T un_softplus_##T(T v) { return v > 0 ? v + M(log1p)(M(exp)(-v)) : M(log1p)(M(exp)(v)); }    \
   static inline T un_round_##T(T v) {                                                                        \
     T r = M(round)(v);                                                                                       \
     if (M(fabs)(v - M(trunc)(v)) == (T)0.5) r = 2 * M(round)(v / 2);                                         \
@@ -80,59 +82,100 @@ static int un_kind(const amd_node *n) { return n->op->idx - AMD_OP_IDX_Elu; }
   }                                                                                                          \
   static inline T un_f_##T(int k, T v, T p0, T p1) {                                                         \
     switch (k) {                                                                                             \
-    case UN_ELU: return v < 0 ? p0 * M(expm1)(v) : v;                                                        \
-    case UN_SELU: return v > 0 ? p1 * v : p1 * p0 * M(expm1)(v);                                             \
-    case UN_CELU: return v < 0 ? p0 * M(expm1)(v / p0) : v;                                                  \
-    case UN_SOFTPLUS: return un_softplus_##T(v);                                                             \
-    case UN_SOFTSIGN: return v / (1 + M(fabs)(v));                                                           \
-    case UN_THRELU: return v > p0 ? v : 0;                                                                   \
-    case UN_MISH: return v * M(tanh)(un_softplus_##T(v));                                                    \
-    case UN_SHRINK: return v < -p0 ? v + p1 : v > p0 ? v - p1 : 0;                                           \
-    case UN_CEIL: return M(ceil)(v);                                                                         \
-    case UN_FLOOR: return M(floor)(v);                                                                       \
-    case UN_ROUND: return un_round_##T(v);                                                                   \
-    case UN_SIGN: return v > 0 ? 1 : v < 0 ? -1 : v == 0 ? 0 : v;                                            \
-    case UN_SIN: return M(sin)(v);                                                                           \
-    case UN_COS: return M(cos)(v);                                                                           \
-    case UN_TAN: return M(tan)(v);                                                                           \
-    case UN_ASIN: return M(asin)(v);                                                                         \
-    case UN_ACOS: return M(acos)(v);                                                                         \
-    case UN_ATAN: return M(atan)(v);                                                                         \
-    case UN_SINH: return M(sinh)(v);                                                                         \
-    case UN_COSH: return M(cosh)(v);                                                                         \
-    case UN_ASINH: return M(asinh)(v);                                                                       \
-    case UN_ACOSH: return M(acosh)(v);                                                                       \
-    default: return M(atanh)(v);                                                                             \
+    case UN_ELU:                                                                                             \
+      return v < 0 ? p0 * M(expm1)(v) : v;                                                                   \
+    case UN_SELU:                                                                                            \
+      return v > 0 ? p1 * v : p1 * p0 * M(expm1)(v);                                                         \
+    case UN_CELU:                                                                                            \
+      return v < 0 ? p0 * M(expm1)(v / p0) : v;                                                              \
+    case UN_SOFTPLUS:                                                                                        \
+      return un_softplus_##T(v);                                                                             \
+    case UN_SOFTSIGN:                                                                                        \
+      return v / (1 + M(fabs)(v));                                                                           \
+    case UN_THRELU:                                                                                          \
+      return v > p0 ? v : 0;                                                                                 \
+    case UN_MISH:                                                                                            \
+      return v * M(tanh)(un_softplus_##T(v));                                                                \
+    case UN_SHRINK:                                                                                          \
+      return v < -p0 ? v + p1 : v > p0 ? v - p1 : 0;                                                         \
+    case UN_CEIL:                                                                                            \
+      return M(ceil)(v);                                                                                     \
+    case UN_FLOOR:                                                                                           \
+      return M(floor)(v);                                                                                    \
+    case UN_ROUND:                                                                                           \
+      return un_round_##T(v);                                                                                \
+    case UN_SIGN:                                                                                            \
+      return v > 0 ? 1 : v < 0 ? -1 : v == 0 ? 0 : v;                                                        \
+    case UN_SIN:                                                                                             \
+      return M(sin)(v);                                                                                      \
+    case UN_COS:                                                                                             \
+      return M(cos)(v);                                                                                      \
+    case UN_TAN:                                                                                             \
+      return M(tan)(v);                                                                                      \
+    case UN_ASIN:                                                                                            \
+      return M(asin)(v);                                                                                     \
+    case UN_ACOS:                                                                                            \
+      return M(acos)(v);                                                                                     \
+    case UN_ATAN:                                                                                            \
+      return M(atan)(v);                                                                                     \
+    case UN_SINH:                                                                                            \
+      return M(sinh)(v);                                                                                     \
+    case UN_COSH:                                                                                            \
+      return M(cosh)(v);                                                                                     \
+    case UN_ASINH:                                                                                           \
+      return M(asinh)(v);                                                                                    \
+    case UN_ACOSH:                                                                                           \
+      return M(acosh)(v);                                                                                    \
+    default:                                                                                                 \
+      return M(atanh)(v);                                                                                    \
     }                                                                                                        \
   }                                                                                                          \
   static inline T un_df_##T(int k, T v, T p0, T p1) {                                                        \
     switch (k) {                                                                                             \
-    case UN_ELU: return v < 0 ? p0 * M(exp)(v) : 1;                                                          \
-    case UN_SELU: return v > 0 ? p1 : p1 * p0 * M(exp)(v);                                                   \
-    case UN_CELU: return v < 0 ? M(exp)(v / p0) : 1;                                                         \
-    case UN_SOFTPLUS: return un_sigmoid_##T(v);                                                              \
-    case UN_SOFTSIGN: return 1 / ((1 + M(fabs)(v)) * (1 + M(fabs)(v)));                                      \
-    case UN_THRELU: return v > p0 ? 1 : 0;                                                                   \
+    case UN_ELU:                                                                                             \
+      return v < 0 ? p0 * M(exp)(v) : 1;                                                                     \
+    case UN_SELU:                                                                                            \
+      return v > 0 ? p1 : p1 * p0 * M(exp)(v);                                                               \
+    case UN_CELU:                                                                                            \
+      return v < 0 ? M(exp)(v / p0) : 1;                                                                     \
+    case UN_SOFTPLUS:                                                                                        \
+      return un_sigmoid_##T(v);                                                                              \
+    case UN_SOFTSIGN:                                                                                        \
+      return 1 / ((1 + M(fabs)(v)) * (1 + M(fabs)(v)));                                                      \
+    case UN_THRELU:                                                                                          \
+      return v > p0 ? 1 : 0;                                                                                 \
     case UN_MISH: {                                                                                          \
       T t = M(tanh)(un_softplus_##T(v));                                                                     \
       return t + v * un_sigmoid_##T(v) * (1 - t * t);                                                        \
     }                                                                                                        \
-    case UN_SHRINK: return v < -p0 || v > p0 ? 1 : 0;                                                        \
-    case UN_SIN: return M(cos)(v);                                                                           \
-    case UN_COS: return -M(sin)(v);                                                                          \
+    case UN_SHRINK:                                                                                          \
+      return v < -p0 || v > p0 ? 1 : 0;                                                                      \
+    case UN_SIN:                                                                                             \
+      return M(cos)(v);                                                                                      \
+    case UN_COS:                                                                                             \
+      return -M(sin)(v);                                                                                     \
     case UN_TAN: {                                                                                           \
       T t = M(tan)(v);                                                                                       \
       return 1 + t * t;                                                                                      \
     }                                                                                                        \
-    case UN_ASIN: return 1 / M(sqrt)(1 - v * v);                                                             \
-    case UN_ACOS: return -1 / M(sqrt)(1 - v * v);                                                            \
-    case UN_ATAN: return 1 / (1 + v * v);                                                                    \
-    case UN_SINH: return M(cosh)(v);                                                                         \
-    case UN_COSH: return M(sinh)(v);                                                                         \
-    case UN_ASINH: return 1 / M(sqrt)(v * v + 1);                                                            \
-    case UN_ACOSH: return 1 / M(sqrt)(v * v - 1);                                                            \
-    case UN_ATANH: return 1 / (1 - v * v);                                                                   \
-    default: return 0; /* Ceil, Floor, Round, Sign */                                                        \
+    case UN_ASIN:                                                                                            \
+      return 1 / M(sqrt)(1 - v * v);                                                                         \
+    case UN_ACOS:                                                                                            \
+      return -1 / M(sqrt)(1 - v * v);                                                                        \
+    case UN_ATAN:                                                                                            \
+      return 1 / (1 + v * v);                                                                                \
+    case UN_SINH:                                                                                            \
+      return M(cosh)(v);                                                                                     \
+    case UN_COSH:                                                                                            \
+      return M(sinh)(v);                                                                                     \
+    case UN_ASINH:                                                                                           \
+      return 1 / M(sqrt)(v * v + 1);                                                                         \
+    case UN_ACOSH:                                                                                           \
+      return 1 / M(sqrt)(v * v - 1);                                                                         \
+    case UN_ATANH:                                                                                           \
+      return 1 / (1 - v * v);                                                                                \
+    default:                                                                                                 \
+      return 0; /* Ceil, Floor, Round, Sign */                                                               \
     }                                                                                                        \
   }
 
@@ -173,8 +216,14 @@ static int un_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
 
 static int is_int_dtype(amd_dtype t) {
   switch (t) {
-  case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
-  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+  case AMD_INT8:
+  case AMD_INT16:
+  case AMD_INT32:
+  case AMD_INT64:
+  case AMD_UINT8:
+  case AMD_UINT16:
+  case AMD_UINT32:
+  case AMD_UINT64:
     return 1;
   default:
     return 0;
@@ -190,8 +239,8 @@ static int un_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *
   const amd_tensor *x = in[0];
   const int k = un_kind(n), ints = k == UN_SIGN || k == UN_SHRINK;
   if (!is_flt_dtype(x->dtype) && !(ints && is_int_dtype(x->dtype)))
-    return amd_fail(st, "X has dtype %s (supported: float, double, float16, bfloat16%s)", amd_dtype_name(x->dtype),
-                    ints ? ", int8..int64, uint8..uint64" : "");
+    return amd_fail(st, "X has dtype %s (supported: float, double, float16, bfloat16%s)",
+                    amd_dtype_name(x->dtype), ints ? ", int8..int64, uint8..uint64" : "");
   amd_tensor_set_shape(&out[0], x->dtype, x->rank, x->dims);
   return 0;
 }

@@ -344,8 +344,8 @@ static void other_ops(void) {
     amd_tensor wide = T(2, ud, -3, 3), unit = T(2, ud, -0.9, 0.9), above1 = T(2, ud, 1.2, 3),
                tanr = T(2, ud, -1.2, 1.2);
     amd_tensor *iw[1] = {&wide}, *iu[1] = {&unit}, *ia[1] = {&above1}, *it[1] = {&tanr};
-    Onnx__AttributeProto *al[1] = {gc_attr_float("alpha", 0.7f)}, *sg[2] = {gc_attr_float("alpha", 1.5f),
-                                                                           gc_attr_float("gamma", 1.2f)};
+    Onnx__AttributeProto *al[1] = {gc_attr_float("alpha", 0.7f)},
+                         *sg[2] = {gc_attr_float("alpha", 1.5f), gc_attr_float("gamma", 1.2f)};
     Onnx__AttributeProto *sh[2] = {gc_attr_float("lambd", 0.6f), gc_attr_float("bias", 0.25f)};
     run_case("Elu", "Elu", 6, al, 1, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
     run_case("Selu", "Selu", 6, sg, 2, iw, 1, 1, NULL, 1, 1, 1, 1e-5);

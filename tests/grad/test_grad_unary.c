@@ -115,12 +115,14 @@ static void test_zero_grads(void) {
     amd_tensor *in[] = {&x};
     amd_status st = {{0}};
     gc_node g;
-    int ok = gc_bind(&g, ops[k], vs[k], NULL, 0, in, 1, 1, &st) == 0 && gc_forward(&g.node, in, out, NULL, NULL, &st) == 0;
+    int ok = gc_bind(&g, ops[k], vs[k], NULL, 0, in, 1, 1, &st) == 0 &&
+             gc_forward(&g.node, in, out, NULL, NULL, &st) == 0;
     if (ok) {
       const amd_tensor *dout[] = {&dy};
       amd_tensor *din[] = {&dx};
       amd_ctx ctx = {.training = 1};
-      ok = g.node.op->backward && g.node.op->backward(&g.node, &ctx, (const amd_tensor *const *)in, out, dout, din, &st) == 0;
+      ok = g.node.op->backward &&
+           g.node.op->backward(&g.node, &ctx, (const amd_tensor *const *)in, out, dout, din, &st) == 0;
       for (int i = 0; ok && i < 6; i++) ok = ((float *)dx.data)[i] == 0.5f;
       gc_free_outs(out, 1);
       free(g.node.attrs);
@@ -133,7 +135,8 @@ static void test_zero_grads(void) {
 }
 
 /* Sum / Mean of n inputs with the given shapes. */
-static void check_sum(const char *op, int opset, amd_dtype dt, int n, const int *ranks, const int64_t dims[][4]) {
+static void check_sum(const char *op, int opset, amd_dtype dt, int n, const int *ranks,
+                      const int64_t dims[][4]) {
   amd_tensor x[3], *in[3];
   char label[128];
   int len = snprintf(label, sizeof label, "%s-%d %s", op, opset, dt_name(dt));
@@ -165,8 +168,8 @@ static void test_sum_grads(amd_dtype dt) {
 /* ---- values ---- */
 
 /* Runs op on the inputs; returns 0 and fills out, or -1 with st set. */
-static int run_op(const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in, int n_in,
-                  amd_tensor *out, amd_status *st) {
+static int run_op(const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in,
+                  int n_in, amd_tensor *out, amd_status *st) {
   gc_node g;
   if (gc_bind(&g, op, opset, attrs, n_attrs, in, n_in, 1, st)) return -1;
   int rc = gc_forward(&g.node, in, out, NULL, NULL, st);
@@ -205,16 +208,17 @@ static double ref_unary(const char *op, double v) {
 }
 
 static void test_unary_values(void) {
-  static const char *ops[] = {"Elu", "Selu", "Celu", "Softplus", "Softsign", "ThresholdedRelu", "Mish", "Shrink",
-                              "Ceil", "Floor", "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
-                              "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"};
+  static const char *ops[] = {"Elu",  "Selu",   "Celu",  "Softplus", "Softsign", "ThresholdedRelu",
+                              "Mish", "Shrink", "Ceil",  "Floor",    "Round",    "Sign",
+                              "Sin",  "Cos",    "Tan",   "Asin",     "Acos",     "Atan",
+                              "Sinh", "Cosh",   "Asinh", "Acosh",    "Atanh"};
   /* points inside every domain except Acosh's (which gets 1 + |x|) */
   static const double xs[] = {-0.93, -0.5, -0.25, 0.0, 0.3, 0.5, 0.77, 2.5, -2.5, 1.5};
   for (int k = 0; k < ARRAY_LEN(ops); k++) {
     int64_t d[] = {ARRAY_LEN(xs)};
     amd_tensor x = gc_tensor(AMD_DOUBLE, 1, d, 0, 1), out[8];
-    int acosh = !strcmp(ops[k], "Acosh"), bounded = !strcmp(ops[k], "Asin") || !strcmp(ops[k], "Acos") ||
-                                                    !strcmp(ops[k], "Atanh");
+    int acosh = !strcmp(ops[k], "Acosh"),
+        bounded = !strcmp(ops[k], "Asin") || !strcmp(ops[k], "Acos") || !strcmp(ops[k], "Atanh");
     for (int i = 0; i < d[0]; i++) {
       double v = acosh ? 1 + fabs(xs[i]) : bounded ? fmod(xs[i], 0.99) : xs[i];
       amd_tensor_set_f64(&x, i, v);
@@ -227,7 +231,8 @@ static void test_unary_values(void) {
     int ok = op && run_op(ops[k], op->since[0] < 6 ? 6 : op->since[0], a, na, in, 1, out, &st) == 0;
     double worst = ok ? 0 : INFINITY;
     for (int i = 0; ok && i < d[0]; i++)
-      worst = fmax(worst, fabs(amd_tensor_get_f64(&out[0], i) - ref_unary(ops[k], amd_tensor_get_f64(&x, i))));
+      worst =
+          fmax(worst, fabs(amd_tensor_get_f64(&out[0], i) - ref_unary(ops[k], amd_tensor_get_f64(&x, i))));
     if (ok) gc_free_outs(out, 1);
     char label[96];
     snprintf(label, sizeof label, "%s values (double) within 1e-12 of libm: %.2e", ops[k], worst);
@@ -266,7 +271,8 @@ static void expect(const char *label, const char *op, int opset, Onnx__Attribute
 static void test_special_values(void) {
   { /* Round: halves to even; Ceil / Floor of negative halves */
     const double v[] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.3, -2.7, 0.9, INFINITY};
-    const double r[] = {0, 2, 2, -0.0, -2, -2, 2, -3, 1, INFINITY}, c[] = {1, 2, 3, -0.0, -1, -2, 3, -2, 1, INFINITY};
+    const double r[] = {0, 2, 2, -0.0, -2, -2, 2, -3, 1, INFINITY},
+                 c[] = {1, 2, 3, -0.0, -1, -2, 3, -2, 1, INFINITY};
     amd_tensor x = vec(AMD_FLOAT, 10, v), *in[] = {&x};
     expect("Round halves to even (float)", "Round", 11, NULL, 0, in, 1, AMD_FLOAT, 10, r);
     expect("Ceil (float)", "Ceil", 13, NULL, 0, in, 1, AMD_FLOAT, 10, c);
@@ -287,11 +293,13 @@ static void test_special_values(void) {
   }
   { /* IsNaN, IsInf and its flags */
     const double v[] = {1, NAN, INFINITY, -INFINITY, -0.0};
-    const double nan_[] = {0, 1, 0, 0, 0}, inf_[] = {0, 0, 1, 1, 0}, pos[] = {0, 0, 1, 0, 0}, neg[] = {0, 0, 0, 1, 0};
+    const double nan_[] = {0, 1, 0, 0, 0}, inf_[] = {0, 0, 1, 1, 0}, pos[] = {0, 0, 1, 0, 0},
+                 neg[] = {0, 0, 0, 1, 0};
     amd_tensor x = vec(AMD_FLOAT, 5, v), *in[] = {&x};
     expect("IsNaN", "IsNaN", 13, NULL, 0, in, 1, AMD_BOOL, 5, nan_);
     expect("IsInf", "IsInf", 10, NULL, 0, in, 1, AMD_BOOL, 5, inf_);
-    Onnx__AttributeProto *a[] = {gc_attr_int("detect_negative", 0)}, *b[] = {gc_attr_int("detect_positive", 0)};
+    Onnx__AttributeProto *a[] = {gc_attr_int("detect_negative", 0)},
+                         *b[] = {gc_attr_int("detect_positive", 0)};
     expect("IsInf detect_negative 0", "IsInf", 10, a, 1, in, 1, AMD_BOOL, 5, pos);
     expect("IsInf detect_positive 0", "IsInf", 10, b, 1, in, 1, AMD_BOOL, 5, neg);
     gc_attrs_free(a, 1), gc_attrs_free(b, 1);
@@ -320,7 +328,8 @@ static void test_mod_shift(void) {
   }
   { /* uint64 beyond int64, broadcast */
     int64_t d[] = {2}, one[] = {1};
-    amd_tensor x = gc_tensor(AMD_UINT64, 1, d, 0, 1), y = gc_tensor(AMD_UINT64, 1, one, 0, 1), *in[] = {&x, &y};
+    amd_tensor x = gc_tensor(AMD_UINT64, 1, d, 0, 1), y = gc_tensor(AMD_UINT64, 1, one, 0, 1),
+               *in[] = {&x, &y};
     ((uint64_t *)x.data)[0] = 18446744073709551615ull, ((uint64_t *)x.data)[1] = 10;
     ((uint64_t *)y.data)[0] = 10;
     amd_tensor out[8];
@@ -336,12 +345,15 @@ static void test_mod_shift(void) {
   { /* BitShift */
     const double x8[] = {1, 16, 255, 3}, s8[] = {1, 3, 8, 7}, l8[] = {2, 128, 0, 128}, r8[] = {0, 2, 0, 0};
     amd_tensor x = vec(AMD_UINT8, 4, x8), y = vec(AMD_UINT8, 4, s8), *in[] = {&x, &y};
-    Onnx__AttributeProto *l[] = {gc_attr_string("direction", "LEFT")}, *r[] = {gc_attr_string("direction", "RIGHT")};
+    Onnx__AttributeProto *l[] = {gc_attr_string("direction", "LEFT")},
+                         *r[] = {gc_attr_string("direction", "RIGHT")};
     expect("BitShift uint8 LEFT", "BitShift", 11, l, 1, in, 2, AMD_UINT8, 4, l8);
     expect("BitShift uint8 RIGHT", "BitShift", 11, r, 1, in, 2, AMD_UINT8, 4, r8);
-    const double xi[] = {-16, -16, 5, -1}, si[] = {2, 40, 1, -1}, ri[] = {-4, -1, 2, -1}, li[] = {-64, 0, 10, 0};
+    const double xi[] = {-16, -16, 5, -1}, si[] = {2, 40, 1, -1}, ri[] = {-4, -1, 2, -1},
+                 li[] = {-64, 0, 10, 0};
     amd_tensor a32 = vec(AMD_INT32, 4, xi), b32 = vec(AMD_INT32, 4, si), *in32[] = {&a32, &b32};
-    expect("BitShift-28 int32 RIGHT (arithmetic, sign fill)", "BitShift", 28, r, 1, in32, 2, AMD_INT32, 4, ri);
+    expect("BitShift-28 int32 RIGHT (arithmetic, sign fill)", "BitShift", 28, r, 1, in32, 2, AMD_INT32, 4,
+           ri);
     expect("BitShift-28 int32 LEFT", "BitShift", 28, l, 1, in32, 2, AMD_INT32, 4, li);
     amd_status st = {{0}};
     amd_tensor out[8];
@@ -366,7 +378,8 @@ static void test_sum_cast_eye(void) {
     x.rank = 2, x.dims[0] = 2, x.dims[1] = 1;
     z.rank = 0;
     amd_tensor *in[] = {&x, &y, &z};
-    const double s[] = {11.5, 21.5, 31.5, 12.5, 22.5, 32.5}, m[] = {11.5 / 3, 21.5 / 3, 31.5 / 3, 12.5 / 3, 22.5 / 3, 32.5 / 3};
+    const double s[] = {11.5, 21.5, 31.5, 12.5, 22.5, 32.5},
+                 m[] = {11.5 / 3, 21.5 / 3, 31.5 / 3, 12.5 / 3, 22.5 / 3, 32.5 / 3};
     expect("Sum-8 broadcast values", "Sum", 8, NULL, 0, in, 3, AMD_FLOAT, 6, s);
     double mf[6];
     for (int i = 0; i < 6; i++) mf[i] = (float)((float)s[i] / 3.0f);
