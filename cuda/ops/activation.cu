@@ -165,7 +165,8 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
 
 /* the gradient through the activation: x v, y u, upstream gradient g */
 __device__ __forceinline__ float act_g(int kind, float v, float u, float g, float p0, float p1) {
-  if (kind >= ACT_CEIL && kind <= ACT_SIGN) return 0.0f; /* nothing added, as the CPU (also for g inf or NaN) */
+  /* Ceil, Floor, Round, Sign: nothing added, as on the CPU (also for g inf or NaN) */
+  if (kind >= ACT_CEIL && kind <= ACT_SIGN) return 0.0f;
   if (kind >= ACT_ELU) return g * unary_df(kind, v, p0, p1);
   switch (kind) {
   case ACT_RELU:
