@@ -1,15 +1,18 @@
-/* CUDA kernels of Add, Sub, Mul, Div, Pow, and the two-input Min and Max
- * (src/ops/elementwise.c): one set of broadcast kernels, the op a switch in
+/* CUDA kernels of Add, Sub, Mul, Div, Pow, the two-input Min and Max
+ * (src/ops/elementwise.c) and the two-input Sum and Mean (src/ops/arith.c:
+ * Sum is Add; Mean (x + y) / 2, its gradient dY / 2 to both, reading neither
+ * operand): one set of broadcast kernels, the op a switch in
  * ew_apply / ew_grad. Pow, Min and Max use the CPU's formulas: x^2 as x * x,
  * PyTorch's zeros in Pow's gradients, Min / Max choosing the second input
  * only where it is strictly smaller / greater or NaN (ties: the first). A Pow
  * with a non-float exponent and a Min / Max of one or of three or more inputs
- * take the host fallback. */
+ * take the host fallback, and so do a Sum or Mean of one or of three or more. */
 #include "ops_internal.h"
 
 /* ================================================================ Add, Sub, Mul, Div, Pow, Min, Max */
 
-enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_MIN, EW_MAX };
+/* the ops from EW_MUL on read their operands in the backward */
+enum { EW_ADD, EW_SUB, EW_MEAN, EW_MUL, EW_DIV, EW_POW, EW_MIN, EW_MAX };
 
 __device__ __forceinline__ float ew_pow(float x, float e) { return e == 2.0f ? x * x : powf(x, e); }
 /* Min / Max: 1 where the second operand y is the one chosen */
@@ -28,6 +31,8 @@ __device__ __forceinline__ float ew_apply(int op, float x, float y) {
     return x + y;
   case EW_SUB:
     return x - y;
+  case EW_MEAN:
+    return (x + y) / 2.0f;
   case EW_MUL:
     return x * y;
   case EW_DIV:
@@ -48,6 +53,9 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
     return g;
   case EW_SUB * 2 + 1:
     return -g;
+  case EW_MEAN * 2:
+  case EW_MEAN * 2 + 1:
+    return g * 0.5f;
   case EW_MUL * 2:
     return g * y;
   case EW_MUL * 2 + 1:
@@ -164,7 +172,10 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
 static int ew_op(const amd_node *n) {
   switch (n->op->idx) {
   case AMD_OP_IDX_Add:
+  case AMD_OP_IDX_Sum:
     return EW_ADD;
+  case AMD_OP_IDX_Mean:
+    return EW_MEAN;
   case AMD_OP_IDX_Sub:
     return EW_SUB;
   case AMD_OP_IDX_Mul:

@@ -148,7 +148,7 @@ int bn_supported(const amd_node *n, const amd_tensor *const *in);
 int layernorm_forward(FWD_ARGS);
 int layernorm_backward(BWD_ARGS);
 int layernorm_supported(const amd_node *n, const amd_tensor *const *in);
-/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu */
+/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu and unary.c's float ops */
 int act_forward(FWD_ARGS);
 int act_backward(BWD_ARGS);
 /* pool.cu: MaxPool and AveragePool (pool_), the global pools (global_) */
@@ -157,7 +157,7 @@ int pool_backward(BWD_ARGS);
 int pool_supported(const amd_node *n, const amd_tensor *const *in);
 int global_forward(FWD_ARGS);
 int global_backward(BWD_ARGS);
-/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min and Max (two inputs: minmax_supported) */
+/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported) */
 int ew_forward(FWD_ARGS);
 int ew_backward(BWD_ARGS);
 int minmax_supported(const amd_node *n, const amd_tensor *const *in);

@@ -110,6 +110,14 @@ typedef struct amd_act_attrs {
   float min, max; /* Clip before opset 11 */
 } amd_act_attrs;
 
+/* ---- activations and unary math (unary.c) ---- */
+typedef struct amd_unary_attrs {
+  float alpha;                /* Elu, Celu, ThresholdedRelu, Selu (with gamma) */
+  float gamma;                /* Selu */
+  float lambd, bias;          /* Shrink */
+  int detect_pos, detect_neg; /* IsInf */
+} amd_unary_attrs;
+
 /* ---- Add, Sub, Mul, Div (elementwise.c) ---- */
 typedef struct amd_ew_attrs {
   int legacy;    /* node binds to opset < 7 */

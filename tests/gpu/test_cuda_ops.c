@@ -392,6 +392,59 @@ static void other_ops(void) {
     run_case("Gelu tanh", "Gelu", 20, ga, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(ga, 1);
   }
+  { /* unary.c's float ops on the activation kernels, each over its domain */
+    int64_t ud[2] = {7, 33};
+    amd_tensor wide = T(2, ud, -3, 3), unit = T(2, ud, -0.9, 0.9), above1 = T(2, ud, 1.2, 3),
+               tanr = T(2, ud, -1.2, 1.2);
+    amd_tensor *iw[1] = {&wide}, *iu[1] = {&unit}, *ia[1] = {&above1}, *it[1] = {&tanr};
+    Onnx__AttributeProto *al[1] = {gc_attr_float("alpha", 0.7f)},
+                         *sg[2] = {gc_attr_float("alpha", 1.5f), gc_attr_float("gamma", 1.2f)};
+    Onnx__AttributeProto *sh[2] = {gc_attr_float("lambd", 0.6f), gc_attr_float("bias", 0.25f)};
+    run_case("Elu", "Elu", 6, al, 1, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Selu", "Selu", 6, sg, 2, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Celu", "Celu", 12, al, 1, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Softplus", "Softplus", 1, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Softsign", "Softsign", 1, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("ThresholdedRelu", "ThresholdedRelu", 10, al, 1, iw, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Mish", "Mish", 18, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Shrink", "Shrink", 9, sh, 2, iw, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Ceil (zero gradient)", "Ceil", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Floor (zero gradient)", "Floor", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Round (zero gradient)", "Round", 11, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Sign (zero gradient)", "Sign", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Sin", "Sin", 7, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Cos", "Cos", 7, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Tan", "Tan", 7, NULL, 0, it, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Asin", "Asin", 7, NULL, 0, iu, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Acos", "Acos", 7, NULL, 0, iu, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Atan", "Atan", 7, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Sinh", "Sinh", 9, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Cosh", "Cosh", 9, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Asinh", "Asinh", 9, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Acosh", "Acosh", 9, NULL, 0, ia, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("Atanh", "Atanh", 9, NULL, 0, iu, 1, 1, NULL, 1, 1, 1, 1e-5);
+    gc_attrs_free(al, 1);
+    gc_attrs_free(sg, 2);
+    gc_attrs_free(sh, 2);
+    amd_tensor_free(&wide);
+    amd_tensor_free(&unit);
+    amd_tensor_free(&above1);
+    amd_tensor_free(&tanr);
+  }
+  { /* Sum and Mean: two inputs on the elementwise kernels (equal shapes, and
+       broadcast), three on the host fallback */
+    int64_t ad[3] = {4, 5, 6}, bd[2] = {5, 1};
+    amd_tensor a = T(3, ad, -2, 2), a2 = T(3, ad, -2, 2), b = T(2, bd, -2, 2);
+    amd_tensor *same[2] = {&a, &a2}, *bc[2] = {&a, &b}, *three[3] = {&a, &b, &a2};
+    run_case("Sum, equal shapes", "Sum", 13, NULL, 0, same, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("Sum, broadcast", "Sum", 13, NULL, 0, bc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("Mean, equal shapes", "Mean", 13, NULL, 0, same, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("Mean, broadcast", "Mean", 13, NULL, 0, bc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("Mean of three (host fallback)", "Mean", 13, NULL, 0, three, 3, 1, NULL, 7, 1, 0, 1e-6);
+    amd_tensor_free(&a);
+    amd_tensor_free(&a2);
+    amd_tensor_free(&b);
+  }
   {
     Onnx__AttributeProto *a[1] = {gc_attr_float("alpha", 0.1f)};
     run_case("LeakyRelu", "LeakyRelu", 16, a, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
