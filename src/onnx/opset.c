@@ -47,6 +47,8 @@ static const equivalent_version equivalents[] = {
      "27 adds float16 and bfloat16 and, for them, stash_type (the precision of the accumulation); float and "
      "integer ranges are unchanged"},
     {AMD_OP_IDX_Pad, 21, 25, 19, "21-25 add float8, int4, float4, float8e8m0 and int2 types"},
+    {AMD_OP_IDX_ReduceLogSum, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
+    {AMD_OP_IDX_ReduceLogSumExp, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
 };
 
 int amd_onnx_newest_opset(void) { return AMD_ONNX_NEWEST_OPSET; }
