@@ -50,7 +50,11 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_RandomUniformLike] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_RandomNormalLike] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_Bernoulli] = {random_forward, random_backward, 0, 0, random_supported};
-  t.at[AMD_OP_IDX_ReduceMean] = {mean_forward, mean_backward, 0x2u, 0, mean_supported};
+  t.at[AMD_OP_IDX_ReduceMean] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceSumSquare] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceL2] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceMin] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceLogSumExp] = {red_forward, red_backward, 0x2u, 0, red_supported};
   t.at[AMD_OP_IDX_Slice] = {slice_forward, slice_backward, 0x1eu, 0, NULL};
   t.at[AMD_OP_IDX_Split] = {split_forward, split_backward, 0x2u, 0, NULL};
   t.at[AMD_OP_IDX_Expand] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL};
