@@ -17,6 +17,7 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Gemm] = {gemm_forward, gemm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_MatMul] = {matmul_forward, matmul_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported};
+  t.at[AMD_OP_IDX_InstanceNormalization] = {in_forward, in_backward, 0, 0, in_supported};
   t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};

@@ -35,16 +35,8 @@
 
 enum { NK_INSTANCE, NK_MVN, NK_LP };
 
-typedef struct grp_attrs {
-  double epsilon;  /* InstanceNormalization */
-  int n_axes;      /* MVN */
-  int64_t axes[AMD_MAX_RANK];
-  int64_t axis;    /* LpNormalization */
-  int p;
-} grp_attrs;
-
 static int grp_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
-  grp_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_grp_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   const char *op = n->op->name;
   if (strcmp(op, "InstanceNormalization") == 0) {
@@ -74,7 +66,7 @@ static int kind_of(const amd_node *n) {
 
 /* mask[d] = 1 for the dims a group spans. */
 static int grp_mask(const amd_node *n, const amd_tensor *x, int *mask, amd_status *st) {
-  const grp_attrs *a = n->attrs;
+  const amd_grp_attrs *a = n->attrs;
   for (int d = 0; d < x->rank; d++) mask[d] = 0;
   switch (kind_of(n)) {
   case NK_INSTANCE:
@@ -171,7 +163,7 @@ static int grp_build(const amd_tensor *x, const int *mask, grp_map *g, amd_statu
 /* s[4g] = count, s[4g+1] = mean (or the norm for Lp), s[4g+2] = variance. */
 static void grp_stats(const amd_node *n, grp_map *g) {
   double *s = g->s;
-  int lp = kind_of(n) == NK_LP, p = lp ? ((const grp_attrs *)n->attrs)->p : 0;
+  int lp = kind_of(n) == NK_LP, p = lp ? ((const amd_grp_attrs *)n->attrs)->p : 0;
   for (int64_t i = 0; i < g->n; i++) {
     double *q = s + 4 * g->gid[i], v = g->xd[i];
     q[0] += 1;
@@ -190,7 +182,7 @@ static void grp_stats(const amd_node *n, grp_map *g) {
 }
 
 /* The group's divisor: sqrt(var + eps), sqrt(var) + 1e-9, or the norm. */
-static double grp_den(int kind, const grp_attrs *a, const double *q) {
+static double grp_den(int kind, const amd_grp_attrs *a, const double *q) {
   if (kind == NK_INSTANCE) return sqrt(q[2] + a->epsilon);
   if (kind == NK_MVN) return sqrt(q[2]) + 1e-9;
   return q[1];
@@ -200,7 +192,7 @@ static int grp_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
                        amd_status *st) {
   (void)ctx;
   const amd_tensor *x = in[0];
-  const grp_attrs *a = n->attrs;
+  const amd_grp_attrs *a = n->attrs;
   int kind = kind_of(n), mask[AMD_MAX_RANK];
   if (grp_mask(n, x, mask, st)) return -1;
   grp_map g;
@@ -234,7 +226,7 @@ static int grp_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   const amd_tensor *x = in[0], *dy = dout[0];
   if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(x->dtype));
-  const grp_attrs *a = n->attrs;
+  const amd_grp_attrs *a = n->attrs;
   int kind = kind_of(n), mask[AMD_MAX_RANK];
   if (grp_mask(n, x, mask, st)) return -1;
   grp_map g;

@@ -593,6 +593,18 @@ static void other_ops(void) {
     gc_attrs_free(r2, 2);
     amd_tensor_free(&ax18);
     gc_attrs_free(q, 1);
+    /* InstanceNormalization: [4,3,6,6], and [2,5,1000] (many threads per plane, mean far from zero) */
+    int64_t cd[1] = {3}, cd5[1] = {5}, ld3[3] = {2, 5, 1000};
+    amd_tensor s = T(1, cd, 0.5, 1.5), b = T(1, cd, -1, 1), *inn[3] = {&x, &s, &b};
+    Onnx__AttributeProto *e[1] = {gc_attr_float("epsilon", 1e-3f)};
+    run_case("InstanceNormalization-6 [4,3,6,6] (native)", "InstanceNormalization", 6, e, 1, inn, 3, 1, NULL, 7, 1,
+             1, 1e-5);
+    gc_attrs_free(e, 1);
+    amd_tensor xl = T(3, ld3, 3, 5), s5 = T(1, cd5, 0.5, 1.5), b5 = T(1, cd5, -1, 1), *inl[3] = {&xl, &s5, &b5};
+    run_case("InstanceNormalization-22 [2,5,1000] (native)", "InstanceNormalization", 22, NULL, 0, inl, 3, 1, NULL,
+             7, 1, 1, 1e-5);
+    FREE(inn + 1, 2);
+    FREE(inl, 3);
   }
   amd_tensor_free(&x);
 }
