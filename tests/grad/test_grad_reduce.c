@@ -13,7 +13,8 @@
  * ties; ReduceL2 of an all-zero row has gradient 0; ReduceProd with one and
  * two zeros; the empty-set results (a zero-size reduced dim); noop forms;
  * integer forward; ArgMax / ArgMin with keepdims, negative axis and
- * select_last_index; Hardmax's zero gradient; bad axes refused cleanly. */
+ * select_last_index; Hardmax's zero gradient; bad axes refused cleanly; every
+ * backward accumulates into pre-filled gradient buffers. */
 #include "gradcheck.h"
 
 #define ARRAY_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -437,6 +438,67 @@ static void test_norm_values(void) {
   for (int i = 0; i < ARRAY_LEN(all); i++) amd_tensor_free(all[i]);
 }
 
+/* ---- backward accumulates: din pre-filled with 0.25 ends at gradient + 0.25 ---- */
+static void check_acc(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
+                      amd_tensor **in, int n_in, unsigned mask) {
+  fwd_run r;
+  fwd(&r, op, opset, attrs, n_attrs, in, n_in, 1);
+  int ok = r.ok;
+  amd_tensor w = {0}, g0[3], g1[3];
+  memset(g0, 0, sizeof g0);
+  memset(g1, 0, sizeof g1);
+  if (ok) w = gc_tensor(r.out[0].dtype, r.out[0].rank, r.out[0].dims, -1, 1);
+  for (int pass = 0; ok && pass < 2; pass++) {
+    amd_tensor *din[8] = {0}, *g = pass ? g1 : g0;
+    for (int k = 0; k < n_in && k < 3; k++) {
+      if (!((mask >> k) & 1)) continue;
+      amd_tensor_set_shape(&g[k], in[k]->dtype, in[k]->rank, in[k]->dims);
+      AMD_ASSERT(amd_tensor_alloc(&g[k], &r.st) == 0);
+      for (int64_t i = 0; pass && i < amd_tensor_numel(&g[k]); i++) amd_tensor_set_f64(&g[k], i, 0.25);
+      din[k] = &g[k];
+    }
+    const amd_tensor *dout[8] = {&w};
+    amd_ctx ctx = {.training = 1};
+    ok = r.g.node.op->backward(&r.g.node, &ctx, (const amd_tensor *const *)in, r.out, dout, din, &r.st) == 0;
+  }
+  for (int k = 0; ok && k < n_in && k < 3; k++)
+    for (int64_t i = 0; ok && (mask >> k) & 1 && i < amd_tensor_numel(&g0[k]); i++)
+      ok = fabs(amd_tensor_get_f64(&g1[k], i) - amd_tensor_get_f64(&g0[k], i) - 0.25) < 1e-9;
+  count(ok, label, r.st.msg[0] ? r.st.msg : "does not accumulate");
+  for (int k = 0; k < 3; k++) {
+    amd_tensor_free(&g0[k]);
+    amd_tensor_free(&g1[k]);
+  }
+  amd_tensor_free(&w);
+  fwd_free(&r);
+}
+
+static void test_accumulation(void) {
+  int64_t d[] = {2, 3, 4}, c[] = {3}, ax1[] = {1};
+  amd_tensor x = reduce_input("ReduceL1", AMD_DOUBLE, 3, d), xp = reduce_input("ReduceProd", AMD_DOUBLE, 3, d);
+  amd_tensor s = gc_tensor(AMD_DOUBLE, 1, c, 0.5, 1.5), b = gc_tensor(AMD_DOUBLE, 1, c, -1, 1);
+  amd_tensor *in1[] = {&x}, *inp[] = {&xp}, *in3[] = {&x, &s, &b};
+  Onnx__AttributeProto *a[] = {gc_attr_ints("axes", 1, ax1)};
+  for (int r = 0; r < ARRAY_LEN(reductions); r++) {
+    char label[96];
+    snprintf(label, sizeof label, "%s-13 backward accumulates", reductions[r]);
+    int logsum = strcmp(reductions[r], "ReduceLogSum") == 0 || strcmp(reductions[r], "ReduceProd") == 0;
+    check_acc(label, reductions[r], 13, a, 1, logsum ? inp : in1, 1, 1u);
+  }
+  gc_attrs_free(a, 1);
+  int64_t one = 1;
+  amd_tensor ax = i64s(1, &one), *inc[] = {&x, &ax};
+  check_acc("CumSum-14 backward accumulates", "CumSum", 14, NULL, 0, inc, 2, 1u);
+  check_acc("InstanceNormalization-6 backward accumulates", "InstanceNormalization", 6, NULL, 0, in3, 3, 7u);
+  int64_t axes[] = {0, 2};
+  Onnx__AttributeProto *m[] = {gc_attr_ints("axes", 2, axes)};
+  check_acc("MeanVarianceNormalization-13 backward accumulates", "MeanVarianceNormalization", 13, m, 1, in1, 1, 1u);
+  gc_attrs_free(m, 1);
+  check_acc("LpNormalization-22 backward accumulates", "LpNormalization", 22, NULL, 0, in1, 1, 1u);
+  amd_tensor *all[] = {&x, &xp, &s, &b, &ax};
+  for (int i = 0; i < ARRAY_LEN(all); i++) amd_tensor_free(all[i]);
+}
+
 int main(void) {
   amd_dtype dts[] = {AMD_DOUBLE, AMD_FLOAT};
   for (int i = 0; i < ARRAY_LEN(dts); i++) {
@@ -448,5 +510,6 @@ int main(void) {
   test_arg();
   test_cumsum_values();
   test_norm_values();
+  test_accumulation();
   return gc_summary();
 }
