@@ -246,6 +246,12 @@ static void test_reduce_values(void) {
   check_values("ReduceL1-13 int32", "ReduceL1", 13, a0, 2, i32, 1, il1, 3, NULL);
   check_values("ReduceSumSquare-13 int64", "ReduceSumSquare", 13, a0, 2, i64, 1, isq, 3, NULL);
   check_values("ReduceL2-13 int32 (truncated)", "ReduceL2", 13, a0, 2, i32, 1, il2, 3, NULL);
+  double xb[] = {1, 0, 1, 1, 1, 1}, bmin[] = {1, 0, 1}, bmax[] = {1, 1, 1};
+  amd_tensor xbo = vals(AMD_BOOL, 2, d23, xb), axb = i64s(1, ax0), *ib[] = {&xbo, &axb};
+  check_values("ReduceMin-20 bool", "ReduceMin", 20, a0 + 1, 1, ib, 2, bmin, 3, NULL);
+  check_values("ReduceMax-20 bool", "ReduceMax", 20, a0 + 1, 1, ib, 2, bmax, 3, NULL);
+  amd_tensor_free(&xbo);
+  amd_tensor_free(&axb);
   gc_attrs_free(a0, 2);
 
   /* bad axes fail cleanly */
