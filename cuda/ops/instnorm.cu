@@ -54,8 +54,8 @@ __global__ void k_in_apply(int64_t total, int64_t ch, int64_t sp, const float *x
 }
 
 /* sums[2g] = sum dy, sums[2g + 1] = sum dy xhat over group g. */
-__global__ void k_in_bwd_sums(int64_t groups, int64_t sp, const float *x, const float *dy, const double *stats,
-                              double *sums) {
+__global__ void k_in_bwd_sums(int64_t groups, int64_t sp, const float *x, const float *dy,
+                              const double *stats, double *sums) {
   __shared__ double sh[IN_THREADS];
   for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
     const float *p = x + g * sp, *d = dy + g * sp;
@@ -110,7 +110,9 @@ static in_geom in_geometry(const amd_tensor *x) {
   return g;
 }
 
-static unsigned group_blocks(int64_t groups) { return (unsigned)(groups < 65536 ? (groups ? groups : 1) : 65536); }
+static unsigned group_blocks(int64_t groups) {
+  return (unsigned)(groups < 65536 ? (groups ? groups : 1) : 65536);
+}
 
 static int in_stats(const amd_node *n, const amd_tensor *x, const in_geom &g, scratch &buf, amd_status *st) {
   if (buf.get((size_t)g.groups * 2 * sizeof(double), st)) return -1;
@@ -127,7 +129,7 @@ int in_forward(FWD_ARGS) {
   scratch stats;
   if (in_stats(n, in[0], g, stats, st)) return -1;
   k_in_apply<<<amd_cu_blocks(g.total), 256, 0, amd_cu.stream>>>(g.total, g.ch, g.sp, F(in[0]), F(in[1]),
-                                                                 F(in[2]), stats.d(), F(&out[0]));
+                                                                F(in[2]), stats.d(), F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_in_apply", st);
   return 0;
 }
@@ -139,12 +141,12 @@ int in_backward(BWD_ARGS) {
   if (!g.total) return 0;
   scratch stats, sums;
   if (in_stats(n, in[0], g, stats, st) || sums.get((size_t)g.groups * 2 * sizeof(double), st)) return -1;
-  k_in_bwd_sums<<<group_blocks(g.groups), IN_THREADS, 0, amd_cu.stream>>>(g.groups, g.sp, F(in[0]), F(dout[0]),
-                                                                          stats.d(), sums.d());
+  k_in_bwd_sums<<<group_blocks(g.groups), IN_THREADS, 0, amd_cu.stream>>>(g.groups, g.sp, F(in[0]),
+                                                                          F(dout[0]), stats.d(), sums.d());
   AMD_CUDA_CHECK_LAUNCH("k_in_bwd_sums", st);
   if (din[0]) {
     k_in_bwd_dx<<<amd_cu_blocks(g.total), 256, 0, amd_cu.stream>>>(g.total, g.ch, g.sp, F(in[0]), F(dout[0]),
-                                                                    F(in[1]), stats.d(), sums.d(), F(din[0]));
+                                                                   F(in[1]), stats.d(), sums.d(), F(din[0]));
     AMD_CUDA_CHECK_LAUNCH("k_in_bwd_dx", st);
   }
   if (din[1] || din[2]) {

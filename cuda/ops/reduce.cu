@@ -12,11 +12,16 @@ enum { RK_MEAN, RK_SUMSQ, RK_L2, RK_MIN, RK_LSE };
 
 static int red_kind(const amd_node *n) {
   switch (n->op->idx) {
-  case AMD_OP_IDX_ReduceSumSquare: return RK_SUMSQ;
-  case AMD_OP_IDX_ReduceL2: return RK_L2;
-  case AMD_OP_IDX_ReduceMin: return RK_MIN;
-  case AMD_OP_IDX_ReduceLogSumExp: return RK_LSE;
-  default: return RK_MEAN;
+  case AMD_OP_IDX_ReduceSumSquare:
+    return RK_SUMSQ;
+  case AMD_OP_IDX_ReduceL2:
+    return RK_L2;
+  case AMD_OP_IDX_ReduceMin:
+    return RK_MIN;
+  case AMD_OP_IDX_ReduceLogSumExp:
+    return RK_LSE;
+  default:
+    return RK_MEAN;
   }
 }
 
@@ -65,15 +70,19 @@ __global__ void k_red_fwd(int kind, int64_t outer, int64_t inner, const float *x
   }
 }
 
-__global__ void k_red_bwd(int kind, int64_t total, int64_t inner, double scale, const float *x, const float *y,
-                          const float *g, float *dx) {
+__global__ void k_red_bwd(int kind, int64_t total, int64_t inner, double scale, const float *x,
+                          const float *y, const float *g, float *dx) {
   AMD_CU_LOOP(i, total) {
     int64_t o = i / inner;
     double gv = g[o], v = x[i], d;
-    if (kind == RK_MEAN) d = gv * scale;
-    else if (kind == RK_SUMSQ) d = 2.0 * gv * v;
-    else if (kind == RK_L2) d = y[o] != 0 ? gv * v / (double)y[o] : 0.0;
-    else d = gv * exp(v - (double)y[o]); /* RK_LSE */
+    if (kind == RK_MEAN)
+      d = gv * scale;
+    else if (kind == RK_SUMSQ)
+      d = 2.0 * gv * v;
+    else if (kind == RK_L2)
+      d = y[o] != 0 ? gv * v / (double)y[o] : 0.0;
+    else
+      d = gv * exp(v - (double)y[o]); /* RK_LSE */
     dx[i] += (float)d;
   }
 }
@@ -98,7 +107,7 @@ int red_forward(FWD_ARGS) {
   if (!red_view(n, in, &outer, &inner)) return amd_fail(st, "%s: not over trailing axes", n->op->name);
   if (!outer) return 0;
   k_red_fwd<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(red_kind(n), outer, inner, F(in[0]),
-                                                                   F(&out[0]));
+                                                                  F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_red_fwd", st);
   return 0;
 }
@@ -113,12 +122,12 @@ int red_backward(BWD_ARGS) {
   int kind = red_kind(n);
   if (kind == RK_MIN) {
     k_red_bwd_first<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]),
-                                                                           F(dout[0]), F(din[0]));
+                                                                          F(dout[0]), F(din[0]));
     AMD_CUDA_CHECK_LAUNCH("k_red_bwd_first", st);
     return 0;
   }
-  k_red_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(kind, total, inner, (double)outer / (double)total,
-                                                             F(in[0]), F(&out[0]), F(dout[0]), F(din[0]));
+  k_red_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(
+      kind, total, inner, (double)outer / (double)total, F(in[0]), F(&out[0]), F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_red_bwd", st);
   return 0;
 }

@@ -35,9 +35,18 @@ static int arg_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
 
 static int arg_dtype_ok(amd_dtype t) {
   switch (t) {
-  case AMD_FLOAT: case AMD_DOUBLE: case AMD_FLOAT16: case AMD_BFLOAT16:
-  case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
-  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+  case AMD_FLOAT:
+  case AMD_DOUBLE:
+  case AMD_FLOAT16:
+  case AMD_BFLOAT16:
+  case AMD_INT8:
+  case AMD_INT16:
+  case AMD_INT32:
+  case AMD_INT64:
+  case AMD_UINT8:
+  case AMD_UINT16:
+  case AMD_UINT32:
+  case AMD_UINT64:
     return 1;
   default:
     return 0;
@@ -68,29 +77,29 @@ static int arg_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor 
 /* Over the [outer, len, inner] view. Floating types compare as double (exact
  * for every float type); integers as int64 or uint64. `better(v, best)` is
  * strict for the first extremum, non-strict for the last. */
-#define ARG_KERNEL(SUF, T, LOAD, ISNAN)                                                               \
-  static void arg_##SUF(const T *x, int64_t *y, int64_t outer, int64_t len, int64_t inner, int is_min, \
-                        int last) {                                                                   \
-    for (int64_t o = 0; o < outer; o++)                                                               \
-      for (int64_t j = 0; j < inner; j++) {                                                           \
-        const T *col = x + o * len * inner + j;                                                       \
-        __typeof__(LOAD(col[0])) best = LOAD(col[0]);                                                 \
-        int64_t bi = 0;                                                                               \
-        for (int64_t i = 1; i < len; i++) {                                                           \
-          __typeof__(best) v = LOAD(col[i * inner]);                                                  \
-          int take;                                                                                   \
-          if (ISNAN(best))                                                                            \
-            take = last && ISNAN(v);                                                                  \
-          else if (ISNAN(v))                                                                          \
-            take = 1;                                                                                 \
-          else if (is_min)                                                                            \
-            take = last ? v <= best : v < best;                                                       \
-          else                                                                                        \
-            take = last ? v >= best : v > best;                                                       \
-          if (take) best = v, bi = i;                                                                 \
-        }                                                                                             \
-        y[o * inner + j] = bi;                                                                        \
-      }                                                                                               \
+#define ARG_KERNEL(SUF, T, LOAD, ISNAN)                                                                      \
+  static void arg_##SUF(const T *x, int64_t *y, int64_t outer, int64_t len, int64_t inner, int is_min,       \
+                        int last) {                                                                          \
+    for (int64_t o = 0; o < outer; o++)                                                                      \
+      for (int64_t j = 0; j < inner; j++) {                                                                  \
+        const T *col = x + o * len * inner + j;                                                              \
+        __typeof__(LOAD(col[0])) best = LOAD(col[0]);                                                        \
+        int64_t bi = 0;                                                                                      \
+        for (int64_t i = 1; i < len; i++) {                                                                  \
+          __typeof__(best) v = LOAD(col[i * inner]);                                                         \
+          int take;                                                                                          \
+          if (ISNAN(best))                                                                                   \
+            take = last && ISNAN(v);                                                                         \
+          else if (ISNAN(v))                                                                                 \
+            take = 1;                                                                                        \
+          else if (is_min)                                                                                   \
+            take = last ? v <= best : v < best;                                                              \
+          else                                                                                               \
+            take = last ? v >= best : v > best;                                                              \
+          if (take) best = v, bi = i;                                                                        \
+        }                                                                                                    \
+        y[o * inner + j] = bi;                                                                               \
+      }                                                                                                      \
   }
 
 #define LOAD_D(v) ((double)(v))
@@ -126,19 +135,44 @@ static int arg_forward_kind(int is_min, const amd_node *n, const amd_tensor *con
   int64_t *y = out[0].data;
   int last = a->select_last;
   switch (x->dtype) {
-  case AMD_FLOAT: arg_f32(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_DOUBLE: arg_f64(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_FLOAT16: arg_f16(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_BFLOAT16: arg_bf16(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_INT8: arg_i8(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_INT16: arg_i16(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_INT32: arg_i32(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_INT64: arg_i64(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_UINT8: arg_u8(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_UINT16: arg_u16(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_UINT32: arg_u32(x->data, y, outer, len, inner, is_min, last); break;
-  case AMD_UINT64: arg_u64(x->data, y, outer, len, inner, is_min, last); break;
-  default: return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
+  case AMD_FLOAT:
+    arg_f32(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_DOUBLE:
+    arg_f64(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_FLOAT16:
+    arg_f16(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_BFLOAT16:
+    arg_bf16(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_INT8:
+    arg_i8(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_INT16:
+    arg_i16(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_INT32:
+    arg_i32(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_INT64:
+    arg_i64(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_UINT8:
+    arg_u8(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_UINT16:
+    arg_u16(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_UINT32:
+    arg_u32(x->data, y, outer, len, inner, is_min, last);
+    break;
+  case AMD_UINT64:
+    arg_u64(x->data, y, outer, len, inner, is_min, last);
+    break;
+  default:
+    return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
   }
   return 0;
 }

@@ -59,9 +59,9 @@ static int grp_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
 }
 
 static int kind_of(const amd_node *n) {
-  return n->op->idx == AMD_OP_IDX_InstanceNormalization ? NK_INSTANCE
+  return n->op->idx == AMD_OP_IDX_InstanceNormalization       ? NK_INSTANCE
          : n->op->idx == AMD_OP_IDX_MeanVarianceNormalization ? NK_MVN
-                                                               : NK_LP;
+                                                              : NK_LP;
 }
 
 /* mask[d] = 1 for the dims a group spans. */
@@ -242,8 +242,10 @@ static int grp_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   for (int64_t i = 0; i < g.n; i++) {
     const double *q = g.s + 4 * g.gid[i];
     double gv = amd_tensor_get_f64(dy, i), t = g.xd[i];
-    if (kind == NK_INSTANCE) t = (t - q[1]) / grp_den(kind, a, q);
-    else if (kind == NK_MVN) t = t - q[1];
+    if (kind == NK_INSTANCE)
+      t = (t - q[1]) / grp_den(kind, a, q);
+    else if (kind == NK_MVN)
+      t = t - q[1];
     sg[2 * g.gid[i]] += gv;
     sg[2 * g.gid[i] + 1] += gv * t;
   }

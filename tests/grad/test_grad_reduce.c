@@ -55,8 +55,9 @@ static amd_tensor i64s(int n, const int64_t *v) {
 
 /* ---- gradients of the reductions ---- */
 
-static const char *reductions[] = {"ReduceSum",  "ReduceMean", "ReduceMax",    "ReduceMin",      "ReduceProd",
-                                   "ReduceL1",   "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+static const char *reductions[] = {"ReduceSum",       "ReduceMean",     "ReduceMax", "ReduceMin",
+                                   "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
+                                   "ReduceLogSumExp", "ReduceSumSquare"};
 
 static amd_tensor reduce_input(const char *op, amd_dtype dt, int rank, const int64_t *dims) {
   if (strcmp(op, "ReduceLogSum") == 0) return gc_tensor(dt, rank, dims, 0.5, 2.0);
@@ -113,8 +114,8 @@ typedef struct {
   amd_status st;
 } fwd_run;
 
-static void fwd(fwd_run *r, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in,
-                int n_in, int n_out) {
+static void fwd(fwd_run *r, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
+                amd_tensor **in, int n_in, int n_out) {
   memset(&r->st, 0, sizeof r->st);
   r->ok = gc_bind(&r->g, op, opset, attrs, n_attrs, in, n_in, n_out, &r->st) == 0 &&
           gc_forward(&r->g.node, in, r->out, NULL, NULL, &r->st) == 0;
@@ -149,8 +150,9 @@ static int same(const amd_tensor *t, const double *want, int n) {
   return 1;
 }
 
-static void check_values(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
-                         amd_tensor **in, int n_in, const double *want_y, int ny, const double *want_dx) {
+static void check_values(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs,
+                         int n_attrs, amd_tensor **in, int n_in, const double *want_y, int ny,
+                         const double *want_dx) {
   fwd_run r;
   fwd(&r, op, opset, attrs, n_attrs, in, n_in, 1);
   int ok = r.ok && same(&r.out[0], want_y, ny);
@@ -176,12 +178,13 @@ static void test_reduce_values(void) {
   double xt[] = {3, 1, 3, 2, 2, 0};
   amd_tensor x = vals(AMD_DOUBLE, 2, d23, xt), *in[] = {&x};
   double ymax[] = {3, 2}, dmax[] = {1, 0, 0, 1, 0, 0};
-  check_values("ReduceMax-13 ties: gradient to the first maximum", "ReduceMax", 13, a1, 2, in, 1, ymax, 2, dmax);
+  check_values("ReduceMax-13 ties: gradient to the first maximum", "ReduceMax", 13, a1, 2, in, 1, ymax, 2,
+               dmax);
   double xm[] = {1, 5, 1, 0, 0, 4};
   amd_tensor xmn = vals(AMD_FLOAT, 2, d23, xm), *inm[] = {&xmn};
   double ymn[] = {1, 0}, dmn[] = {1, 0, 0, 1, 0, 0};
-  check_values("ReduceMin-13 ties (float): gradient to the first minimum", "ReduceMin", 13, a1, 2, inm, 1, ymn, 2,
-               dmn);
+  check_values("ReduceMin-13 ties (float): gradient to the first minimum", "ReduceMin", 13, a1, 2, inm, 1,
+               ymn, 2, dmn);
   /* L2 of an all-zero row: 0, gradient 0 */
   double xz[] = {0, 0, 0, 3, 0, 4}, yl2[] = {0, 5}, dl2[] = {0, 0, 0, 0.6, 0, 0.8};
   amd_tensor x0 = vals(AMD_DOUBLE, 2, d23, xz), *in0[] = {&x0};
@@ -195,7 +198,8 @@ static void test_reduce_values(void) {
   check_values("ReduceProd-13 no zeros", "ReduceProd", 13, a1, 2, inq, 1, yq, 2, dq);
   /* LogSumExp of large values (no overflow) */
   double xl[] = {1000, 1000, 1000, -1000, -1000, -1000};
-  double yl[] = {1000 + log(3.0), -1000 + log(3.0)}, dlse[] = {1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0};
+  double yl[] = {1000 + log(3.0), -1000 + log(3.0)},
+         dlse[] = {1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0, 1 / 3.0};
   amd_tensor xls = vals(AMD_DOUBLE, 2, d23, xl), *inl[] = {&xls};
   check_values("ReduceLogSumExp-13 at +-1000", "ReduceLogSumExp", 13, a1, 2, inl, 1, yl, 2, dlse);
   gc_attrs_free(a1, 2);
@@ -206,10 +210,16 @@ static void test_reduce_values(void) {
   static const struct {
     const char *op;
     double v;
-  } empty[] = {{"ReduceMin", INFINITY},        {"ReduceMax", -INFINITY}, {"ReduceProd", 1},
-               {"ReduceSum", 0},               {"ReduceL1", 0},          {"ReduceL2", 0},
-               {"ReduceSumSquare", 0},         {"ReduceLogSum", -INFINITY},
-               {"ReduceLogSumExp", -INFINITY}, {"ReduceMean", NAN}};
+  } empty[] = {{"ReduceMin", INFINITY},
+               {"ReduceMax", -INFINITY},
+               {"ReduceProd", 1},
+               {"ReduceSum", 0},
+               {"ReduceL1", 0},
+               {"ReduceL2", 0},
+               {"ReduceSumSquare", 0},
+               {"ReduceLogSum", -INFINITY},
+               {"ReduceLogSumExp", -INFINITY},
+               {"ReduceMean", NAN}};
   for (int i = 0; i < ARRAY_LEN(empty); i++) {
     double want[6];
     for (int k = 0; k < 6; k++) want[k] = empty[i].v;
@@ -231,13 +241,14 @@ static void test_reduce_values(void) {
   check_values("ReduceSum-13 noop: x", "ReduceSum", 13, noop, 1, inn, 2, xn, 6, NULL);
   /* empty axes without noop: every dim */
   double all_sq[] = {19.25};
-  check_values("ReduceSumSquare-18 empty axes, no noop: all dims", "ReduceSumSquare", 18, NULL, 0, inn, 2, all_sq,
-               1, NULL);
+  check_values("ReduceSumSquare-18 empty axes, no noop: all dims", "ReduceSumSquare", 18, NULL, 0, inn, 2,
+               all_sq, 1, NULL);
   gc_attrs_free(noop, 1);
 
   /* integer forward */
   double xi[] = {-2, 1, 3, -1, 4, 2};
-  amd_tensor x32 = vals(AMD_INT32, 2, d23, xi), x64 = vals(AMD_INT64, 2, d23, xi), *i32[] = {&x32}, *i64[] = {&x64};
+  amd_tensor x32 = vals(AMD_INT32, 2, d23, xi), x64 = vals(AMD_INT64, 2, d23, xi), *i32[] = {&x32},
+             *i64[] = {&x64};
   int64_t ax0[] = {0};
   Onnx__AttributeProto *a0[] = {gc_attr_ints("axes", 1, ax0), gc_attr_int("keepdims", 0)};
   double imin[] = {-2, 1, 2}, iprod[] = {2, 4, 6}, il1[] = {3, 5, 5}, isq[] = {5, 17, 13}, il2[] = {2, 4, 3};
@@ -264,14 +275,18 @@ static void test_reduce_values(void) {
     char label[96];
     snprintf(label, sizeof label, "ReduceL2-13 bad axes #%d refused", i);
     count(!r.ok && r.st.msg[0], label, "accepted");
-    if (r.ok) fwd_free(&r);
-    else free(r.g.node.attrs);
+    if (r.ok)
+      fwd_free(&r);
+    else
+      free(r.g.node.attrs);
     amd_tensor bi = i64s(nbad[i], bad[i]), *inb[] = {&x, &bi};
     fwd(&r, "ReduceLogSumExp", 18, NULL, 0, inb, 2, 1);
     snprintf(label, sizeof label, "ReduceLogSumExp-18 bad axes input #%d refused", i);
     count(!r.ok && r.st.msg[0], label, "accepted");
-    if (r.ok) fwd_free(&r);
-    else free(r.g.node.attrs);
+    if (r.ok)
+      fwd_free(&r);
+    else
+      free(r.g.node.attrs);
     amd_tensor_free(&bi);
     gc_attrs_free(b, 1);
   }
@@ -289,17 +304,17 @@ static void test_arg(void) {
     int opset, axis, keep, last, ny;
     double want[3];
   } c[] = {
-      {"ArgMax", 13, 1, 1, 0, 2, {1, 0}},      {"ArgMax", 13, 1, 1, 1, 2, {2, 1}},
-      {"ArgMax", 13, -1, 0, 0, 2, {1, 0}},     {"ArgMax", 11, 0, 0, 0, 3, {0, 0, 0}},
-      {"ArgMin", 12, 1, 0, 1, 2, {0, 2}},      {"ArgMin", 12, 1, 1, 0, 2, {0, 2}},
-      {"ArgMin", 1, 0, 1, 0, 3, {1, 1, 1}},    {"ArgMin", 13, -2, 0, 1, 3, {1, 1, 1}},
+      {"ArgMax", 13, 1, 1, 0, 2, {1, 0}},   {"ArgMax", 13, 1, 1, 1, 2, {2, 1}},
+      {"ArgMax", 13, -1, 0, 0, 2, {1, 0}},  {"ArgMax", 11, 0, 0, 0, 3, {0, 0, 0}},
+      {"ArgMin", 12, 1, 0, 1, 2, {0, 2}},   {"ArgMin", 12, 1, 1, 0, 2, {0, 2}},
+      {"ArgMin", 1, 0, 1, 0, 3, {1, 1, 1}}, {"ArgMin", 13, -2, 0, 1, 3, {1, 1, 1}},
   };
   for (int i = 0; i < ARRAY_LEN(c); i++) {
     Onnx__AttributeProto *a[] = {gc_attr_int("axis", c[i].axis), gc_attr_int("keepdims", c[i].keep),
                                  gc_attr_int("select_last_index", c[i].last)};
     char label[128];
-    snprintf(label, sizeof label, "%s-%d axis %d keepdims %d select_last_index %d", c[i].op, c[i].opset, c[i].axis,
-             c[i].keep, c[i].last);
+    snprintf(label, sizeof label, "%s-%d axis %d keepdims %d select_last_index %d", c[i].op, c[i].opset,
+             c[i].axis, c[i].keep, c[i].last);
     fwd_run r;
     fwd(&r, c[i].op, c[i].opset, a, c[i].opset >= 12 ? 3 : 2, in, 1, 1);
     int ok = r.ok && r.out[0].dtype == AMD_INT64 && r.out[0].rank == (c[i].keep ? 2 : 1) &&
@@ -312,8 +327,10 @@ static void test_arg(void) {
   fwd_run r;
   fwd(&r, "ArgMax", 13, b, 1, in, 1, 1);
   count(!r.ok && r.st.msg[0], "ArgMax-13 axis 2 of rank 2 refused", "accepted");
-  if (r.ok) fwd_free(&r);
-  else free(r.g.node.attrs);
+  if (r.ok)
+    fwd_free(&r);
+  else
+    free(r.g.node.attrs);
   gc_attrs_free(b, 1);
   amd_tensor_free(&x);
 }
@@ -367,8 +384,10 @@ static void test_cumsum_values(void) {
   fwd_run r;
   fwd(&r, "CumSum", 11, NULL, 0, inb, 2, 1);
   count(!r.ok && r.st.msg[0], "CumSum-11 axis 1 of rank 1 refused", "accepted");
-  if (r.ok) fwd_free(&r);
-  else free(r.g.node.attrs);
+  if (r.ok)
+    fwd_free(&r);
+  else
+    free(r.g.node.attrs);
   amd_tensor_free(&x);
   amd_tensor_free(&ax);
   amd_tensor_free(&bx);
@@ -378,7 +397,8 @@ static void test_cumsum_values(void) {
 static void test_norms(amd_dtype dt) {
   int64_t d[] = {2, 3, 4, 5}, c[] = {3};
   char label[128];
-  amd_tensor x = gc_tensor(dt, 4, d, -1, 3), s = gc_tensor(dt, 1, c, 0.5, 1.5), b = gc_tensor(dt, 1, c, -1, 1);
+  amd_tensor x = gc_tensor(dt, 4, d, -1, 3), s = gc_tensor(dt, 1, c, 0.5, 1.5),
+             b = gc_tensor(dt, 1, c, -1, 1);
   amd_tensor *in[] = {&x, &s, &b};
   Onnx__AttributeProto *eps[] = {gc_attr_float("epsilon", 1e-3f)};
   snprintf(label, sizeof label, "InstanceNormalization-6 %s", dt_name(dt));
@@ -402,7 +422,8 @@ static void test_norms(amd_dtype dt) {
   for (int p = 1; p <= 2; p++)
     for (int ax = -1; ax <= 1; ax += 2) {
       Onnx__AttributeProto *la[] = {gc_attr_int("p", p), gc_attr_int("axis", ax)};
-      snprintf(label, sizeof label, "LpNormalization-%d p %d axis %d %s", ax < 0 ? 22 : 1, p, ax, dt_name(dt));
+      snprintf(label, sizeof label, "LpNormalization-%d p %d axis %d %s", ax < 0 ? 22 : 1, p, ax,
+               dt_name(dt));
       gradcheck(label, "LpNormalization", ax < 0 ? 22 : 1, la, 2, inl, 1, 1, 1u, tol_for(dt));
       gc_attrs_free(la, 2);
     }
@@ -413,17 +434,20 @@ static void test_norms(amd_dtype dt) {
 static void test_norm_values(void) {
   int64_t d[] = {1, 1, 4}, c[] = {1};
   double xv[] = {1, 2, 3, 6}, one = 1, zero = 0;
-  amd_tensor x = vals(AMD_DOUBLE, 3, d, xv), s = vals(AMD_DOUBLE, 1, c, &one), b = vals(AMD_DOUBLE, 1, c, &zero);
+  amd_tensor x = vals(AMD_DOUBLE, 3, d, xv), s = vals(AMD_DOUBLE, 1, c, &one),
+             b = vals(AMD_DOUBLE, 1, c, &zero);
   amd_tensor *in[] = {&x, &s, &b}, *in1[] = {&x};
   /* mean 3, variance 3.5 */
   double sd = sqrt(3.5), yi[] = {-2 / sd, -1 / sd, 0, 3 / sd};
   Onnx__AttributeProto *e0[] = {gc_attr_float("epsilon", 0)};
-  check_values("InstanceNormalization-6 values (epsilon 0)", "InstanceNormalization", 6, e0, 1, in, 3, yi, 4, NULL);
+  check_values("InstanceNormalization-6 values (epsilon 0)", "InstanceNormalization", 6, e0, 1, in, 3, yi, 4,
+               NULL);
   gc_attrs_free(e0, 1);
   int64_t ax[] = {2};
   Onnx__AttributeProto *m[] = {gc_attr_ints("axes", 1, ax)};
   double ym[] = {-2 / (sd + 1e-9), -1 / (sd + 1e-9), 0, 3 / (sd + 1e-9)};
-  check_values("MeanVarianceNormalization-13 values", "MeanVarianceNormalization", 13, m, 1, in1, 1, ym, 4, NULL);
+  check_values("MeanVarianceNormalization-13 values", "MeanVarianceNormalization", 13, m, 1, in1, 1, ym, 4,
+               NULL);
   gc_attrs_free(m, 1);
   double yl1[] = {1 / 12.0, 2 / 12.0, 3 / 12.0, 6 / 12.0}, n2 = sqrt(50.0);
   double yl2[] = {1 / n2, 2 / n2, 3 / n2, 6 / n2};
@@ -433,11 +457,14 @@ static void test_norm_values(void) {
   fwd_run r;
   fwd(&r, "LpNormalization", 22, p3, 1, in1, 1, 1);
   count(!r.ok && r.st.msg[0], "LpNormalization-22 p 3 refused", "accepted");
-  if (r.ok) fwd_free(&r);
-  else free(r.g.node.attrs);
+  if (r.ok)
+    fwd_free(&r);
+  else
+    free(r.g.node.attrs);
   double z[] = {0, 0, 0, 0};
   amd_tensor x0 = vals(AMD_DOUBLE, 3, d, z), *in0[] = {&x0};
-  check_values("LpNormalization-22 zero vector: 0, gradient 0", "LpNormalization", 22, NULL, 0, in0, 1, z, 4, z);
+  check_values("LpNormalization-22 zero vector: 0, gradient 0", "LpNormalization", 22, NULL, 0, in0, 1, z, 4,
+               z);
   gc_attrs_free(p1, 1);
   gc_attrs_free(p3, 1);
   amd_tensor *all[] = {&x, &s, &b, &x0};
@@ -481,7 +508,8 @@ static void check_acc(const char *label, const char *op, int opset, Onnx__Attrib
 
 static void test_accumulation(void) {
   int64_t d[] = {2, 3, 4}, c[] = {3}, ax1[] = {1};
-  amd_tensor x = reduce_input("ReduceL1", AMD_DOUBLE, 3, d), xp = reduce_input("ReduceProd", AMD_DOUBLE, 3, d);
+  amd_tensor x = reduce_input("ReduceL1", AMD_DOUBLE, 3, d),
+             xp = reduce_input("ReduceProd", AMD_DOUBLE, 3, d);
   amd_tensor s = gc_tensor(AMD_DOUBLE, 1, c, 0.5, 1.5), b = gc_tensor(AMD_DOUBLE, 1, c, -1, 1);
   amd_tensor *in1[] = {&x}, *inp[] = {&xp}, *in3[] = {&x, &s, &b};
   Onnx__AttributeProto *a[] = {gc_attr_ints("axes", 1, ax1)};
@@ -498,7 +526,8 @@ static void test_accumulation(void) {
   check_acc("InstanceNormalization-6 backward accumulates", "InstanceNormalization", 6, NULL, 0, in3, 3, 7u);
   int64_t axes[] = {0, 2};
   Onnx__AttributeProto *m[] = {gc_attr_ints("axes", 2, axes)};
-  check_acc("MeanVarianceNormalization-13 backward accumulates", "MeanVarianceNormalization", 13, m, 1, in1, 1, 1u);
+  check_acc("MeanVarianceNormalization-13 backward accumulates", "MeanVarianceNormalization", 13, m, 1, in1,
+            1, 1u);
   gc_attrs_free(m, 1);
   check_acc("LpNormalization-22 backward accumulates", "LpNormalization", 22, NULL, 0, in1, 1, 1u);
   amd_tensor *all[] = {&x, &xp, &s, &b, &ax};
