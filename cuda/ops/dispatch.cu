@@ -52,6 +52,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_RandomNormalLike] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_Bernoulli] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_ReduceMean] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceSum] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceMax] = {red_forward, red_backward, 0x2u, 0, red_supported};
   t.at[AMD_OP_IDX_ReduceSumSquare] = {red_forward, red_backward, 0x2u, 0, red_supported};
   t.at[AMD_OP_IDX_ReduceL2] = {red_forward, red_backward, 0x2u, 0, red_supported};
   t.at[AMD_OP_IDX_ReduceMin] = {red_forward, red_backward, 0x2u, 0, red_supported};

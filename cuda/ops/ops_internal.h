@@ -175,7 +175,8 @@ int dropout_supported(const amd_node *n, const amd_tensor *const *in);
 int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
 int random_supported(const amd_node *n, const amd_tensor *const *in);
-/* reduce.cu: ReduceMean, ReduceSumSquare, ReduceL2, ReduceMin, ReduceLogSumExp over trailing axes */
+/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp
+ * over trailing axes */
 int red_forward(FWD_ARGS);
 int red_backward(BWD_ARGS);
 int red_supported(const amd_node *n, const amd_tensor *const *in);

@@ -1,14 +1,16 @@
-/* CUDA kernels of ReduceMean, ReduceSumSquare, ReduceL2, ReduceMin and
- * ReduceLogSumExp over trailing axes (src/ops/reduce.c); other axes, the
- * noop form and the other reductions run on the host fallback.
+/* CUDA kernels of ReduceMean, ReduceSum, ReduceMax, ReduceMin,
+ * ReduceSumSquare, ReduceL2 and ReduceLogSumExp over trailing axes
+ * (src/ops/reduce.c); other axes, the noop form and the other reductions
+ * (Prod, L1, LogSum) run on the host fallback.
  *
  * Forward: one thread per output row sums (or folds) its `inner` elements in
  * order, in double, as the CPU does. Backward: one thread per input element
- * (Mean, SumSquare, L2, LogSumExp: the formulas of reduce.c), or per output
- * row for Min (the whole gradient to the first minimum, in memory order). */
+ * (Sum, Mean, SumSquare, L2, LogSumExp: the formulas of reduce.c), or per
+ * output row for Max and Min (the whole gradient to the first extremum, in
+ * memory order). */
 #include "ops_internal.h"
 
-enum { RK_MEAN, RK_SUMSQ, RK_L2, RK_MIN, RK_LSE };
+enum { RK_MEAN, RK_SUM, RK_MAX, RK_SUMSQ, RK_L2, RK_MIN, RK_LSE };
 
 static int red_kind(const amd_node *n) {
   switch (n->op->idx) {
@@ -51,6 +53,12 @@ __global__ void k_red_fwd(int kind, int64_t outer, int64_t inner, const float *x
         double v = row[i];
         if (v < acc || v != v) acc = v;
       }
+    } else if (kind == RK_MAX) {
+      acc = -INFINITY;
+      for (int64_t i = 0; i < inner; i++) {
+        double v = row[i];
+        if (v > acc || v != v) acc = v;
+      }
     } else if (kind == RK_LSE) {
       for (int64_t i = 0; i < inner; i++) {
         double v = row[i];
@@ -59,9 +67,9 @@ __global__ void k_red_fwd(int kind, int64_t outer, int64_t inner, const float *x
       double s = isfinite(m) ? m : 0.0;
       for (int64_t i = 0; i < inner; i++) acc += exp((double)row[i] - s);
       acc = isfinite(m) ? log(acc) + m : m;
-    } else if (kind == RK_MEAN) {
+    } else if (kind == RK_MEAN || kind == RK_SUM) {
       for (int64_t i = 0; i < inner; i++) acc += row[i];
-      acc /= (double)inner;
+      if (kind == RK_MEAN) acc /= (double)inner;
     } else {
       for (int64_t i = 0; i < inner; i++) acc += (double)row[i] * (double)row[i];
       if (kind == RK_L2) acc = sqrt(acc);
@@ -77,6 +85,8 @@ __global__ void k_red_bwd(int kind, int64_t total, int64_t inner, double scale, 
     double gv = g[o], v = x[i], d;
     if (kind == RK_MEAN)
       d = gv * scale;
+    else if (kind == RK_SUM)
+      d = gv;
     else if (kind == RK_SUMSQ)
       d = 2.0 * gv * v;
     else if (kind == RK_L2)
@@ -87,7 +97,7 @@ __global__ void k_red_bwd(int kind, int64_t total, int64_t inner, double scale, 
   }
 }
 
-/* Min: the whole gradient of a row to its first element equal to the minimum. */
+/* Max, Min: the whole gradient of a row to its first element equal to the extremum. */
 __global__ void k_red_bwd_first(int64_t outer, int64_t inner, const float *x, const float *y, const float *g,
                                 float *dx) {
   AMD_CU_LOOP(o, outer) {
@@ -120,7 +130,7 @@ int red_backward(BWD_ARGS) {
   int64_t total = outer * inner;
   if (!total) return 0;
   int kind = red_kind(n);
-  if (kind == RK_MIN) {
+  if (kind == RK_MIN || kind == RK_MAX) {
     k_red_bwd_first<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]),
                                                                           F(dout[0]), F(din[0]));
     AMD_CUDA_CHECK_LAUNCH("k_red_bwd_first", st);
