@@ -18,6 +18,7 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_MatMul] = {matmul_forward, matmul_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported};
   t.at[AMD_OP_IDX_LayerNormalization] = {layernorm_forward, layernorm_backward, 0, 0x7u, layernorm_supported};
+  t.at[AMD_OP_IDX_InstanceNormalization] = {in_forward, in_backward, 0, 0, in_supported};
   t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL};
@@ -84,7 +85,13 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_RandomUniformLike] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_RandomNormalLike] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_Bernoulli] = {random_forward, random_backward, 0, 0, random_supported};
-  t.at[AMD_OP_IDX_ReduceMean] = {mean_forward, mean_backward, 0x2u, 0, mean_supported};
+  t.at[AMD_OP_IDX_ReduceMean] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceSum] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceMax] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceSumSquare] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceL2] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceMin] = {red_forward, red_backward, 0x2u, 0, red_supported};
+  t.at[AMD_OP_IDX_ReduceLogSumExp] = {red_forward, red_backward, 0x2u, 0, red_supported};
   t.at[AMD_OP_IDX_Slice] = {slice_forward, slice_backward, 0x1eu, 0, NULL};
   t.at[AMD_OP_IDX_Split] = {split_forward, split_backward, 0x2u, 0, NULL};
   t.at[AMD_OP_IDX_Expand] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL};

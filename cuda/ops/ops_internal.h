@@ -184,10 +184,15 @@ int gather_backward(BWD_ARGS);
 int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
 int random_supported(const amd_node *n, const amd_tensor *const *in);
-/* reduce.cu: ReduceMean over trailing axes */
-int mean_forward(FWD_ARGS);
-int mean_backward(BWD_ARGS);
-int mean_supported(const amd_node *n, const amd_tensor *const *in);
+/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp
+ * over trailing axes */
+int red_forward(FWD_ARGS);
+int red_backward(BWD_ARGS);
+int red_supported(const amd_node *n, const amd_tensor *const *in);
+/* instnorm.cu: InstanceNormalization */
+int in_forward(FWD_ARGS);
+int in_backward(BWD_ARGS);
+int in_supported(const amd_node *n, const amd_tensor *const *in);
 /* slice.cu: Slice, Split, and Expand and Tile (bcast_) */
 int slice_forward(FWD_ARGS);
 int slice_backward(BWD_ARGS);

@@ -1,11 +1,35 @@
-/* CUDA kernels of ReduceMean over trailing axes (src/ops/reduce.c). */
+/* CUDA kernels of ReduceMean, ReduceSum, ReduceMax, ReduceMin,
+ * ReduceSumSquare, ReduceL2 and ReduceLogSumExp over trailing axes
+ * (src/ops/reduce.c); other axes, the noop form and the other reductions
+ * (Prod, L1, LogSum) run on the host fallback.
+ *
+ * Forward: one thread per output row sums (or folds) its `inner` elements in
+ * order, in double, as the CPU does. Backward: one thread per input element
+ * (Sum, Mean, SumSquare, L2, LogSumExp: the formulas of reduce.c), or per
+ * output row for Max and Min (the whole gradient to the first extremum, in
+ * memory order). */
 #include "ops_internal.h"
 
-/* ================================================================ ReduceMean (trailing axes) */
+enum { RK_MEAN, RK_SUM, RK_MAX, RK_SUMSQ, RK_L2, RK_MIN, RK_LSE };
+
+static int red_kind(const amd_node *n) {
+  switch (n->op->idx) {
+  case AMD_OP_IDX_ReduceSumSquare:
+    return RK_SUMSQ;
+  case AMD_OP_IDX_ReduceL2:
+    return RK_L2;
+  case AMD_OP_IDX_ReduceMin:
+    return RK_MIN;
+  case AMD_OP_IDX_ReduceLogSumExp:
+    return RK_LSE;
+  default:
+    return RK_MEAN;
+  }
+}
 
 /* The [outer, inner] view when the reduced axes are exactly the trailing
- * ones (dims of size 1 ignored); 0 when not. */
-static int mean_view(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *inner) {
+ * ones (dims of size 1 ignored); 0 when not (and for the noop form). */
+static int red_view(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *inner) {
   amd_status st;
   int mask[AMD_MAX_RANK];
   const amd_tensor *x = in[0];
@@ -19,42 +43,106 @@ static int mean_view(const amd_node *n, const amd_tensor *const *in, int64_t *ou
   return *inner > 0;
 }
 
-__global__ void k_mean_fwd(int64_t outer, int64_t inner, const float *x, float *y) {
+__global__ void k_red_fwd(int kind, int64_t outer, int64_t inner, const float *x, float *y) {
   AMD_CU_LOOP(o, outer) {
-    double acc = 0;
-    for (int64_t i = 0; i < inner; i++) acc += x[o * inner + i];
-    y[o] = (float)(acc / (double)inner);
+    const float *row = x + o * inner;
+    double acc = 0, m = -INFINITY;
+    if (kind == RK_MIN) {
+      acc = INFINITY;
+      for (int64_t i = 0; i < inner; i++) {
+        double v = row[i];
+        if (v < acc || v != v) acc = v;
+      }
+    } else if (kind == RK_MAX) {
+      acc = -INFINITY;
+      for (int64_t i = 0; i < inner; i++) {
+        double v = row[i];
+        if (v > acc || v != v) acc = v;
+      }
+    } else if (kind == RK_LSE) {
+      for (int64_t i = 0; i < inner; i++) {
+        double v = row[i];
+        if (v > m || v != v) m = v;
+      }
+      double s = isfinite(m) ? m : 0.0;
+      for (int64_t i = 0; i < inner; i++) acc += exp((double)row[i] - s);
+      acc = isfinite(m) ? log(acc) + m : m;
+    } else if (kind == RK_MEAN || kind == RK_SUM) {
+      for (int64_t i = 0; i < inner; i++) acc += row[i];
+      if (kind == RK_MEAN) acc /= (double)inner;
+    } else {
+      for (int64_t i = 0; i < inner; i++) acc += (double)row[i] * (double)row[i];
+      if (kind == RK_L2) acc = sqrt(acc);
+    }
+    y[o] = (float)acc;
   }
 }
 
-__global__ void k_mean_bwd(int64_t total, int64_t inner, double scale, const float *g, float *dx) {
-  AMD_CU_LOOP(i, total) dx[i] += (float)(g[i / inner] * scale);
+__global__ void k_red_bwd(int kind, int64_t total, int64_t inner, double scale, const float *x,
+                          const float *y, const float *g, float *dx) {
+  AMD_CU_LOOP(i, total) {
+    int64_t o = i / inner;
+    double gv = g[o], v = x[i], d;
+    if (kind == RK_MEAN)
+      d = gv * scale;
+    else if (kind == RK_SUM)
+      d = gv;
+    else if (kind == RK_SUMSQ)
+      d = 2.0 * gv * v;
+    else if (kind == RK_L2)
+      d = y[o] != 0 ? gv * v / (double)y[o] : 0.0;
+    else
+      d = gv * exp(v - (double)y[o]); /* RK_LSE */
+    dx[i] += (float)d;
+  }
 }
 
-int mean_forward(FWD_ARGS) {
+/* Max, Min: the whole gradient of a row to its first element equal to the extremum. */
+__global__ void k_red_bwd_first(int64_t outer, int64_t inner, const float *x, const float *y, const float *g,
+                                float *dx) {
+  AMD_CU_LOOP(o, outer) {
+    const float *row = x + o * inner;
+    const float m = y[o];
+    for (int64_t i = 0; i < inner; i++)
+      if (row[i] == m || (row[i] != row[i] && m != m)) {
+        dx[o * inner + i] += g[o];
+        break;
+      }
+  }
+}
+
+int red_forward(FWD_ARGS) {
   (void)ctx;
   int64_t outer, inner;
-  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  if (!red_view(n, in, &outer, &inner)) return amd_fail(st, "%s: not over trailing axes", n->op->name);
   if (!outer) return 0;
-  k_mean_fwd<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]));
-  AMD_CUDA_CHECK_LAUNCH("k_mean_fwd", st);
+  k_red_fwd<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(red_kind(n), outer, inner, F(in[0]),
+                                                                  F(&out[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_red_fwd", st);
   return 0;
 }
 
-int mean_backward(BWD_ARGS) {
-  (void)ctx, (void)out;
+int red_backward(BWD_ARGS) {
+  (void)ctx;
   if (!dout[0] || !din[0]) return 0;
   int64_t outer, inner;
-  if (!mean_view(n, in, &outer, &inner)) return amd_fail(st, "ReduceMean: not over trailing axes");
+  if (!red_view(n, in, &outer, &inner)) return amd_fail(st, "%s: not over trailing axes", n->op->name);
   int64_t total = outer * inner;
   if (!total) return 0;
-  k_mean_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, inner, (double)outer / (double)total,
-                                                              F(dout[0]), F(din[0]));
-  AMD_CUDA_CHECK_LAUNCH("k_mean_bwd", st);
+  int kind = red_kind(n);
+  if (kind == RK_MIN || kind == RK_MAX) {
+    k_red_bwd_first<<<amd_cu_blocks(outer, 128), 128, 0, amd_cu.stream>>>(outer, inner, F(in[0]), F(&out[0]),
+                                                                          F(dout[0]), F(din[0]));
+    AMD_CUDA_CHECK_LAUNCH("k_red_bwd_first", st);
+    return 0;
+  }
+  k_red_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(
+      kind, total, inner, (double)outer / (double)total, F(in[0]), F(&out[0]), F(dout[0]), F(din[0]));
+  AMD_CUDA_CHECK_LAUNCH("k_red_bwd", st);
   return 0;
 }
 
-int mean_supported(const amd_node *n, const amd_tensor *const *in) {
+int red_supported(const amd_node *n, const amd_tensor *const *in) {
   int64_t o, i;
-  return !in || (in[0] && mean_view(n, in, &o, &i));
+  return !in || (in[0] && red_view(n, in, &o, &i));
 }

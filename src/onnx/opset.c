@@ -87,6 +87,8 @@ static const equivalent_version equivalents[] = {
      "apply only to those types, which CastLike refuses"},
     {AMD_OP_IDX_Size, 13, 25, 1, "13-25 add bfloat16, float8, int4, float4, float8e8m0 and int2 input types"},
     {AMD_OP_IDX_EyeLike, 22, 22, 9, "22 adds bfloat16"},
+    {AMD_OP_IDX_ReduceLogSum, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
+    {AMD_OP_IDX_ReduceLogSumExp, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
 };
 
 int amd_onnx_newest_opset(void) { return AMD_ONNX_NEWEST_OPSET; }

@@ -140,7 +140,7 @@ typedef struct amd_sm_attrs {
 int amd_sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64_t *len, int64_t *inner,
                 amd_status *st);
 
-/* ---- ReduceMean, ReduceSum, ReduceMax (reduce.c) ---- */
+/* ---- the reductions ReduceMean ... ReduceSumSquare (reduce.c) ---- */
 typedef struct amd_red_attrs {
   int keepdims;
   int noop_with_empty_axes;
@@ -152,6 +152,15 @@ typedef struct amd_red_attrs {
 /* Which dims are reduced (mask[d] = 1). Returns 1 when the node is a no-op
  * (empty axes with noop_with_empty_axes), 0 otherwise, -1 on error. */
 int amd_red_mask(const amd_node *n, const amd_tensor *const *in, int *mask, amd_status *st);
+
+/* ---- InstanceNormalization, MeanVarianceNormalization, LpNormalization (instnorm.c) ---- */
+typedef struct amd_grp_attrs {
+  double epsilon; /* InstanceNormalization */
+  int n_axes;     /* MeanVarianceNormalization */
+  int64_t axes[AMD_MAX_RANK];
+  int64_t axis; /* LpNormalization */
+  int p;
+} amd_grp_attrs;
 
 /* ---- shape ops (shape.c) ---- */
 /* A single int64 axis attribute (Flatten, Concat, Gather). */

@@ -9,7 +9,9 @@
  *   pool.c: MaxPool AveragePool GlobalAveragePool GlobalMaxPool
  *   activation.c: Relu ... Reciprocal elementwise.c: Add Sub Mul Div Pow Min Max
  *   logic.c: Where Equal ... Xor ConstantOfShape Range
- *   reduce.c: ReduceMean ReduceSum ReduceMax   softmax.c: Softmax LogSoftmax
+ *   reduce.c: ReduceMean ReduceSum ReduceMax ReduceMin ... ReduceSumSquare   argmax.c: ArgMax ArgMin
+ *   softmax.c: Softmax LogSoftmax Hardmax CumSum   instnorm.c: InstanceNormalization
+ *     MeanVarianceNormalization LpNormalization
  *   shape.c: Flatten ... Dropout   constant.c: Constant Cast   pad.c: Pad
  *   random.c: RandomUniform RandomNormal RandomUniformLike RandomNormalLike Bernoulli
  *   slice.c: Slice Split           expand.c: Expand Tile ScatterND
@@ -19,6 +21,9 @@ AMD_OP(Gemm)
 AMD_OP(MatMul)
 AMD_OP(BatchNormalization)
 AMD_OP(LayerNormalization)
+AMD_OP(InstanceNormalization)
+AMD_OP(MeanVarianceNormalization)
+AMD_OP(LpNormalization)
 AMD_OP(LRN)
 AMD_OP(MaxPool)
 AMD_OP(AveragePool)
@@ -91,6 +96,17 @@ AMD_OP(Range)
 AMD_OP(ReduceMean)
 AMD_OP(ReduceSum)
 AMD_OP(ReduceMax)
+AMD_OP(ReduceMin)
+AMD_OP(ReduceProd)
+AMD_OP(ReduceL1)
+AMD_OP(ReduceL2)
+AMD_OP(ReduceLogSum)
+AMD_OP(ReduceLogSumExp)
+AMD_OP(ReduceSumSquare)
+AMD_OP(ArgMax)
+AMD_OP(ArgMin)
+AMD_OP(Hardmax)
+AMD_OP(CumSum)
 AMD_OP(Softmax)
 AMD_OP(LogSoftmax)
 AMD_OP(NegativeLogLikelihoodLoss)

@@ -1,20 +1,42 @@
-/* Reductions: ReduceMean, ReduceSum, ReduceMax.
+/* Reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd,
+ * ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare.
  *
  * Axes come from the `axes` attribute (ReduceSum before 13, the others before
  * 18) or from the optional second input (ReduceSum since 13, all since 18).
  * Absent or empty axes reduce every dim, unless noop_with_empty_axes=1 (the
- * input-form versions), which passes the input through unchanged. keepdims
- * (default 1) keeps reduced dims as size 1.
+ * input-form versions): then no dim is reduced, so each output element is its
+ * input element alone: x for Sum, Mean, Max, Min, Prod and LogSumExp, |x|
+ * for L1 and L2, x^2 for SumSquare, log(x) for LogSum (as ONNX's reference
+ * computes it). keepdims (default 1) keeps reduced dims as size 1. Negative
+ * axes count from the back; an axis out of range or repeated fails.
+ *
+ * Versions: Mean 1, 11, 13, 18; Sum 1, 11, 13; Max and Min 1, 11, 12, 13, 18,
+ * 20; Prod, L1, L2, SumSquare 1, 11, 13, 18; LogSum, LogSumExp 1, 11, 13, 18
+ * (12 and 20 add types; 11 allows negative axes, which every version here
+ * accepts).
  *
  * The forward pass collapses adjacent dims that are both reduced or both kept,
  * then walks the input once in order, accumulating into a per-output buffer
  * (double for floating types, int64 / uint64 for integers); the innermost dim
  * is either one running accumulator (reduced) or a contiguous output run (kept).
- * Empty reductions give 0 (Sum), NaN (Mean) and -inf / the type minimum (Max).
- * Integer means truncate toward zero, as numpy's mean cast back does.
+ * Sum, Mean and Max run on the input's own type; the other kinds first copy
+ * the input to double (floating types, and L2 / LogSum / LogSumExp of
+ * integers, whose result is truncated back) or int64 (Min, Prod, L1 and
+ * SumSquare of integers; uint64 is refused for them). LogSumExp is
+ * max + log(sum exp(x - max)). Empty reductions (a zero-size reduced dim)
+ * give the identity of the fold: 0 (Sum, L1, L2, SumSquare), NaN (Mean),
+ * -inf / the type minimum (Max), +inf / the type maximum (Min), 1 (Prod),
+ * -inf (LogSum, LogSumExp). Integer means truncate toward zero, as numpy's
+ * mean cast back does. NaN propagates through Max and Min.
  *
- * Backward (float, double) ACCUMULATES (+=) into din[0]; ReduceMax sends the
- * gradient to the first maximum only. The axes input is not differentiable. */
+ * Backward (float, double) ACCUMULATES (+=) into din[0], with g = dY at the
+ * element's output and y = Y there:
+ *   Sum g, Mean g / count, Max and Min: all of g to the first extremum (in
+ *   memory order, the row-major order of the reduced dims), Prod: g times the
+ *   product of the other elements (exact with zeros: counted apart), L1:
+ *   g sign(x), L2: g x / y (0 where y = 0: the subgradient of |.| at 0),
+ *   SumSquare 2 g x, LogSum g / exp(y), LogSumExp g exp(x - y).
+ * The axes input is not differentiable. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,9 +44,7 @@
 
 #include "attrs.h"
 
-enum { RED_SUM, RED_MEAN, RED_MAX };
-
-
+enum { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD, RED_L1, RED_L2, RED_LOGSUM, RED_LOGSUMEXP, RED_SUMSQ };
 
 static int red_parse_common(amd_node *n, const amd_attr_list *p, int input_since, amd_status *st) {
   amd_red_attrs *a = amd_attrs_new(n, sizeof *a, st);
@@ -43,7 +63,8 @@ static int red_parse_common(amd_node *n, const amd_attr_list *p, int input_since
 static int sum_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return red_parse_common(n, p, 13, st);
 }
-static int mean_max_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+/* every reduction but ReduceSum: axes as input since 18 */
+static int red18_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return red_parse_common(n, p, 18, st);
 }
 
@@ -51,10 +72,12 @@ static int red_dtype_ok(amd_dtype t, int kind) {
   switch (t) {
   case AMD_FLOAT: case AMD_DOUBLE: case AMD_FLOAT16: case AMD_BFLOAT16:
   case AMD_INT8: case AMD_INT16: case AMD_INT32: case AMD_INT64:
-  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32: case AMD_UINT64:
+  case AMD_UINT8: case AMD_UINT16: case AMD_UINT32:
     return 1;
   case AMD_BOOL:
-    return kind == RED_MAX;
+    return kind == RED_MAX || kind == RED_MIN;
+  case AMD_UINT64: /* the int64 accumulators of the other kinds cannot hold it */
+    return kind == RED_SUM || kind == RED_MEAN || kind == RED_MAX;
   default:
     return 0;
   }
@@ -236,6 +259,157 @@ RED_KERNELS(u32, uint32_t, int64_t, LOAD_ID)
 RED_KERNELS(u64, uint64_t, uint64_t, LOAD_ID)
 RED_MAX_KERNEL(b8, uint8_t, int64_t, LOAD_ID)
 
+/* ---- the other kinds: folds over a double or int64 copy of the input ----
+ * FOLD(a, v) updates the accumulator a with the element v. */
+#define RED_FOLD_KERNEL(NAME, T, FOLD)                                                             \
+  static void NAME(const T *x, T *acc, const red_plan *p) {                                        \
+    RED_WALK(p, {                                                                                  \
+      const T *row = x + xi;                                                                       \
+      if (p->inner_reduced) {                                                                      \
+        T a_ = acc[oi];                                                                            \
+        for (int64_t i = 0; i < inner; i++) FOLD(a_, row[i]);                                      \
+        acc[oi] = a_;                                                                              \
+      } else {                                                                                     \
+        T *o = acc + oi;                                                                           \
+        for (int64_t i = 0; i < inner; i++) FOLD(o[i], row[i]);                                    \
+      }                                                                                            \
+    });                                                                                            \
+  }
+
+#define FOLD_MIN(a, v) if ((v) < (a) || (v) != (v)) (a) = (v)
+#define FOLD_MAX(a, v) if ((v) > (a) || (v) != (v)) (a) = (v)
+#define FOLD_SUM(a, v) (a) += (v)
+#define FOLD_PROD(a, v) (a) *= (v)
+#define FOLD_ABS_D(a, v) (a) += fabs(v)
+#define FOLD_ABS_I(a, v) (a) += (v) < 0 ? -(v) : (v)
+#define FOLD_SQ(a, v) (a) += (v) * (v)
+
+RED_FOLD_KERNEL(fold_min_d, double, FOLD_MIN)
+RED_FOLD_KERNEL(fold_max_d, double, FOLD_MAX)
+RED_FOLD_KERNEL(fold_sum_d, double, FOLD_SUM)
+RED_FOLD_KERNEL(fold_prod_d, double, FOLD_PROD)
+RED_FOLD_KERNEL(fold_abs_d, double, FOLD_ABS_D)
+RED_FOLD_KERNEL(fold_sq_d, double, FOLD_SQ)
+RED_FOLD_KERNEL(fold_min_i, int64_t, FOLD_MIN)
+RED_FOLD_KERNEL(fold_prod_i, int64_t, FOLD_PROD)
+RED_FOLD_KERNEL(fold_abs_i, int64_t, FOLD_ABS_I)
+RED_FOLD_KERNEL(fold_sq_i, int64_t, FOLD_SQ)
+
+/* x[i] = exp(x[i] - m[o(i)]) (LogSumExp's shifted terms; m non-finite: 0) */
+static void lse_shift(double *x, const double *m, const red_plan *p) {
+  RED_WALK(p, {
+    double *row = x + xi;
+    for (int64_t i = 0; i < inner; i++) {
+      double s = m[p->inner_reduced ? oi : oi + i];
+      row[i] = exp(row[i] - (isfinite(s) ? s : 0.0));
+    }
+  });
+}
+
+static int64_t int_max_of(amd_dtype t) {
+  switch (t) {
+  case AMD_INT8: return INT8_MAX;
+  case AMD_INT16: return INT16_MAX;
+  case AMD_INT32: return INT32_MAX;
+  case AMD_INT64: return INT64_MAX;
+  case AMD_UINT8: return UINT8_MAX;
+  case AMD_UINT16: return UINT16_MAX;
+  case AMD_UINT32: return UINT32_MAX;
+  default: return 1; /* bool */
+  }
+}
+
+/* Min, Prod, L1, SumSquare of integer types, in int64. */
+static int red_fold_int(int kind, const amd_tensor *x, amd_tensor *o, const red_plan *p, amd_status *st) {
+  int64_t n_out = amd_tensor_numel(o);
+  int64_t *xi = malloc((size_t)(p->n_in ? p->n_in : 1) * sizeof *xi);
+  int64_t *acc = malloc((size_t)n_out * sizeof *acc);
+  if (!xi || !acc) {
+    free(xi), free(acc);
+    return amd_fail(st, "out of memory");
+  }
+  for (int64_t i = 0; i < p->n_in; i++) xi[i] = amd_tensor_get_i64(x, i);
+  for (int64_t i = 0; i < n_out; i++) acc[i] = kind == RED_MIN ? int_max_of(x->dtype) : kind == RED_PROD;
+  if (p->n_in > 0) {
+    if (kind == RED_MIN) fold_min_i(xi, acc, p);
+    else if (kind == RED_PROD) fold_prod_i(xi, acc, p);
+    else if (kind == RED_L1) fold_abs_i(xi, acc, p);
+    else fold_sq_i(xi, acc, p);
+  }
+  for (int64_t i = 0; i < n_out; i++) amd_tensor_set_i64(o, i, acc[i]);
+  free(xi);
+  free(acc);
+  return 0;
+}
+
+/* The other kinds in double (floating types; L2, LogSum, LogSumExp of
+ * integers, truncated back). */
+static int red_fold_double(int kind, const amd_tensor *x, amd_tensor *o, const red_plan *p, amd_status *st) {
+  int64_t n_out = amd_tensor_numel(o);
+  double *xd = malloc((size_t)(p->n_in ? p->n_in : 1) * sizeof *xd);
+  double *acc = malloc((size_t)n_out * sizeof *acc), *m = NULL;
+  if (kind == RED_LOGSUMEXP) m = malloc((size_t)n_out * sizeof *m);
+  if (!xd || !acc || (kind == RED_LOGSUMEXP && !m)) {
+    free(xd), free(acc), free(m);
+    return amd_fail(st, "out of memory");
+  }
+  if (x->dtype == AMD_FLOAT) {
+    const float *xf = x->data;
+    for (int64_t i = 0; i < p->n_in; i++) xd[i] = xf[i];
+  } else {
+    for (int64_t i = 0; i < p->n_in; i++) xd[i] = amd_tensor_get_f64(x, i);
+  }
+  for (int64_t i = 0; i < n_out; i++) acc[i] = kind == RED_MIN ? INFINITY : kind == RED_PROD ? 1.0 : 0.0;
+  if (p->n_in > 0) {
+    switch (kind) {
+    case RED_MIN: fold_min_d(xd, acc, p); break;
+    case RED_PROD: fold_prod_d(xd, acc, p); break;
+    case RED_L1: fold_abs_d(xd, acc, p); break;
+    case RED_L2: case RED_SUMSQ: fold_sq_d(xd, acc, p); break;
+    case RED_LOGSUM: fold_sum_d(xd, acc, p); break;
+    case RED_LOGSUMEXP:
+      for (int64_t i = 0; i < n_out; i++) m[i] = -INFINITY;
+      fold_max_d(xd, m, p);
+      lse_shift(xd, m, p);
+      fold_sum_d(xd, acc, p);
+      break;
+    }
+  }
+  for (int64_t i = 0; i < n_out; i++) {
+    double v = acc[i];
+    if (kind == RED_L2) v = sqrt(v);
+    else if (kind == RED_LOGSUM) v = log(v);
+    else if (kind == RED_LOGSUMEXP) v = isfinite(m[i]) ? log(v) + m[i] : m[i];
+    if (x->dtype == AMD_FLOAT) ((float *)o->data)[i] = (float)v;
+    else if (x->dtype == AMD_DOUBLE) ((double *)o->data)[i] = v;
+    else if (x->dtype == AMD_FLOAT16 || x->dtype == AMD_BFLOAT16) amd_tensor_set_f64(o, i, v);
+    else amd_tensor_set_i64(o, i, isfinite(v) ? (int64_t)v : (v > 0 ? INT64_MAX : INT64_MIN));
+  }
+  free(xd);
+  free(acc);
+  free(m);
+  return 0;
+}
+
+/* Forward of the kinds beyond Sum, Mean and Max. */
+static int red_forward_fold(int kind, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+                            amd_status *st) {
+  const amd_tensor *x = in[0];
+  int mask[AMD_MAX_RANK];
+  int r = amd_red_mask(n, in, mask, st);
+  if (r < 0) return -1;
+  if (r == 1) /* noop: no dim reduced, each element alone */
+    for (int d = 0; d < x->rank; d++) mask[d] = 0;
+  red_plan p;
+  red_make_plan(x, mask, &p);
+  if (amd_tensor_numel(&out[0]) == 0) return 0;
+  amd_dtype t = x->dtype;
+  int is_fp = t == AMD_FLOAT || t == AMD_DOUBLE || t == AMD_FLOAT16 || t == AMD_BFLOAT16;
+  if (!is_fp && (kind == RED_MIN || kind == RED_PROD || kind == RED_L1 || kind == RED_SUMSQ))
+    return red_fold_int(kind, x, &out[0], &p, st);
+  return red_fold_double(kind, x, &out[0], &p, st);
+}
+
 static int64_t int_min_of(amd_dtype t) {
   switch (t) {
   case AMD_INT8: return INT8_MIN;
@@ -248,6 +422,7 @@ static int64_t int_min_of(amd_dtype t) {
 
 static int red_forward_kind(int kind, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
                             amd_status *st) {
+  if (kind > RED_MAX) return red_forward_fold(kind, n, in, out, st);
   const amd_tensor *x = in[0];
   amd_tensor *o = &out[0];
   int mask[AMD_MAX_RANK];
@@ -347,39 +522,84 @@ static int red_forward_kind(int kind, const amd_node *n, const amd_tensor *const
 RED_OP(sum, RED_SUM)
 RED_OP(mean, RED_MEAN)
 RED_OP(max, RED_MAX)
+RED_OP(min, RED_MIN)
+RED_OP(prod, RED_PROD)
+RED_OP(l1, RED_L1)
+RED_OP(l2, RED_L2)
+RED_OP(logsum, RED_LOGSUM)
+RED_OP(logsumexp, RED_LOGSUMEXP)
+RED_OP(sumsq, RED_SUMSQ)
 
-/* ---- backward (float, double; ACCUMULATES += into din[0]) ----
- * Sum: dx[i] += g[o(i)]; Mean: dx[i] += g[o(i)] / count; Max: the whole
- * g[o] goes to the first input element (in memory order, which is the
- * row-major order of the reduced dims) equal to the output max. */
+/* ---- backward (float, double; ACCUMULATES += into din[0]; the formulas in
+ * the header). aux (Prod only): per output, the count of zeros and the
+ * product of the other elements. ---- */
+
+/* d(kind's y)/dx times g at one element v (not Sum, Mean, Max, Min, Prod). */
+static double red_dx(int kind, double v, double y, double g) {
+  switch (kind) {
+  case RED_L1: return v > 0 ? g : v < 0 ? -g : 0.0;
+  case RED_L2: return y != 0 ? g * v / y : 0.0;
+  case RED_SUMSQ: return 2.0 * g * v;
+  case RED_LOGSUM: return g / exp(y);
+  default: return g * exp(v - y); /* RED_LOGSUMEXP */
+  }
+}
 
 #define RED_BWD_KERNEL(SUF, T)                                                                   \
   static void red_bwd_##SUF(int kind, const T *x, const T *y, const T *g, T *dx, double scale,   \
-                            unsigned char *done, const red_plan *p) {                            \
+                            unsigned char *done, const double *aux, const red_plan *p) {         \
     RED_WALK(p, {                                                                                \
       const T *row = x + xi;                                                                     \
       T *drow = dx + xi;                                                                         \
-      if (kind != RED_MAX) {                                                                     \
+      if (kind == RED_SUM || kind == RED_MEAN) {                                                 \
         if (p->inner_reduced) {                                                                  \
           T v = (T)(g[oi] * scale);                                                              \
           for (int64_t i = 0; i < inner; i++) drow[i] += v;                                      \
         } else {                                                                                 \
           for (int64_t i = 0; i < inner; i++) drow[i] += (T)(g[oi + i] * scale);                 \
         }                                                                                        \
-      } else {                                                                                   \
+      } else if (kind == RED_MAX || kind == RED_MIN) {                                           \
         for (int64_t i = 0; i < inner; i++) {                                                    \
           int64_t o = p->inner_reduced ? oi : oi + i;                                            \
-          if (!done[o] && row[i] == y[o]) {                                                      \
+          if (!done[o] && (row[i] == y[o] || (row[i] != row[i] && y[o] != y[o]))) {              \
             drow[i] += g[o];                                                                     \
             done[o] = 1;                                                                         \
           }                                                                                      \
         }                                                                                        \
+      } else if (kind == RED_PROD) {                                                             \
+        for (int64_t i = 0; i < inner; i++) {                                                    \
+          int64_t o = p->inner_reduced ? oi : oi + i;                                            \
+          double zc = aux[2 * o];                                                                \
+          double pnz = aux[2 * o + 1];                                                           \
+          if (zc == 0) drow[i] += (T)(g[o] * (pnz / row[i]));                                    \
+          else if (zc == 1 && row[i] == 0) drow[i] += (T)(g[o] * pnz);                           \
+        }                                                                                        \
+      } else {                                                                                   \
+        for (int64_t i = 0; i < inner; i++) {                                                    \
+          int64_t o = p->inner_reduced ? oi : oi + i;                                            \
+          drow[i] += (T)red_dx(kind, row[i], y[o], g[o]);                                        \
+        }                                                                                        \
+      }                                                                                          \
+    });                                                                                          \
+  }
+
+/* Prod's aux: aux[2o] = zeros in the group, aux[2o + 1] = product of the nonzero ones. */
+#define RED_PROD_AUX(SUF, T)                                                                     \
+  static void red_prod_aux_##SUF(const T *x, double *aux, const red_plan *p) {                   \
+    RED_WALK(p, {                                                                                \
+      const T *row = x + xi;                                                                     \
+      for (int64_t i = 0; i < inner; i++) {                                                      \
+        int64_t o = p->inner_reduced ? oi : oi + i;                                              \
+        if (row[i] == 0) aux[2 * o] += 1;                                                        \
+        else aux[2 * o + 1] *= row[i];                                                           \
       }                                                                                          \
     });                                                                                          \
   }
 
 RED_BWD_KERNEL(f32, float)
 RED_BWD_KERNEL(f64, double)
+RED_PROD_AUX(f32, float)
+RED_PROD_AUX(f64, double)
 
 static int red_backward_kind(int kind, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
                              const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
@@ -392,33 +612,32 @@ static int red_backward_kind(int kind, const amd_node *n, const amd_tensor *cons
   int mask[AMD_MAX_RANK];
   int r = amd_red_mask(n, in, mask, st);
   if (r < 0) return -1;
+  if (r == 1) /* noop: no dim reduced (for Sum, Mean, Max and Min a pass-through) */
+    for (int d = 0; d < x->rank; d++) mask[d] = 0;
   int64_t n_in = amd_tensor_numel(x);
-  if (r == 1) { /* no-op: pass-through */
-    if (t == AMD_FLOAT) {
-      float *d = dx->data;
-      const float *g = dout[0]->data;
-      for (int64_t i = 0; i < n_in; i++) d[i] += g[i];
-    } else {
-      double *d = dx->data;
-      const double *g = dout[0]->data;
-      for (int64_t i = 0; i < n_in; i++) d[i] += g[i];
-    }
-    return 0;
-  }
   if (n_in == 0) return 0;
   red_plan p;
   red_make_plan(x, mask, &p);
   double scale = kind == RED_MEAN ? (double)p.n_out / (double)n_in : 1.0;
   unsigned char *done = NULL;
-  if (kind == RED_MAX) {
+  double *aux = NULL;
+  if (kind == RED_MAX || kind == RED_MIN) {
     done = calloc((size_t)p.n_out, 1);
     if (!done) return amd_fail(st, "out of memory");
   }
+  if (kind == RED_PROD) {
+    aux = malloc((size_t)p.n_out * 2 * sizeof *aux);
+    if (!aux) return amd_fail(st, "out of memory");
+    for (int64_t o = 0; o < p.n_out; o++) aux[2 * o] = 0, aux[2 * o + 1] = 1;
+    if (t == AMD_FLOAT) red_prod_aux_f32(x->data, aux, &p);
+    else red_prod_aux_f64(x->data, aux, &p);
+  }
   if (t == AMD_FLOAT)
-    red_bwd_f32(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, &p);
+    red_bwd_f32(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, aux, &p);
   else
-    red_bwd_f64(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, &p);
+    red_bwd_f64(kind, x->data, out[0].data, dout[0]->data, dx->data, scale, done, aux, &p);
   free(done);
+  free(aux);
   return 0;
 }
 
@@ -433,11 +652,18 @@ static int red_backward_kind(int kind, const amd_node *n, const amd_tensor *cons
 RED_BWD(sum, RED_SUM)
 RED_BWD(mean, RED_MEAN)
 RED_BWD(max, RED_MAX)
+RED_BWD(min, RED_MIN)
+RED_BWD(prod, RED_PROD)
+RED_BWD(l1, RED_L1)
+RED_BWD(l2, RED_L2)
+RED_BWD(logsum, RED_LOGSUM)
+RED_BWD(logsumexp, RED_LOGSUMEXP)
+RED_BWD(sumsq, RED_SUMSQ)
 
 const amd_op amd_op_ReduceMean = {.name = "ReduceMean",
                                   .idx = AMD_OP_IDX_ReduceMean,
                                   .since = {1, 11, 13, 18},
-                                  .parse = mean_max_parse,
+                                  .parse = red18_parse,
                                   .infer = mean_infer,
                                   .forward = mean_forward,
                                   .backward = mean_backward,
@@ -453,8 +679,26 @@ const amd_op amd_op_ReduceSum = {.name = "ReduceSum",
 const amd_op amd_op_ReduceMax = {.name = "ReduceMax",
                                  .idx = AMD_OP_IDX_ReduceMax,
                                  .since = {1, 11, 12, 13, 18, 20},
-                                 .parse = mean_max_parse,
+                                 .parse = red18_parse,
                                  .infer = max_infer,
                                  .forward = max_forward,
                                  .backward = max_backward,
                                  .nondiff_inputs = 1u << 1};
+
+#define RED_DESC(NAME, FN, ...)                                                                   \
+  const amd_op amd_op_##NAME = {.name = #NAME,                                                    \
+                                .idx = AMD_OP_IDX_##NAME,                                         \
+                                .since = {__VA_ARGS__},                                           \
+                                .parse = red18_parse,                                             \
+                                .infer = FN##_infer,                                              \
+                                .forward = FN##_forward,                                          \
+                                .backward = FN##_backward,                                        \
+                                .nondiff_inputs = 1u << 1};
+
+RED_DESC(ReduceMin, min, 1, 11, 12, 13, 18, 20)
+RED_DESC(ReduceProd, prod, 1, 11, 13, 18)
+RED_DESC(ReduceL1, l1, 1, 11, 13, 18)
+RED_DESC(ReduceL2, l2, 1, 11, 13, 18)
+RED_DESC(ReduceLogSum, logsum, 1, 11, 13, 18)
+RED_DESC(ReduceLogSumExp, logsumexp, 1, 11, 13, 18)
+RED_DESC(ReduceSumSquare, sumsq, 1, 11, 13, 18)

@@ -1,4 +1,4 @@
-/* Softmax and LogSoftmax.
+/* Softmax and LogSoftmax; Hardmax and CumSum (the same row views) at the end.
  *
  * Before opset 13 the input is coerced to 2-D at `axis` (default 1): rows are
  * the dims before axis, and the softmax runs over all trailing dims flattened.
@@ -248,3 +248,184 @@ const amd_op amd_op_LogSoftmax = {.name = "LogSoftmax",
                                   .infer = sm_infer,
                                   .forward = logsoftmax_forward,
                                   .backward = logsoftmax_backward};
+
+/* ---- Hardmax (1, 11, 13) ----
+ * 1 at the first maximum of each row of the Softmax view (coerced 2-D at
+ * `axis`, default 1, before 13; the single dim `axis`, default -1, since 13),
+ * 0 elsewhere; a NaN counts as the maximum (the first one), as numpy's argmax.
+ * 13 adds bfloat16 only. Types: float, double, float16, bfloat16.
+ * Backward: the output is piecewise constant, so the gradient is zero: the
+ * backward adds nothing (it exists so that a graph with Hardmax trains). */
+static int hardmax_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  (void)ctx;
+  const amd_tensor *x = in[0];
+  int64_t outer, len, inner;
+  if (amd_sm_view(n, x, &outer, &len, &inner, st)) return -1;
+  for (int64_t i = 0; i < amd_tensor_numel(x); i++) amd_tensor_set_f64(&out[0], i, 0.0);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < inner && len > 0; j++) {
+      int64_t base = o * len * inner + j, bi = 0;
+      double best = amd_tensor_get_f64(x, base);
+      for (int64_t i = 1; i < len && !isnan(best); i++) {
+        double v = amd_tensor_get_f64(x, base + i * inner);
+        if (v > best || isnan(v)) best = v, bi = i;
+      }
+      amd_tensor_set_f64(&out[0], base + bi * inner, 1.0);
+    }
+  return 0;
+}
+
+static int hardmax_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                            const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                            amd_status *st) {
+  (void)n, (void)ctx, (void)in, (void)out, (void)dout, (void)din, (void)st;
+  return 0; /* zero gradient */
+}
+
+const amd_op amd_op_Hardmax = {.name = "Hardmax",
+                               .idx = AMD_OP_IDX_Hardmax,
+                               .since = {1, 11, 13},
+                               .parse = sm_parse,
+                               .infer = sm_infer,
+                               .forward = hardmax_forward,
+                               .backward = hardmax_backward,
+                               .bwd_unread_in = 1u,
+                               .bwd_unread_out = 1u};
+
+/* ---- CumSum (11, 14) ----
+ * y = the running sum of x along the dim given by input 1 (an int32 or int64
+ * scalar or 1-element tensor, read on the host; negative counts from the
+ * back). exclusive=1 leaves the element itself out (the first sum is 0);
+ * reverse=1 runs from the end of the dim. 14 adds float16 and bfloat16.
+ * Types: float, double, float16, bfloat16 (sums in double), int32, int64,
+ * uint32, uint64 (sums in their own width, wrapping).
+ * Backward (float, double; ACCUMULATES): dx = the CumSum of dy with the same
+ * exclusive and the opposite reverse (each x_i feeds the sums after it, or
+ * before it when reversed). The axis input gets no gradient. */
+typedef struct cumsum_attrs {
+  int exclusive, reverse;
+} cumsum_attrs;
+
+static int cumsum_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
+  cumsum_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  if (!a) return -1;
+  int64_t e = amd_attr_int(p, "exclusive", 0), r = amd_attr_int(p, "reverse", 0);
+  if ((e != 0 && e != 1) || (r != 0 && r != 1))
+    return amd_fail(st, "exclusive and reverse must be 0 or 1 (got %lld, %lld)", (long long)e, (long long)r);
+  a->exclusive = (int)e, a->reverse = (int)r;
+  return 0;
+}
+
+/* The [outer, len, inner] view around the axis of input 1. */
+static int cumsum_view(const amd_tensor *const *in, int64_t *outer, int64_t *len, int64_t *inner,
+                       amd_status *st) {
+  const amd_tensor *x = in[0], *ax = in[1];
+  if (!ax) return amd_fail(st, "missing axis input");
+  if ((ax->dtype != AMD_INT32 && ax->dtype != AMD_INT64) || ax->rank > 1 || amd_tensor_numel(ax) != 1)
+    return amd_fail(st, "axis must be an int32 or int64 scalar (got %s of rank %d)", amd_dtype_name(ax->dtype),
+                    ax->rank);
+  if (x->rank < 1) return amd_fail(st, "input must have rank >= 1");
+  int a = amd_axis(amd_tensor_get_i64(ax, 0), x->rank, st);
+  if (a < 0) return -1;
+  *outer = *inner = 1;
+  for (int d = 0; d < a; d++) *outer *= x->dims[d];
+  for (int d = a + 1; d < x->rank; d++) *inner *= x->dims[d];
+  *len = x->dims[a];
+  return 0;
+}
+
+static int cumsum_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  if (n->n_in < 2 || !in[0]) return amd_fail(st, "CumSum takes x and axis");
+  switch (in[0]->dtype) {
+  case AMD_FLOAT: case AMD_DOUBLE: case AMD_INT32: case AMD_INT64: case AMD_UINT32: case AMD_UINT64: break;
+  case AMD_FLOAT16: case AMD_BFLOAT16:
+    if (n->since >= 14) break;
+    /* fall through */
+  default: return amd_fail(st, "unsupported dtype %s", amd_dtype_name(in[0]->dtype));
+  }
+  int64_t o, l, i;
+  if (cumsum_view(in, &o, &l, &i, st)) return -1;
+  amd_tensor_set_shape(&out[0], in[0]->dtype, in[0]->rank, in[0]->dims);
+  return 0;
+}
+
+/* y (+)= cumsum of x over the view; ACC the running sum's type. */
+#define CUMSUM_KERNEL(SUF, T, ACC)                                                                   \
+  static void cumsum_##SUF(const T *x, T *y, int64_t outer, int64_t len, int64_t inner, int excl,    \
+                           int rev, int add) {                                                       \
+    for (int64_t o = 0; o < outer; o++)                                                              \
+      for (int64_t j = 0; j < inner; j++) {                                                          \
+        ACC s = 0;                                                                                   \
+        for (int64_t k = 0; k < len; k++) {                                                          \
+          int64_t i = o * len * inner + (rev ? len - 1 - k : k) * inner + j;                         \
+          ACC v = (ACC)x[i];                                                                         \
+          if (!excl) s += v;                                                                         \
+          y[i] = add ? (T)(y[i] + (T)s) : (T)s;                                                      \
+          if (excl) s += v;                                                                          \
+        }                                                                                            \
+      }                                                                                              \
+  }
+
+CUMSUM_KERNEL(f32, float, double)
+CUMSUM_KERNEL(f64, double, double)
+CUMSUM_KERNEL(i32, int32_t, int64_t)
+CUMSUM_KERNEL(i64, int64_t, uint64_t)
+CUMSUM_KERNEL(u32, uint32_t, uint64_t)
+CUMSUM_KERNEL(u64, uint64_t, uint64_t)
+
+static int cumsum_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                          amd_status *st) {
+  (void)ctx;
+  const cumsum_attrs *a = n->attrs;
+  const amd_tensor *x = in[0];
+  int64_t outer, len, inner;
+  if (cumsum_view(in, &outer, &len, &inner, st)) return -1;
+  int e = a->exclusive, r = a->reverse;
+  switch (x->dtype) {
+  case AMD_FLOAT: cumsum_f32(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  case AMD_DOUBLE: cumsum_f64(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  case AMD_INT32: cumsum_i32(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  case AMD_INT64: cumsum_i64(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  case AMD_UINT32: cumsum_u32(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  case AMD_UINT64: cumsum_u64(x->data, out[0].data, outer, len, inner, e, r, 0); break;
+  default: { /* float16, bfloat16: through double */
+    int64_t cnt = amd_tensor_numel(x);
+    double *xd = malloc((size_t)(cnt ? cnt : 1) * 2 * sizeof *xd);
+    if (!xd) return amd_fail(st, "out of memory");
+    for (int64_t i = 0; i < cnt; i++) xd[i] = amd_tensor_get_f64(x, i);
+    cumsum_f64(xd, xd + cnt, outer, len, inner, e, r, 0);
+    for (int64_t i = 0; i < cnt; i++) amd_tensor_set_f64(&out[0], i, xd[cnt + i]);
+    free(xd);
+  }
+  }
+  return 0;
+}
+
+static int cumsum_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                           const amd_tensor *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                           amd_status *st) {
+  (void)ctx, (void)out;
+  if (!dout[0] || !din[0]) return 0;
+  const cumsum_attrs *a = n->attrs;
+  int64_t outer, len, inner;
+  if (cumsum_view(in, &outer, &len, &inner, st)) return -1;
+  if (in[0]->dtype == AMD_FLOAT)
+    cumsum_f32(dout[0]->data, din[0]->data, outer, len, inner, a->exclusive, !a->reverse, 1);
+  else if (in[0]->dtype == AMD_DOUBLE)
+    cumsum_f64(dout[0]->data, din[0]->data, outer, len, inner, a->exclusive, !a->reverse, 1);
+  else
+    return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(in[0]->dtype));
+  return 0;
+}
+
+const amd_op amd_op_CumSum = {.name = "CumSum",
+                              .idx = AMD_OP_IDX_CumSum,
+                              .since = {11, 14},
+                              .parse = cumsum_parse,
+                              .infer = cumsum_infer,
+                              .forward = cumsum_forward,
+                              .backward = cumsum_backward,
+                              .nondiff_inputs = 1u << 1,
+                              .bwd_unread_in = 1u,
+                              .bwd_unread_out = 1u};

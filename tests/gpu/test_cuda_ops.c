@@ -739,7 +739,41 @@ static void other_ops(void) {
     gc_attrs_free(r, 2);
     Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)};
     run_case("ReduceMean axis 1 (host fallback)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    /* the other reductions with kernels: all axes, axes 2,3 without keepdims, opset 18's axes input [-1],
+     * and a middle axis on the host */
+    static const char *reds[] = {"ReduceSum", "ReduceMax", "ReduceSumSquare", "ReduceL2", "ReduceMin",
+                                 "ReduceLogSumExp"};
+    int64_t last = -1, ld[1] = {1};
+    amd_tensor ax18 = gc_tensor(AMD_INT64, 1, ld, 0, 0), *in18[2] = {&x, &ax18};
+    amd_tensor_set_i64(&ax18, 0, last);
+    Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
+    for (int k = 0; k < 6; k++) {
+      const int oa = strcmp(reds[k], "ReduceSum") == 0 ? 11 : 13; /* an opset with the axes attribute */
+      char lb[4][96];
+      snprintf(lb[0], sizeof lb[0], "%s-%d all axes (native)", reds[k], oa);
+      snprintf(lb[1], sizeof lb[1], "%s-%d axes 2,3 keepdims 0 (native)", reds[k], oa);
+      snprintf(lb[2], sizeof lb[2], "%s opset 18 axes input [-1] (native)", reds[k]);
+      snprintf(lb[3], sizeof lb[3], "%s-%d axis 1 (host fallback)", reds[k], oa);
+      run_case(lb[0], reds[k], oa, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+      run_case(lb[1], reds[k], oa, r2, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+      run_case(lb[2], reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
+      run_case(lb[3], reds[k], oa, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    }
+    gc_attrs_free(r2, 2);
+    amd_tensor_free(&ax18);
     gc_attrs_free(q, 1);
+    /* InstanceNormalization: [4,3,6,6], and [2,5,1000] (many threads per plane, mean far from zero) */
+    int64_t cd[1] = {3}, cd5[1] = {5}, ld3[3] = {2, 5, 1000};
+    amd_tensor s = T(1, cd, 0.5, 1.5), b = T(1, cd, -1, 1), *inn[3] = {&x, &s, &b};
+    Onnx__AttributeProto *e[1] = {gc_attr_float("epsilon", 1e-3f)};
+    run_case("InstanceNormalization-6 [4,3,6,6] (native)", "InstanceNormalization", 6, e, 1, inn, 3, 1, NULL, 7, 1,
+             1, 1e-5);
+    gc_attrs_free(e, 1);
+    amd_tensor xl = T(3, ld3, 3, 5), s5 = T(1, cd5, 0.5, 1.5), b5 = T(1, cd5, -1, 1), *inl[3] = {&xl, &s5, &b5};
+    run_case("InstanceNormalization-22 [2,5,1000] (native)", "InstanceNormalization", 22, NULL, 0, inl, 3, 1, NULL,
+             7, 1, 1, 1e-5);
+    FREE(inn + 1, 2);
+    FREE(inl, 3);
   }
   amd_tensor_free(&x);
 }
