@@ -169,6 +169,92 @@ __global__ void k_ew_bwd_reduce(int op, int which, ew_shape s, int64_t nop, cons
   }
 }
 
+/* Two layouts of a broadcast operand that the reduction above serves badly
+ * (a few long serial sums): the operand is the output's trailing block (a
+ * bias [C] or position embedding over [rows, C]: column sums) or its leading
+ * block (a per-channel scale [B, C, 1, 1] over [B, C, H, W]: row sums). */
+enum { EW_RED_GENERIC, EW_RED_COLS, EW_RED_ROWS };
+
+/* The layout of operand `which` and the sizes of its reduction: cols: rows
+ * *outer of *inner (= the operand's size) elements; rows: *outer operand
+ * elements, each the sum of *inner consecutive output elements. */
+static int ew_red_layout(const ew_shape &s, int which, int64_t *outer, int64_t *inner) {
+  const int64_t *sd = which ? s.sb : s.sa;
+  bool kept[AMD_MAX_RANK];
+  int64_t size[AMD_MAX_RANK];
+  int n = 0;
+  for (int d = 0; d < s.rank; d++) /* the axes of size > 1: kept by the operand or reduced */
+    if (s.dims[d] > 1) kept[n] = sd[d] != 0, size[n++] = s.dims[d];
+  if (n == 0) return EW_RED_GENERIC;
+  int k = 0; /* the first run: axes [0, k) */
+  while (k < n && kept[k] == kept[0]) k++;
+  for (int j = k; j < n; j++)
+    if (kept[j] == kept[0]) return EW_RED_GENERIC; /* more than two runs */
+  int64_t head = 1, tail = 1;
+  for (int j = 0; j < n; j++) (j < k ? head : tail) *= size[j];
+  if (k == n) { /* one run: a scalar operand (all reduced) is one row */
+    if (kept[0]) return EW_RED_GENERIC;
+    *outer = 1, *inner = head;
+    return EW_RED_ROWS;
+  }
+  *outer = head, *inner = tail;
+  return kept[0] ? EW_RED_ROWS : EW_RED_COLS;
+}
+
+/* Columns: part[slice][c] = the sum over the slice's rows of the gradient at
+ * output element r * C + c (threads along c read consecutive elements). */
+__global__ void k_ew_bwd_cols(int op, int which, ew_shape s, int64_t R, int64_t C, int64_t rows_per_slice,
+                              const float *a, const float *b, const float *g, double *part) {
+  const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, slice = blockIdx.y;
+  if (c >= C) return;
+  const int64_t r1 = min(R, (slice + 1) * rows_per_slice);
+  double acc = 0;
+  for (int64_t r = slice * rows_per_slice; r < r1; r++) {
+    const int64_t i = r * C + c;
+    float x = 0.0f, y = 0.0f; /* Add, Sub: unread */
+    if (op >= EW_MUL) {
+      int64_t oa, ob;
+      ew_offsets(s, i, &oa, &ob);
+      x = a[oa], y = b[ob];
+    }
+    acc += (double)ew_grad(op, which, x, y, g[i]);
+  }
+  part[slice * C + c] = acc;
+}
+
+/* d[c] (+)= the slices' partial sums, added in slice order */
+__global__ void k_ew_cols_sum(int64_t C, int64_t slices, const double *part, float *d, bool acc_d) {
+  AMD_CU_LOOP(c, C) {
+    double t = 0;
+    for (int64_t k = 0; k < slices; k++) t += part[k * C + c];
+    d[c] = (acc_d ? d[c] : 0.0f) + (float)t;
+  }
+}
+
+/* Rows: one warp per operand element j, the sum of output elements
+ * [j * K, (j + 1) * K) in double (lane-strided, then a shuffle tree: a fixed
+ * order, so runs repeat exactly). */
+__global__ void k_ew_bwd_rows(int op, int which, ew_shape s, int64_t nop, int64_t K, const float *a,
+                              const float *b, const float *g, float *d, bool acc_d) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < nop; j += warps) {
+    double acc = 0;
+    for (int64_t k = lane; k < K; k += 32) {
+      const int64_t i = j * K + k;
+      float x = 0.0f, y = 0.0f;
+      if (op >= EW_MUL) {
+        int64_t oa, ob;
+        ew_offsets(s, i, &oa, &ob);
+        x = a[oa], y = b[ob];
+      }
+      acc += (double)ew_grad(op, which, x, y, g[i]);
+    }
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (lane == 0) d[j] = (acc_d ? d[j] : 0.0f) + (float)acc;
+  }
+}
+
 static int ew_op(const amd_node *n) {
   switch (n->op->idx) {
   case AMD_OP_IDX_Add:
@@ -260,9 +346,26 @@ int ew_backward(BWD_ARGS) {
     else if (nop == total)
       k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, a, b, g, d,
                                                                      acc);
-    else
-      k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, a, b, g, d,
-                                                                        acc);
+    else {
+      int64_t outer = 1, inner = 1;
+      const int layout = ew_red_layout(s, which, &outer, &inner);
+      if (layout == EW_RED_COLS) { /* outer rows of inner (= nop) columns */
+        const int64_t rows_per_slice = 64, slices = (outer + rows_per_slice - 1) / rows_per_slice;
+        scratch part;
+        if (part.get((size_t)(slices * inner) * sizeof(double), st)) return -1;
+        const dim3 grid((unsigned)((inner + 127) / 128), (unsigned)slices);
+        k_ew_bwd_cols<<<grid, 128, 0, amd_cu.stream>>>(ew_op(n), which, s, outer, inner, rows_per_slice, a, b,
+                                                       g, part.d());
+        AMD_CUDA_CHECK_LAUNCH("k_ew_bwd_cols", st);
+        k_ew_cols_sum<<<amd_cu_blocks(inner), 256, 0, amd_cu.stream>>>(inner, slices, part.d(), d, acc);
+      } else if (layout == EW_RED_ROWS) { /* outer (= nop) sums of inner consecutive elements */
+        k_ew_bwd_rows<<<amd_cu_blocks(outer * 32), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, outer, inner,
+                                                                           a, b, g, d, acc);
+      } else {
+        k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, a, b, g, d,
+                                                                          acc);
+      }
+    }
     AMD_CUDA_CHECK_LAUNCH("elementwise backward", st);
   }
   return 0;

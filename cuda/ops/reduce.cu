@@ -14,6 +14,10 @@ enum { RK_MEAN, RK_SUM, RK_MAX, RK_SUMSQ, RK_L2, RK_MIN, RK_LSE };
 
 static int red_kind(const amd_node *n) {
   switch (n->op->idx) {
+  case AMD_OP_IDX_ReduceSum:
+    return RK_SUM;
+  case AMD_OP_IDX_ReduceMax:
+    return RK_MAX;
   case AMD_OP_IDX_ReduceSumSquare:
     return RK_SUMSQ;
   case AMD_OP_IDX_ReduceL2:
@@ -22,7 +26,7 @@ static int red_kind(const amd_node *n) {
     return RK_MIN;
   case AMD_OP_IDX_ReduceLogSumExp:
     return RK_LSE;
-  default:
+  default: /* ReduceMean */
     return RK_MEAN;
   }
 }

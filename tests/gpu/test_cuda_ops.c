@@ -504,6 +504,29 @@ static void other_ops(void) {
     amd_tensor_free(&c);
     amd_tensor_free(&r);
   }
+  { /* the broadcast operand's gradient as column sums (a bias [C] over 300 rows: several slices; a
+       position embedding [1,N,C]), as row sums (a per-channel scale [B,C,1,1], as in
+       squeeze-and-excitation) and as one row (a scalar) */
+    int64_t xd2[2] = {300, 70}, bd2[1] = {70}, pd[3] = {5, 65, 12}, pe[3] = {1, 65, 12};
+    int64_t sd[4] = {4, 6, 5, 7}, sc[4] = {4, 6, 1, 1}, one[1] = {1};
+    amd_tensor bx = T(2, xd2, -1, 1), bb = T(1, bd2, 0.5, 2), px = T(3, pd, -1, 1), pp = T(3, pe, 0.5, 2),
+               sx = T(4, sd, -1, 1), ss = T(4, sc, 0.5, 2), s1 = T(1, one, 0.5, 2);
+    amd_tensor *bias[2] = {&bx, &bb}, *pos[2] = {&px, &pp}, *scale[2] = {&sx, &ss}, *scal[2] = {&s1, &sx};
+    const char *ops2[2] = {"Add", "Mul"};
+    for (int i = 0; i < 2; i++) {
+      char label[96];
+      snprintf(label, sizeof label, "%s [300,70] op [70] (column sums)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, bias, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [5,65,12] op [1,65,12] (column sums)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, pos, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [4,6,5,7] op [4,6,1,1] (row sums)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, scale, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [1] op [4,6,5,7] (one row)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, scal, 2, 1, NULL, 3, 1, 1, 1e-6);
+    }
+    amd_tensor *all7[7] = {&bx, &bb, &px, &pp, &sx, &ss, &s1};
+    FREE(all7, 7);
+  }
   { /* a size that is no multiple of 4: the one-element forms of the vectorised kernels */
     int64_t od[4] = {3, 5, 7, 1};
     amd_tensor p = T(4, od, -2, 2), q = T(4, od, 0.5, 2), *one[1] = {&p}, *two[2] = {&p, &q};
