@@ -302,6 +302,57 @@ class FastNet(nn.Module):
             self.whiten.bias.zero_()
 
 
+class TinyFormer(nn.Module):
+    """A small transformer encoder (the golden of issue 16's attention ops):
+    4x4 patches of a 16x16 image embedded by a strided conv, a learned
+    position embedding, two pre-norm nn.TransformerEncoderLayer (width 32,
+    2 heads, MLP 64, GELU, no dropout, so train-mode logits are
+    deterministic), LayerNorm, the mean over tokens, a linear head. Exported
+    at opset 13 the layer norms become ReduceMean/Sub/Pow/Sqrt/Div and the
+    attention MatMuls of two activations, batched over heads."""
+
+    def __init__(self, width=32, depth=2, heads=2, num_classes=10):
+        super().__init__()
+        self.embed = nn.Conv2d(3, width, 4, stride=4)
+        self.pos = nn.Parameter(torch.randn(1, 16, width) * 0.1)
+        layer = nn.TransformerEncoderLayer(width, heads, dim_feedforward=2 * width, dropout=0.0,
+                                           activation="gelu", batch_first=True, norm_first=True)
+        self.layers = nn.ModuleList([copy.deepcopy(layer) for _ in range(depth)])
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x).mean(dim=1))
+
+
+class MobileV3Block(nn.Module):
+    """A MobileNetV3-style network (the golden of issue 16's mobile ops): a
+    stem conv + BN + HardSwish, one inverted residual block (1x1 expand,
+    depthwise 3x3, squeeze-and-excitation with ReLU and HardSigmoid, 1x1
+    project, residual add), global average pooling, a linear head."""
+
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.Hardswish())
+        self.expand = nn.Sequential(nn.Conv2d(16, 48, 1, bias=False), nn.BatchNorm2d(48), nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(48, 48, 3, padding=1, groups=48, bias=False), nn.BatchNorm2d(48),
+                                nn.Hardswish())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(48, 12, 1), nn.ReLU(), nn.Conv2d(12, 48, 1),
+                                nn.Hardsigmoid())
+        self.project = nn.Sequential(nn.Conv2d(48, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.head = nn.Linear(16, num_classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.dw(self.expand(x))
+        y = self.project(y * self.se(y))
+        x = x + y
+        return self.head(x.mean(dim=(2, 3)))
+
+
 def cifar10_train_images(folder, n):
     """The first n training images of the CIFAR-10 binary batches in folder
     (data_batch_K.bin or .bin.gz), normalised per channel with the mean and
@@ -332,6 +383,8 @@ MODELS = {
     "resnet50": (lambda: CifarResNet(Bottleneck, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
     "resnet9": (ResNet9, (3, 32, 32)),
     "fastnet": (FastNet, (3, 32, 32)),
+    "tinyformer": (TinyFormer, (3, 16, 16)),
+    "mbv3block": (MobileV3Block, (3, 16, 16)),
 }
 
 # Networks for training from scratch: BatchNormalization keeps PyTorch's

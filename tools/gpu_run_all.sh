@@ -44,12 +44,12 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   if command -v compute-sanitizer >/dev/null; then
     t cuda-ops-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bin/test_cuda_ops
   fi
-  for n in lenet300 lenet5 resnet8; do
+  for n in lenet300 lenet5 resnet8 tinyformer mbv3block; do
     for v in "" _train; do
       t "golden-$n$v" sh tests/golden/run_golden.sh "$m/$n$v.onnx" "$m/$n.input.pb" "$m/$n$v.logits.pb" $amd $cmp "$tmp/g-$n$v" cuda
     done
   done
-  for n in lenet5 resnet8; do
+  for n in lenet5 resnet8 tinyformer mbv3block; do
     t "golden-grad-$n" sh tests/golden/grad_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp "$tmp/gg-$n" cuda
     t "golden-train3-$n" sh tests/golden/train_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp python3 \
       tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gt-$n" cuda

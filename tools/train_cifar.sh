@@ -14,7 +14,8 @@
 # OUT_DIR/MODEL_<mode>.onnx, logs OUT_DIR/MODEL_<what>.log.
 # Environment: EPOCHS (default 20), BATCH (256), LR (1e-3 for vit_cifar,
 # 2e-3 otherwise), WD (0.05), AMDNN (the amdnn-onnx binary, default
-# build/src/amdnn-onnx), PYTHON (python3).
+# build/src/amdnn-onnx), AMDNN_ARGS (more options for `amdnn-onnx train`,
+# e.g. --checkpoint-dir D --walltime 9m --resume), PYTHON (python3).
 set -eu
 model=$1 data=$2 out=$3
 shift 3
@@ -42,6 +43,6 @@ for w in $what; do
     "$amdnn" train "$out/${model}_train.onnx" --data "cifar10:$data" --epochs "$epochs" --batch "$batch" \
       --optimizer adamw --lr "$lr" --wd "$wd" --schedule onecycle --label-smoothing "$smooth" \
       --augment crop:4,flip --mode "$w" --metrics "$out/${model}_$w.tsv" -o "$out/${model}_$w.onnx" \
-      2>&1 | grep -v " batch " | tee "$out/${model}_$w.log"
+      ${AMDNN_ARGS:-} 2>&1 | grep -v " batch " | tee "$out/${model}_$w.log"
   fi
 done

@@ -1,5 +1,5 @@
 /* CUDA kernels of Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh,
- * Clip, Erf and Gelu (src/ops/activation.c, whose comment gives the gradients
+ * Clip, Erf, Gelu, Exp, Log, Sqrt, Neg, Abs and Reciprocal (src/ops/activation.c, whose comment gives the gradients
  * at the kinks; Erf's and Gelu's gradients in double, as there);
  * and of Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu, Mish, Shrink,
  * Ceil, Floor, Round, Sign, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh,
@@ -13,6 +13,7 @@
 /* clang-format off */
 enum {
   ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_HARDSIGMOID, ACT_HARDSWISH, ACT_TANH, ACT_CLIP, ACT_ERF, ACT_GELU,
+  ACT_EXP, ACT_LOG, ACT_SQRT, ACT_NEG, ACT_ABS, ACT_RECIP,
   /* unary.c's, whose backward reads X only */
   ACT_ELU, ACT_SELU, ACT_CELU, ACT_SOFTPLUS, ACT_SOFTSIGN, ACT_THRELU, ACT_MISH, ACT_SHRINK,
   ACT_CEIL, ACT_FLOOR, ACT_ROUND, ACT_SIGN, ACT_SIN, ACT_COS, ACT_TAN, ACT_ASIN, ACT_ACOS, ACT_ATAN,
@@ -178,6 +179,18 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
     return erff(v);
   case ACT_GELU:
     return gelu_f(v, p0);
+  case ACT_EXP:
+    return expf(v);
+  case ACT_LOG:
+    return logf(v);
+  case ACT_SQRT:
+    return sqrtf(v);
+  case ACT_NEG:
+    return -v;
+  case ACT_ABS:
+    return fabsf(v);
+  case ACT_RECIP:
+    return 1.0f / v;
   default: {
     float lo = v < p0 ? p0 : v;
     return lo > p1 ? p1 : lo;
@@ -207,6 +220,18 @@ __device__ __forceinline__ float act_g(int kind, float v, float u, float g, floa
     return g * (float)(TWO_SQRTPI * exp(-(double)v * v));
   case ACT_GELU:
     return g * (float)gelu_grad(v, p0);
+  case ACT_EXP:
+    return g * u;
+  case ACT_LOG:
+    return g / v;
+  case ACT_SQRT:
+    return g * 0.5f / u;
+  case ACT_NEG:
+    return -g;
+  case ACT_ABS:
+    return v > 0 ? g : (v < 0 ? -g : 0.0f);
+  case ACT_RECIP:
+    return -g * u * u;
   default:
     return v > p0 && v < p1 ? g : 0.0f;
   }
@@ -257,6 +282,18 @@ static int act_kind(const amd_node *n) {
     return ACT_ERF;
   case AMD_OP_IDX_Gelu:
     return ACT_GELU;
+  case AMD_OP_IDX_Exp:
+    return ACT_EXP;
+  case AMD_OP_IDX_Log:
+    return ACT_LOG;
+  case AMD_OP_IDX_Sqrt:
+    return ACT_SQRT;
+  case AMD_OP_IDX_Neg:
+    return ACT_NEG;
+  case AMD_OP_IDX_Abs:
+    return ACT_ABS;
+  case AMD_OP_IDX_Reciprocal:
+    return ACT_RECIP;
   case AMD_OP_IDX_Elu:
     return ACT_ELU;
   case AMD_OP_IDX_Selu:

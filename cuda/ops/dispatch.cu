@@ -27,6 +27,12 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Tanh] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Erf] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Gelu] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Exp] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Log] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Sqrt] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Neg] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Abs] = {act_forward, act_backward, 0, 0x1u, NULL};
+  t.at[AMD_OP_IDX_Reciprocal] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Clip] = {act_forward, act_backward, 0x6u, 0x1u, NULL};
   t.at[AMD_OP_IDX_Elu] = {act_forward, act_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Selu] = {act_forward, act_backward, 0, 0x1u, NULL};

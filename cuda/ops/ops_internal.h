@@ -148,7 +148,8 @@ int bn_supported(const amd_node *n, const amd_tensor *const *in);
 int layernorm_forward(FWD_ARGS);
 int layernorm_backward(BWD_ARGS);
 int layernorm_supported(const amd_node *n, const amd_tensor *const *in);
-/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu and unary.c's float ops */
+/* activation.cu: Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Clip, Erf, Gelu, Exp, Log, Sqrt, Neg, Abs,
+ * Reciprocal and unary.c's float ops */
 int act_forward(FWD_ARGS);
 int act_backward(BWD_ARGS);
 /* pool.cu: MaxPool and AveragePool (pool_), the global pools (global_) */

@@ -37,6 +37,15 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
         else k += (size_t)snprintf(want + k, sizeof want - k, "%s%s", sep, v->dim_param[d] ? v->dim_param[d] : "?");
       }
       if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
+      if (i == 0 && v->rank > 1) /* a batch baked into the export (PyTorch's exporters without dynamic axes) */
+        return amd_fail(st,
+                        "input '%s' has shape %s, the model expects %s: it was exported with a fixed batch of "
+                        "%lld. Run it with --batch %lld (and a data set whose size it divides), or re-export it "
+                        "with a dynamic batch: tools/export_torchvision.py does that for torchvision models; "
+                        "torch.onnx.export(..., dynamic_axes={'%s': {0: 'batch'}}) with dynamo=False, or "
+                        "dynamic_shapes=({0: torch.export.Dim('batch')},) with dynamo=True",
+                        v->name, amd_shape_str(t, got, sizeof got), want, (long long)v->dims[0],
+                        (long long)v->dims[0], v->name);
       return amd_fail(st, "input '%s' has shape %s, the model expects %s (dim %d)", v->name,
                       amd_shape_str(t, got, sizeof got), want, i);
     }

@@ -386,6 +386,18 @@ static void other_ops(void) {
   }
   run_case("Tanh", "Tanh", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-5);
   run_case("Erf", "Erf", 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+  { /* Exp, Neg, Abs over [-3, 3]; Log, Sqrt, Reciprocal over positive inputs */
+    int64_t ud[2] = {6, 41};
+    amd_tensor wide = T(2, ud, -3, 3), pos = T(2, ud, 0.2, 4), *iw[1] = {&wide}, *ip[1] = {&pos};
+    run_case("Exp", "Exp", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Neg", "Neg", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Abs", "Abs", 13, NULL, 0, iw, 1, 1, NULL, 1, 1, 1, 0);
+    run_case("Log", "Log", 13, NULL, 0, ip, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Sqrt", "Sqrt", 13, NULL, 0, ip, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("Reciprocal", "Reciprocal", 13, NULL, 0, ip, 1, 1, NULL, 1, 1, 1, 1e-6);
+    amd_tensor_free(&wide);
+    amd_tensor_free(&pos);
+  }
   run_case("Gelu", "Gelu", 20, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
   {
     Onnx__AttributeProto *ga[1] = {gc_attr_string("approximate", "tanh")};

@@ -389,6 +389,24 @@ static void test_files_and_inputs(void) {
   }
   amd_tensor_free(&x);
   amd_graph_free(g);
+
+  /* a batch fixed by the exporter: the message says how to run it or re-export it */
+  static const int64_t fixed[2] = {4, 3};
+  b_init(&b, 13);
+  b_node(&b, "Relu", "x", NULL, "y");
+  b_value(&b, 1, "x", 2, fixed);
+  b_value(&b, 0, "y", 2, fixed);
+  g = b_load(&b, &st);
+  CHECK(g != NULL, "fixed-batch relu model: %s", st.msg);
+  if (!g) return;
+  x = (amd_tensor){.dtype = AMD_FLOAT, .rank = 2, .dims = {5, 3}};
+  amd_tensor_alloc(&x, &st);
+  CHECK(amd_exec_forward(g, &ctx, &x, y, &st) != 0 && strstr(st.msg, "fixed batch of 4") &&
+            strstr(st.msg, "--batch 4") && strstr(st.msg, "dynamic_axes"),
+        "fixed batch: %s", st.msg);
+  printf("  %-32s -> %.90s...\n", "another batch than the export's", st.msg);
+  amd_tensor_free(&x);
+  amd_graph_free(g);
 }
 
 /* TensorProto files round-trip. */
