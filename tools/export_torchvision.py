@@ -27,8 +27,10 @@ at any batch size. Model names are torchvision's (`--list` prints them) and:
 --exporter picks PyTorch's exporter: `dynamo` (torch.onnx.export(...,
 dynamo=True), the default of PyTorch 2.9 and later) or `torchscript` (the
 older one, the only one before PyTorch 2.5); `auto` (the default) takes
-dynamo where it exists. --opset sets the opset (default: the exporter's own,
-at most 21 for torchscript's 17).
+dynamo for the eval form where it exists and TorchScript for the training
+form (dynamo's training-mode export folds BatchNormalization into the
+convolutions). --opset sets the opset (default: the exporter's own: 17 for
+TorchScript, 20 for dynamo).
 
 --census MODEL ... (or `all`) exports each model in both modes with the
 chosen exporter(s) and prints the ONNX op types each uses and how often
@@ -115,6 +117,10 @@ def has_dynamo():
 
 
 def export(model, path, exporter, opset, image_size, train):
+    if exporter == "auto":
+        # dynamo's training-mode export folds BatchNormalization into the
+        # convolutions (PyTorch 2.11): training forms come from TorchScript
+        exporter = "dynamo" if has_dynamo() and not train else "torchscript"
     model.train(train)
     x = torch.randn(2, 3, image_size, image_size)
     with warnings.catch_warnings():
@@ -203,8 +209,7 @@ def main():
     if a.list:
         print("\n".join(all_models()))
         return 0
-    exporters = {"auto": ["dynamo" if has_dynamo() else "torchscript"], "both": ["torchscript", "dynamo"]}.get(
-        a.exporter, [a.exporter])
+    exporters = {"both": ["torchscript", "dynamo"]}.get(a.exporter, [a.exporter])
     if "dynamo" in exporters and not has_dynamo():
         sys.exit("this PyTorch (%s) has no dynamo exporter; use --exporter torchscript" % torch.__version__)
     if a.census:

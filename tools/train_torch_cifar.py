@@ -147,12 +147,13 @@ def main():
                 lg = model(xte_g[s:s + 1000])
                 tl += F.cross_entropy(lg, yte_g[s:s + 1000], reduction="sum").item()
                 tc += (lg.argmax(1) == yte_g[s:s + 1000]).sum().item()
-        row = (epoch, hours, loss_sum.item() / seen, 100.0 * correct.item() / seen, tl / len(yte),
-               100.0 * tc / len(yte), sched.get_last_lr()[0], seen / dt)
+        # accuracies as fractions, as amdnn-onnx's --metrics writes them
+        row = (epoch, hours, loss_sum.item() / seen, correct.item() / seen, tl / len(yte), tc / len(yte),
+               sched.get_last_lr()[0], seen / dt)
         print("epoch %d/%d  train loss %.4f acc %.2f%%  test loss %.4f top1 %.2f%%  lr %.3g  %.0f img/s" %
-              (epoch, a.epochs, row[2], row[3], row[4], row[5], row[6], row[7]), flush=True)
+              (epoch, a.epochs, row[2], 100 * row[3], row[4], 100 * row[5], row[6], row[7]), flush=True)
         if out:
-            out.write("%d\t%.6f\t%.6f\t%.4f\t%.6f\t%.4f\t%.6g\t%.1f\n" % row)
+            out.write("%d\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%.6g\t%.1f\n" % row)
             out.flush()
     return 0
 
