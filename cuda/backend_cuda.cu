@@ -272,7 +272,7 @@ static unsigned cu_bwd_overwrite(const amd_node *n, const amd_tensor *const *in)
 
 static unsigned cu_host_inputs(const amd_node *n) {
   const amd_cu_op *e = amd_cu_find_op(n);
-  return e ? e->host_inputs : 0;
+  return !e ? 0 : e->host_inputs_of ? e->host_inputs_of(n) : e->host_inputs;
 }
 
 static int cu_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,

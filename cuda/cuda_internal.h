@@ -73,6 +73,8 @@ typedef struct amd_cu_op {
   unsigned host_inputs;
   unsigned bwd_overwrite;      /* inputs k whose din the backward can write over (ctx->bwd_overwrite) */
   amd_cu_supports_fn supports; /* NULL: every node with float data inputs */
+  /* where set, the inputs read on the host for this node (replaces host_inputs) */
+  unsigned (*host_inputs_of)(const amd_node *n);
 } amd_cu_op;
 /* The table entry of a node's op (by its op index), or NULL (host fallback). */
 const amd_cu_op *amd_cu_find_op(const amd_node *n);

@@ -85,7 +85,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_SpaceToDepth] = {space_forward, space_backward, 0, 0x1u, NULL};
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL};
-  t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported};
+  t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported,
+                              dropout_host_inputs};
   t.at[AMD_OP_IDX_RandomUniform] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_RandomNormal] = {random_forward, random_backward, 0, 0, random_supported};
   t.at[AMD_OP_IDX_RandomUniformLike] = {random_forward, random_backward, 0, 0, random_supported};

@@ -177,6 +177,7 @@ int concat_backward(BWD_ARGS);
 int dropout_forward(FWD_ARGS);
 int dropout_backward(BWD_ARGS);
 int dropout_supported(const amd_node *n, const amd_tensor *const *in);
+unsigned dropout_host_inputs(const amd_node *n);
 int transpose_forward(FWD_ARGS);
 int transpose_backward(BWD_ARGS);
 int gather_forward(FWD_ARGS);

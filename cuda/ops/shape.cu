@@ -84,6 +84,14 @@ __global__ void k_dropout(int64_t cnt, uint64_t s0, double ratio, double scale, 
   }
 }
 
+/* The ratio (input 1) is read on the host unless the loader took it from a
+ * constant (amd_dropout_attrs.ratio_const); training_mode (input 2) is a
+ * bool, which lives on the host anyway. */
+unsigned dropout_host_inputs(const amd_node *n) {
+  const amd_dropout_attrs *a = (const amd_dropout_attrs *)n->attrs;
+  return a->ratio_const ? 0x4u : 0x6u;
+}
+
 int dropout_forward(FWD_ARGS) {
   double ratio;
   int training;

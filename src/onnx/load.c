@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/attrs.h"
 #include "../ops/op.h"
 #include "node_attrs.h"
 #include "opset.h"
@@ -173,6 +174,28 @@ static void drop_unread_dropout_masks(amd_graph *g) {
   }
 }
 
+/* A Dropout whose ratio (input 1, opset >= 12) is a constant scalar, as
+ * PyTorch's exports write it (a Constant node), takes the value now: the
+ * GPU backend keeps float tensors in device memory, and reading the ratio
+ * back there would stop the host at every Dropout of every step. */
+static void fold_dropout_ratios(amd_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    amd_node *n = &g->nodes[i];
+    if (n->op->idx != AMD_OP_IDX_Dropout || n->since < 12 || n->n_in < 2 || n->in[1] < 0) continue;
+    const amd_value *v = &g->values[n->in[1]];
+    if (v->is_graph_input) continue; /* the caller may feed another ratio */
+    const amd_tensor *t = v->is_initializer ? &v->init
+                          : v->producer >= 0 ? amd_constant_tensor(&g->nodes[v->producer])
+                                             : NULL;
+    if (!t || amd_tensor_numel(t) != 1 || !(t->dtype == AMD_FLOAT || t->dtype == AMD_DOUBLE) ||
+        t->device != AMD_DEVICE_CPU)
+      continue;
+    amd_dropout_attrs *a = n->attrs;
+    a->ratio = (float)amd_tensor_get_f64(t, 0);
+    a->ratio_const = 1;
+  }
+}
+
 static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_graph *g, amd_status *st) {
   const Onnx__GraphProto *gp = mp->graph;
   if (!gp) return amd_fail(st, "the model has no graph (is this an ONNX model?)");
@@ -287,6 +310,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
   }
   if (g->n_outputs == 0) return amd_fail(st, "the graph has no outputs");
   drop_unread_dropout_masks(g);
+  fold_dropout_ratios(g);
   return sort_nodes(g, st);
 }
 

@@ -169,10 +169,17 @@ typedef struct amd_axis_attrs {
 } amd_axis_attrs;
 
 typedef struct amd_dropout_attrs {
-  float ratio; /* opset < 12: the attribute; later the optional input 1 */
+  float ratio;     /* opset < 12: the attribute; later the optional input 1 */
+  int ratio_const; /* opset >= 12: input 1 is a constant scalar (a Constant node's or an
+                    * initializer), read into ratio at load (onnx/load.c), so that a GPU
+                    * step need not copy it back from device memory */
 } amd_dropout_attrs;
 
-/* The ratio and whether this pass drops (reads inputs 1 and 2 on the host). */
+/* The tensor of a Constant node (constant.c); NULL for another op. */
+const amd_tensor *amd_constant_tensor(const amd_node *n);
+
+/* The ratio and whether this pass drops (reads input 2, and input 1 unless
+ * ratio_const, on the host). */
 void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *const *in, double *ratio,
                       int *training);
 

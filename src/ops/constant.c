@@ -31,6 +31,10 @@ static int constant_store(amd_node *n, amd_dtype dtype, int rank, const int64_t 
   return 0;
 }
 
+const amd_tensor *amd_constant_tensor(const amd_node *n) {
+  return n->op->idx == AMD_OP_IDX_Constant ? &((const constant_attrs *)n->attrs)->t : NULL;
+}
+
 static int constant_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   const amd_attr *at;
   amd_tensor t = {0};

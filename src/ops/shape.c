@@ -763,7 +763,7 @@ void amd_dropout_mode(const amd_node *n, const amd_ctx *ctx, const amd_tensor *c
   *ratio = a->ratio;
   *training = ctx && ctx->training;
   if (n->since >= 12) {
-    *ratio = n->n_in > 1 && in[1] ? amd_tensor_get_f64(in[1], 0) : 0.5;
+    *ratio = a->ratio_const ? a->ratio : n->n_in > 1 && in[1] ? amd_tensor_get_f64(in[1], 0) : 0.5;
     if (n->n_in > 2 && in[2] && amd_tensor_get_i64(in[2], 0)) *training = 1;
   }
   if (ctx && ctx->inference) *training = 0; /* `eval` and the test pass of `train` */
