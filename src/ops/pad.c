@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pad.h"
 #include "shape_util.h"
 
 /* ---------------------------------------------------------------- Pad */
-
-enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 typedef struct pad_attrs {
   int mode;
@@ -25,13 +24,13 @@ static int pad_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   char buf[32];
   const char *mode = amd_attr_string(p, "mode", "constant", buf, sizeof buf);
   if (strcmp(mode, "constant") == 0)
-    a->mode = PAD_CONSTANT;
+    a->mode = AMD_PAD_CONSTANT;
   else if (strcmp(mode, "reflect") == 0)
-    a->mode = PAD_REFLECT;
+    a->mode = AMD_PAD_REFLECT;
   else if (strcmp(mode, "edge") == 0)
-    a->mode = PAD_EDGE;
+    a->mode = AMD_PAD_EDGE;
   else if (strcmp(mode, "wrap") == 0)
-    a->mode = PAD_WRAP;
+    a->mode = AMD_PAD_WRAP;
   else
     return amd_fail(st, "unknown Pad mode '%s'", mode);
   a->n_pads = -1;
@@ -105,33 +104,37 @@ static int pad_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor 
                       (long long)end[i], i, (long long)x->dims[i]);
     /* the part of the input kept after cropping must not be empty when padding by copying it */
     int64_t kept = x->dims[i] - (begin[i] < 0 ? -begin[i] : 0) - (end[i] < 0 ? -end[i] : 0);
-    if (a->mode != PAD_CONSTANT && kept <= 0 && d > 0)
+    if (a->mode != AMD_PAD_CONSTANT && kept <= 0 && d > 0)
       return amd_fail(st, "cannot pad an empty axis %d in this mode", i);
     out[0].dims[i] = d;
   }
   return 0;
 }
 
-/* The kept input index for output index i along one axis, or -1 for the
- * constant fill. lo/len: the kept input range after cropping; pb: the
- * positive begin pad. */
-static int64_t pad_map(int mode, int64_t i, int64_t lo, int64_t len, int64_t pb) {
-  int64_t j = i - pb;
-  if (j >= 0 && j < len) return lo + j;
-  switch (mode) {
-  case PAD_EDGE:
-    return lo + (j < 0 ? 0 : len - 1);
-  case PAD_WRAP:
-    return lo + ((j % len) + len) % len;
-  case PAD_REFLECT: {
-    if (len == 1) return lo;
-    int64_t period = 2 * (len - 1);
-    int64_t m = ((j % period) + period) % period;
-    return lo + (m < len ? m : period - m);
+double amd_pad_fill(const amd_node *n, const amd_tensor *const *in) {
+  const pad_attrs *a = n->attrs;
+  if (n->since < 11) return a->value;
+  return n->n_in > 2 && in[2] && amd_tensor_numel(in[2]) == 1 ? amd_tensor_get_f64(in[2], 0) : 0.0;
+}
+
+int amd_pad_geometry(const amd_node *n, const amd_tensor *const *in, amd_pad_geom *g, amd_status *st) {
+  const pad_attrs *a = n->attrs;
+  amd_tensor y = {0};
+  if (pad_infer(n, in, &y, st)) return -1;
+  int64_t begin[AMD_MAX_RANK], end[AMD_MAX_RANK];
+  if (pad_amounts(n, in, begin, end, st)) return -1;
+  const amd_tensor *x = in[0];
+  memset(g, 0, sizeof *g);
+  g->rank = x->rank;
+  g->mode = a->mode;
+  for (int i = 0; i < x->rank; i++) {
+    g->xdims[i] = x->dims[i];
+    g->ydims[i] = y.dims[i];
+    g->lo[i] = begin[i] < 0 ? -begin[i] : 0;
+    g->len[i] = x->dims[i] - g->lo[i] - (end[i] < 0 ? -end[i] : 0);
+    g->pb[i] = begin[i] > 0 ? begin[i] : 0;
   }
-  default:
-    return -1;
-  }
+  return 0;
 }
 
 /* Per-axis index maps from output to input (-1: fill) in one malloc'd block
@@ -157,7 +160,7 @@ static int64_t *pad_maps(int mode, const amd_tensor *x, const amd_tensor *y, con
     off += y->dims[i];
     int64_t lo = begin[i] < 0 ? -begin[i] : 0, hi = x->dims[i] - (end[i] < 0 ? -end[i] : 0);
     int64_t pb = begin[i] > 0 ? begin[i] : 0;
-    for (int64_t k = 0; k < y->dims[i]; k++) map[i][k] = pad_map(mode, k, lo, hi - lo, pb);
+    for (int64_t k = 0; k < y->dims[i]; k++) map[i][k] = amd_pad_map(mode, k, lo, hi - lo, pb);
   }
   return maps;
 }

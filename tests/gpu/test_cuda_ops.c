@@ -688,6 +688,36 @@ static void other_ops(void) {
     amd_tensor *all[] = {&gx, &gi, &gk, &km, &kp, &dx, &sx};
     FREE(all, 7);
   }
+  { /* pad.cu: Pad in each mode, pads and value on the host; negative pads crop; the copies of reflect /
+     * edge / wrap added back in the CPU's order (same bits); pads over 16 in those modes: host */
+    int64_t pd[4] = {2, 3, 5, 6};
+    int64_t p1[8] = {0, 0, 1, 2, 0, 0, 3, 1}, p2[8] = {0, 1, -1, 2, 0, -1, 2, -2}, p3[4] = {3, 2, 4, 5};
+    int64_t big[8] = {0, 0, 20, 0, 0, 0, 0, 0}, ax[2] = {-2, 3};
+    amd_tensor px = T(4, pd, -1, 1), pa = I64(8, p1), pb = I64(8, p2), pc = I64(4, p3), pg = I64(8, big),
+               pax = I64(2, ax), pv = T(0, NULL, 0.75, 0.75);
+    amd_tensor *c1[3] = {&px, &pa, &pv}, *c2[2] = {&px, &pb}, *c3[4] = {&px, &pc, NULL, &pax},
+               *c4[2] = {&px, &pg};
+    static const char *modes[4] = {"constant", "reflect", "edge", "wrap"};
+    char label[64];
+    for (int m = 0; m < 4; m++) {
+      Onnx__AttributeProto *ma[1] = {gc_attr_string("mode", modes[m])};
+      snprintf(label, sizeof label, "Pad-19 %s, value", modes[m]);
+      run_case(label, "Pad", 19, ma, 1, c1, m == 0 ? 3 : 2, 1, NULL, 1, 1, 1, 0);
+      snprintf(label, sizeof label, "Pad-19 %s, crop", modes[m]);
+      run_case(label, "Pad", 19, ma, 1, c2, 2, 1, NULL, 1, 1, 1, 0);
+      snprintf(label, sizeof label, "Pad-18 %s, axes", modes[m]);
+      run_case(label, "Pad", 18, ma, 1, c3, 4, 1, NULL, 1, 1, 1, 0);
+      snprintf(label, sizeof label, "Pad-13 %s, pad 20", modes[m]);
+      run_case(label, "Pad", 13, ma, 1, c4, 2, 1, NULL, 1, 1, m == 0, 0);
+      gc_attrs_free(ma, 1);
+    }
+    Onnx__AttributeProto *old[2] = {gc_attr_ints("pads", 8, p1), gc_attr_float("value", -2)};
+    amd_tensor *c0[1] = {&px};
+    run_case("Pad-2 constant, attributes", "Pad", 2, old, 2, c0, 1, 1, NULL, 1, 1, 1, 0);
+    gc_attrs_free(old, 2);
+    amd_tensor *all[] = {&px, &pa, &pb, &pc, &pg, &pax, &pv};
+    FREE(all, 7);
+  }
   { /* softmax */
     int64_t ld[2] = {8, 10}, td[3] = {2, 5, 4};
     amd_tensor l = T(2, ld, -3, 3), t3 = T(3, td, -3, 3), *in2[1] = {&l}, *in3[1] = {&t3};
