@@ -87,12 +87,20 @@ int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   return 0;
 }
 
+/* Frees a value's tensor wherever it lives. */
+static void free_val(const amd_backend *be, amd_tensor *t) {
+  if (t->device == AMD_DEVICE_CPU) amd_tensor_free(t);
+  else be->buf->free(t);
+}
+
 /* init_owned: 0 = use the graph's initializer, 1 = a backend copy the run
- * owns, 2 = set by amd_run_set_init (borrowed). */
+ * owns, 2 = set by amd_run_set_init (borrowed), 3 = a Constant node's output,
+ * kept by the run from its first pass (see amd_run_forward). */
 static void free_inits(amd_run *r, int keep_preset) {
   for (int i = 0; r->inits && i < r->g->n_values; i++) {
     if (r->init_owned[i] == 2 && keep_preset) continue;
     if (r->init_owned[i] == 1) r->be->buf->free(&r->inits[i]);
+    if (r->init_owned[i] == 3) free_val(r->be, &r->inits[i]);
     r->init_owned[i] = 0;
     memset(&r->inits[i], 0, sizeof r->inits[i]);
   }
@@ -166,12 +174,6 @@ static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
   }
 }
 
-/* Frees a value's tensor wherever it lives. */
-static void free_val(const amd_backend *be, amd_tensor *t) {
-  if (t->device == AMD_DEVICE_CPU) amd_tensor_free(t);
-  else be->buf->free(t);
-}
-
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st) {
   const amd_graph *g = r->g;
   const amd_backend *be = r->be;
@@ -212,6 +214,15 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? &vals[n->in[k]] : NULL;
     memset(out, 0, sizeof out);
     r->node_rng[i] = ctx->rng;
+    /* A Constant's output is the same on every pass: kept from the first one
+     * (on the GPU, uploading a float constant at every step would wait for
+     * the stream each time: a copy from pageable host memory does) */
+    int cv = n->op->idx == AMD_OP_IDX_Constant && n->n_out == 1 ? n->out[0] : -1;
+    if (cv >= 0 && r->init_owned[cv] == 3) {
+      vals[cv] = r->inits[cv];
+      if (ctx->on_node) ctx->on_node(ctx->user, n, in, &vals[cv]);
+      continue;
+    }
     double t0 = AMD_PROF_T0;
     if (amd_backend_forward_node(be, n, ctx, in, out, ctx->shapes_only, st))
       return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
@@ -225,6 +236,11 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       }
       vals[v] = out[o];
       r->owned[v] = 1;
+    }
+    if (cv >= 0 && !ctx->shapes_only) {
+      r->inits[cv] = vals[cv];
+      r->init_owned[cv] = 3;
+      r->owned[cv] = 0;
     }
     /* free intermediates after their last reader (training: those backward does not read; the shape stays) */
     for (int k = 0; k < n->n_in; k++) {
