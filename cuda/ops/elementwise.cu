@@ -7,6 +7,8 @@
  * only where it is strictly smaller / greater or NaN (ties: the first). A Pow
  * with a non-float exponent and a Min / Max of one or of three or more inputs
  * take the host fallback, and so do a Sum or Mean of one or of three or more. */
+#include <algorithm>
+
 #include "ops_internal.h"
 
 /* ================================================================ Add, Sub, Mul, Div, Pow, Min, Max */
@@ -231,16 +233,22 @@ __global__ void k_ew_cols_sum(int64_t C, int64_t slices, const double *part, flo
   }
 }
 
-/* Rows: one warp per operand element j, the sum of output elements
- * [j * K, (j + 1) * K) in double (lane-strided, then a shuffle tree: a fixed
- * order, so runs repeat exactly). */
-__global__ void k_ew_bwd_rows(int op, int which, ew_shape s, int64_t nop, int64_t K, const float *a,
-                              const float *b, const float *g, float *d, bool acc_d) {
+/* Rows: the sum of output elements [j * K, (j + 1) * K) for each operand
+ * element j, in S slices of L consecutive elements (S = 1 for many rows; a
+ * scalar or a few channels over a large tensor get many slices, so that
+ * enough warps share the work). One warp per (j, slice), lane-strided in
+ * double, then a shuffle tree; with S = 1 the warp writes d[j] itself,
+ * otherwise part[j * S + slice], which k_ew_rows_sum adds in slice order:
+ * a fixed order, so runs repeat exactly. */
+__global__ void k_ew_bwd_rows(int op, int which, ew_shape s, int64_t nop, int64_t K, int64_t S, int64_t L,
+                              const float *a, const float *b, const float *g, float *d, double *part,
+                              bool acc_d) {
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-  for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < nop; j += warps) {
+  for (int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; w < nop * S; w += warps) {
+    const int64_t j = w / S, k0 = (w % S) * L, k1 = min(K, k0 + L);
     double acc = 0;
-    for (int64_t k = lane; k < K; k += 32) {
+    for (int64_t k = k0 + lane; k < k1; k += 32) {
       const int64_t i = j * K + k;
       float x = 0.0f, y = 0.0f;
       if (op >= EW_MUL) {
@@ -251,7 +259,20 @@ __global__ void k_ew_bwd_rows(int op, int which, ew_shape s, int64_t nop, int64_
       acc += (double)ew_grad(op, which, x, y, g[i]);
     }
     for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
-    if (lane == 0) d[j] = (acc_d ? d[j] : 0.0f) + (float)acc;
+    if (lane == 0) {
+      if (S == 1)
+        d[j] = (acc_d ? d[j] : 0.0f) + (float)acc;
+      else
+        part[w] = acc;
+    }
+  }
+}
+
+__global__ void k_ew_rows_sum(int64_t nop, int64_t S, const double *part, float *d, bool acc_d) {
+  AMD_CU_LOOP(j, nop) {
+    double t = 0;
+    for (int64_t k = 0; k < S; k++) t += part[j * S + k];
+    d[j] = (acc_d ? d[j] : 0.0f) + (float)t;
   }
 }
 
@@ -359,8 +380,18 @@ int ew_backward(BWD_ARGS) {
         AMD_CUDA_CHECK_LAUNCH("k_ew_bwd_cols", st);
         k_ew_cols_sum<<<amd_cu_blocks(inner), 256, 0, amd_cu.stream>>>(inner, slices, part.d(), d, acc);
       } else if (layout == EW_RED_ROWS) { /* outer (= nop) sums of inner consecutive elements */
-        k_ew_bwd_rows<<<amd_cu_blocks(outer * 32), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, outer, inner,
-                                                                           a, b, g, d, acc);
+        /* about 2048 warps in all, slices of at least 1024 elements */
+        int64_t S = outer >= 2048 ? 1 : std::min((2048 + outer - 1) / outer, (inner + 1023) / 1024);
+        if (S < 1) S = 1;
+        const int64_t L = (inner + S - 1) / S;
+        scratch part;
+        if (S > 1 && part.get((size_t)(outer * S) * sizeof(double), st)) return -1;
+        k_ew_bwd_rows<<<amd_cu_blocks(outer * S * 32), 256, 0, amd_cu.stream>>>(
+            ew_op(n), which, s, outer, inner, S, L, a, b, g, d, part.d(), acc);
+        if (S > 1) {
+          AMD_CUDA_CHECK_LAUNCH("k_ew_bwd_rows", st);
+          k_ew_rows_sum<<<amd_cu_blocks(outer), 256, 0, amd_cu.stream>>>(outer, S, part.d(), d, acc);
+        }
       } else {
         k_ew_bwd_reduce<<<amd_cu_blocks(nop, 64), 64, 0, amd_cu.stream>>>(ew_op(n), which, s, nop, a, b, g, d,
                                                                           acc);

@@ -608,6 +608,7 @@ const amd_op amd_op_Shape = {.name = "Shape",
                              .parse = shape_parse,
                              .infer = shape_infer,
                              .forward = shape_forward,
+                             .nondiff_inputs = 1u, /* reads the shape only: no gradient flows back */
                              .fwd_unread_in = 1u};
 
 /* ---------------------------------------------------------------- Gather */

@@ -210,10 +210,12 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   }
   free(g->param_block);
   g->param_block = t->params;
-  /* forward sweep: values that depend on a parameter */
+  /* forward sweep: values that depend on a parameter through nodes with a
+   * backward (a gradient stops at a node without one) */
   for (int p = 0; p < t->n_params; p++) t->needs_grad[t->param_value[p]] = 1;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
+    if (!n->op->backward) continue;
     int dep = 0;
     for (int k = 0; k < n->n_in; k++)
       dep |= n->in[k] >= 0 && t->needs_grad[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1);

@@ -524,6 +524,10 @@ static void other_ops(void) {
     amd_tensor bx = T(2, xd2, -1, 1), bb = T(1, bd2, 0.5, 2), px = T(3, pd, -1, 1), pp = T(3, pe, 0.5, 2),
                sx = T(4, sd, -1, 1), ss = T(4, sc, 0.5, 2), s1 = T(1, one, 0.5, 2);
     amd_tensor *bias[2] = {&bx, &bb}, *pos[2] = {&px, &pp}, *scale[2] = {&sx, &ss}, *scal[2] = {&s1, &sx};
+    /* an attention scale (a scalar over [B*heads, L, d]) and a few rows: many slices per row */
+    int64_t ld[4] = {8, 3, 65, 64}, fd[2] = {3, 40000}, fr1[2] = {3, 1};
+    amd_tensor lx = T(4, ld, -1, 1), ls = T(0, NULL, 0.5, 2), fx = T(2, fd, -1, 1), fr = T(2, fr1, 0.5, 2);
+    amd_tensor *big[2] = {&lx, &ls}, *few[2] = {&fr, &fx};
     const char *ops2[2] = {"Add", "Mul"};
     for (int i = 0; i < 2; i++) {
       char label[96];
@@ -535,9 +539,13 @@ static void other_ops(void) {
       run_case(label, ops2[i], 14, NULL, 0, scale, 2, 1, NULL, 3, 1, 1, 1e-6);
       snprintf(label, sizeof label, "%s [1] op [4,6,5,7] (one row)", ops2[i]);
       run_case(label, ops2[i], 14, NULL, 0, scal, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [8,3,65,64] op scalar (one row, sliced)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, big, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [3,1] op [3,40000] (three rows, sliced)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, few, 2, 1, NULL, 3, 1, 1, 1e-6);
     }
-    amd_tensor *all7[7] = {&bx, &bb, &px, &pp, &sx, &ss, &s1};
-    FREE(all7, 7);
+    amd_tensor *all7[11] = {&bx, &bb, &px, &pp, &sx, &ss, &s1, &lx, &ls, &fx, &fr};
+    FREE(all7, 11);
   }
   { /* a size that is no multiple of 4: the one-element forms of the vectorised kernels */
     int64_t od[4] = {3, 5, 7, 1};
