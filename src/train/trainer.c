@@ -12,6 +12,7 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../report/profile.h"
+#include "../ops/quant.h"
 #include "batches.h"
 #include "kernels.h"
 #include "loss.h"
@@ -157,6 +158,16 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     int reaches = 0;
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
+    if (!n->op->backward && amd_op_is_quantized(n->op)) {
+      free(on_path);
+      free(from_init);
+      amd_fail(st,
+               "node '%s' (%s) is a quantized op, which has no backward: quantized models can be run "
+               "(run, eval) but not trained; train the float model and quantize it afterwards "
+               "(quantization-aware training with a straight-through gradient is not implemented)",
+               n->name, n->op->name);
+      goto fail;
+    }
     if (!n->op->backward) {
       for (int k = 0; !blocked && k < n->n_in; k++)
         if (n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1)) blocked = n->name;
