@@ -71,11 +71,12 @@ static int scale_float(const amd_tensor *s, const char *what, amd_status *st) {
   return 0;
 }
 
-/* Scale and zero point of one operand: same shape when both are given. */
+/* Scale and zero point of one operand: same shape when both are given (or
+ * one element each). */
 static int same_shape(const amd_tensor *s, const amd_tensor *z, const char *sname, const char *zname,
                       amd_status *st) {
   char s1[128], s2[128];
-  if (s && z && !amd_same_shape(s, z))
+  if (s && z && !amd_same_shape(s, z) && !(amd_tensor_numel(s) == 1 && amd_tensor_numel(z) == 1))
     return amd_fail(st, "%s has shape %s but %s has shape %s: they must have the same shape", sname,
                     amd_shape_str(s, s1, sizeof s1), zname, amd_shape_str(z, s2, sizeof s2));
   return 0;

@@ -9,7 +9,8 @@
  * the type; so do output_dtype or precision attributes asking for such types.
  *
  * Granularity, from the shape of the scale (the zero point, when given, must
- * have the scale's shape and, for QuantizeLinear, the output's type; for
+ * have the scale's shape (or, per tensor, one element each: onnxruntime's
+ * quantizer writes a [1] scale with a scalar zero point) and, for QuantizeLinear, the output's type; for
  * DequantizeLinear, x's type):
  *   - per tensor: one element (a scalar or a 1-element vector);
  *   - per axis (13+): a 1-D scale of length x.shape[axis] (axis default 1,
@@ -94,7 +95,7 @@ static int q_layout(const amd_node *n, const amd_tensor *x, const amd_tensor *s,
   memset(v, 0, sizeof *v);
   if (s->dtype != AMD_FLOAT)
     return amd_fail(st, "scale has dtype %s: only float scales are implemented", amd_dtype_name(s->dtype));
-  if (z && !amd_same_shape(s, z))
+  if (z && !amd_same_shape(s, z) && !(amd_tensor_numel(s) == 1 && amd_tensor_numel(z) == 1))
     return amd_fail(st, "zero point has shape %s but scale has shape %s: they must have the same shape",
                     amd_shape_str(z, s1, sizeof s1), amd_shape_str(s, s2, sizeof s2));
   v->outer = amd_tensor_numel(x);
