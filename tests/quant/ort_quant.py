@@ -237,7 +237,30 @@ def main():
                     print("   amdnn", got.ravel()[:6], "\n   ort  ", want_ort.ravel()[:6], "\n   ref  ",
                           want_ref.ravel()[:6])
         ok &= node_cases(amd, tmp, verbose)
+        ok &= train_refused(amd, tmp, models)
     return 0 if ok else 1
+
+
+def train_refused(amd, tmp, models):
+    """`amdnn-onnx train` on a quantized LeNet-5 must stop with a message that
+    names the quantized node (no backward), not train silently around it."""
+    x = read_pb(os.path.join(models, "lenet5.input.pb")).astype(np.float32)
+    xp, yp = os.path.join(tmp, "train.x.pb"), os.path.join(tmp, "train.y.pb")
+    with open(xp, "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    with open(yp, "wb") as f:
+        f.write(numpy_helper.from_array(np.arange(len(x), dtype=np.int64), "y").SerializeToString())
+    good = True
+    for tag in ("qdq-u8", "qop-u8", "dyn-s8"):
+        qpath = os.path.join(tmp, f"lenet5.{tag}.onnx")
+        r = subprocess.run([amd, "train", qpath, "--data", f"tensors:{xp},{yp}", "--epochs", "1", "--device", "cpu",
+                            "-o", os.path.join(tmp, "trained.onnx")], capture_output=True, text=True)
+        msg = (r.stderr + r.stdout).strip().splitlines()
+        line = next((m for m in msg if "quantized op" in m), "")
+        refused = r.returncode != 0 and line != ""
+        print(f"train {tag}: {'refused' if refused else 'NOT REFUSED (FAIL)'}: {line or msg[-1:]}")
+        good &= refused
+    return good
 
 
 def tensor(name, v):
