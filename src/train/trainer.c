@@ -158,7 +158,7 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     int reaches = 0;
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
-    if (!n->op->backward && amd_op_is_quantized(n->op)) {
+    if (!n->op->backward && amd_op_is_quantized(n->op) && !(o && o->inference_only)) {
       free(on_path);
       free(from_init);
       amd_fail(st,
@@ -194,15 +194,16 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     t->n_params++;
     total += amd_tensor_numel(&val->init);
   }
-  if (t->n_params == 0) {
+  if (t->n_params == 0 && !(o && o->inference_only)) {
     free(on_path);
     amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",
              frozen ? " that --freeze left" : "");
     goto fail;
   }
   t->n_floats = total;
-  t->params = calloc((size_t)total, sizeof(float));
-  t->grads = calloc((size_t)total, sizeof(float));
+  t->params = calloc((size_t)(total ? total : 1), sizeof(float)); /* one float at least: a block even without
+                                                                      * parameters (inference_only) */
+  t->grads = calloc((size_t)(total ? total : 1), sizeof(float));
   if (!t->params || !t->grads) {
     free(on_path);
     amd_fail(st, "out of memory for %lld parameters", (long long)total);

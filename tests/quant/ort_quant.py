@@ -243,7 +243,8 @@ def main():
 
 def train_refused(amd, tmp, models):
     """`amdnn-onnx train` on a quantized LeNet-5 must stop with a message that
-    names the quantized node (no backward), not train silently around it."""
+    names the quantized node (no backward), not train silently around it;
+    `amdnn-onnx eval` must score it."""
     x = read_pb(os.path.join(models, "lenet5.input.pb")).astype(np.float32)
     xp, yp = os.path.join(tmp, "train.x.pb"), os.path.join(tmp, "train.y.pb")
     with open(xp, "wb") as f:
@@ -260,6 +261,11 @@ def train_refused(amd, tmp, models):
         refused = r.returncode != 0 and line != ""
         print(f"train {tag}: {'refused' if refused else 'NOT REFUSED (FAIL)'}: {line or msg[-1:]}")
         good &= refused
+        r = subprocess.run([amd, "eval", qpath, "--data", f"tensors:{xp},{yp}", "--device", "cpu"],
+                           capture_output=True, text=True)
+        top1 = next((m for m in r.stdout.splitlines() if m.startswith("top1")), "")
+        print(f"eval {tag}: {top1 if r.returncode == 0 and top1 else 'FAILED: ' + r.stderr.strip()}")
+        good &= r.returncode == 0 and top1 != ""
     return good
 
 
