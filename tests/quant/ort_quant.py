@@ -13,6 +13,8 @@ stays float):
   qop-u8        quantize_static, QOperator (QLinearConv, QLinearMatMul), per tensor, uint8 / int8
   qop-u8-pc     the same, per channel weights
   qop-s8        QOperator, int8 activations and weights
+  qdq-all       QDQ of the original model (Gemm kept), every op type the quantizer
+                takes (Add, MaxPool, GlobalAveragePool, Gemm too), uint8 / int8
   dyn-s8        quantize_dynamic (DynamicQuantizeLinear, ConvInteger, MatMulInteger), int8 weights
   dyn-u8        quantize_dynamic, uint8 weights
 Calibration: 8 deterministic inputs (a seeded normal draw and the model's
@@ -172,6 +174,8 @@ def main():
                                      activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)),
         ("qop-s8", "static", dict(quant_format=QuantFormat.QOperator, per_channel=False,
                                   activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)),
+        ("qdq-all", "static-all", dict(quant_format=QuantFormat.QDQ, per_channel=False,
+                                       activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)),
         ("dyn-s8", "dynamic", dict(weight_type=QuantType.QInt8)),
         ("dyn-u8", "dynamic", dict(weight_type=QuantType.QUInt8)),
     ]
@@ -193,6 +197,8 @@ def main():
                 if kind == "static":
                     quantize_static(fpath, qpath, Reader("input", calib_inputs(x)),
                                     op_types_to_quantize=["Conv", "MatMul"], **kw)
+                elif kind == "static-all":  # the original model (Gemm), every op the quantizer takes
+                    quantize_static(src, qpath, Reader("input", calib_inputs(x)), **kw)
                 else:
                     quantize_dynamic(fpath, qpath, op_types_to_quantize=["Conv", "MatMul"], **kw)
                 qm = onnx.load(qpath)
