@@ -19,16 +19,19 @@
 
 #define Q8_NB 512 /* columns of C per block */
 
-/* acc[j] = sum_k value(arow[k]) * value(B[k][j0 + j]) for j < nb (mod 2^32).
- * THE product of the quantized ops is the `a * b` below: a table-driven
- * multiplier replaces it with table[arow[k]][bk[j]] over the raw codes. */
+/* acc[j] = sum_k product(arow[k], B[k][j0 + j]) for j < nb (mod 2^32).
+ * THE product of the quantized ops: `a * b` of the codes' values, or, with a
+ * table, table[A code * 256 + B code] (the same with the exact table). */
 static void q8_row_block(int64_t K, int64_t N, const uint8_t *arow, int a_signed, const uint8_t *B, int b_signed,
-                         int64_t j0, int64_t nb, uint32_t *acc) {
+                         const int32_t *table, int64_t j0, int64_t nb, uint32_t *acc) {
   memset(acc, 0, sizeof(uint32_t) * (size_t)nb);
   for (int64_t k = 0; k < K; k++) {
     const int32_t a = a_signed ? (int32_t)(int8_t)arow[k] : (int32_t)arow[k];
     const uint8_t *bk = B + k * N + j0;
-    if (b_signed) {
+    if (table) {
+      const int32_t *trow = table + 256 * (int)arow[k];
+      for (int64_t j = 0; j < nb; j++) acc[j] += (uint32_t)trow[bk[j]];
+    } else if (b_signed) {
       const int8_t *bs = (const int8_t *)bk;
       for (int64_t j = 0; j < nb; j++) acc[j] += (uint32_t)(a * (int32_t)bs[j]);
     } else {
@@ -38,7 +41,7 @@ static void q8_row_block(int64_t K, int64_t N, const uint8_t *arow, int a_signed
 }
 
 int amd_q8_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, int a_signed, const int32_t *za,
-                 const uint8_t *B, int b_signed, const int32_t *zb, int32_t *C) {
+                 const uint8_t *B, int b_signed, const int32_t *zb, const int32_t *table, int32_t *C) {
   if (M <= 0 || N <= 0) return 0;
   /* column sums of B (one pass over B) */
   uint32_t *colsum = calloc((size_t)N, sizeof *colsum);
@@ -60,7 +63,7 @@ int amd_q8_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, int a_signed,
     uint32_t acc[Q8_NB];
     for (int64_t j0 = 0; j0 < N; j0 += Q8_NB) {
       const int64_t nb = N - j0 < Q8_NB ? N - j0 : Q8_NB;
-      q8_row_block(K, N, arow, a_signed, B, b_signed, j0, nb, acc);
+      q8_row_block(K, N, arow, a_signed, B, b_signed, table, j0, nb, acc);
       int32_t *c = C + i * N + j0;
       for (int64_t j = 0; j < nb; j++) {
         const uint32_t zbj = (uint32_t)zb[j0 + j];

@@ -20,11 +20,12 @@
  * overflow if and only if in 32 bits").
  *
  * Hook for table-driven 8-bit multipliers: P's product `a * b` is written in
- * one place (q8_row_block in qgemm.c); a 256 x 256 table indexed by the raw
- * codes, table[A code][B code], can replace it. With the exact table
- * (table[x][y] = value(x) * value(y)) the result is bit-identical to the
- * integer arithmetic above; an approximate table changes only P, while the
- * zero-point corrections stay exact. */
+ * one place (q8_row_block in qgemm.c); `table` (256 x 256 int32, row-major,
+ * indexed by the raw codes: table[A code * 256 + B code]) replaces it when not
+ * NULL. With the exact table (table[x][y] = value(x) * value(y)) the result is
+ * bit-identical to the integer arithmetic above; an approximate table changes
+ * only P, while the zero-point corrections stay exact (tests/ops/test_quant.c
+ * checks both). The ops pass NULL (exact products) for now. */
 #ifndef AMD_QGEMM_H
 #define AMD_QGEMM_H
 
@@ -32,6 +33,6 @@
 
 /* Returns 0, or -1 when out of memory (for N column sums). */
 int amd_q8_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, int a_signed, const int32_t *za,
-                 const uint8_t *B, int b_signed, const int32_t *zb, int32_t *C);
+                 const uint8_t *B, int b_signed, const int32_t *zb, const int32_t *table, int32_t *C);
 
 #endif

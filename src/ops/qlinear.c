@@ -220,7 +220,7 @@ static int qconv_acc(const qconv_in *q, int32_t *acc, amd_status *st) {
   for (int64_t b = 0; b < g->n && rc == 0; b++)
     for (int64_t gi = 0; gi < g->group && rc == 0; gi++) {
       im2col_q8(g, xd + (b * g->c + gi * g->cg) * g->isize, padcode, col);
-      if (amd_q8_gemm(g->mg, g->osize, kdim, wd + gi * g->mg * kdim, ws, zw + gi * g->mg, col, xs, zx,
+      if (amd_q8_gemm(g->mg, g->osize, kdim, wd + gi * g->mg * kdim, ws, zw + gi * g->mg, col, xs, zx, NULL,
                       acc + (b * g->m + gi * g->mg) * g->osize))
         rc = amd_fail(st, "out of memory in the integer GEMM");
     }
@@ -362,7 +362,7 @@ static int qmm_acc(const qmm_in *q, int32_t *acc, amd_status *st) {
   int64_t oa = 0, ob = 0; /* batch offsets (in matrices) into a and b */
   int rc = 0;
   for (int64_t t = 0; t < nb && rc == 0; t++) {
-    if (amd_q8_gemm(M, N, K, a + oa * mk, as, za, b + ob * kn, bs, zb, acc + t * mn))
+    if (amd_q8_gemm(M, N, K, a + oa * mk, as, za, b + ob * kn, bs, zb, NULL, acc + t * mn))
       rc = amd_fail(st, "out of memory in the integer GEMM");
     for (int d = s->batch.rank - 1; d >= 0; d--) { /* advance the batch odometer */
       idx[d]++;

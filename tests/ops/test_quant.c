@@ -3,8 +3,10 @@
  *  - amd_q8_gemm against a direct sum of (a - za)(b - zb) for every signedness
  *    pair, per-row and per-column zero points, odd sizes (more columns than a
  *    block), and int32 wrap-around (K large enough to overflow);
- *  - the table hook's claim: the same sums from a 256 x 256 table of products
- *    of the raw codes, expanded with the zero-point corrections, are exact;
+ *  - the table hook: amd_q8_gemm with the exact 256 x 256 table of products
+ *    of the raw codes gives the same bits; with every entry one too high,
+ *    exactly K more (the zero-point corrections stay exact); the expansion
+ *    itself recomputed here from the table;
  *  - rounding: half to even at exact ties, saturation at both ends, NaN;
  *  - bad input failing with a message (never a crash): mismatched scale and
  *    zero-point shapes, a scale of the wrong length, a zero point of another
@@ -39,11 +41,25 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int as, int bs, int big) 
   for (int64_t i = 0; i < K * N; i++) B[i] = big ? (bs ? 0x80 : 0xff) : (uint8_t)(gc_uniform() * 256);
   for (int64_t i = 0; i < M; i++) za[i] = big ? 0 : val((uint8_t)(gc_uniform() * 256), as);
   for (int64_t j = 0; j < N; j++) zb[j] = big ? 0 : val((uint8_t)(gc_uniform() * 256), bs);
-  CHECK(amd_q8_gemm(M, N, K, A, as, za, B, bs, zb, C) == 0, "gemm");
+  int32_t *Ct = malloc(sizeof(int32_t) * (size_t)(M * N)), *Cp = malloc(sizeof(int32_t) * (size_t)(M * N));
+  CHECK(amd_q8_gemm(M, N, K, A, as, za, B, bs, zb, NULL, C) == 0, "gemm");
   /* the 256 x 256 product table of the raw codes, as a table multiplier would use */
-  static int32_t table[256][256];
+  static int32_t table[256][256], plus1[256][256];
   for (int x = 0; x < 256; x++)
-    for (int y = 0; y < 256; y++) table[x][y] = val((uint8_t)x, as) * val((uint8_t)y, bs);
+    for (int y = 0; y < 256; y++) {
+      table[x][y] = val((uint8_t)x, as) * val((uint8_t)y, bs);
+      plus1[x][y] = table[x][y] + 1; /* a "multiplier" one too high everywhere */
+    }
+  CHECK(amd_q8_gemm(M, N, K, A, as, za, B, bs, zb, &table[0][0], Ct) == 0, "gemm, table");
+  CHECK(amd_q8_gemm(M, N, K, A, as, za, B, bs, zb, &plus1[0][0], Cp) == 0, "gemm, table + 1");
+  int64_t bad_gemm_table = 0, bad_plus1 = 0;
+  for (int64_t e = 0; e < M * N; e++) {
+    bad_gemm_table += Ct[e] != C[e];
+    bad_plus1 += (uint32_t)Cp[e] != (uint32_t)C[e] + (uint32_t)K; /* only P changes: + K */
+  }
+  CHECK(bad_gemm_table == 0, "amd_q8_gemm with the exact table: %lld differ", (long long)bad_gemm_table);
+  CHECK(bad_plus1 == 0, "amd_q8_gemm with table + 1: %lld not exact + K", (long long)bad_plus1);
+  free(Ct), free(Cp);
   int64_t bad = 0, bad_table = 0;
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
