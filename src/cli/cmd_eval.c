@@ -110,11 +110,12 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_graph *g = NULL;
   amd_dataset ds = {0};
   amd_trainer t = {0};
+  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
   amd_mode_set modes = {0};
   int64_t *confusion = NULL;
   int rc = 1;
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
-      amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st))
+      amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st))
     goto fail;
   const amd_backend *be;
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */

@@ -89,6 +89,15 @@ static const equivalent_version equivalents[] = {
     {AMD_OP_IDX_EyeLike, 22, 22, 9, "22 adds bfloat16"},
     {AMD_OP_IDX_ReduceLogSum, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
     {AMD_OP_IDX_ReduceLogSumExp, 28, 28, 18, "28 drops the integer types, which 18 here still accepts"},
+    {AMD_OP_IDX_QuantizeLinear, 24, 28, 23,
+     "24-28 add float8e8m0 scales and int2, uint2 and float6 outputs; only float scales and int8 and uint8 "
+     "outputs are implemented, other types fail with a message"},
+    {AMD_OP_IDX_DequantizeLinear, 24, 28, 23,
+     "24-28 add float8e8m0 scales and int2, uint2 and float6 inputs; only float scales and int8, uint8 and "
+     "int32 inputs are implemented, other types fail with a message"},
+    {AMD_OP_IDX_QLinearMatMul, 21, 21, 10,
+     "21 adds float16 and bfloat16 scales and float8 codes; only float scales and int8 and uint8 codes are "
+     "implemented, other types fail with a message"},
 };
 
 int amd_onnx_newest_opset(void) { return AMD_ONNX_NEWEST_OPSET; }

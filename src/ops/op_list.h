@@ -147,3 +147,12 @@ AMD_OP(Split)
 AMD_OP(Expand)
 AMD_OP(Tile)
 AMD_OP(ScatterND)
+/* quant.c: QuantizeLinear DequantizeLinear DynamicQuantizeLinear
+ * qlinear.c: QLinearConv QLinearMatMul ConvInteger MatMulInteger (issue 19) */
+AMD_OP(QuantizeLinear)
+AMD_OP(DequantizeLinear)
+AMD_OP(DynamicQuantizeLinear)
+AMD_OP(QLinearConv)
+AMD_OP(QLinearMatMul)
+AMD_OP(ConvInteger)
+AMD_OP(MatMulInteger)

@@ -12,6 +12,7 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../report/profile.h"
+#include "../ops/quant.h"
 #include "batches.h"
 #include "kernels.h"
 #include "loss.h"
@@ -157,6 +158,16 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     int reaches = 0;
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
+    if (!n->op->backward && amd_op_is_quantized(n->op) && !(o && o->inference_only)) {
+      free(on_path);
+      free(from_init);
+      amd_fail(st,
+               "node '%s' (%s) is a quantized op, which has no backward: quantized models can be run "
+               "(run, eval) but not trained; train the float model and quantize it afterwards "
+               "(quantization-aware training with a straight-through gradient is not implemented)",
+               n->name, n->op->name);
+      goto fail;
+    }
     if (!n->op->backward) {
       for (int k = 0; !blocked && k < n->n_in; k++)
         if (n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1)) blocked = n->name;
@@ -183,15 +194,16 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     t->n_params++;
     total += amd_tensor_numel(&val->init);
   }
-  if (t->n_params == 0) {
+  if (t->n_params == 0 && !(o && o->inference_only)) {
     free(on_path);
     amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",
              frozen ? " that --freeze left" : "");
     goto fail;
   }
   t->n_floats = total;
-  t->params = calloc((size_t)total, sizeof(float));
-  t->grads = calloc((size_t)total, sizeof(float));
+  t->params = calloc((size_t)(total ? total : 1), sizeof(float)); /* one float at least: a block even without
+                                                                      * parameters (inference_only) */
+  t->grads = calloc((size_t)(total ? total : 1), sizeof(float));
   if (!t->params || !t->grads) {
     free(on_path);
     amd_fail(st, "out of memory for %lld parameters", (long long)total);

@@ -34,6 +34,9 @@
 typedef struct amd_trainer_opts {
   const char *freeze[16]; /* substrings of initializer names to keep fixed */
   int n_freeze;
+  /* 1: the trainer only evaluates (eval): a model without trainable
+   * parameters, or whose loss depends on a quantized op, is accepted. */
+  int inference_only;
 } amd_trainer_opts;
 
 struct amd_backend;

@@ -1,0 +1,49 @@
+/* Shared pieces of the quantized ops (quant.c: QuantizeLinear,
+ * DequantizeLinear, DynamicQuantizeLinear; qlinear.c: QLinearConv,
+ * QLinearMatMul, ConvInteger, MatMulInteger) and the trainer's test for them. */
+#ifndef AMD_OPS_QUANT_H
+#define AMD_OPS_QUANT_H
+
+#include <math.h>
+
+#include "op.h"
+
+/* 1 for the ops of quant.c and qlinear.c: they have no backward, and the
+ * trainer refuses a model whose loss depends on one (train/trainer.c). */
+int amd_op_is_quantized(const amd_op *op);
+
+static inline int amd_q_is8(amd_dtype t) { return t == AMD_INT8 || t == AMD_UINT8; }
+
+/* The value of element i of an int8 / uint8 / int32 tensor. */
+static inline int32_t amd_q_value(const amd_tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case AMD_INT8: return ((const int8_t *)t->data)[i];
+  case AMD_UINT8: return ((const uint8_t *)t->data)[i];
+  default: return ((const int32_t *)t->data)[i];
+  }
+}
+
+/* saturate(round_half_even(q) + zp) into [lo, hi]; q is the real value in
+ * quantization steps (x / scale). rint rounds half to even in the default
+ * rounding mode. NaN gives zp (as q = 0 would). */
+static inline int32_t amd_q_round_sat(double q, int32_t zp, int32_t lo, int32_t hi) {
+  if (isnan(q)) q = 0;
+  double r = rint(q) + (double)zp;
+  return r < lo ? lo : r > hi ? hi : (int32_t)r;
+}
+
+/* The code range of an int8 / uint8 dtype. */
+static inline void amd_q_range(amd_dtype t, int32_t *lo, int32_t *hi) {
+  *lo = t == AMD_INT8 ? -128 : 0;
+  *hi = t == AMD_INT8 ? 127 : 255;
+}
+
+/* Stores v (already in range) as element i of an int8 / uint8 tensor. */
+static inline void amd_q_store(amd_tensor *t, int64_t i, int32_t v) {
+  if (t->dtype == AMD_INT8)
+    ((int8_t *)t->data)[i] = (int8_t)v;
+  else
+    ((uint8_t *)t->data)[i] = (uint8_t)v;
+}
+
+#endif
