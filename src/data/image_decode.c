@@ -170,12 +170,13 @@ static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int64_t n) {
   }
 }
 
-static int decode_jpeg(const char *path, void *tj, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
+static int decode_jpeg(const char *path, void **tjp, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
                        amd_status *st) {
   uint8_t *buf = NULL;
   size_t len = 0;
   if (read_file(path, &buf, &len, st)) return -1;
-  int own = !tj;
+  void *tj = tjp ? *tjp : NULL;
+  int own = !tj, tj_failed = 0;
   if (own && !(tj = tjInitDecompress())) {
     free(buf);
     return amd_fail(st, "%s: cannot start the JPEG decoder", path);
@@ -183,6 +184,7 @@ static int decode_jpeg(const char *path, void *tj, int scale_w, int scale_h, uin
   int iw, ih, subsamp, cs, rc = 0;
   uint8_t *out = NULL;
   if (tjDecompressHeader3(tj, buf, (unsigned long)len, &iw, &ih, &subsamp, &cs)) {
+    tj_failed = 1;
     rc = amd_fail(st, "%s: bad JPEG: %s", path, tjGetErrorStr2(tj));
     goto done;
   }
@@ -211,6 +213,7 @@ static int decode_jpeg(const char *path, void *tj, int scale_w, int scale_h, uin
   flags |= TJFLAG_LIMITSCANS; /* a progressive JPEG of thousands of scans is a CPU bomb */
 #endif
   if (tjDecompress2(tj, buf, (unsigned long)len, out, ow, ow * ps, oh, pf, flags)) {
+    tj_failed = 1;
     const char *msg = tjGetErrorStr2(tj);
     /* libjpeg warns and goes on where PIL goes on too (extraneous bytes, a
      * corrupt segment); a file that ends early is an error in PIL */
@@ -237,7 +240,15 @@ static int decode_jpeg(const char *path, void *tj, int scale_w, int scale_h, uin
 done:
   free(out);
   free(buf);
-  if (own) tjDestroy(tj);
+  if (own) {
+    tjDestroy(tj);
+  } else if (tj_failed) {
+    /* a handle is not reliable after an error or a warning (the next header
+     * can read as 0x0): the caller's gets replaced (NULL if that fails: a
+     * temporary one is then made per call) */
+    tjDestroy(tj);
+    *tjp = tjInitDecompress();
+  }
   return rc;
 }
 
@@ -329,7 +340,7 @@ static int decode_png(const char *path, uint8_t **pix, int *h, int *w, int *c, a
   return 0;
 }
 
-int amd_img_decode(const char *path, void *tj, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
+int amd_img_decode(const char *path, void **tj, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
                    amd_status *st) {
   *pix = NULL;
   FILE *f = fopen(path, "rb");

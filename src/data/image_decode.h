@@ -36,10 +36,10 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st);
  * upsampling), as PIL decodes; CMYK/YCCK as PIL does (Adobe inverted values,
  * then PIL's CMYK->RGB); a truncated file is an error, other libjpeg warnings
  * are not. scale_w, scale_h > 0 (fast decoding): the smallest TurboJPEG
- * scaling factor whose output is at least scale_w x scale_h. tj: a TurboJPEG
- * decompressor handle of the calling thread (amd_img_tj_new), or NULL for a
- * temporary one. */
-int amd_img_decode(const char *path, void *tj, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
+ * scaling factor whose output is at least scale_w x scale_h. *tj: a TurboJPEG
+ * decompressor handle of the calling thread (amd_img_tj_new; replaced after a
+ * failure), or tj / *tj NULL for a temporary one. */
+int amd_img_decode(const char *path, void **tj, int scale_w, int scale_h, uint8_t **pix, int *h, int *w, int *c,
                    amd_status *st);
 void *amd_img_tj_new(void);
 void amd_img_tj_free(void *tj);

@@ -519,7 +519,7 @@ static void decode_one(pool *p, int64_t i, int worker) {
   int fast = o->fast_decode && (o->resize || o->resize_h) && in->kind == AMD_IMG_JPEG;
   uint8_t *pix = NULL, *rs = NULL;
   int h, w, c;
-  if (amd_img_decode(path, p->tj[worker], fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, &st)) {
+  if (amd_img_decode(path, &p->tj[worker], fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, &st)) {
     pool_fail(p, i, &st);
     return;
   }

@@ -192,9 +192,15 @@ def bad(fashion, tmp):
 
     base = ["--resize", "32", "--crop", "32"]
     d = fresh()
-    write(os.path.join(d, "a", "a1.jpg"), jpeg_bytes()[:300])
-    expect("images:" + d, base, "truncated JPEG", ["a1.jpg", "Premature end"])
-    expect("images:" + d, base + ["--skip-bad"], "truncated JPEG", [], skipped=1)
+    j = jpeg_bytes()
+    write(os.path.join(d, "a", "a1.jpg"), j[:len(j) * 7 // 10])
+    expect("images:" + d, base, "truncated JPEG (in the image data)", ["a1.jpg", "Premature end"])
+    expect("images:" + d, base + ["--skip-bad", "--workers", "1"], "truncated JPEG", [], skipped=1)
+    d = fresh()
+    write(os.path.join(d, "a", "a1.jpg"), j[:300])
+    expect("images:" + d, base, "truncated JPEG (in the tables)", ["a1.jpg", "bad JPEG"])
+    expect("images:" + d, base + ["--skip-bad", "--workers", "1"], "truncated JPEG, the next file still decodes", [],
+           skipped=1)
 
     d = fresh()
     j = bytearray(jpeg_bytes())
@@ -204,6 +210,18 @@ def bad(fashion, tmp):
     rc, so, se = run_dump("images:" + d, base, os.path.join(tmp, "dump.bin"))
     check(rc in (0, 1) and (rc == 0 or ("b0.jpg" in se and se.count("\n") == 1)),
           "corrupt JPEG data: loads (libjpeg's warning, as PIL) or one line naming the file: %s" % se.strip())
+
+    d = fresh()  # extraneous bytes before EOI: libjpeg warns, PIL loads it, so do we (and the next file too)
+    j = jpeg_bytes(40, 30)
+    write(os.path.join(d, "a", "a0.jpg"), j[:-2] + b"\x00\x11\x22" + j[-2:])
+    out = os.path.join(tmp, "dump.bin")
+    rc, so, se = run_dump("images:" + d, base + ["--workers", "1", "--normalize", "none"], out)
+    r = read_dump(out) if rc == 0 else None
+    # torchvision: Resize(32) of 40x30 is 42x32 (int(32 * 40 / 30)), CenterCrop(32) from x = round(10 / 2) = 5
+    ref = np.asarray(Image.open(os.path.join(d, "a", "a0.jpg")).convert("RGB").resize((42, 32), Image.BILINEAR))
+    ref = ref[:, 5:37].transpose(2, 0, 1)
+    check(r is not None and r["splits"][0][0].shape[0] == 6 and np.array_equal(r["splits"][0][0][0], ref),
+          "a JPEG with a libjpeg warning (extraneous bytes) loads as PIL loads it, and so does the next file")
 
     d = fresh()
     write(os.path.join(d, "a", "a2.jpg"), b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\x00" * 10)
