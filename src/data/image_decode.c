@@ -417,19 +417,21 @@ static inline uint8_t clip8(int32_t v) {
   return (uint8_t)(v >> PREC);
 }
 
-/* rows [r0, r1) of in (iw wide) resampled horizontally into out (ow wide, row r - r0). */
-static void pass_h(const uint8_t *in, int iw, int c, int r0, int r1, const taps *t, uint8_t *out, int ow) {
+/* Output columns [x0, x0 + n) of rows [r0, r1) of in (iw wide), resampled
+ * horizontally into out (n wide, row r - r0). */
+static void pass_h(const uint8_t *in, int iw, int c, int r0, int r1, const taps *t, int x0, int n_out, uint8_t *out) {
   for (int r = r0; r < r1; r++) {
     const uint8_t *src = in + (size_t)r * iw * c;
-    uint8_t *dst = out + (size_t)(r - r0) * ow * c;
-    for (int o = 0; o < ow; o++) {
+    uint8_t *dst = out + (size_t)(r - r0) * n_out * c;
+    for (int j = 0; j < n_out; j++) {
+      int o = x0 + j;
       const int32_t *w = t->w + (size_t)o * t->ksize;
       const uint8_t *s = src + (size_t)t->first[o] * c;
       int n = t->count[o];
       if (c == 1) {
         int32_t a = 1 << (PREC - 1);
         for (int i = 0; i < n; i++) a += s[i] * w[i];
-        dst[o] = clip8(a);
+        dst[j] = clip8(a);
       } else {
         int32_t a0 = 1 << (PREC - 1), a1 = a0, a2 = a0;
         for (int i = 0; i < n; i++) {
@@ -437,60 +439,98 @@ static void pass_h(const uint8_t *in, int iw, int c, int r0, int r1, const taps 
           a1 += s[3 * i + 1] * w[i];
           a2 += s[3 * i + 2] * w[i];
         }
-        dst[3 * o] = clip8(a0);
-        dst[3 * o + 1] = clip8(a1);
-        dst[3 * o + 2] = clip8(a2);
+        dst[3 * j] = clip8(a0);
+        dst[3 * j + 1] = clip8(a1);
+        dst[3 * j + 2] = clip8(a2);
       }
     }
   }
 }
 
-/* in (rows starting at input row r0, rowlen bytes each) resampled vertically into out (oh rows). */
-static void pass_v(const uint8_t *in, int r0, size_t rowlen, const taps *t, uint8_t *out, int oh) {
-  for (int o = 0; o < oh; o++) {
+/* Output rows [y0, y0 + n_out) resampled vertically from in (its first row is
+ * input row r0, rowlen bytes a row) into out; acc: rowlen int32 of scratch.
+ * The sums run over whole rows (tap by tap), which vectorises. */
+static void pass_v(const uint8_t *in, int r0, size_t rowlen, const taps *t, int y0, int n_out, int32_t *acc,
+                   uint8_t *out) {
+  for (int j = 0; j < n_out; j++) {
+    int o = y0 + j;
     const int32_t *w = t->w + (size_t)o * t->ksize;
     const uint8_t *s = in + (size_t)(t->first[o] - r0) * rowlen;
     int n = t->count[o];
-    uint8_t *dst = out + (size_t)o * rowlen;
-    for (size_t x = 0; x < rowlen; x++) {
-      int32_t a = 1 << (PREC - 1);
-      for (int i = 0; i < n; i++) a += s[(size_t)i * rowlen + x] * w[i];
-      dst[x] = clip8(a);
+    for (size_t x = 0; x < rowlen; x++) acc[x] = 1 << (PREC - 1);
+    for (int i = 0; i < n; i++) {
+      const uint8_t *row = s + (size_t)i * rowlen;
+      const int32_t wi = w[i];
+      for (size_t x = 0; x < rowlen; x++) acc[x] += row[x] * wi;
     }
+    uint8_t *dst = out + (size_t)j * rowlen;
+    for (size_t x = 0; x < rowlen; x++) dst[x] = clip8(acc[x]);
   }
 }
 
-int amd_img_resize(const uint8_t *in, int ih, int iw, int c, uint8_t *out, int oh, int ow) {
+int amd_img_resize_region(const uint8_t *in, int ih, int iw, int c, int oh, int ow, int y0, int x0, int h, int w,
+                          uint8_t *out) {
   int need_h = ow != iw, need_v = oh != ih;
-  if (!need_h && !need_v) {
-    memcpy(out, in, (size_t)ih * iw * c);
-    return 0;
-  }
   taps th = {0}, tv = {0};
   if ((need_h && taps_make(iw, ow, &th)) || (need_v && taps_make(ih, oh, &tv))) {
     taps_free(&th);
     return -1;
   }
   int rc = 0;
-  if (!need_v) {
-    pass_h(in, iw, c, 0, ih, &th, out, ow);
-  } else if (!need_h) {
-    pass_v(in, 0, (size_t)iw * c, &tv, out, oh);
-  } else {
-    /* only the input rows the vertical taps read */
-    int r0 = tv.first[0], r1 = tv.first[oh - 1] + tv.count[oh - 1];
-    uint8_t *mid = malloc((size_t)(r1 - r0) * ow * c);
+  /* the input rows the output rows [y0, y0 + h) read */
+  int r0 = need_v ? tv.first[y0] : y0, r1 = need_v ? tv.first[y0 + h - 1] + tv.count[y0 + h - 1] : y0 + h;
+  uint8_t *mid = NULL;
+  int32_t *acc = NULL;
+  const uint8_t *src = in; /* rows from input row r0 on, w columns (or iw without need_h) */
+  size_t src_row = (size_t)iw * c;
+  int src_r0 = 0;
+  if (need_h) {
+    mid = malloc((size_t)(r1 - r0) * w * c);
     if (!mid) {
       rc = -1;
-    } else {
-      pass_h(in, iw, c, r0, r1, &th, mid, ow);
-      pass_v(mid, r0, (size_t)ow * c, &tv, out, oh);
-      free(mid);
+      goto done;
     }
+    pass_h(in, iw, c, r0, r1, &th, x0, w, mid);
+    src = mid;
+    src_row = (size_t)w * c;
+    src_r0 = r0;
   }
+  if (need_v) {
+    if (need_h) {
+      acc = malloc(src_row * sizeof *acc);
+      if (!acc) {
+        rc = -1;
+        goto done;
+      }
+      pass_v(src, src_r0, src_row, &tv, y0, h, acc, out);
+    } else {
+      /* vertical only: the columns [x0, x0 + w) of full input rows */
+      uint8_t *cols = malloc((size_t)(r1 - r0) * w * c);
+      acc = malloc((size_t)w * c * sizeof *acc);
+      if (!cols || !acc) {
+        free(cols);
+        rc = -1;
+        goto done;
+      }
+      for (int r = r0; r < r1; r++) memcpy(cols + (size_t)(r - r0) * w * c, in + ((size_t)r * iw + x0) * c, (size_t)w * c);
+      pass_v(cols, r0, (size_t)w * c, &tv, y0, h, acc, out);
+      free(cols);
+    }
+  } else if (need_h) {
+    memcpy(out, mid + (size_t)(y0 - r0) * w * c, (size_t)h * w * c);
+  } else {
+    for (int r = 0; r < h; r++) memcpy(out + (size_t)r * w * c, in + ((size_t)(y0 + r) * iw + x0) * c, (size_t)w * c);
+  }
+done:
+  free(acc);
+  free(mid);
   taps_free(&th);
   taps_free(&tv);
   return rc;
+}
+
+int amd_img_resize(const uint8_t *in, int ih, int iw, int c, uint8_t *out, int oh, int ow) {
+  return amd_img_resize_region(in, ih, iw, c, oh, ow, 0, 0, oh, ow, out);
 }
 
 void amd_img_resize_size(int h, int w, int n, int64_t *oh, int64_t *ow) {

@@ -530,35 +530,35 @@ static void decode_one(pool *p, int64_t i, int worker) {
     pool_fail(p, i, &st);
     return;
   }
-  if (rh != h || rw != w) {
-    rs = malloc((size_t)(rh * rw * c));
-    if (!rs || amd_img_resize(pix, h, w, c, rs, (int)rh, (int)rw)) {
-      amd_fail(&st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw, (long long)rh);
-      free(rs);
-      free(pix);
-      pool_fail(p, i, &st);
-      return;
-    }
-    free(pix);
-    pix = rs;
-    h = (int)rh;
-    w = (int)rw;
-  }
-  /* centre crop (zero padding where the crop is larger), HWC -> CHW, grey -> RGB */
+  /* the centre crop (zero padding where the crop is larger) of the resized
+   * image: only its visible rectangle is resized (the same bytes) */
   const int64_t H = pl->h, W = pl->w, C = pl->c, HW = H * W;
-  int64_t pad_t = H > h ? (H - h) / 2 : 0, pad_l = W > w ? (W - w) / 2 : 0;
-  int64_t oy = half_even((H > h ? H : h) - H) - pad_t, ox = half_even((W > w ? W : w) - W) - pad_l;
+  int64_t pad_t = H > rh ? (H - rh) / 2 : 0, pad_l = W > rw ? (W - rw) / 2 : 0;
+  int64_t oy = half_even((H > rh ? H : rh) - H) - pad_t, ox = half_even((W > rw ? W : rw) - W) - pad_l;
+  int64_t vy0 = oy > 0 ? oy : 0, vy1 = H + oy < rh ? H + oy : rh;
+  int64_t vx0 = ox > 0 ? ox : 0, vx1 = W + ox < rw ? W + ox : rw;
+  int64_t vh = vy1 - vy0, vw = vx1 - vx0;
+  rs = malloc((size_t)(vh * vw * c));
+  if (!rs || amd_img_resize_region(pix, h, w, c, (int)rh, (int)rw, (int)vy0, (int)vx0, (int)vh, (int)vw, rs)) {
+    amd_fail(&st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw, (long long)rh);
+    free(rs);
+    free(pix);
+    pool_fail(p, i, &st);
+    return;
+  }
+  free(pix);
+  /* HWC -> CHW, grey -> RGB, zeros outside */
   uint8_t *dst = pl->u8 + i * C * HW;
   for (int64_t y = 0; y < H; y++) {
     int64_t sy = y + oy;
     for (int64_t x = 0; x < W; x++) {
       int64_t sx = x + ox;
-      int inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
-      const uint8_t *s = pix + (sy * w + sx) * c;
-      for (int64_t ch = 0; ch < C; ch++) dst[ch * HW + y * W + x] = inside ? s[c == 1 ? 0 : ch] : 0;
+      int inside = sy >= vy0 && sy < vy1 && sx >= vx0 && sx < vx1;
+      const uint8_t *q = rs + ((sy - vy0) * vw + (sx - vx0)) * c;
+      for (int64_t ch = 0; ch < C; ch++) dst[ch * HW + y * W + x] = inside ? q[c == 1 ? 0 : ch] : 0;
     }
   }
-  free(pix);
+  free(rs);
 }
 
 /* One split's files: probed (pass 1) into info. */
