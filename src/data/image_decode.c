@@ -197,6 +197,9 @@ static int decode_jpeg(const char *path, void **tjp, int scale_w, int scale_h, u
     int nsf = 0;
     tjscalingfactor *sf = tjGetScalingFactors(&nsf);
     for (int i = 0; sf && i < nsf; i++) {
+      /* only 1/2, 1/4, 1/8: libjpeg-turbo's other scaled IDCTs have no SIMD
+       * code and were slower than decoding at full size here */
+      if (sf[i].num != 1 || (sf[i].denom != 2 && sf[i].denom != 4 && sf[i].denom != 8)) continue;
       int sw = TJSCALED(iw, sf[i]), sh = TJSCALED(ih, sf[i]);
       if (sw >= scale_w && sh >= scale_h && (int64_t)sw * sh < (int64_t)ow * oh) ow = sw, oh = sh;
     }
