@@ -7,8 +7,9 @@ usage: make_image_folder.py FASHION_DIR OUT_DIR KIND [PER_CLASS] [SEED]
 KIND:
   mixed   OUT/train/<class>/ and OUT/val/<class>/ for 4 classes: JPEGs of sizes
           40x50 .. 300x230, qualities 50-95, colour (the garment tinted over a
-          gradient), grey, CMYK, progressive, 4:4:4 and 4:2:0, optimised, and
-          PNGs (RGB, grey, palette, RGBA, grey+alpha)
+          gradient), grey, CMYK, progressive, 4:4:4, 4:2:2 and 4:2:0, optimised,
+          and PNGs (RGB, grey, 1-bit, palette, 2-bit palette with tRNS, RGBA,
+          grey+alpha, grey with tRNS)
   grey    OUT/train/<class>/, OUT/val/<class>/, 10 classes: grey 28x28 PNGs
           (a 1-channel set, e.g. for LeNet-5)
   rgb32   OUT/<class>/ (one split), 10 classes: colour JPEGs of 32..64 pixels
@@ -45,7 +46,7 @@ def colourise(g, rng, size):
 def save_variant(img, path_noext, k, rng):
     """One of the encodings, chosen by k; returns the path written."""
     q = int(rng.integers(50, 96))
-    v = k % 10
+    v = k % 14
     if v == 0:
         img.save(path_noext + ".jpg", quality=q)
     elif v == 1:
@@ -66,8 +67,18 @@ def save_variant(img, path_noext, k, rng):
         a = img.convert("RGBA")
         a.putalpha(128)
         a.save(path_noext + ".png")
-    else:
+    elif v == 9:
         img.save(path_noext + ".jpg", quality=q, optimize=True, subsampling=1)
+    elif v == 10:
+        img.convert("1").save(path_noext + ".png")  # 1-bit
+    elif v == 11:
+        p = img.convert("P", palette=Image.ADAPTIVE, colors=4)
+        p.save(path_noext + ".png", bits=2, transparency=1)  # 2-bit palette with tRNS
+    elif v == 12:
+        img.convert("LA").save(path_noext + ".png")
+    else:
+        g = img.convert("L")
+        g.save(path_noext + ".png", transparency=128)  # grey with tRNS
 
 
 SIZES = [(40, 50), (50, 40), (64, 64), (97, 61), (120, 160), (160, 120), (201, 133), (256, 256), (300, 230),
