@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """images: against torchvision, and its bad inputs.
 
-usage: test_images.py DUMP_IMAGES FASHION_DIR [compare|bad|speed]
+usage: test_images.py DUMP_IMAGES FASHION_DIR [compare|bad|speed|model AMDNN_ONNX EXPORT_TOOL]
 
 compare: a mixed ImageFolder made from Fashion-MNIST (make_image_folder.py:
   JPEGs of 40x50 .. 300x230, qualities 50-95, grey, CMYK, progressive, PNGs)
@@ -14,6 +14,8 @@ bad: every bad-input case (corrupt, truncated, non-image content, empty class
   folder, unreadable file, decompression bombs, labels files that do not
   match, sizes that differ): one line naming the file, and --skip-bad counts.
 speed: images/s of decode + resize 256 + crop 224 on 500x375 JPEGs (printed).
+model: a torchvision ResNet-18 exported to ONNX, `eval` against PyTorch on
+  the folder (top-1 and loss), and one epoch of `train` (see model()).
 Exit 77 (skipped) without PIL, numpy or torchvision.
 """
 import os
@@ -332,6 +334,60 @@ def bad(fashion, tmp):
     expect("images:%s,labels=%s" % (d, os.path.join(tmp, "none.txt")), base, "missing labels file", ["none.txt"])
 
 
+# ---------------------------------------------------------------- a torchvision model
+
+def model(fashion, tmp):
+    """ResNet-18 (torchvision, seeded random weights, 4 classes) exported by
+    tools/export_torchvision.py: `amdnn-onnx eval` on the mixed folder with
+    --resize 256 --crop 224 --normalize imagenet gives PyTorch's top-1 and
+    mean loss on the same folder through ImageFolder + the standard eval
+    transform; then one epoch of `train` on it (fine-tuning) runs."""
+    try:
+        import importlib.util
+        import re
+        import torch
+        from torchvision import datasets
+        from torchvision import transforms as T
+    except ImportError as e:
+        print("SKIP: %s" % e)
+        sys.exit(77)
+    amd, tool = sys.argv[4], sys.argv[5]
+    d = os.path.join(tmp, "mixed")
+    make(fashion, d, "mixed", 12)
+    exp = os.path.join(tmp, "exp")
+    p = subprocess.run([sys.executable, tool, "resnet18", "-o", exp, "--num-classes", "4", "--exporter", "torchscript"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "export resnet18 (4 classes): %s" % (p.stdout + p.stderr).strip().splitlines()[-1:])
+    if p.returncode:
+        return
+    spec = importlib.util.spec_from_file_location("export_torchvision", tool)
+    etv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(etv)
+    torch.manual_seed(0)  # as export_both does before building
+    net = etv.build("resnet18", 4, 224, None).eval()
+    ds = datasets.ImageFolder(os.path.join(d, "val"), transform=T.Compose(
+        [T.Resize(256), T.CenterCrop(224), T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]))
+    x = torch.stack([ds[i][0] for i in range(len(ds))])
+    y = torch.tensor([t for _, t in ds.samples])
+    with torch.no_grad():
+        z = net(x)
+    t_top1 = 100.0 * float((z.argmax(1) == y).float().mean())
+    t_loss = float(torch.nn.functional.cross_entropy(z, y))
+    opts = ["--data", "images:" + d, "--resize", "256", "--crop", "224", "--normalize", "imagenet", "--device", "cpu"]
+    p = subprocess.run([amd, "eval", os.path.join(exp, "resnet18.onnx")] + opts, capture_output=True, text=True)
+    m = re.search(r"^top1 ([0-9.]+)%  top5 [0-9.]+%  loss ([0-9.]+)", p.stdout, re.M)
+    print("     PyTorch: top1 %.2f%% loss %.4f; amdnn-onnx eval: %s" % (t_top1, t_loss, m.group(0) if m else p.stderr))
+    check(m is not None and abs(float(m.group(1)) - t_top1) < 0.01 and abs(float(m.group(2)) - t_loss) < 2e-4,
+          "eval of a torchvision ResNet-18 on the JPEG/PNG folder: PyTorch's top-1 and loss")
+    p = subprocess.run([amd, "train", os.path.join(exp, "resnet18_train.onnx")] + opts +
+                       ["--epochs", "1", "--batch", "8", "--limit", "16", "--lr", "0.001", "-o", os.path.join(tmp, "tuned.onnx")],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and re.search(r"^epoch 1/1 ", p.stdout, re.M) is not None and
+          os.path.exists(os.path.join(tmp, "tuned.onnx")),
+          "one epoch of train (fine-tuning) of ResNet-18 on the folder: %s" %
+          ([l for l in p.stdout.splitlines() if l.startswith("epoch")] or p.stderr.strip()))
+
+
 # ---------------------------------------------------------------- speed
 
 def speed(fashion, tmp):
@@ -370,7 +426,7 @@ def main():
         sys.exit(77)
     tmp = tempfile.mkdtemp()
     try:
-        {"compare": compare, "bad": bad, "speed": speed}[what](fashion, tmp)
+        {"compare": compare, "bad": bad, "speed": speed, "model": model}[what](fashion, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failure(s)" % failures)
