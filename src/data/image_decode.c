@@ -84,6 +84,13 @@ static int probe_jpeg(FILE *f, const char *path, amd_img_info *info, amd_status 
   return amd_fail(st, "%s: bad JPEG: too many segments before the frame header", path);
 }
 
+int64_t amd_img_work_bytes(const amd_img_info *info) {
+  /* decoded pixels (up to 4 a pixel for CMYK, plus the RGB copy), a
+   * progressive JPEG's coefficients (2 bytes per sample, up to 4 samples a
+   * pixel), the resize's intermediate rows, the file */
+  return (int64_t)info->w * info->h * 20 + info->file_bytes;
+}
+
 int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
   memset(info, 0, sizeof *info);
   FILE *f = fopen(path, "rb");
@@ -108,12 +115,21 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
       else rc = check_size(path, w, h, st);
       info->w = (int)(w > 0x7fffffff ? 0x7fffffff : w);
       info->h = (int)(h > 0x7fffffff ? 0x7fffffff : h);
+      /* the filtered rows deflate compresses: h * (1 + ceil(w * bits / 8)) */
+      static const int samples[7] = {1, 0, 3, 1, 2, 0, 4};
+      int64_t row = 1 + ((int64_t)w * samples[ctype > 6 ? 1 : ctype] * depth + 7) / 8;
+      struct stat sb;
+      if (!rc && fstat(fileno(f), &sb) == 0 && (int64_t)h * row > (int64_t)sb.st_size * 1100 + 65536)
+        rc = amd_fail(st, "%s: bad PNG: %lld bytes cannot hold %ux%u pixels (truncated, or a decompression bomb)", path,
+                      (long long)sb.st_size, w, h);
     }
   } else if (ferror(f)) {
     rc = amd_fail(st, "%s: cannot read: %s", path, strerror(errno));
   } else {
     rc = amd_fail(st, "%s: not a JPEG or PNG image", path);
   }
+  struct stat sb;
+  if (!rc && fstat(fileno(f), &sb) == 0) info->file_bytes = sb.st_size;
   fclose(f);
   return rc;
 }

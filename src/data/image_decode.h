@@ -23,12 +23,19 @@ typedef struct amd_img_info {
   amd_img_kind kind;
   int w, h;
   int colour; /* 0: grey (1 channel), 1: colour (RGB, palette, CMYK: 3 channels) */
+  int64_t file_bytes;
 } amd_img_info;
+
+/* The most memory decoding and resizing one image may take (pixel buffers,
+ * libjpeg's coefficient buffers, the file), an upper estimate. */
+int64_t amd_img_work_bytes(const amd_img_info *info);
 
 /* Reads the header (the JPEG frame header or the PNG IHDR; the content
  * decides, not the name): kind, size, grey or colour. Fails on a file that is
- * not a JPEG or PNG, a truncated header, 16-bit PNG, 12-bit JPEG, and a size
- * beyond the limits above. */
+ * not a JPEG or PNG, a truncated header, 16-bit PNG, 12-bit JPEG, a size
+ * beyond the limits above, and a PNG whose file is too short to hold its
+ * pixels (deflate compresses at most about 1032:1: a decompression bomb or a
+ * truncated file, refused before anything is allocated). */
 int amd_img_probe(const char *path, amd_img_info *info, amd_status *st);
 
 /* Decodes path into a malloc'd HWC buffer (*pix, *h, *w, *c with c 1 or 3).

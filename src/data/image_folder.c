@@ -418,7 +418,26 @@ typedef struct pool {
   int64_t bad_count;
   uint8_t *bad; /* [n]: the file failed */
   int skip_bad;
+  /* memory: the workers decoding at once reserve their images' working
+   * memory (amd_img_work_bytes) from budget; one image larger than the whole
+   * budget runs alone */
+  pthread_cond_t cv;
+  int64_t budget, in_use;
 } pool;
+
+static void mem_reserve(pool *p, int64_t bytes) {
+  pthread_mutex_lock(&p->mu);
+  while (p->in_use > 0 && p->in_use + bytes > p->budget) pthread_cond_wait(&p->cv, &p->mu);
+  p->in_use += bytes;
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void mem_release(pool *p, int64_t bytes) {
+  pthread_mutex_lock(&p->mu);
+  p->in_use -= bytes;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
 
 typedef struct worker_arg {
   pool *p;
@@ -508,7 +527,7 @@ static int64_t half_even(int64_t d) {
   return (d % 2) && (q % 2) ? q + 1 : q;
 }
 
-static void decode_one(pool *p, int64_t i, int worker) {
+static void decode_one_inner(pool *p, int64_t i, int worker) {
   plan *pl = p->ctx;
   const amd_image_opts *o = pl->o;
   const char *path = pl->fl->path[i];
@@ -559,6 +578,14 @@ static void decode_one(pool *p, int64_t i, int worker) {
     }
   }
   free(rs);
+}
+
+static void decode_one(pool *p, int64_t i, int worker) {
+  plan *pl = p->ctx;
+  int64_t bytes = amd_img_work_bytes(&pl->info[i]);
+  mem_reserve(p, bytes);
+  decode_one_inner(p, i, worker);
+  mem_release(p, bytes);
 }
 
 /* One split's files: probed (pass 1) into info. */
@@ -744,6 +771,11 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
   if (p.n_workers < 1) p.n_workers = 1;
   if (p.n_workers > 1024) p.n_workers = 1024;
   pthread_mutex_init(&p.mu, NULL);
+  pthread_cond_init(&p.cv, NULL);
+  /* a quarter of the memory (at least 1 GiB) for the images being decoded */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  p.budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 : (int64_t)1 << 30;
+  if (p.budget < ((int64_t)1 << 30)) p.budget = (int64_t)1 << 30;
   p.tj = calloc((size_t)p.n_workers, sizeof *p.tj);
   if (!rc && !p.tj) rc = amd_fail(st, "out of memory");
   for (int k = 0; !rc && k < p.n_workers; k++)
@@ -770,6 +802,7 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
   for (int k = 0; p.tj && k < p.n_workers; k++) amd_img_tj_free(p.tj[k]);
   free(p.tj);
   pthread_mutex_destroy(&p.mu);
+  pthread_cond_destroy(&p.cv);
   work_free(&sp[0]);
   work_free(&sp[1]);
   if (rc) {

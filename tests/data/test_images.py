@@ -277,6 +277,14 @@ def bad(fashion, tmp):
     d = fresh()
     write(os.path.join(d, "b", "big.png"), png_header(20000, 20000))
     expect("images:" + d, base, "PNG of 4e8 pixels", ["big.png", "refused"])
+    d = fresh()  # within the pixel limits, but 62 bytes cannot hold 15000x15000 RGB pixels (deflate: at most ~1032:1)
+    write(os.path.join(d, "b", "zbomb.png"), png_header(15000, 15000))
+    expect("images:" + d, base, "PNG bomb within the size limits (62 bytes for 675 MB of rows)", ["zbomb.png", "cannot hold"])
+    expect("images:" + d, base + ["--skip-bad"], "PNG bomb", [], skipped=1)
+    import resource
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    check(rss < 300, "no load so far took more than 300 MB (the largest: %.0f MB)" % rss)
+
     d = fresh()
     write(os.path.join(d, "b", "short.png"), png_header(64, 64))
     expect("images:" + d, base, "PNG with too little data", ["short.png", "bad PNG"])
