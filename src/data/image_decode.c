@@ -93,6 +93,9 @@ int64_t amd_img_work_bytes(const amd_img_info *info) {
 
 int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
   memset(info, 0, sizeof *info);
+  struct stat ps;
+  if (stat(path, &ps) == 0 && !S_ISREG(ps.st_mode)) /* a FIFO would block fopen */
+    return amd_fail(st, "%s: not a regular file", path);
   FILE *f = fopen(path, "rb");
   if (!f) return amd_fail(st, "%s: cannot open: %s", path, strerror(errno));
   uint8_t b[33];

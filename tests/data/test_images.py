@@ -248,6 +248,9 @@ def bad(fashion, tmp):
     os.symlink(os.path.join(d, "nowhere.jpg"), os.path.join(d, "a", "a9.jpg"))
     expect("images:" + d, base, "unreadable file (dangling link)", ["a9.jpg", "cannot open"])
     expect("images:" + d, base + ["--skip-bad"], "unreadable file", [], skipped=1)
+    d = fresh()
+    os.mkfifo(os.path.join(d, "b", "pipe.jpg"))
+    expect("images:" + d, base, "a FIFO named .jpg (must not block)", ["pipe.jpg", "not a regular file"])
     if os.geteuid() != 0:
         d = fresh()
         os.chmod(os.path.join(d, "a", "a0.jpg"), 0)
