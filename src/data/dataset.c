@@ -214,8 +214,8 @@ const char *amd_image_opts_help(void) {
          "                         dataset (the training split's own statistics, default),\n"
          "                         none (x/255), or M1,M2,M3/S1,S2,S3 (or M/S)\n"
          "  --workers N            images: decoding threads (default: the online CPUs)\n"
-         "  --fast-decode          images: decode JPEGs at a reduced DCT scale (>= the resize\n"
-         "                         target); faster, but pixels differ from torchvision's\n"
+         "  --fast-decode          images: decode JPEGs at 1/2, 1/4 or 1/8 scale when still >= the\n"
+         "                         resize target; faster, but pixels differ from torchvision's\n"
          "  --skip-bad             images: skip corrupt or unreadable files (counted on stderr)\n"
          "                         instead of failing\n";
 }
