@@ -7,7 +7,7 @@ usage: make_image_folder.py FASHION_DIR OUT_DIR KIND [PER_CLASS] [SEED]
 KIND:
   mixed   OUT/train/<class>/ and OUT/val/<class>/ for 4 classes: JPEGs of sizes
           40x50 .. 300x230, qualities 50-95, colour (the garment tinted over a
-          gradient), grey, CMYK, progressive, 4:4:4, 4:2:2 and 4:2:0, optimised,
+          gradient), grey, CMYK (PIL's, and YCCK through TurboJPEG), progressive, 4:4:4, 4:2:2 and 4:2:0, optimised,
           and PNGs (RGB, grey, 1-bit, palette, 2-bit palette with tRNS, RGBA,
           grey+alpha, grey with tRNS)
   grey    OUT/train/<class>/, OUT/val/<class>/, 10 classes: grey 28x28 PNGs
@@ -46,7 +46,7 @@ def colourise(g, rng, size):
 def save_variant(img, path_noext, k, rng):
     """One of the encodings, chosen by k; returns the path written."""
     q = int(rng.integers(50, 96))
-    v = k % 14
+    v = k % 15
     if v == 0:
         img.save(path_noext + ".jpg", quality=q)
     elif v == 1:
@@ -76,9 +76,37 @@ def save_variant(img, path_noext, k, rng):
         p.save(path_noext + ".png", bits=2, transparency=1)  # 2-bit palette with tRNS
     elif v == 12:
         img.convert("LA").save(path_noext + ".png")
-    else:
+    elif v == 13:
         g = img.convert("L")
         g.save(path_noext + ".png", transparency=128)  # grey with tRNS
+    else:
+        data = ycck_jpeg(img, q)  # Adobe YCCK (transform 2), as Photoshop writes CMYK
+        if data is None:
+            img.convert("CMYK").save(path_noext + ".jpg", quality=q)
+        else:
+            with open(path_noext + ".jpg", "wb") as f:
+                f.write(data)
+
+
+def ycck_jpeg(img, q):
+    """A YCCK JPEG of img's CMYK form through TurboJPEG (ctypes), or None
+    without libturbojpeg. PIL writes CMYK JPEGs without the YCCK transform."""
+    import ctypes
+    try:
+        tj = ctypes.CDLL("libturbojpeg.so.0")
+    except OSError:
+        return None
+    tj.tjInitCompress.restype = ctypes.c_void_p
+    h = ctypes.c_void_p(tj.tjInitCompress())
+    a = np.ascontiguousarray(np.asarray(img.convert("CMYK")))
+    buf, size = ctypes.POINTER(ctypes.c_ubyte)(), ctypes.c_ulong(0)
+    # TJPF_CMYK = 11, TJSAMP_420 = 2
+    rc = tj.tjCompress2(h, a.ctypes.data_as(ctypes.c_void_p), a.shape[1], a.shape[1] * 4, a.shape[0], 11,
+                        ctypes.byref(buf), ctypes.byref(size), 2, q, 0)
+    data = ctypes.string_at(buf, size.value) if rc == 0 else None
+    tj.tjFree(buf)
+    tj.tjDestroy(h)
+    return data
 
 
 SIZES = [(40, 50), (50, 40), (64, 64), (97, 61), (120, 160), (160, 120), (201, 133), (256, 256), (300, 230),
