@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 packages=(
   meson ninja-build pkg-config gcc clang libclang-rt-14-dev valgrind
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-  libpng-dev zlib1g-dev libcairo2-dev
+  libpng-dev libturbojpeg0-dev zlib1g-dev libcairo2-dev
   libonnx-testdata dataset-fashion-mnist
-  python3-torch python3-onnx python3-numpy
+  python3-torch python3-torchvision python3-pil python3-onnx python3-numpy
   libopenmpi-dev openmpi-bin
 )
 missing=()

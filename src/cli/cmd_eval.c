@@ -19,6 +19,8 @@ static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
     "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                       [--resize N|HxW] [--crop N|HxW] [--normalize NORM] [--workers N]\n"
+    "                       [--fast-decode] [--skip-bad]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -32,7 +34,11 @@ static const char usage[] =
     "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
     "(on a GPU timed with CUDA events) and writes the same rows to FILE.tsv.\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
-    "--debug-sync synchronises after every GPU kernel.\n";
+    "--debug-sync synchronises after every GPU kernel.\n"
+    "images: data (JPEG/PNG folders) and the normalisation of any data set:\n"
+    "%s"
+    "e.g. a torchvision ImageNet model: --data images:DIR --resize 256 --crop 224\n"
+    "--normalize imagenet (the model exported to ONNX: tools/export_torchvision.py).\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -66,10 +72,13 @@ int amd_cmd_eval(int argc, char **argv) {
              *profile = NULL, *device = NULL;
   int debug_sync = 0, tta = 0;
   int64_t batch = 256, limit = 0;
+  amd_image_opts img = {0}; /* images: decoding and preprocessing, the normalisation */
+  amd_status img_st;
+  int img_k;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage, stdout);
+      printf(usage, amd_image_opts_help());
       return 0;
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
@@ -96,14 +105,20 @@ int amd_cmd_eval(int argc, char **argv) {
         fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --limit\n", v);
         return 2;
       }
+    } else if ((img_k = amd_image_opt_parse(a, v, &img, &img_st)) != 0) {
+      if (img_k < 0) {
+        fprintf(stderr, "amdnn-onnx eval: %s\n", img_st.msg);
+        return 2;
+      }
+      i += img_k - 1;
     } else if (a[0] != '-' && !model) model = a;
     else {
-      fprintf(stderr, "amdnn-onnx eval: unknown or incomplete argument '%s'\n\n%s", a, usage);
+      fprintf(stderr, "amdnn-onnx eval: unknown or incomplete argument '%s' (see --help)\n", a);
       return 2;
     }
   }
   if (!model || !data || (strcmp(split, "test") && strcmp(split, "train"))) {
-    fprintf(stderr, "amdnn-onnx eval: MODEL and --data are required; --split is test or train\n\n%s", usage);
+    fprintf(stderr, "amdnn-onnx eval: MODEL and --data are required; --split is test or train (see --help)\n");
     return 2;
   }
   amd_status st = {{0}};
@@ -115,8 +130,9 @@ int amd_cmd_eval(int argc, char **argv) {
   int64_t *confusion = NULL;
   int rc = 1;
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
-      amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st))
+      amd_dataset_load_opts(data, &img, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st))
     goto fail;
+  if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
   const amd_backend *be;
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;

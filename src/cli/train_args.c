@@ -20,10 +20,14 @@ static const char usage[] =
     "data:\n"
     "  --data SPEC            mnist:DIR (IDX, .gz or not; Fashion-MNIST too),\n"
     "                         cifar10:DIR (binary batches, .bin or .bin.gz),\n"
-    "                         images:DIR (DIR/train/<class>/*.png, DIR/test/<class>/*.png),\n"
+    "                         images:DIR (JPEG/PNG folders, see below),\n"
     "                         tensors:X.pb,Y.pb[,XTEST.pb,YTEST.pb]\n"
     "                         Images are normalised per channel with the training\n"
-    "                         set's own mean and std.\n"
+    "                         set's own mean and std (see --normalize).\n"
+    "                         images:DIR holds DIR/train/<class>/ and DIR/val/<class>/\n"
+    "                         (or test/), or DIR/<class>/ (one split: test = train),\n"
+    "                         or images:DIR,labels=FILE; .jpg, .jpeg, .png\n"
+    "%s"
     "  --augment LIST         comma list of crop:P (pad P and crop back), flip, cutout:S\n"
     "  --val N                hold out N training samples (seeded) as a validation set\n"
     "  --no-shuffle           keep the data order (default: a seeded permutation per epoch)\n"
@@ -124,13 +128,15 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
   memset(c, 0, sizeof *c);
   c->epochs = 10, c->batch = 128, c->seed = 1, c->lr = 0.01f, c->momentum = 0.9f;
   c->mode = "acc32", c->optimizer = "sgd", c->schedule = "constant";
+  amd_status img_st;
+  int img_k;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
 #define OPT(name) (strcmp(a, name) == 0 && v && (++i, 1))
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      printf(usage, amd_schedule_help());
+      printf(usage, amd_image_opts_help(), amd_schedule_help());
       exit(0);
     } else if (OPT("--data")) c->data = v;
     else if (OPT("-o") || OPT("--output")) c->out = v;
@@ -171,7 +177,13 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
     else if (!strcmp(a, "--resume")) c->resume = 1;
     else if (!strcmp(a, "--reinit")) c->reinit = 1;
     else if (!strcmp(a, "--sync-bn")) c->sync_bn = 1;
-    else if (a[0] != '-' && !c->model) c->model = a;
+    else if ((img_k = amd_image_opt_parse(a, v, &c->img, &img_st)) != 0) {
+      if (img_k < 0) {
+        fprintf(stderr, "amdnn-onnx train: %s\n", img_st.msg);
+        return -1;
+      }
+      i += img_k - 1;
+    } else if (a[0] != '-' && !c->model) c->model = a;
     else {
       fprintf(stderr, "amdnn-onnx train: unknown or incomplete argument '%s' (see --help)\n", a);
       return -1;

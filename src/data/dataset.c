@@ -1,10 +1,11 @@
 /* Data sets: SPEC parsing and dispatch to the format readers (idx.c, cifar.c,
- * png_folder.c, tensors.c, which share reader_common.c), RNG, shuffling and
+ * image_folder.c, tensors.c, which share reader_common.c), RNG, shuffling and
  * batch assembly (see dataset.h). */
 #include "dataset.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reader_common.h"
@@ -53,7 +54,30 @@ void amd_dataset_free(amd_dataset *ds) {
   memset(ds, 0, sizeof *ds);
 }
 
+/* Overrides ds->mean / ds->std as opts->norm asks (AMD_NORM_DATASET keeps them). */
+static int apply_norm(amd_dataset *ds, const amd_image_opts *o, amd_status *st) {
+  static const float in_mean[3] = {0.485f, 0.456f, 0.406f}, in_std[3] = {0.229f, 0.224f, 0.225f};
+  if (o->norm == AMD_NORM_DATASET) return 0;
+  const float *m = NULL, *s = NULL;
+  int n = 0;
+  if (o->norm == AMD_NORM_IMAGENET) m = in_mean, s = in_std, n = 3;
+  else if (o->norm == AMD_NORM_CUSTOM) m = o->norm_mean, s = o->norm_std, n = o->norm_n;
+  if (n && n != ds->c && n != 1)
+    return amd_fail(st, "--normalize gives %d channel value(s) but the data has %lld channel(s)", n, (long long)ds->c);
+  for (int64_t c = 0; c < ds->c; c++) {
+    ds->mean[c] = n ? m[n == 1 ? 0 : c] : 0.0f;
+    ds->std[c] = n ? s[n == 1 ? 0 : c] : 1.0f;
+  }
+  return 0;
+}
+
 int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
+  return amd_dataset_load_opts(spec, NULL, ds, st);
+}
+
+int amd_dataset_load_opts(const char *spec, const amd_image_opts *opts, amd_dataset *ds, amd_status *st) {
+  static const amd_image_opts defaults = {0};
+  if (!opts) opts = &defaults;
   memset(ds, 0, sizeof *ds);
   if (!spec) return amd_fail(st, "no data set given");
   const char *colon = strchr(spec, ':');
@@ -67,7 +91,11 @@ int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st) {
   if (strlen(arg) >= AMD_DATA_PATH_MAX) return amd_fail(st, "data spec too long");
   for (int i = 0; i < N_FORMATS; i++) {
     if (strlen(formats[i].prefix) != kl || strncmp(spec, formats[i].prefix, kl) != 0) continue;
-    if (formats[i].load(arg, ds, st)) {
+    int is_images = formats[i].id == AMD_DATA_IMAGES;
+    if (!is_images && (opts->resize || opts->resize_h || opts->crop_h))
+      return amd_fail(st, "--resize and --crop apply to images: data only (not %s:)", formats[i].prefix);
+    if ((is_images ? amd_dataset_load_images_opts(arg, opts, ds, st) : formats[i].load(arg, ds, st)) ||
+        apply_norm(ds, opts, st)) {
       amd_dataset_free(ds);
       return -1;
     }
@@ -91,7 +119,112 @@ const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n) {
   if (k < n) k += (size_t)snprintf(buf + k, n - k, " std");
   for (int64_t c = 0; c < ds->c && c < 4 && k < n; c++)
     k += (size_t)snprintf(buf + k, n - k, " %.4f", ds->std ? ds->std[c] : 1.0f);
-  if (ds->c > 4 && k < n) snprintf(buf + k, n - k, " ...");
+  if (ds->c > 4 && k < n) k += (size_t)snprintf(buf + k, n - k, " ...");
+  if (ds->test_is_train && k < n) k += (size_t)snprintf(buf + k, n - k, " (one split: test = train)");
+  if (ds->skipped && k < n) snprintf(buf + k, n - k, ", %lld bad files skipped", (long long)ds->skipped);
+  return buf;
+}
+
+/* ---------------------------------------------------------------- image options */
+
+/* "N" or "HxW" (each 1..65535). */
+static int parse_size(const char *v, int *h, int *w) {
+  char *end;
+  long a = strtol(v, &end, 10), b = a;
+  if (end == v || a < 1 || a > 65535) return -1;
+  if (*end == 'x' || *end == 'X' || *end == ',') {
+    const char *p = end + 1;
+    b = strtol(p, &end, 10);
+    if (end == p || b < 1 || b > 65535) return -1;
+  }
+  if (*end) return -1;
+  *h = (int)a;
+  *w = (int)b;
+  return 0;
+}
+
+/* "A,B,C" or "A" into v (n values); -1 on junk. */
+static int parse_floats(const char *s, float *v, int *n) {
+  *n = 0;
+  while (*n < 3) {
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || !isfinite(x)) return -1;
+    v[(*n)++] = (float)x;
+    if (*end == 0) return 0;
+    if (*end != ',') return -1;
+    s = end + 1;
+  }
+  return -1;
+}
+
+int amd_image_opt_parse(const char *name, const char *value, amd_image_opts *o, amd_status *st) {
+  if (!strcmp(name, "--fast-decode")) return o->fast_decode = 1, 1;
+  if (!strcmp(name, "--skip-bad")) return o->skip_bad = 1, 1;
+  int is_resize = !strcmp(name, "--resize"), is_crop = !strcmp(name, "--crop"),
+      is_norm = !strcmp(name, "--normalize"), is_workers = !strcmp(name, "--workers");
+  if (!is_resize && !is_crop && !is_norm && !is_workers) return 0;
+  if (!value) return amd_fail(st, "%s needs a value", name);
+  int h, w;
+  if (is_resize) {
+    if (parse_size(value, &h, &w)) return amd_fail(st, "bad value '%s' for --resize (N or HxW, 1..65535)", value);
+    o->resize = strpbrk(value, "xX,") ? 0 : h;
+    o->resize_h = o->resize ? 0 : h;
+    o->resize_w = o->resize ? 0 : w;
+  } else if (is_crop) {
+    if (parse_size(value, &h, &w)) return amd_fail(st, "bad value '%s' for --crop (N or HxW, 1..65535)", value);
+    o->crop_h = h;
+    o->crop_w = w;
+  } else if (is_workers) {
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (end == value || *end || n < 1 || n > 1024) return amd_fail(st, "bad value '%s' for --workers (1..1024)", value);
+    o->workers = (int)n;
+  } else if (!strcmp(value, "imagenet")) o->norm = AMD_NORM_IMAGENET;
+  else if (!strcmp(value, "dataset")) o->norm = AMD_NORM_DATASET;
+  else if (!strcmp(value, "none")) o->norm = AMD_NORM_NONE;
+  else {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", value);
+    char *slash = strchr(buf, '/');
+    int nm = 0, ns = 0;
+    int bad = !slash;
+    if (!bad) {
+      *slash = 0;
+      bad = parse_floats(buf, o->norm_mean, &nm) || parse_floats(slash + 1, o->norm_std, &ns) || nm != ns ||
+            nm == 2;
+      for (int i = 0; !bad && i < ns; i++) bad = !(o->norm_std[i] > 0);
+    }
+    if (bad)
+      return amd_fail(st, "bad value '%s' for --normalize (imagenet, dataset, none, or M1,M2,M3/S1,S2,S3 or M/S "
+                          "with positive S)", value);
+    o->norm = AMD_NORM_CUSTOM;
+    o->norm_n = nm;
+  }
+  return 2;
+}
+
+const char *amd_image_opts_help(void) {
+  return "  --resize N|HxW         images: shorter side to N (the longer int(N*long/short)), or\n"
+         "                         exactly HxW; PIL's antialiased bilinear resize, as\n"
+         "                         torchvision's Resize on PIL images\n"
+         "  --crop N|HxW           images: centre crop (torchvision's CenterCrop; zero padding\n"
+         "                         when the image is smaller)\n"
+         "  --normalize NORM       imagenet (mean 0.485,0.456,0.406 std 0.229,0.224,0.225),\n"
+         "                         dataset (the training split's own statistics, default),\n"
+         "                         none (x/255), or M1,M2,M3/S1,S2,S3 (or M/S)\n"
+         "  --workers N            images: decoding threads (default: the online CPUs)\n"
+         "  --fast-decode          images: decode JPEGs at 1/2, 1/4 or 1/8 scale when still >= the\n"
+         "                         resize target; faster, but pixels differ from torchvision's\n"
+         "  --skip-bad             images: skip corrupt or unreadable files (counted on stderr)\n"
+         "                         instead of failing\n";
+}
+
+const char *amd_image_opts_describe(const amd_image_opts *o, char *buf, size_t n) {
+  static const char *norms[] = {"dataset", "imagenet", "none", "custom"};
+  snprintf(buf, n, "resize=%d/%dx%d crop=%dx%d norm=%s:%g,%g,%g/%g,%g,%g fast=%d skip=%d", o->resize, o->resize_h,
+           o->resize_w, o->crop_h, o->crop_w, norms[o->norm & 3], o->norm_mean[0], o->norm_mean[1], o->norm_mean[2],
+           o->norm_std[0], o->norm_std[1], o->norm_std[2], o->fast_decode, o->skip_bad);
   return buf;
 }
 

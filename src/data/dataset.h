@@ -10,10 +10,15 @@
  *   cifar100:DIR   train.bin and test.bin, plain or .gz; records of a coarse
  *                  and a fine label byte + 3072 bytes; the fine label (0-99) is
  *                  the class.
- *   images:DIR     PNG files DIR/train/<class>/NAME.png and DIR/test/<class>/NAME.png;
- *                  classes are the train folder names in strcmp order; gray, RGB
- *                  or RGBA (alpha dropped), 8-bit (palette and 1/2/4-bit gray are
- *                  expanded, 16-bit is rejected); every image the same size.
+ *   images:DIR[,labels=FILE]
+ *                  JPEG and PNG files (image_folder.c): torchvision ImageFolder
+ *                  layouts DIR/train/<class>/ with DIR/val/<class>/ (or
+ *                  DIR/test/<class>/), or DIR/<class>/ alone (one split, used as
+ *                  both train and test), or a flat DIR with a labels FILE; decoded
+ *                  as PIL's Image.open(f).convert('RGB') does, then optionally
+ *                  resized and centre-cropped as torchvision's Resize/CenterCrop
+ *                  (amd_image_opts). Without resize/crop every image must have
+ *                  the same size.
  *   tensors:X.pb,Y.pb[,XT.pb,YT.pb]
  *                  TensorProto files: X float [N,C,H,W], Y int64/int32 [N]; the
  *                  optional second pair is the test split, otherwise the test
@@ -64,17 +69,59 @@ typedef struct amd_dataset {
   float *mean, *std;  /* [c], the normalisation batches get (see above) */
   char **class_names; /* images: [n_classes] folder names; else NULL */
   amd_data_split train, test;
-  int test_is_train; /* tensors: with one pair: test points at train's arrays */
+  int test_is_train; /* tensors: with one pair, images: with one folder: test points at train's arrays */
+  int64_t skipped;   /* images: with skip_bad: the bad files left out */
+  char note[1024];   /* images: a warning for the user (bad files skipped, files not loaded), or "" */
 } amd_dataset;
 
+/* How `images:` are decoded and preprocessed, and how any format is
+ * normalised (the options --resize, --crop, --normalize, --workers,
+ * --fast-decode, --skip-bad of `train` and `eval`). A zeroed struct is the
+ * default: no resize, no crop, the data set's own statistics, one worker per
+ * online CPU, exact decoding, bad files are errors. */
+typedef enum amd_norm_kind {
+  AMD_NORM_DATASET = 0, /* mean/std computed from the training split (tensors: identity) */
+  AMD_NORM_IMAGENET,    /* mean 0.485,0.456,0.406 std 0.229,0.224,0.225 */
+  AMD_NORM_NONE,        /* mean 0 std 1 (x/255 for images) */
+  AMD_NORM_CUSTOM,      /* norm_mean/norm_std, norm_n values each (1 or 3) */
+} amd_norm_kind;
+
+typedef struct amd_image_opts {
+  int resize;               /* N > 0: shorter side to N (torchvision Resize(N)) */
+  int resize_h, resize_w;   /* > 0: exactly HxW (Resize((H, W))); resize is then 0 */
+  int crop_h, crop_w;       /* > 0: centre crop (CenterCrop((H, W))), zero padded if larger */
+  amd_norm_kind norm;
+  float norm_mean[3], norm_std[3];
+  int norm_n;               /* AMD_NORM_CUSTOM: 1 or 3 values */
+  int workers;              /* decoding threads; 0: the online CPUs */
+  int fast_decode;          /* JPEG: IDCT scaling to the smallest scale >= the resize target */
+  int skip_bad;             /* bad files are skipped (counted on stderr) instead of failing */
+} amd_image_opts;
+
+/* One command-line option of amd_image_opts: name (e.g. "--resize") and its
+ * value (NULL when there is none). Returns 0 when name is not one of them, 1
+ * when it was taken without a value (a flag), 2 when it took value, -1 on a
+ * bad or missing value (a line in st). */
+int amd_image_opt_parse(const char *name, const char *value, amd_image_opts *o, amd_status *st);
+/* The usage lines of those options (for --help), each line indented by 2. */
+const char *amd_image_opts_help(void);
+/* A short text of the options that change the data (resume checks), e.g.
+ * "resize=256 crop=224x224 norm=imagenet fast=0". */
+const char *amd_image_opts_describe(const amd_image_opts *o, char *buf, size_t n);
+
 /* Parses SPEC and loads both splits; sets ds->format. ds is overwritten (not
- * freed first). */
+ * freed first). amd_dataset_load_opts takes image options (NULL: defaults);
+ * resize/crop are refused for formats other than images:, and the
+ * normalisation applies to every format (its channel count must fit). */
 int amd_dataset_load(const char *spec, amd_dataset *ds, amd_status *st);
+int amd_dataset_load_opts(const char *spec, const amd_image_opts *opts, amd_dataset *ds, amd_status *st);
 /* The per-format loaders behind amd_dataset_load (same contract). */
 int amd_dataset_load_idx(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_cifar10(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_cifar100(const char *dir, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st);
+/* images: with its SPEC argument "DIR[,labels=FILE]" and options (NULL: defaults). */
+int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, amd_dataset *ds, amd_status *st);
 int amd_dataset_load_tensors(const char *x_path, const char *y_path, const char *x_test_path,
                              const char *y_test_path, amd_dataset *ds, amd_status *st);
 /* tensors: with its SPEC argument "X.pb,Y.pb[,XTEST.pb,YTEST.pb]". */

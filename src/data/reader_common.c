@@ -1,4 +1,4 @@
-/* What the format readers (idx.c, cifar.c, png_folder.c, tensors.c) share:
+/* What the format readers (idx.c, cifar.c, image_folder.c, tensors.c) share:
  * paths, whole-file reads (plain or gzip) and the per-channel statistics of a
  * uint8 training split. The readers call only this file and dataset.h's
  * types; dataset.c dispatches to the readers, never the other way round. */

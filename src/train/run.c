@@ -121,6 +121,15 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
            c->data, (long long)(c->batch * c->ranks), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
            (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
+  /* the image options that change the data (only when set: older checkpoints resume) */
+  amd_image_opts io = c->img;
+  io.workers = 0;
+  static const amd_image_opts none = {0};
+  if (memcmp(&io, &none, sizeof io)) {
+    char d[256];
+    size_t k = strlen(buf);
+    snprintf(buf + k, n - k, " %s", amd_image_opts_describe(&io, d, sizeof d));
+  }
 }
 
 /* The optimizer, the schedule, the augmentation, the model and the data. */
@@ -135,7 +144,8 @@ static int setup_inputs(run_state *r, amd_status *st) {
   if (parse_augment(c->augment, &r->aug, st)) return -1;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
   if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
-  if (amd_dataset_load(c->data, &r->ds, st)) return -1;
+  if (amd_dataset_load_opts(c->data, &c->img, &r->ds, st)) return -1;
+  if (r->ds.note[0]) line(r, AMD_TRAIN_WARNING, "%s", r->ds.note);
   if (c->limit) {
     if (r->ds.train.n > c->limit) r->ds.train.n = c->limit;
     if (r->ds.test.n > c->limit) r->ds.test.n = c->limit;

@@ -22,6 +22,7 @@
 
 #include "../core/env.h"
 #include "../core/status.h"
+#include "../data/dataset.h"
 
 typedef struct amd_train_cfg {
   const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
@@ -32,6 +33,7 @@ typedef struct amd_train_cfg {
   int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
   int ranks;   /* processes training together (set by amd_train_run) */
   amd_env env; /* the process's environment (core/env.h: communicator knobs, fault hooks), from the caller */
+  amd_image_opts img; /* images: decoding and preprocessing, the normalisation (data/dataset.h) */
 } amd_train_cfg;
 
 /* A progress report within an epoch. */

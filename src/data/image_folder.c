@@ -1,0 +1,813 @@
+/* images:DIR[,labels=FILE] — JPEG and PNG folders, loaded as torchvision's
+ * ImageFolder with the standard evaluation transform would give them
+ * (PIL's Image.open(f).convert('RGB'), Resize, CenterCrop), every image
+ * decoded once at load time into one uint8 [n, C, H, W] array per split.
+ *
+ * Layouts:
+ *   DIR/train/<class>/... with DIR/val/<class>/... (or DIR/test/<class>/...
+ *       when there is no val folder): two splits; the classes are the train
+ *       folder names in strcmp order (label = position, as ImageFolder's
+ *       sorted class list), a test class must be one of them.
+ *   DIR/<class>/... (no DIR/train): one split, used as both train and test.
+ *   DIR with labels=FILE: the images directly in DIR, one split; FILE holds
+ *       either one integer label per line for the images in strcmp order of
+ *       their names (ImageNet's validation ground-truth form), or lines
+ *       "NAME LABEL" (NAME with or without its extension; LABEL an integer,
+ *       or a word such as a WordNet id, then the classes are the distinct
+ *       words in strcmp order). Blank lines and lines starting with '#' are
+ *       ignored; spaces, tabs or one comma separate the fields.
+ * Files are taken as ImageFolder takes them: the files of a class folder and
+ * of its sub-folders (os.walk order: folders by path, then names, strcmp),
+ * chosen by extension (.jpg, .jpeg, .png, any case); names starting with '.'
+ * are skipped (hidden files, macOS "._" forks); other image extensions that
+ * ImageFolder would take (.bmp, .ppm, .pgm, .tif, .tiff, .webp) are counted
+ * in a note, not loaded. A file with an image extension whose content is not
+ * a JPEG or PNG is a bad file.
+ *
+ * Channels: 3 (RGB) when any image is a JPEG or a colour PNG, or the
+ * normalisation has 3 values (--normalize imagenet); else 1 (a set of grey
+ * PNGs keeps one channel, as before). Grey images of an RGB set are
+ * replicated to 3 channels (convert('RGB')).
+ *
+ * Sizes: --crop HxW fixes the sample size; else --resize HxW; else every
+ * image (after --resize N) must have the same size, or the error names two
+ * files and their sizes.
+ *
+ * Work: pass 1 reads every file's header (kind, size, grey or colour; the
+ * size limits are checked there, so a decompression bomb allocates nothing),
+ * pass 2 decodes, resizes and crops each file straight into its slot. Both
+ * run on a pool of pthreads that take the files in order from an atomic
+ * counter. Without --skip-bad the first bad file (in file order) fails the
+ * load; with it the bad files are left out and counted (ds->skipped). */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "image_decode.h"
+#include "reader_common.h"
+
+/* ---------------------------------------------------------------- names */
+
+typedef struct name_list {
+  char **v;
+  int64_t n, cap;
+} name_list;
+
+static void names_free(name_list *l) {
+  for (int64_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static int names_add(name_list *l, const char *s, amd_status *st) {
+  if (l->n == l->cap) {
+    int64_t ncap = l->cap ? 2 * l->cap : 64;
+    char **nv = realloc(l->v, (size_t)ncap * sizeof *nv);
+    if (!nv) return amd_fail(st, "out of memory");
+    l->v = nv;
+    l->cap = ncap;
+  }
+  if (!(l->v[l->n] = strdup(s))) return amd_fail(st, "out of memory");
+  l->n++;
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int has_ext(const char *s, const char *const *exts) {
+  const char *dot = strrchr(s, '.');
+  if (!dot) return 0;
+  for (int i = 0; exts[i]; i++)
+    if (!strcasecmp(dot + 1, exts[i])) return 1;
+  return 0;
+}
+
+static const char *const img_exts[] = {"jpg", "jpeg", "png", NULL};
+static const char *const other_exts[] = {"bmp", "ppm", "pgm", "tif", "tiff", "webp", NULL};
+
+typedef struct listing {
+  int64_t other;           /* files with other image extensions (not loaded) */
+  char other_first[512];   /* the first of them */
+} listing;
+
+/* DIR's sub-folders (want_dirs) or image files, sorted. Dangling links with
+ * an image extension are listed (they fail as unreadable files). */
+static int list_dir(const char *dir, int want_dirs, name_list *out, listing *li, amd_status *st) {
+  memset(out, 0, sizeof *out);
+  DIR *d = opendir(dir);
+  if (!d) return amd_fail(st, "cannot open folder %s: %s", dir, strerror(errno));
+  struct dirent *e;
+  int rc = 0;
+  while (!rc && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[AMD_DATA_PATH_MAX];
+    struct stat sb;
+    if (amd_data_join(path, sizeof path, dir, e->d_name, st)) {
+      rc = -1;
+      break;
+    }
+    int ok = stat(path, &sb) == 0;
+    if (want_dirs) {
+      if (!ok || !S_ISDIR(sb.st_mode)) continue;
+    } else {
+      if (ok && S_ISDIR(sb.st_mode)) continue;
+      if (!has_ext(e->d_name, img_exts)) {
+        if (li && has_ext(e->d_name, other_exts) && li->other++ == 0)
+          snprintf(li->other_first, sizeof li->other_first, "%.500s", path);
+        continue;
+      }
+    }
+    rc = names_add(out, e->d_name, st);
+  }
+  closedir(d);
+  if (rc) {
+    names_free(out);
+    return -1;
+  }
+  if (out->n > 1) qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- file lists */
+
+typedef struct file_list {
+  char **path;
+  int64_t *label;
+  int64_t n, cap;
+} file_list;
+
+static void files_free(file_list *l) {
+  for (int64_t i = 0; i < l->n; i++) free(l->path[i]);
+  free(l->path);
+  free(l->label);
+  memset(l, 0, sizeof *l);
+}
+
+static int files_add(file_list *l, const char *path, int64_t label, amd_status *st) {
+  if (l->n == l->cap) {
+    int64_t ncap = l->cap ? 2 * l->cap : 256;
+    char **np = realloc(l->path, (size_t)ncap * sizeof *np);
+    if (np) l->path = np;
+    int64_t *nl = np ? realloc(l->label, (size_t)ncap * sizeof *nl) : NULL;
+    if (!nl) return amd_fail(st, "out of memory");
+    l->label = nl;
+    l->cap = ncap;
+  }
+  if (!(l->path[l->n] = strdup(path))) return amd_fail(st, "out of memory");
+  l->label[l->n++] = label;
+  return 0;
+}
+
+/* dir and its sub-folders (depth-limited) into dirs, as paths. */
+static int walk_dirs(const char *dir, int depth, name_list *dirs, amd_status *st) {
+  if (names_add(dirs, dir, st)) return -1;
+  if (depth >= 16) return 0;
+  name_list sub;
+  if (list_dir(dir, 1, &sub, NULL, st)) return -1;
+  int rc = 0;
+  for (int64_t i = 0; !rc && i < sub.n; i++) {
+    char p[AMD_DATA_PATH_MAX];
+    rc = amd_data_join(p, sizeof p, dir, sub.v[i], st) || walk_dirs(p, depth + 1, dirs, st) ? -1 : 0;
+  }
+  names_free(&sub);
+  return rc;
+}
+
+/* The image files of one class folder, in sorted(os.walk(dir)) order. */
+static int collect_class(const char *cdir, int64_t label, file_list *out, listing *li, amd_status *st) {
+  name_list dirs = {0};
+  if (walk_dirs(cdir, 0, &dirs, st)) {
+    names_free(&dirs);
+    return -1;
+  }
+  if (dirs.n > 1) qsort(dirs.v, (size_t)dirs.n, sizeof *dirs.v, cmp_str);
+  int64_t before = out->n;
+  int rc = 0;
+  for (int64_t d = 0; !rc && d < dirs.n; d++) {
+    name_list files;
+    if (list_dir(dirs.v[d], 0, &files, li, st)) {
+      rc = -1;
+      break;
+    }
+    for (int64_t i = 0; !rc && i < files.n; i++) {
+      char path[AMD_DATA_PATH_MAX];
+      rc = amd_data_join(path, sizeof path, dirs.v[d], files.v[i], st) || files_add(out, path, label, st) ? -1 : 0;
+    }
+    names_free(&files);
+  }
+  names_free(&dirs);
+  if (!rc && out->n == before) rc = amd_fail(st, "%s: empty class folder (no .jpg, .jpeg or .png files)", cdir);
+  return rc;
+}
+
+/* The files of DIR/<class>/ for the known classes (every sub-folder of DIR must be one). */
+static int collect_split(const char *split_dir, char **classes, int64_t n_classes, file_list *out, listing *li,
+                         amd_status *st) {
+  name_list sub;
+  if (list_dir(split_dir, 1, &sub, NULL, st)) return -1;
+  int rc = 0;
+  if (sub.n == 0) rc = amd_fail(st, "%s: no class folders", split_dir);
+  for (int64_t k = 0; !rc && k < sub.n; k++) {
+    int64_t label = -1;
+    for (int64_t c = 0; c < n_classes; c++)
+      if (!strcmp(classes[c], sub.v[k])) label = c;
+    if (label < 0) {
+      rc = amd_fail(st, "%s/%s: class folder not found in the training set", split_dir, sub.v[k]);
+      break;
+    }
+    char cdir[AMD_DATA_PATH_MAX];
+    rc = amd_data_join(cdir, sizeof cdir, split_dir, sub.v[k], st) || collect_class(cdir, label, out, li, st) ? -1 : 0;
+  }
+  names_free(&sub);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- labels file */
+
+static int is_int(const char *s, int64_t *v) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (end == s || *end || errno) return 0;
+  *v = x;
+  return 1;
+}
+
+typedef struct label_line {
+  char *name, *label;
+  int line;
+  int used;
+} label_line;
+
+static int cmp_line_name(const void *a, const void *b) {
+  return strcmp(((const label_line *)a)->name, ((const label_line *)b)->name);
+}
+
+/* The line of name (or of name without its extension), or NULL. */
+static label_line *find_line(label_line *v, int64_t n, const char *name) {
+  label_line key = {.name = (char *)name};
+  label_line *hit = n ? bsearch(&key, v, (size_t)n, sizeof *v, cmp_line_name) : NULL;
+  if (hit) return hit;
+  char stem[AMD_DATA_PATH_MAX];
+  snprintf(stem, sizeof stem, "%s", name);
+  char *dot = strrchr(stem, '.');
+  if (!dot) return NULL;
+  *dot = 0;
+  key.name = stem;
+  return n ? bsearch(&key, v, (size_t)n, sizeof *v, cmp_line_name) : NULL;
+}
+
+/* DIR's images labelled by FILE (the two forms of the header comment). */
+static int collect_labelled(const char *dir, const char *file, file_list *out, amd_dataset *ds, listing *li,
+                            amd_status *st) {
+  uint8_t *text = NULL;
+  int64_t len = 0;
+  name_list imgs = {0};
+  label_line *lines = NULL;
+  int64_t nl = 0;
+  int rc = 0, lineno = 0, form = 0; /* form 1: one label per line; 2: NAME LABEL */
+  uint8_t *raw = NULL;
+  if (amd_data_read_all(file, (int64_t)1 << 30, &raw, &len, st)) return -1;
+  text = malloc((size_t)len + 1); /* a copy that ends in a 0 */
+  if (text) {
+    memcpy(text, raw, (size_t)len);
+    text[len] = 0;
+  }
+  free(raw);
+  if (!text) return amd_fail(st, "out of memory");
+  if (list_dir(dir, 0, &imgs, li, st)) {
+    free(text);
+    return -1;
+  }
+  int64_t max_lines = 1;
+  for (int64_t i = 0; i < len; i++) max_lines += text[i] == '\n';
+  lines = calloc((size_t)max_lines, sizeof *lines);
+  if (!lines) rc = amd_fail(st, "out of memory");
+  /* split into lines and fields in place */
+  char *p = (char *)text, *endp = (char *)text + len;
+  while (!rc && p < endp) {
+    char *eol = memchr(p, '\n', (size_t)(endp - p));
+    if (!eol) eol = endp;
+    *eol = 0; /* (text[len] is the copy's 0) */
+    lineno++;
+    char *f[3] = {0};
+    int nf = 0;
+    for (char *q = p; *q && nf < 3;) {
+      while (*q == ' ' || *q == '\t' || *q == '\r' || *q == ',') q++;
+      if (!*q) break;
+      f[nf++] = q;
+      while (*q && *q != ' ' && *q != '\t' && *q != '\r' && *q != ',') q++;
+      if (*q) *q++ = 0;
+    }
+    p = eol + 1;
+    if (nf == 0 || f[0][0] == '#') continue;
+    int this_form = nf == 1 ? 1 : nf == 2 ? 2 : 0;
+    if (!this_form || (form && this_form != form)) {
+      rc = amd_fail(st, "%s line %d: expected %s", file, lineno,
+                    form == 1 ? "one integer label" : form == 2 ? "NAME LABEL" : "a label, or NAME LABEL");
+      break;
+    }
+    form = this_form;
+    lines[nl].name = form == 2 ? f[0] : NULL;
+    lines[nl].label = form == 2 ? f[1] : f[0];
+    lines[nl].line = lineno;
+    nl++;
+  }
+  if (!rc && nl == 0) rc = amd_fail(st, "%s: no labels", file);
+  if (!rc && imgs.n == 0) rc = amd_fail(st, "%s: no .jpg, .jpeg or .png files", dir);
+  /* integer labels, or words (classes in strcmp order) */
+  int words = 0;
+  for (int64_t i = 0; !rc && i < nl; i++) {
+    int64_t v;
+    if (!is_int(lines[i].label, &v)) {
+      if (form == 1) rc = amd_fail(st, "%s line %d: '%s' is not an integer label", file, lines[i].line, lines[i].label);
+      words = 1;
+    } else if (v < 0 && form == 1) {
+      rc = amd_fail(st, "%s line %d: negative label %lld", file, lines[i].line, (long long)v);
+    }
+  }
+  name_list classes = {0};
+  if (!rc && words) {
+    for (int64_t i = 0; !rc && i < nl; i++) rc = names_add(&classes, lines[i].label, st);
+    if (!rc) {
+      qsort(classes.v, (size_t)classes.n, sizeof *classes.v, cmp_str);
+      int64_t k = 0;
+      for (int64_t i = 0; i < classes.n; i++) {
+        if (k && !strcmp(classes.v[k - 1], classes.v[i])) {
+          free(classes.v[i]);
+          continue;
+        }
+        classes.v[k++] = classes.v[i];
+      }
+      classes.n = k;
+    }
+  }
+  if (!rc && form == 1 && nl != imgs.n)
+    rc = amd_fail(st, "%s has %lld labels but %s has %lld images (.jpg, .jpeg, .png): one label per image, in name order",
+                  file, (long long)nl, dir, (long long)imgs.n);
+  if (!rc && form == 2) {
+    qsort(lines, (size_t)nl, sizeof *lines, cmp_line_name);
+    for (int64_t i = 1; !rc && i < nl; i++)
+      if (!strcmp(lines[i - 1].name, lines[i].name))
+        rc = amd_fail(st, "%s line %d: '%s' is labelled twice", file, lines[i].line, lines[i].name);
+  }
+  int64_t max_label = -1;
+  for (int64_t i = 0; !rc && i < imgs.n; i++) {
+    label_line *l = form == 1 ? &lines[i] : find_line(lines, nl, imgs.v[i]);
+    if (!l) {
+      rc = amd_fail(st, "%s: no label for %s/%s", file, dir, imgs.v[i]);
+      break;
+    }
+    l->used = 1;
+    int64_t v = 0;
+    if (words) {
+      char **hit = bsearch(&l->label, classes.v, (size_t)classes.n, sizeof *classes.v, cmp_str);
+      v = hit - classes.v;
+    } else {
+      is_int(l->label, &v);
+      if (v < 0) {
+        rc = amd_fail(st, "%s line %d: negative label %lld", file, l->line, (long long)v);
+        break;
+      }
+    }
+    if (v > max_label) max_label = v;
+    char path[AMD_DATA_PATH_MAX];
+    rc = amd_data_join(path, sizeof path, dir, imgs.v[i], st) || files_add(out, path, v, st) ? -1 : 0;
+  }
+  for (int64_t i = 0; !rc && form == 2 && i < nl; i++)
+    if (!lines[i].used)
+      rc = amd_fail(st, "%s line %d: no image '%s' in %s (.jpg, .jpeg, .png)", file, lines[i].line, lines[i].name, dir);
+  if (!rc) {
+    if (words) {
+      ds->class_names = classes.v;
+      ds->n_classes = classes.n;
+      memset(&classes, 0, sizeof classes);
+    } else {
+      ds->n_classes = max_label + 1;
+    }
+  }
+  names_free(&classes);
+  names_free(&imgs);
+  free(lines);
+  free(text);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- thread pool */
+
+typedef struct pool {
+  int64_t n;
+  _Atomic int64_t next;
+  atomic_int stop;
+  void (*fn)(struct pool *p, int64_t i, int worker);
+  void *ctx;
+  int n_workers;
+  void **tj; /* per worker: a TurboJPEG handle */
+  /* errors: the lowest file index that failed and its message */
+  pthread_mutex_t mu;
+  int64_t err_index;
+  amd_status err;
+  int64_t bad_count;
+  uint8_t *bad; /* [n]: the file failed */
+  int skip_bad;
+  /* memory: the workers decoding at once reserve their images' working
+   * memory (amd_img_work_bytes) from budget; one image larger than the whole
+   * budget runs alone */
+  pthread_cond_t cv;
+  int64_t budget, in_use;
+} pool;
+
+static void mem_reserve(pool *p, int64_t bytes) {
+  pthread_mutex_lock(&p->mu);
+  while (p->in_use > 0 && p->in_use + bytes > p->budget) pthread_cond_wait(&p->cv, &p->mu);
+  p->in_use += bytes;
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void mem_release(pool *p, int64_t bytes) {
+  pthread_mutex_lock(&p->mu);
+  p->in_use -= bytes;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+typedef struct worker_arg {
+  pool *p;
+  int id;
+} worker_arg;
+
+static void *worker_main(void *arg) {
+  worker_arg *w = arg;
+  pool *p = w->p;
+  for (;;) {
+    if (atomic_load(&p->stop)) break;
+    int64_t i = atomic_fetch_add(&p->next, 1);
+    if (i >= p->n) break;
+    p->fn(p, i, w->id);
+  }
+  return NULL;
+}
+
+/* File i failed with st: recorded (and the work stops unless skipping). */
+static void pool_fail(pool *p, int64_t i, const amd_status *st) {
+  pthread_mutex_lock(&p->mu);
+  p->bad[i] = 1;
+  p->bad_count++;
+  if (i < p->err_index) {
+    p->err_index = i;
+    p->err = *st;
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (!p->skip_bad) atomic_store(&p->stop, 1);
+}
+
+/* Runs fn over [0, n) on the workers; 0, or -1 with the first failure in st
+ * (without skip_bad). */
+static int pool_run(pool *p, int64_t n, void (*fn)(pool *, int64_t, int), void *ctx, amd_status *st) {
+  p->n = n;
+  atomic_store(&p->next, 0);
+  atomic_store(&p->stop, 0);
+  p->fn = fn;
+  p->ctx = ctx;
+  p->err_index = INT64_MAX;
+  int nw = p->n_workers < n ? p->n_workers : (int)(n > 0 ? n : 1);
+  pthread_t th[1024];
+  worker_arg wa[1024];
+  int started = 0;
+  for (int k = 1; k < nw; k++) {
+    wa[k] = (worker_arg){p, k};
+    if (pthread_create(&th[k], NULL, worker_main, &wa[k])) break;
+    started = k;
+  }
+  wa[0] = (worker_arg){p, 0};
+  worker_main(&wa[0]);
+  for (int k = 1; k <= started; k++) pthread_join(th[k], NULL);
+  if (p->err_index != INT64_MAX && !p->skip_bad) {
+    *st = p->err;
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the passes */
+
+typedef struct plan {
+  const file_list *fl;
+  amd_img_info *info; /* [n] from pass 1 */
+  const amd_image_opts *o;
+  int64_t c, h, w;    /* the sample */
+  uint8_t *u8;        /* [n, c, h, w] */
+} plan;
+
+static void probe_one(pool *p, int64_t i, int worker) {
+  (void)worker;
+  plan *pl = p->ctx;
+  amd_status st;
+  if (amd_img_probe(pl->fl->path[i], &pl->info[i], &st)) pool_fail(p, i, &st);
+}
+
+/* The size of file i after --resize (before --crop). */
+static void resized_size(const amd_image_opts *o, const amd_img_info *in, int64_t *h, int64_t *w) {
+  if (o->resize_h) *h = o->resize_h, *w = o->resize_w;
+  else if (o->resize) amd_img_resize_size(in->h, in->w, o->resize, h, w);
+  else *h = in->h, *w = in->w;
+}
+
+/* Python's round() of d / 2.0 for an integer d >= 0: halves to even. */
+static int64_t half_even(int64_t d) {
+  int64_t q = d / 2;
+  return (d % 2) && (q % 2) ? q + 1 : q;
+}
+
+static void decode_one_inner(pool *p, int64_t i, int worker) {
+  plan *pl = p->ctx;
+  const amd_image_opts *o = pl->o;
+  const char *path = pl->fl->path[i];
+  const amd_img_info *in = &pl->info[i];
+  amd_status st;
+  int64_t rh, rw;
+  resized_size(o, in, &rh, &rw);
+  int fast = o->fast_decode && (o->resize || o->resize_h) && in->kind == AMD_IMG_JPEG;
+  uint8_t *pix = NULL, *rs = NULL;
+  int h, w, c;
+  if (amd_img_decode(path, &p->tj[worker], fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, &st)) {
+    pool_fail(p, i, &st);
+    return;
+  }
+  if (!fast && (h != in->h || w != in->w)) {
+    amd_fail(&st, "%s: decoded %dx%d but the header said %dx%d (file changed while loading?)", path, w, h, in->w,
+             in->h);
+    free(pix);
+    pool_fail(p, i, &st);
+    return;
+  }
+  /* the centre crop (zero padding where the crop is larger) of the resized
+   * image: only its visible rectangle is resized (the same bytes) */
+  const int64_t H = pl->h, W = pl->w, C = pl->c, HW = H * W;
+  int64_t pad_t = H > rh ? (H - rh) / 2 : 0, pad_l = W > rw ? (W - rw) / 2 : 0;
+  int64_t oy = half_even((H > rh ? H : rh) - H) - pad_t, ox = half_even((W > rw ? W : rw) - W) - pad_l;
+  int64_t vy0 = oy > 0 ? oy : 0, vy1 = H + oy < rh ? H + oy : rh;
+  int64_t vx0 = ox > 0 ? ox : 0, vx1 = W + ox < rw ? W + ox : rw;
+  int64_t vh = vy1 - vy0, vw = vx1 - vx0;
+  rs = malloc((size_t)(vh * vw * c));
+  if (!rs || amd_img_resize_region(pix, h, w, c, (int)rh, (int)rw, (int)vy0, (int)vx0, (int)vh, (int)vw, rs)) {
+    amd_fail(&st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw, (long long)rh);
+    free(rs);
+    free(pix);
+    pool_fail(p, i, &st);
+    return;
+  }
+  free(pix);
+  /* HWC -> CHW, grey -> RGB, zeros outside */
+  uint8_t *dst = pl->u8 + i * C * HW;
+  for (int64_t y = 0; y < H; y++) {
+    int64_t sy = y + oy;
+    for (int64_t x = 0; x < W; x++) {
+      int64_t sx = x + ox;
+      int inside = sy >= vy0 && sy < vy1 && sx >= vx0 && sx < vx1;
+      const uint8_t *q = rs + ((sy - vy0) * vw + (sx - vx0)) * c;
+      for (int64_t ch = 0; ch < C; ch++) dst[ch * HW + y * W + x] = inside ? q[c == 1 ? 0 : ch] : 0;
+    }
+  }
+  free(rs);
+}
+
+static void decode_one(pool *p, int64_t i, int worker) {
+  plan *pl = p->ctx;
+  int64_t bytes = amd_img_work_bytes(&pl->info[i]);
+  mem_reserve(p, bytes);
+  decode_one_inner(p, i, worker);
+  mem_release(p, bytes);
+}
+
+/* One split's files: probed (pass 1) into info. */
+static int probe_split(pool *p, const file_list *fl, amd_img_info **info, uint8_t **bad, int64_t *n_bad,
+                       amd_status *st) {
+  *info = calloc((size_t)(fl->n ? fl->n : 1), sizeof **info);
+  *bad = calloc((size_t)(fl->n ? fl->n : 1), 1);
+  if (!*info || !*bad) return amd_fail(st, "out of memory");
+  plan pl = {.fl = fl, .info = *info};
+  p->bad = *bad;
+  p->bad_count = 0;
+  int rc = pool_run(p, fl->n, probe_one, &pl, st);
+  *n_bad = p->bad_count;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+typedef struct split_work {
+  file_list fl;
+  amd_img_info *info;
+  uint8_t *bad;
+  int64_t n_bad;
+} split_work;
+
+static void work_free(split_work *s) {
+  files_free(&s->fl);
+  free(s->info);
+  free(s->bad);
+  memset(s, 0, sizeof *s);
+}
+
+/* The sample shape of the good files of both splits (see the header comment). */
+static int sample_shape(const amd_image_opts *o, split_work *sp, int n_splits, amd_dataset *ds, amd_status *st) {
+  int colour = o->norm == AMD_NORM_IMAGENET || (o->norm == AMD_NORM_CUSTOM && o->norm_n == 3);
+  const char *first = NULL;
+  int64_t fh = 0, fw = 0, n_good = 0;
+  for (int s = 0; s < n_splits; s++)
+    for (int64_t i = 0; i < sp[s].fl.n; i++) {
+      if (sp[s].bad[i]) continue;
+      const amd_img_info *in = &sp[s].info[i];
+      n_good++;
+      if (in->kind == AMD_IMG_JPEG || in->colour) colour = 1;
+      int64_t h, w;
+      resized_size(o, in, &h, &w);
+      if (h > AMD_IMG_MAX_SIDE || w > AMD_IMG_MAX_SIDE || h * w > AMD_IMG_MAX_PIXELS)
+        return amd_fail(st, "%s: --resize %d makes %dx%d into %lldx%lld pixels (limits: a side of %d, %lld pixels)",
+                        sp[s].fl.path[i], o->resize, in->w, in->h, (long long)w, (long long)h, AMD_IMG_MAX_SIDE,
+                        (long long)AMD_IMG_MAX_PIXELS);
+      if (o->crop_h) continue;
+      if (!first) {
+        first = sp[s].fl.path[i], fh = h, fw = w;
+      } else if (h != fh || w != fw) {
+        if (o->resize)
+          return amd_fail(st, "images of different shapes after --resize %d: %s (%dx%d) becomes %lldx%lld but %s "
+                              "becomes %lldx%lld; add --crop N (or use --resize HxW)",
+                          o->resize, sp[s].fl.path[i], in->w, in->h, (long long)w, (long long)h, first,
+                          (long long)fw, (long long)fh);
+        return amd_fail(st, "images of different sizes: %s is %lldx%lld but %s is %lldx%lld; use --resize N and/or "
+                            "--crop N (e.g. --resize 256 --crop 224)",
+                        sp[s].fl.path[i], (long long)w, (long long)h, first, (long long)fw, (long long)fh);
+      }
+    }
+  if (n_good == 0) return amd_fail(st, "%s: no readable images", sp[0].fl.n ? sp[0].fl.path[0] : "data folder");
+  ds->c = colour ? 3 : 1;
+  ds->h = o->crop_h ? o->crop_h : fh;
+  ds->w = o->crop_h ? o->crop_w : fw;
+  return 0;
+}
+
+/* Decodes split sp's good files into s (pass 2), then drops the files that failed. */
+static int decode_split(pool *p, split_work *sp, const amd_image_opts *o, amd_dataset *ds, amd_data_split *s,
+                        amd_status *st) {
+  int64_t n = sp->fl.n, chw = ds->c * ds->h * ds->w;
+  if (n > AMD_DATA_MAX_BYTES / chw)
+    return amd_fail(st, "%lld images of %lldx%lldx%lld exceed the %lld-byte limit", (long long)n, (long long)ds->c,
+                    (long long)ds->h, (long long)ds->w, (long long)AMD_DATA_MAX_BYTES);
+  s->u8 = malloc((size_t)(n * chw));
+  s->labels = malloc((size_t)n * sizeof *s->labels);
+  if (!s->u8 || !s->labels) return amd_fail(st, "out of memory (%lld images of %lld bytes)", (long long)n, (long long)chw);
+  /* the files pass 1 found bad are not decoded again */
+  file_list good = {0};
+  amd_img_info *ginfo = malloc((size_t)(n ? n : 1) * sizeof *ginfo);
+  if (!ginfo) return amd_fail(st, "out of memory");
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (sp->bad[i]) continue;
+    ginfo[k] = sp->info[i];
+    s->labels[k] = sp->fl.label[i];
+    if (files_add(&good, sp->fl.path[i], sp->fl.label[i], st)) {
+      files_free(&good);
+      free(ginfo);
+      return -1;
+    }
+    k++;
+  }
+  uint8_t *bad2 = calloc((size_t)(k ? k : 1), 1);
+  plan pl = {.fl = &good, .info = ginfo, .o = o, .c = ds->c, .h = ds->h, .w = ds->w, .u8 = s->u8};
+  int rc = bad2 ? 0 : amd_fail(st, "out of memory");
+  if (!rc) {
+    p->bad = bad2;
+    p->bad_count = 0;
+    rc = pool_run(p, k, decode_one, &pl, st);
+  }
+  if (!rc) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < k; i++) {
+      if (bad2[i]) continue;
+      if (m != i) {
+        memmove(s->u8 + m * chw, s->u8 + i * chw, (size_t)chw);
+        s->labels[m] = s->labels[i];
+      }
+      m++;
+    }
+    sp->n_bad += k - m;
+    s->n = m;
+  }
+  free(bad2);
+  free(ginfo);
+  files_free(&good);
+  return rc;
+}
+
+static int is_dir(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st) {
+  return amd_dataset_load_images_opts(dir, NULL, ds, st);
+}
+
+int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, amd_dataset *ds, amd_status *st) {
+  static const amd_image_opts defaults = {0};
+  const amd_image_opts *o = opts ? opts : &defaults;
+  memset(ds, 0, sizeof *ds);
+  /* DIR[,labels=FILE] */
+  char dir[AMD_DATA_PATH_MAX];
+  const char *labels = NULL;
+  snprintf(dir, sizeof dir, "%s", arg);
+  char *comma = strstr(dir, ",labels=");
+  if (comma) {
+    *comma = 0;
+    labels = arg + (comma - dir) + 8;
+    if (!*labels) return amd_fail(st, "images:%s: labels= needs a file", arg);
+  } else if ((comma = strchr(dir, ',')) && !is_dir(dir)) {
+    return amd_fail(st, "images:%s: unknown option '%s' (expected images:DIR or images:DIR,labels=FILE)", arg, comma + 1);
+  }
+  if (!is_dir(dir)) return amd_fail(st, "data folder '%s' does not exist", dir);
+
+  split_work sp[2];
+  memset(sp, 0, sizeof sp);
+  int n_splits = 1, rc = 0;
+  listing li = {0};
+  char tdir[AMD_DATA_PATH_MAX], vdir[AMD_DATA_PATH_MAX];
+  if (labels) {
+    rc = collect_labelled(dir, labels, &sp[0].fl, ds, &li, st);
+  } else if (amd_data_join(tdir, sizeof tdir, dir, "train", st)) {
+    rc = -1;
+  } else {
+    int two = is_dir(tdir);
+    const char *cdir = two ? tdir : dir;
+    if (two) {
+      n_splits = 2;
+      if (amd_data_join(vdir, sizeof vdir, dir, "val", st)) return -1;
+      if (!is_dir(vdir) && amd_data_join(vdir, sizeof vdir, dir, "test", st)) return -1;
+      if (!is_dir(vdir)) return amd_fail(st, "%s has a train folder but neither val nor test next to it", dir);
+    }
+    name_list classes;
+    if (list_dir(cdir, 1, &classes, NULL, st)) return -1;
+    if (classes.n == 0) {
+      names_free(&classes);
+      return amd_fail(st, "%s: no class folders (expected %s/<class>/*.jpg, or train/ and val/ folders)", cdir, cdir);
+    }
+    ds->class_names = classes.v; /* owned by ds from here on */
+    ds->n_classes = classes.n;
+    rc = collect_split(cdir, ds->class_names, ds->n_classes, &sp[0].fl, &li, st);
+    if (!rc && two) rc = collect_split(vdir, ds->class_names, ds->n_classes, &sp[1].fl, &li, st);
+  }
+  pool p = {0};
+  p.skip_bad = o->skip_bad;
+  p.n_workers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (p.n_workers < 1) p.n_workers = 1;
+  if (p.n_workers > 1024) p.n_workers = 1024;
+  pthread_mutex_init(&p.mu, NULL);
+  pthread_cond_init(&p.cv, NULL);
+  /* a quarter of the memory (at least 1 GiB) for the images being decoded */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  p.budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 : (int64_t)1 << 30;
+  if (p.budget < ((int64_t)1 << 30)) p.budget = (int64_t)1 << 30;
+  p.tj = calloc((size_t)p.n_workers, sizeof *p.tj);
+  if (!rc && !p.tj) rc = amd_fail(st, "out of memory");
+  for (int k = 0; !rc && k < p.n_workers; k++)
+    if (!(p.tj[k] = amd_img_tj_new())) rc = amd_fail(st, "cannot start the JPEG decoder");
+  for (int s = 0; !rc && s < n_splits; s++) rc = probe_split(&p, &sp[s].fl, &sp[s].info, &sp[s].bad, &sp[s].n_bad, st);
+  if (!rc) rc = sample_shape(o, sp, n_splits, ds, st);
+  if (!rc) rc = decode_split(&p, &sp[0], o, ds, &ds->train, st);
+  if (!rc && n_splits == 2) rc = decode_split(&p, &sp[1], o, ds, &ds->test, st);
+  if (!rc && ds->train.n == 0) rc = amd_fail(st, "%s: every training image is bad", dir);
+  if (!rc && n_splits == 2 && ds->test.n == 0) rc = amd_fail(st, "%s: every test image is bad", vdir);
+  if (!rc) {
+    ds->skipped = sp[0].n_bad + sp[1].n_bad;
+    if (ds->skipped) snprintf(ds->note, sizeof ds->note, "%lld bad files skipped, e.g. %.900s", (long long)ds->skipped, p.err.msg);
+    if (li.other)
+      snprintf(ds->note + strlen(ds->note), sizeof ds->note - strlen(ds->note),
+               "%s%lld files with other image extensions not loaded (only .jpg, .jpeg, .png), e.g. %.500s",
+               ds->note[0] ? "; " : "", (long long)li.other, li.other_first);
+    if (n_splits == 1) {
+      ds->test = ds->train;
+      ds->test_is_train = 1;
+    }
+    rc = amd_data_set_stats(ds, 0, st);
+  }
+  for (int k = 0; p.tj && k < p.n_workers; k++) amd_img_tj_free(p.tj[k]);
+  free(p.tj);
+  pthread_mutex_destroy(&p.mu);
+  pthread_cond_destroy(&p.cv);
+  work_free(&sp[0]);
+  work_free(&sp[1]);
+  if (rc) {
+    amd_dataset_free(ds);
+    return -1;
+  }
+  return 0;
+}

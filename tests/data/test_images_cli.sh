@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# images: end to end from the command line, on folders made from
+# Fashion-MNIST at test time (make_image_folder.py, PIL):
+#  - LeNet-5 (1 channel) on a train/val folder of grey 28x28 PNGs: one epoch
+#    of `train` learns, and `eval` of the written model gives the test top-1
+#    that `train` reported;
+#  - ResNet-8 (3 channels) on one folder of colour JPEGs of 32..64 pixels
+#    (one split): `eval` and one epoch of `train` with --resize 32 --crop 32
+#    --normalize imagenet;
+#  - bad option values exit 2 with one line; a bad file without --skip-bad
+#    exits 1 naming it; with --skip-bad the count is printed on stderr.
+# usage: test_images_cli.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
+set -u
+amd=$1 models=$2 fashion=$3
+py=/usr/bin/python3
+[ -f "$fashion/t10k-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $fashion"; exit 77; }
+$py -c "import PIL, numpy" 2>/dev/null || { echo "SKIP: no PIL/numpy for $py"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+$py "$here/make_image_folder.py" "$fashion" "$tmp/grey" grey 100 || { bad "make grey folder"; exit 1; }
+$py "$here/make_image_folder.py" "$fashion" "$tmp/rgb" rgb32 20 || { bad "make rgb folder"; exit 1; }
+
+# 1. LeNet-5 on grey PNGs: train one epoch, eval the written model
+"$amd" train "$models/lenet5_train.onnx" --data "images:$tmp/grey" --epochs 1 --batch 32 --lr 0.05 --seed 2 \
+  --device cpu -o "$tmp/l.onnx" >"$tmp/t.log" 2>&1
+rc=$?
+acc=$(sed -n 's/.*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/t.log" | tail -1)
+grep -q "images: 1000 train / 1000 test, 1x28x28, 10 classes" "$tmp/t.log" && ok "grey PNG folder: 1x28x28, 1000 + 1000 images" \
+  || { bad "grey folder description"; cat "$tmp/t.log"; }
+if [ $rc -eq 0 ] && awk -v a="${acc:-0}" 'BEGIN { exit !(a >= 30) }'; then ok "one epoch of LeNet-5 on PNGs: test top1 $acc% (>= 30%)"
+else bad "train exit $rc, top1 ${acc:-none}"; cat "$tmp/t.log"; fi
+"$amd" eval "$tmp/l.onnx" --data "images:$tmp/grey" --device cpu >"$tmp/e.log" 2>&1
+eacc=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/e.log")
+[ -n "$eacc" ] && [ "$eacc" = "$acc" ] && ok "eval of the trained model: top1 $eacc% as train reported" \
+  || { bad "eval top1 '$eacc' vs train '$acc'"; cat "$tmp/e.log"; }
+
+# 2. ResNet-8 on colour JPEGs of several sizes (one split)
+opts=(--resize 32 --crop 32 --normalize imagenet --workers 2)
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgb" "${opts[@]}" --device cpu >"$tmp/e2.log" 2>&1
+[ $? -eq 0 ] && grep -q "^top1 .* 200 images\|: 200 images" "$tmp/e2.log" && ok "eval of ResNet-8 on 200 JPEGs (--resize 32 --crop 32 --normalize imagenet)" \
+  || { bad "eval ResNet-8 on JPEGs"; cat "$tmp/e2.log"; }
+"$amd" train "$models/resnet8_train.onnx" --data "images:$tmp/rgb" "${opts[@]}" --epochs 1 --batch 32 --lr 0.02 \
+  --device cpu -o "$tmp/r.onnx" >"$tmp/t2.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "images: 200 train / 200 test, 3x32x32, 10 classes, mean 0.4850 0.4560 0.4060 std 0.2290 0.2240 0.2250 (one split: test = train)" "$tmp/t2.log" \
+  && grep -q "^epoch 1/1" "$tmp/t2.log" && ok "one epoch of ResNet-8 on the JPEG folder" || { bad "train ResNet-8 exit $rc"; cat "$tmp/t2.log"; }
+
+# 3. errors
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgb" --resize 0 >"$tmp/x.log" 2>&1
+[ $? -eq 2 ] && [ "$(wc -l <"$tmp/x.log")" -eq 1 ] && grep -q "resize" "$tmp/x.log" && ok "eval --resize 0: exit 2, one line" \
+  || { bad "eval --resize 0"; cat "$tmp/x.log"; }
+"$amd" train "$models/resnet8_train.onnx" --data "images:$tmp/rgb" --normalize 1,2/3 -o "$tmp/y.onnx" >"$tmp/x.log" 2>&1
+[ $? -eq 2 ] && [ "$(wc -l <"$tmp/x.log")" -eq 1 ] && ok "train --normalize 1,2/3: exit 2, one line" || { bad "train --normalize"; cat "$tmp/x.log"; }
+"$amd" eval "$models/lenet5.onnx" --data "mnist:$fashion" --crop 20 --limit 10 >"$tmp/x.log" 2>&1
+[ $? -eq 1 ] && grep -q "images: data only" "$tmp/x.log" && ok "--crop on mnist: refused" || { bad "--crop on mnist"; cat "$tmp/x.log"; }
+first=$(ls "$tmp/rgb/bag" | head -1)
+printf 'not an image' >"$tmp/rgb/bag/$first"
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgb" "${opts[@]}" --device cpu >"$tmp/x.log" 2>&1
+[ $? -eq 1 ] && [ "$(wc -l <"$tmp/x.log")" -eq 1 ] && grep -q "$first: not a JPEG or PNG image" "$tmp/x.log" \
+  && ok "a bad file: exit 1, one line naming it" || { bad "bad file"; cat "$tmp/x.log"; }
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgb" "${opts[@]}" --skip-bad --device cpu >"$tmp/x.log" 2>"$tmp/x.err"
+[ $? -eq 0 ] && grep -q "1 bad files skipped" "$tmp/x.err" && grep -q ": 199 images" "$tmp/x.log" \
+  && ok "--skip-bad: 199 images, the count on stderr" || { bad "--skip-bad"; cat "$tmp/x.log" "$tmp/x.err"; }
+"$amd" eval --help | grep -q -- "--normalize NORM" && "$amd" train --help | grep -q -- "--fast-decode" \
+  && ok "--help of eval and train lists the image options" || bad "--help"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
