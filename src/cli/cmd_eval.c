@@ -129,9 +129,15 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_mode_set modes = {0};
   int64_t *confusion = NULL;
   int rc = 1;
-  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
-      amd_dataset_load_opts(data, &img, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st))
-    goto fail;
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
+  double load_t0 = now_s();
+  if (amd_dataset_load_opts(data, &img, &ds, &st)) goto fail;
+  double load_s = now_s() - load_t0;
+  char desc[512];
+  fprintf(stderr, "amdnn-onnx eval: %s; loaded in %.2f s (%.0f samples/s)\n",
+          amd_dataset_describe(&ds, desc, sizeof desc), load_s,
+          (double)(ds.train.n + (ds.test_is_train ? 0 : ds.test.n)) / (load_s > 0 ? load_s : 1e-9));
+  if (amd_trainer_init(&t, g, &eval_opts, &st)) goto fail;
   if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
   const amd_backend *be;
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */

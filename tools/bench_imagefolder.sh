@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Evaluating a torchvision model from a folder of ImageNet-sized JPEGs (issue
+# 17), amdnn-onnx against torchvision's own pipeline, in one command on the
+# GPU machine:
+#   1. WORK/jpeg: COUNT JPEGs in 10 class folders (tools/bench_imagefolder.py make)
+#   2. WORK/MODEL.onnx from tools/export_torchvision.py (random weights)
+#   3. torchvision: ImageFolder + Resize(256) + CenterCrop(224) + Normalize
+#      through a DataLoader of WORKERS processes: the pipeline alone, and end
+#      to end with the model in FP32 (TF32 off)
+#   4. amdnn-onnx eval --data images:WORK/jpeg --resize 256 --crop 224
+#      --normalize imagenet in each MODE: the decode line (images/s of the
+#      JPEG pipeline alone) and the wall time of the whole command
+#   5. inference alone on a random batch: PyTorch FP32 and amdnn-onnx
+#      bench --infer in each MODE
+# usage: tools/bench_imagefolder.sh WORK [MODE ...]   (default: acc32 am16)
+# environment: AMDNN (default build/src/amdnn-onnx), PYTHON (python3),
+# COUNT (5000), MODEL (resnet50), BATCH (256), WORKERS (16)
+set -eu
+work=$1
+shift
+modes=${*:-acc32 am16}
+here=$(cd "$(dirname "$0")" && pwd)
+amdnn=${AMDNN:-build/src/amdnn-onnx} py=${PYTHON:-python3}
+count=${COUNT:-5000} model=${MODEL:-resnet50} batch=${BATCH:-256} workers=${WORKERS:-16}
+mkdir -p "$work"
+[ -d "$work/jpeg" ] || "$py" "$here/bench_imagefolder.py" make "$work/jpeg" --count "$count"
+[ -f "$work/$model.onnx" ] || "$py" "$here/export_torchvision.py" "$model" -o "$work" >"$work/export.log" 2>&1
+echo "== torchvision ($model, $count images, batch $batch)"
+"$py" "$here/bench_imagefolder.py" torch "$work/jpeg" --model "$model" --workers "$workers" --batch "$batch"
+for m in $modes; do
+  echo "== amdnn-onnx eval, mode $m"
+  t0=$(date +%s.%N)
+  "$amdnn" eval "$work/$model.onnx" --data "images:$work/jpeg" --resize 256 --crop 224 --normalize imagenet \
+    --batch "$batch" --mode "$m" 2>&1 | grep -E "loaded in|top1|error" || true
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" -v n="$count" -v m="$m" \
+    'BEGIN { printf "amdnn-onnx end to end, %s: %d images in %.2f s: %.0f images/s\n", m, n, b - a, n / (b - a) }'
+done
+echo "== inference alone, batch $batch"
+"$py" "$here/bench_imagefolder.py" infer --model "$model" --batch "$batch"
+for m in $modes; do
+  "$amdnn" bench "$work/$model.onnx" --infer --batch "$batch" --mode "$m" --steps 20 --warmup 3 2>&1 | tail -1
+done
