@@ -874,6 +874,10 @@ int amd_plot_bars(const char *const *labels, const double *values, int n, const 
   double lo = 0, hi = 0;
   for (int i = 0; i < n; i++)
     if (isfinite(values[i])) lo = fmin(lo, values[i]), hi = fmax(hi, values[i]);
+  /* room for the value written past each bar's end */
+  double span = hi - lo;
+  if (lo < 0) lo -= 0.12 * span;
+  if (hi > 0) hi += 0.12 * span;
   axis ax = make_axis(lo, hi, 6, 0, 1);
 
   const double fs = 12, fs_title = 16, bar_h = 18, gap = 6, row = bar_h + gap;
