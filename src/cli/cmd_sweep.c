@@ -387,7 +387,7 @@ int amd_cmd_sweep(int argc, char **argv) {
       drops[k - 1] = 100 * (b->top1 - rows[k].top1);
     }
     char title[160], sub[600];
-    snprintf(title, sizeof title, "Top-1 drop with one node in %s", mode);
+    snprintf(title, sizeof title, "Top-1 drop with one node in %s (the rest acc32), then all", mode);
     snprintf(sub, sizeof sub, "%s: %lld test images, acc32 baseline top-1 %.2f%%", model, (long long)b->n,
              100 * b->top1);
     if (prc == 0)
