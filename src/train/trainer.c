@@ -17,6 +17,7 @@
 #include "loss.h"
 #include "optim.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,12 +113,14 @@ static void warn_folded_batchnorm(amd_trainer *t) {
 
 /* --freeze: entry e names float initializer v when e is a prefix of its name
  * ("layer1." takes everything under layer1, "fc.weight" that one tensor), or
- * e is the name or the op type of a node that reads it ("Conv": the weights
- * and biases of every Conv). An empty entry names nothing. */
+ * e has a * or ? and is a shell pattern of its whole name ("*.bn1.weight":
+ * every bn1's scale; * also matches dots and slashes), or e is the name or
+ * the op type of a node that reads it ("Conv": the weights and biases of
+ * every Conv). An empty entry names nothing. */
 static int freeze_match(const amd_graph *g, int v, const char *e) {
   size_t n = strlen(e);
   if (n == 0) return 0;
-  if (strncmp(g->values[v].name, e, n) == 0) return 1;
+  if (strpbrk(e, "*?") ? fnmatch(e, g->values[v].name, 0) == 0 : strncmp(g->values[v].name, e, n) == 0) return 1;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *nd = &g->nodes[i];
     if (strcmp(nd->name, e) != 0 && strcmp(nd->op->name, e) != 0) continue;
@@ -219,7 +222,8 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
       free(on_path);
       amd_fail(st,
                "--freeze '%s' matches no trainable parameter (an entry is a prefix of initializer names, "
-               "e.g. 'layer1.', a node name or an op type such as Conv; `amdnn-onnx info` lists them)",
+               "e.g. 'layer1.', a pattern such as '*.bn1.weight', a node name or an op type such as Conv; "
+               "`amdnn-onnx info` lists nodes, `amdnn-onnx grad` the parameters)",
                o->freeze[f]);
       goto fail;
     }

@@ -35,8 +35,9 @@
 
 /* freeze: the --freeze entries. A float initializer is frozen (not a
  * parameter: no gradient, no optimizer update, its tensor never written)
- * when an entry is a prefix of its name, or the name or op type of a node
- * that reads it. An entry that freezes no trainable parameter is an error. */
+ * when an entry is a prefix of its name, or (an entry with * or ?) a shell
+ * pattern of its whole name, or the name or op type of a node that reads it.
+ * An entry that freezes no trainable parameter is an error. */
 typedef struct amd_trainer_opts {
   const char *freeze[AMD_MAX_FREEZE];
   int n_freeze;
