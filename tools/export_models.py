@@ -265,7 +265,7 @@ class FastNet(nn.Module):
     multiply-accumulates per image, two thirds of ResNet-9's. The BN biases
     learn 64 times faster than the other parameters, as in airbench
     (ScaledBiasBatchNorm2d with 8); that recipe also keeps the BN scales at
-    1 (tools/train_fastnet.sh: --freeze bn1.weight,bn2.weight)."""
+    1 (tools/train_fastnet.sh: --freeze *.bn1.weight,*.bn2.weight)."""
 
     def __init__(self, widths=(96, 384, 384), num_classes=10):
         super().__init__()

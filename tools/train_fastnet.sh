@@ -38,7 +38,7 @@ ldd "$amd" 2>/dev/null | grep -q libcairo && plot=(--plot "$out/fastnet_$mode.pn
 start=$(date +%s.%N)
 "$amd" train "$out/fastnet_train.onnx" --data "cifar10:$data" --epochs 18 --batch 1024 --optimizer sgd --lr 1.5 \
   --momentum 0.85 --nesterov --wd 1.3e-3 --schedule onecycle:0.25 --label-smoothing 0.2 --augment crop:2,flip \
-  --freeze whiten.weight,bn1.weight,bn2.weight --tta --seed 1 -o "$out/fastnet_$mode.onnx" \
+  --freeze 'whiten.weight,*.bn1.weight,*.bn2.weight' --tta --seed 1 -o "$out/fastnet_$mode.onnx" \
   --metrics "$out/fastnet_$mode.tsv" "${plot[@]}" "$@"
 echo "train_fastnet.sh: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s for the" \
   "whole training command (epoch times, tests and set-up); per epoch: $out/fastnet_$mode.tsv"

@@ -12,6 +12,8 @@
 
 #include "../core/env.h"
 #include "../exec/backend.h"
+#include "../exec/exec.h"
+#include "../ops/op.h"
 #include "../gemm/gemm.h"
 #include "../train/kernels.h"
 #ifdef AMD_HAVE_CUDA
@@ -172,4 +174,61 @@ void amd_cli_backend_note(const char *cmd, const amd_graph *g, const amd_backend
   char buf[1400];
   fprintf(stderr, "amdnn-onnx %s: device %s: %s\n", cmd, be->name,
           amd_cli_fallback_summary(g, be, buf, sizeof buf));
+}
+
+/* Multiply-accumulates of a GEMM node from its actual input and output shapes. */
+static int64_t node_macs(const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
+  if (!n->op->is_gemm || !in[0] || !in[1]) return 0;
+  const char *op = n->op->name;
+  if (strcmp(op, "Conv") == 0) {
+    /* each output element: (C_in / group) * prod(kernel) products; W is [M, C/group, k...] */
+    int64_t per = 1;
+    for (int d = 1; d < in[1]->rank; d++) per *= in[1]->dims[d];
+    return amd_tensor_numel(&out[0]) * per;
+  }
+  /* Gemm and MatMul: output elements times the reduced dimension K */
+  const amd_tensor *a = in[0];
+  int64_t k = a->rank ? a->dims[a->rank - 1] : 1;
+  if (strcmp(op, "Gemm") == 0 && a->rank == 2 && amd_tensor_numel(out) > 0) {
+    /* transA: K is the first dim; recover K from the element counts */
+    int64_t m = out[0].dims[0];
+    k = m ? amd_tensor_numel(a) / m : 0;
+  }
+  return amd_tensor_numel(&out[0]) * k;
+}
+
+typedef struct shape_pass {
+  const amd_graph *g;
+  amd_cli_node_shape *nodes;
+} shape_pass;
+
+static void on_shape_node(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
+  shape_pass *p = user;
+  amd_cli_node_shape *ni = &p->nodes[n - p->g->nodes];
+  ni->known = 1;
+  amd_shape_str(&out[0], ni->shape, sizeof ni->shape);
+  ni->macs = node_macs(n, in, out);
+}
+
+int amd_cli_shape_pass(const amd_graph *g, amd_cli_node_shape *nodes, amd_status *st) {
+  shape_pass pass = {g, nodes};
+  amd_tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+  amd_tensor *outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
+  int rc = inputs && outputs ? 0 : amd_fail(st, "out of memory");
+  for (int i = 0; rc == 0 && i < g->n_inputs; i++) {
+    const amd_value *v = &g->values[g->inputs[i]];
+    int64_t dims[AMD_MAX_RANK];
+    for (int d = 0; d < v->rank; d++) dims[d] = v->dims[d] >= 0 ? v->dims[d] : 1;
+    amd_tensor_set_shape(&inputs[i], v->dtype == AMD_UNDEFINED ? AMD_FLOAT : v->dtype, v->rank < 0 ? 0 : v->rank,
+                         dims);
+    if (amd_tensor_alloc(&inputs[i], st)) rc = -1;
+  }
+  amd_ctx ctx = {.shapes_only = 1, .on_node = on_shape_node, .user = &pass};
+  int ran = rc == 0 && amd_exec_forward(g, &ctx, inputs, outputs, st) == 0;
+  if (rc == 0 && !ran) rc = -1;
+  for (int i = 0; inputs && i < g->n_inputs; i++) amd_tensor_free(&inputs[i]);
+  for (int i = 0; outputs && ran && i < g->n_outputs; i++) amd_tensor_free(&outputs[i]);
+  free(inputs);
+  free(outputs);
+  return rc;
 }

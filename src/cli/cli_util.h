@@ -45,4 +45,16 @@ void amd_cli_device_memory_note(const char *cmd, const struct amd_backend *be);
 /* Writes "N of M nodes native; host fallback: name (Op), ..." for backend be into buf. */
 const char *amd_cli_fallback_summary(const struct amd_graph *g, const struct amd_backend *be, char *buf, size_t n);
 
+/* A node's output shape and multiply-accumulates from a shape-only pass. */
+typedef struct amd_cli_node_shape {
+  char shape[160]; /* its first output's shape, e.g. "[1,6,28,28]" */
+  int64_t macs;    /* Conv: output elements x (C_in / group) x kernel size;
+                      Gemm, MatMul (batched too): output elements x K; others 0 */
+  int known;       /* the pass reached the node */
+} amd_cli_node_shape;
+/* Runs g shape-only at batch 1 (symbolic input dims bound to 1; float tensors
+ * are not computed) and fills nodes[0 .. g->n_nodes - 1]. 0, or -1 with the
+ * reason in st when the pass stopped (the nodes it reached are filled). */
+int amd_cli_shape_pass(const struct amd_graph *g, amd_cli_node_shape *nodes, struct amd_status *st);
+
 #endif

@@ -24,47 +24,6 @@ static const char usage[] =
     "multiplier GEMM (Conv, Gemm, MatMul) or exactly in fp32. With the mode\n"
     "options it shows the multiplier each GEMM node would use, forward / backward.\n";
 
-typedef struct node_info {
-  char shape[160];
-  int64_t macs;
-  int known;
-} node_info;
-
-typedef struct info_pass {
-  const amd_graph *g;
-  node_info *nodes;
-} info_pass;
-
-/* Multiply-accumulates of a GEMM node from its actual input and output shapes. */
-static int64_t node_macs(const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
-  if (!n->op->is_gemm || !in[0] || !in[1]) return 0;
-  const char *op = n->op->name;
-  if (strcmp(op, "Conv") == 0) {
-    /* each output element: (C_in / group) * prod(kernel) products; W is [M, C/group, k...] */
-    int64_t per = 1;
-    for (int d = 1; d < in[1]->rank; d++) per *= in[1]->dims[d];
-    return amd_tensor_numel(&out[0]) * per;
-  }
-  /* Gemm and MatMul: output elements times the reduced dimension K */
-  const amd_tensor *a = in[0];
-  int64_t k = a->rank ? a->dims[a->rank - 1] : 1;
-  if (strcmp(op, "Gemm") == 0 && a->rank == 2 && amd_tensor_numel(out) > 0) {
-    /* transA: K is the first dim; recover K from the element counts */
-    int64_t m = out[0].dims[0];
-    k = m ? amd_tensor_numel(a) / m : 0;
-  }
-  return amd_tensor_numel(&out[0]) * k;
-}
-
-static void on_node(void *user, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out) {
-  info_pass *p = user;
-  int idx = (int)(n - p->g->nodes);
-  node_info *ni = &p->nodes[idx];
-  ni->known = 1;
-  amd_shape_str(&out[0], ni->shape, sizeof ni->shape);
-  ni->macs = node_macs(n, in, out);
-}
-
 static void print_value(const amd_value *v) {
   char dims[256];
   size_t k = 0;
@@ -134,25 +93,14 @@ int amd_cmd_info(int argc, char **argv) {
     }
 
   /* shape-only pass at batch 1 */
-  info_pass pass = {g, calloc((size_t)g->n_nodes + 1, sizeof(node_info))};
-  amd_tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
-  amd_tensor *outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
-  int shapes_ok = pass.nodes && inputs && outputs;
-  for (int i = 0; shapes_ok && i < g->n_inputs; i++) {
-    const amd_value *v = &g->values[g->inputs[i]];
-    int64_t dims[AMD_MAX_RANK];
-    for (int d = 0; d < v->rank; d++) dims[d] = v->dims[d] >= 0 ? v->dims[d] : 1;
-    amd_tensor_set_shape(&inputs[i], v->dtype == AMD_UNDEFINED ? AMD_FLOAT : v->dtype, v->rank < 0 ? 0 : v->rank,
-                         dims);
-    if (amd_tensor_alloc(&inputs[i], &st)) shapes_ok = 0;
-  }
-  amd_ctx ctx = {.shapes_only = 1, .on_node = on_node, .user = &pass};
-  if (shapes_ok && amd_exec_forward(g, &ctx, inputs, outputs, &st) != 0) shapes_ok = 0;
+  amd_cli_node_shape *shapes = calloc((size_t)g->n_nodes + 1, sizeof *shapes);
+  int shapes_ok = shapes && amd_cli_shape_pass(g, shapes, &st) == 0;
+  if (!shapes) snprintf(st.msg, sizeof st.msg, "out of memory");
   int64_t macs = 0;
   int n_gemm = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     if (g->nodes[i].op->is_gemm) n_gemm++;
-    if (pass.nodes) macs += pass.nodes[i].macs;
+    if (shapes) macs += shapes[i].macs;
   }
   printf("parameters: %lld (in %d float initializers)\n", (long long)params, n_init);
   if (shapes_ok)
@@ -170,7 +118,7 @@ int amd_cmd_info(int argc, char **argv) {
          "multiplier (forward / backward)");
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
-    const node_info *ni = pass.nodes ? &pass.nodes[i] : NULL;
+    const amd_cli_node_shape *ni = shapes ? &shapes[i] : NULL;
     char macs_s[32] = "-";
     if (ni && ni->known && n->op->is_gemm) snprintf(macs_s, sizeof macs_s, "%lld", (long long)ni->macs);
     char mult_s[160] = "exact";
@@ -179,11 +127,7 @@ int amd_cmd_info(int argc, char **argv) {
     printf("  %4d  %-36s %-20s %-18s %14s  %s\n", i, n->name, n->op->name, ni && ni->known ? ni->shape : "?",
            macs_s, mult_s);
   }
-  for (int i = 0; inputs && i < g->n_inputs; i++) amd_tensor_free(&inputs[i]);
-  for (int i = 0; outputs && shapes_ok && i < g->n_outputs; i++) amd_tensor_free(&outputs[i]);
-  free(inputs);
-  free(outputs);
-  free(pass.nodes);
+  free(shapes);
   amd_graph_free(g);
   amd_mode_set_free(&modes);
   return 0;

@@ -10,5 +10,6 @@ int amd_cmd_grad(int argc, char **argv);
 int amd_cmd_train(int argc, char **argv);
 int amd_cmd_eval(int argc, char **argv);
 int amd_cmd_bench(int argc, char **argv);
+int amd_cmd_sweep(int argc, char **argv);
 
 #endif

@@ -23,6 +23,8 @@ static const char usage[] =
     "                               loss and parameter gradients of one batch\n"
     "  bench MODEL.onnx [--batch N] [--mode MODE] [--infer] [--profile FILE.tsv]\n"
     "                               images/s of training steps (or inference)\n"
+    "  sweep MODEL.onnx --data SPEC --mode MODE [--tsv FILE] [--plot FILE.png]\n"
+    "                               top-1 / loss with each Conv/Gemm/MatMul alone in MODE\n"
     "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
@@ -40,7 +42,7 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int (*fn)(int, char **);
-  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}, {"train", amd_cmd_train}, {"eval", amd_cmd_eval}, {"bench", amd_cmd_bench}};
+  } cmds[] = {{"info", amd_cmd_info}, {"run", amd_cmd_run}, {"lut", amd_cmd_lut}, {"grad", amd_cmd_grad}, {"train", amd_cmd_train}, {"eval", amd_cmd_eval}, {"bench", amd_cmd_bench}, {"sweep", amd_cmd_sweep}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
   fprintf(stderr, "amdnn-onnx: unknown command '%s'\n\n%s", argv[1], usage);

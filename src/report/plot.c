@@ -27,6 +27,12 @@ int amd_plot_confusion(const int64_t *counts, int64_t n_classes, const char *con
   return amd_fail(st, "built without cairo: --confusion is unavailable (install libcairo2-dev and rebuild)");
 }
 
+int amd_plot_bars(const char *const *labels, const double *values, int n, const char *title, const char *subtitle,
+                  const char *xlabel, const char *png_path, amd_status *st) {
+  (void)labels, (void)values, (void)n, (void)title, (void)subtitle, (void)xlabel, (void)png_path;
+  return amd_fail(st, "built without cairo: --plot is unavailable (install libcairo2-dev and rebuild)");
+}
+
 void amd_plot_release(void) {}
 
 #else
@@ -855,6 +861,112 @@ int amd_plot_confusion(const int64_t *counts, int64_t n_classes, const char *con
   confusion_cells(cr, counts, n, x0, y0, cell, mat);
   confusion_labels(cr, class_names, n, lab_every, lab_w, cols_rotated, x0, y0, cell, mat, fs, fs_lab, H);
   confusion_colour_bar(cr, x0, y0, mat, bar_w, fs);
+  return finish_canvas(cr, surf, png_path, st);
+}
+
+/* ------------------------------------------------------------ bar chart */
+
+int amd_plot_bars(const char *const *labels, const double *values, int n, const char *title, const char *subtitle,
+                  const char *xlabel, const char *png_path, amd_status *st) {
+  if (!png_path || !*png_path) return amd_fail(st, "bar chart: no output file");
+  if (n < 1 || !labels || !values) return amd_fail(st, "bar chart: no bars to draw");
+  if (n > 5000) return amd_fail(st, "bar chart: %d bars are too many to draw (at most 5000)", n);
+  double lo = 0, hi = 0;
+  for (int i = 0; i < n; i++)
+    if (isfinite(values[i])) lo = fmin(lo, values[i]), hi = fmax(hi, values[i]);
+  /* room for the value written past each bar's end */
+  double span = hi - lo;
+  if (lo < 0) lo -= 0.12 * span;
+  if (hi > 0) hi += 0.12 * span;
+  axis ax = make_axis(lo, hi, 6, 0, 1);
+
+  const double fs = 12, fs_title = 16, bar_h = 18, gap = 6, row = bar_h + gap;
+  /* measure the labels and the value texts */
+  cairo_surface_t *scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t *mc = cairo_create(scratch);
+  font(mc, fs, 0);
+  double lab_w = 0, val_w = 0;
+  char buf[64];
+  for (int i = 0; i < n; i++) {
+    lab_w = fmax(lab_w, text_w(mc, labels[i] ? labels[i] : ""));
+    snprintf(buf, sizeof buf, "%.2f", values[i]);
+    val_w = fmax(val_w, text_w(mc, buf));
+  }
+  font(mc, fs_title, 1);
+  double title_w = text_w(mc, title ? title : "");
+  cairo_destroy(mc);
+  cairo_surface_destroy(scratch);
+  lab_w = fmin(lab_w, 360);
+
+  double plot_w = 560;
+  double left = 16 + lab_w + 10, right = 12 + val_w + 16;
+  double top = 14 + fs_title + 8 + (subtitle ? fs + 8 : 0) + 10;
+  double plot_h = row * n + gap;
+  double bottom = 8 + fs + 8 + fs + 14;
+  double W = fmax(left + plot_w + right, title_w + 40), H = top + plot_h + bottom;
+  cairo_surface_t *surf;
+  cairo_t *cr = new_canvas((int)ceil(W), (int)ceil(H), &surf, st);
+  if (!cr) return -1;
+  frame f = {left, top, plot_w, plot_h, ax, ax};
+  double x0 = px(&f, 0);
+
+  set_rgb(cr, INK);
+  font(cr, fs_title, 1);
+  text_at(cr, title ? title : "", W / 2, 14, 0.5, 0, 0);
+  if (subtitle) {
+    set_rgb(cr, MUTED);
+    font(cr, fs, 0);
+    text_at(cr, subtitle, W / 2, 14 + fs_title + 8, 0.5, 0, 0);
+  }
+  /* grid and tick labels */
+  font(cr, fs, 0);
+  cairo_set_line_width(cr, 1);
+  for (int k = 0; k < ax.n_ticks; k++) {
+    double v = ax.t0 + k * ax.step, x = px(&f, v);
+    set_rgb(cr, GRID);
+    cairo_move_to(cr, floor(x) + 0.5, top);
+    cairo_line_to(cr, floor(x) + 0.5, top + plot_h);
+    cairo_stroke(cr);
+    tick_label(&ax, v, buf, sizeof buf);
+    set_rgb(cr, MUTED);
+    text_at(cr, buf, x, top + plot_h + 8, 0.5, 0, 0);
+  }
+  set_rgb(cr, INK);
+  text_at(cr, xlabel ? xlabel : "", left + plot_w / 2, top + plot_h + 8 + fs + 8, 0.5, 0, 0);
+  /* bars: blue for a drop (positive), vermillion for a gain */
+  for (int i = 0; i < n; i++) {
+    double y = top + gap + i * row;
+    set_rgb(cr, INK);
+    cairo_save(cr);
+    cairo_rectangle(cr, 0, y - 2, left - 8, bar_h + 4);
+    cairo_clip(cr);
+    text_at(cr, labels[i] ? labels[i] : "", left - 10, y + bar_h / 2, 1, 0.5, 0);
+    cairo_restore(cr);
+    if (!isfinite(values[i])) {
+      set_rgb(cr, MUTED);
+      text_at(cr, "n/a", x0 + 4, y + bar_h / 2, 0, 0.5, 0);
+      continue;
+    }
+    double x = px(&f, values[i]);
+    rgb c = values[i] >= 0 ? (rgb){0.00, 0.45, 0.70} : (rgb){0.84, 0.37, 0.00};
+    set_rgb(cr, c);
+    cairo_rectangle(cr, fmin(x, x0), y, fabs(x - x0), bar_h);
+    cairo_fill(cr);
+    snprintf(buf, sizeof buf, "%.2f", values[i]);
+    set_rgb(cr, INK);
+    if (values[i] >= 0)
+      text_at(cr, buf, fmax(x, x0) + 4, y + bar_h / 2, 0, 0.5, 0);
+    else
+      text_at(cr, buf, fmin(x, x0) - 4, y + bar_h / 2, 1, 0.5, 0);
+  }
+  /* the zero line and the frame */
+  set_rgb(cr, INK);
+  cairo_set_line_width(cr, 1.2);
+  cairo_move_to(cr, floor(x0) + 0.5, top);
+  cairo_line_to(cr, floor(x0) + 0.5, top + plot_h);
+  cairo_stroke(cr);
+  cairo_rectangle(cr, left, top, plot_w, plot_h);
+  cairo_stroke(cr);
   return finish_canvas(cr, surf, png_path, st);
 }
 

@@ -1,5 +1,6 @@
 /* Pictures of a training run: the per-epoch curves of the metrics TSV
- * (train --plot) and the confusion matrix (eval --confusion), as PNG files.
+ * (train --plot), the confusion matrix (eval --confusion) and bar charts
+ * (sweep --plot), as PNG files.
  *
  * Drawn with cairo (lines, text through fontconfig, PNG through libpng), an
  * optional dependency: plot.c is compiled with -DAMD_HAVE_CAIRO when meson
@@ -33,6 +34,15 @@ int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int 
  * the overall accuracy in the title. The picture's size follows n_classes. */
 int amd_plot_confusion(const int64_t *counts, int64_t n_classes, const char *const *class_names,
                        const char *png_path, amd_status *st);
+
+/* Draws a horizontal bar chart: one bar per row, labels[i] at the left and
+ * values[i] as a bar from zero (negative values to the left of the zero line),
+ * in the given order from the top, with the value written at the end of each
+ * bar, a grid, the x axis labelled xlabel, and title / subtitle (subtitle may
+ * be NULL) above. Non-finite values are drawn as "n/a" without a bar. The
+ * picture's height follows n (1..5000). */
+int amd_plot_bars(const char *const *labels, const double *values, int n, const char *title, const char *subtitle,
+                  const char *xlabel, const char *png_path, amd_status *st);
 
 /* Frees cairo's and fontconfig's process-wide caches (fonts), so that
  * LeakSanitizer reports nothing at exit. Call once, after the last drawing

@@ -170,11 +170,17 @@ static int setup_trainer(run_state *r, amd_status *st) {
   amd_trainer_opts topts = {0};
   if (c->freeze) {
     snprintf(r->freeze, sizeof r->freeze, "%s", c->freeze);
-    for (char *tok = strtok(r->freeze, ","); tok && topts.n_freeze < 16; tok = strtok(NULL, ","))
+    for (char *tok = strtok(r->freeze, ","); tok; tok = strtok(NULL, ",")) {
+      if (topts.n_freeze == AMD_MAX_FREEZE) return amd_fail(st, "--freeze: at most %d entries", AMD_MAX_FREEZE);
       topts.freeze[topts.n_freeze++] = tok;
+    }
   }
   if (amd_trainer_init(&r->t, r->g, &topts, st)) return -1;
   if (r->t.warning[0]) line(r, AMD_TRAIN_WARNING, "%s", r->t.warning);
+  if (r->t.n_frozen)
+    line(r, AMD_TRAIN_INFO, "--freeze: %d parameter tensors (%lld values) frozen, %d trained (%lld values): %s",
+         r->t.n_frozen, (long long)r->t.frozen_floats, r->t.n_params, (long long)r->t.n_floats,
+         r->t.frozen_names);
   if (c->reinit)
     line(r, AMD_TRAIN_INFO, "--reinit: %d initializers re-initialised from seed %lld",
          amd_trainer_reinit(&r->t, (uint64_t)c->seed), (long long)c->seed);

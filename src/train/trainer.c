@@ -18,6 +18,7 @@
 #include "loss.h"
 #include "optim.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,25 @@ static void warn_folded_batchnorm(amd_trainer *t) {
              folded);
 }
 
+/* --freeze: entry e names float initializer v when e is a prefix of its name
+ * ("layer1." takes everything under layer1, "fc.weight" that one tensor), or
+ * e has a * or ? and is a shell pattern of its whole name ("*.bn1.weight":
+ * every bn1's scale; * also matches dots and slashes), or e is the name or
+ * the op type of a node that reads it ("Conv": the weights and biases of
+ * every Conv). An empty entry names nothing. */
+static int freeze_match(const amd_graph *g, int v, const char *e) {
+  size_t n = strlen(e);
+  if (n == 0) return 0;
+  if (strpbrk(e, "*?") ? fnmatch(e, g->values[v].name, 0) == 0 : strncmp(g->values[v].name, e, n) == 0) return 1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *nd = &g->nodes[i];
+    if (strcmp(nd->name, e) != 0 && strcmp(nd->op->name, e) != 0) continue;
+    for (int k = 0; k < nd->n_in; k++)
+      if (nd->in[k] == v) return 1;
+  }
+  return 0;
+}
+
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
   memset(t, 0, sizeof *t);
   t->g = g;
@@ -180,13 +200,26 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   /* the parameters: float initializers on the path, less the frozen ones */
   int64_t total = 0;
   int frozen = 0;
+  unsigned char used[AMD_MAX_FREEZE] = {0};
+  if (o && o->n_freeze > AMD_MAX_FREEZE) {
+    free(on_path);
+    amd_fail(st, "--freeze: at most %d entries", AMD_MAX_FREEZE);
+    goto fail;
+  }
   for (int v = 0; v < nv; v++) {
     const amd_value *val = &g->values[v];
     if (!val->is_initializer || val->init.dtype != AMD_FLOAT || !on_path[v]) continue;
     int skip = 0;
-    for (int f = 0; o && f < o->n_freeze; f++) skip |= strstr(val->name, o->freeze[f]) != NULL;
+    for (int f = 0; o && f < o->n_freeze; f++)
+      if (freeze_match(g, v, o->freeze[f])) skip = 1, used[f] = 1;
     if (skip) {
       frozen++;
+      t->frozen_floats += amd_tensor_numel(&val->init);
+      size_t len = strlen(t->frozen_names);
+      if (len + strlen(val->name) + 8 < sizeof t->frozen_names)
+        snprintf(t->frozen_names + len, sizeof t->frozen_names - len, "%s%s", len ? ", " : "", val->name);
+      else if (!strstr(t->frozen_names, ", ...") && len + 6 < sizeof t->frozen_names)
+        snprintf(t->frozen_names + len, sizeof t->frozen_names - len, ", ...");
       continue;
     }
     t->param_value[t->n_params] = v;
@@ -194,6 +227,17 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     t->n_params++;
     total += amd_tensor_numel(&val->init);
   }
+  t->n_frozen = frozen;
+  for (int f = 0; o && f < o->n_freeze; f++)
+    if (!used[f]) {
+      free(on_path);
+      amd_fail(st,
+               "--freeze '%s' matches no trainable parameter (an entry is a prefix of initializer names, "
+               "e.g. 'layer1.', a pattern such as '*.bn1.weight', a node name or an op type such as Conv; "
+               "`amdnn-onnx info` lists nodes, `amdnn-onnx grad` the parameters)",
+               o->freeze[f]);
+      goto fail;
+    }
   if (t->n_params == 0 && !(o && o->inference_only)) {
     free(on_path);
     amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",

@@ -4,7 +4,7 @@
  * the input of a final Softmax / LogSoftmax, so the loss is computed from
  * logits either way), sweeps back from them to find the float initializers
  * that reach the loss through differentiable inputs (the trainable
- * parameters, less --freeze matches; BatchNormalization running statistics
+ * parameters, less --freeze matches (see amd_trainer_opts); BatchNormalization running statistics
  * are non-differentiable inputs), moves those parameters into one contiguous
  * block (g->param_block) with a gradient block of the same layout, and gives
  * every BatchNormalization node outputs for its running statistics so they
@@ -31,8 +31,15 @@
 #include "../mult/mult.h"
 #include "loss.h"
 
+#define AMD_MAX_FREEZE 64
+
+/* freeze: the --freeze entries. A float initializer is frozen (not a
+ * parameter: no gradient, no optimizer update, its tensor never written)
+ * when an entry is a prefix of its name, or (an entry with * or ?) a shell
+ * pattern of its whole name, or the name or op type of a node that reads it.
+ * An entry that freezes no trainable parameter is an error. */
 typedef struct amd_trainer_opts {
-  const char *freeze[16]; /* substrings of initializer names to keep fixed */
+  const char *freeze[AMD_MAX_FREEZE];
   int n_freeze;
   /* 1: the trainer only evaluates (eval): a model without trainable
    * parameters, or whose loss depends on a quantized op, is accepted. */
@@ -78,6 +85,9 @@ typedef struct amd_trainer {
   int (*backward_progress)(void *user, int i, amd_status *st);
   void *progress_user;
   char warning[512];      /* set-up notes for the user (e.g. BN folded) */
+  int n_frozen;           /* initializers that --freeze kept out of the parameters */
+  int64_t frozen_floats;  /* their values */
+  char frozen_names[512]; /* their names, comma-separated (", ..." when cut) */
   int tta;                /* amd_trainer_eval_split: test-time augmentation (see there) */
 } amd_trainer;
 

@@ -1,0 +1,416 @@
+/* `amdnn-onnx sweep`: per-layer sensitivity to a multiplier mode.
+ *
+ * Evaluates the test split (as `eval` does: inference mode, running BN
+ * statistics) once with every product exact (acc32, the baseline), then once
+ * per Conv / Gemm / MatMul node with that node alone multiplying in MODE (the
+ * others acc32), then once with all of them in MODE. Each row gives the
+ * node's multiply-accumulates per sample (from a shape-only pass, as `info`),
+ * top-1, top-5, the mean cross-entropy, and the drop of top-1 and the rise of
+ * the loss from the baseline.
+ *
+ * The multipliers come from the --mode machinery (mult/mode_map.h): MODE is
+ * parsed once into a mode set and each row points the GEMM nodes' forward
+ * (and backward) multiplier at it or at acc32 (NULL).
+ *
+ * --tsv FILE is written a row at a time (flushed), after a first comment line
+ * naming the run (model, data, mode, limit, tta). A FILE that exists with the
+ * same first line is resumed: its complete rows are kept and not evaluated
+ * again (a torn last line is cut off), so a killed sweep continues where it
+ * stopped. A FILE from another run is an error (remove it or name another).
+ * --stop-after N (for tests, not in --help) stops with exit 3 after N rows
+ * were evaluated by this process. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../data/dataset.h"
+#include "../exec/backend.h"
+#include "../mult/mode_map.h"
+#include "../onnx/load.h"
+#include "../ops/op.h"
+#include "../report/plot.h"
+#include "../train/trainer.h"
+#include "cli_util.h"
+#include "commands.h"
+
+static const char usage[] =
+    "usage: amdnn-onnx sweep MODEL.onnx --data SPEC --mode MODE [--batch N] [--limit N]\n"
+    "                        [--tsv FILE.tsv] [--plot FILE.png] [--tta]\n"
+    "                        [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "\n"
+    "Per-layer sensitivity: evaluates MODEL on the test split of SPEC (the forms of\n"
+    "`amdnn-onnx train --help`) first with every product exact (acc32, the\n"
+    "baseline), then with each Conv/Gemm/MatMul node alone computing its products\n"
+    "in MODE (the rest acc32), then with all of them in MODE. A row per run: node,\n"
+    "op type, the node's multiply-accumulates per sample, top-1, top-5, mean\n"
+    "cross-entropy, and the drop of top-1 (percentage points) and the rise of the\n"
+    "loss from the baseline. A progress line per row goes to stderr.\n"
+    "\n"
+    "  --limit N         only the first N test samples (a quick subset)\n"
+    "  --batch N         evaluation batch (default 256)\n"
+    "  --tsv FILE.tsv    the rows, one flushed per node (accuracies as fractions).\n"
+    "                    Its first line names the run (model, data, mode, limit,\n"
+    "                    tta); a FILE of the same run is resumed: its rows are kept\n"
+    "                    and skipped, so a killed sweep continues where it stopped.\n"
+    "                    A FILE of another run is an error (remove it to start over).\n"
+    "  --plot FILE.png   a horizontal bar chart of the top-1 drop per node\n"
+    "  --tta             score each image and its mirror (as eval --tta)\n"
+    "  --device DEV      cpu or cuda[:N] (default: cuda when a GPU is present);\n"
+    "                    --backend is the same option\n"
+    "  --debug-sync      synchronise after every GPU kernel\n"
+    "\n"
+    "Exit codes: 0 done, 1 error, 2 bad arguments.\n";
+
+#define PROG "amdnn-onnx sweep"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One row: the baseline (node -1), a node alone (its index), all (n_nodes). */
+typedef struct sweep_row {
+  char name[256];
+  const char *op;
+  int node;      /* graph node index; -1 for the baseline and all */
+  int64_t macs;  /* per sample; -1 unknown */
+  double top1, top5, loss; /* fractions, mean loss */
+  int64_t n;     /* samples scored */
+  int done;      /* evaluated (now or kept from the TSV) */
+  int kept;      /* kept from the TSV */
+} sweep_row;
+
+static void format_row(const sweep_row *r, const sweep_row *base, char *buf, size_t n) {
+  char macs[32] = "-";
+  if (r->macs >= 0) snprintf(macs, sizeof macs, "%lld", (long long)r->macs);
+  snprintf(buf, n, "%s\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\t%.6f\t%lld\n", r->name, r->op, macs, r->top1, r->top5,
+           r->loss, base->top1 - r->top1, r->loss - base->loss, (long long)r->n);
+}
+
+/* Reads the numbers of a TSV row back into r (name and op already matched). */
+static int parse_row(const char *line, sweep_row *r) {
+  const char *p = line;
+  for (int tab = 0; tab < 3; tab++) {
+    p = strchr(p, '\t');
+    if (!p) return -1;
+    p++;
+  }
+  double d1, d2;
+  long long n;
+  if (sscanf(p, "%lf\t%lf\t%lf\t%lf\t%lf\t%lld", &r->top1, &r->top5, &r->loss, &d1, &d2, &n) != 6) return -1;
+  r->n = n;
+  return 0;
+}
+
+/* Resume: keeps the complete rows of path when its first line is header,
+ * cuts off a torn last line, and leaves the file open for appending in *out.
+ * A missing file is created with the header and the column line. */
+static int open_tsv(const char *path, const char *header, sweep_row *rows, int n_rows, FILE **out, int *kept,
+                    amd_status *st) {
+  static const char columns[] = "node\top\tmacs\ttop1\ttop5\tloss\ttop1_drop\tloss_rise\tn\n";
+  *kept = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno != ENOENT) return amd_fail(st, "cannot read %s: %s", path, strerror(errno));
+    *out = fopen(path, "w");
+    if (!*out) return amd_fail(st, "cannot create %s: %s", path, strerror(errno));
+    fprintf(*out, "%s\n%s", header, columns);
+    fflush(*out);
+    return 0;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  long good = 0; /* bytes of complete, accepted lines */
+  int lineno = 0, rc = 0;
+  while ((len = getline(&line, &cap, f)) > 0) {
+    lineno++;
+    int complete = line[len - 1] == '\n';
+    if (!complete) break; /* a torn last line: cut off */
+    line[len - 1] = 0;
+    if (lineno == 1) {
+      if (strcmp(line, header) != 0) {
+        rc = amd_fail(st,
+                      "%s was written by another sweep ('%s'; this one is '%s'): remove it to start over, or "
+                      "name another --tsv",
+                      path, line, header);
+        break;
+      }
+    } else if (lineno == 2) {
+      if (strncmp(line, "node\t", 5) != 0) {
+        rc = amd_fail(st, "%s: line 2 is not the column line; remove the file to start over", path);
+        break;
+      }
+    } else {
+      int matched = 0;
+      for (int i = 0; i < n_rows && !matched; i++) {
+        size_t nl = strlen(rows[i].name);
+        if (strncmp(line, rows[i].name, nl) || line[nl] != '\t') continue;
+        matched = 1;
+        if (!rows[i].done && parse_row(line, &rows[i]) == 0) {
+          rows[i].done = rows[i].kept = 1;
+          (*kept)++;
+        } else if (!rows[i].done) {
+          matched = 0;
+        }
+      }
+      if (!matched) {
+        rc = amd_fail(st, "%s line %d is not a row of this sweep: remove the file to start over", path, lineno);
+        break;
+      }
+    }
+    good += (long)len;
+  }
+  free(line);
+  fclose(f);
+  if (rc) return rc;
+  if (lineno < 2) { /* empty or only the header: write it again */
+    *out = fopen(path, "w");
+    if (!*out) return amd_fail(st, "cannot create %s: %s", path, strerror(errno));
+    fprintf(*out, "%s\n%s", header, columns);
+    fflush(*out);
+    return 0;
+  }
+  if (truncate(path, good) != 0) return amd_fail(st, "cannot cut %s to its complete rows: %s", path, strerror(errno));
+  *out = fopen(path, "a");
+  if (!*out) return amd_fail(st, "cannot append to %s: %s", path, strerror(errno));
+  return 0;
+}
+
+static void fmt_secs(double s, char *buf, size_t n) {
+  if (s < 0 || !isfinite(s)) snprintf(buf, n, "?");
+  else if (s < 120) snprintf(buf, n, "%.0fs", s);
+  else if (s < 7200) snprintf(buf, n, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
+  else snprintf(buf, n, "%.0fh%02.0fm", floor(s / 3600), fmod(floor(s / 60), 60));
+}
+
+int amd_cmd_sweep(int argc, char **argv) {
+  const char *model = NULL, *data = NULL, *mode = NULL, *tsv = NULL, *png = NULL, *device = NULL;
+  int debug_sync = 0, tta = 0;
+  int64_t batch = 256, limit = 0, stop_after = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--data") && v) data = argv[++i];
+    else if (!strcmp(a, "--mode") && v) mode = argv[++i];
+    else if (!strcmp(a, "--tsv") && v) tsv = argv[++i];
+    else if (!strcmp(a, "--plot") && v) png = argv[++i];
+    else if ((!strcmp(a, "--device") || !strcmp(a, "--backend")) && v) device = argv[++i];
+    else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
+    else if (!strcmp(a, "--tta")) tta = 1;
+    else if (!strcmp(a, "--batch") && v) bad = amd_parse_i64(argv[++i], &batch) || batch < 1;
+    else if (!strcmp(a, "--limit") && v) bad = amd_parse_i64(argv[++i], &limit) || limit < 1;
+    else if (!strcmp(a, "--stop-after") && v) bad = amd_parse_i64(argv[++i], &stop_after) || stop_after < 1;
+    else if (a[0] != '-' && !model) model = a;
+    else {
+      fprintf(stderr, PROG ": unknown or incomplete argument '%s'\n\n%s", a, usage);
+      return 2;
+    }
+    if (bad) {
+      fprintf(stderr, PROG ": bad value '%s' for %s\n", v, a);
+      return 2;
+    }
+  }
+  if (!model || !data || !mode) {
+    fprintf(stderr, PROG ": MODEL, --data and --mode are required\n\n%s", usage);
+    return 2;
+  }
+  if (png && !amd_plot_available()) {
+    fprintf(stderr, PROG ": --plot: built without cairo (install libcairo2-dev and rebuild)\n");
+    return 2;
+  }
+  amd_status st = {{0}};
+  amd_graph *g = NULL;
+  amd_dataset ds = {0};
+  amd_trainer t = {0};
+  amd_mode_set modes = {0};
+  sweep_row *rows = NULL;
+  amd_cli_node_shape *shapes = NULL;
+  FILE *out = NULL;
+  int rc = 1, n_gemm = 0, n_rows = 0;
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_set_parse(&modes, mode, NULL, NULL, &st)) goto fail;
+  for (int i = 0; i < g->n_nodes; i++) {
+    amd_node *nd = &g->nodes[i];
+    if (!nd->op->is_gemm) continue;
+    n_gemm++;
+    nd->mult = nd->bwd_mult = NULL; /* acc32 */
+  }
+  if (n_gemm == 0) {
+    amd_fail(&st, "%s has no Conv, Gemm or MatMul node: nothing to sweep", model);
+    goto fail;
+  }
+  /* multiply-accumulates per sample (a fixed batch in the model divides them) */
+  shapes = calloc((size_t)g->n_nodes, sizeof *shapes);
+  rows = calloc((size_t)n_gemm + 2, sizeof *rows);
+  if (!shapes || !rows) {
+    amd_fail(&st, "out of memory");
+    goto fail;
+  }
+  amd_status shape_st = {{0}};
+  if (amd_cli_shape_pass(g, shapes, &shape_st))
+    fprintf(stderr, PROG ": MACs unknown past the shape pass's stop (%s)\n", shape_st.msg);
+  int64_t per = 1;
+  if (g->n_inputs > 0) {
+    const amd_value *in = &g->values[g->inputs[0]];
+    if (in->rank > 0 && in->dims[0] > 1) per = in->dims[0];
+  }
+  snprintf(rows[n_rows].name, sizeof rows[0].name, "(baseline)");
+  rows[n_rows].op = "acc32";
+  rows[n_rows].node = -1;
+  rows[n_rows++].macs = -1;
+  int64_t total_macs = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *nd = &g->nodes[i];
+    if (!nd->op->is_gemm) continue;
+    sweep_row *r = &rows[n_rows++];
+    snprintf(r->name, sizeof r->name, "%s", nd->name);
+    for (char *c = r->name; *c; c++)
+      if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
+    r->op = nd->op->name;
+    r->node = i;
+    r->macs = shapes[i].known ? shapes[i].macs / per : -1;
+    if (total_macs >= 0) total_macs = r->macs >= 0 ? total_macs + r->macs : -1;
+  }
+  snprintf(rows[n_rows].name, sizeof rows[0].name, "(all)");
+  rows[n_rows].op = modes.def ? modes.def->name : "acc32";
+  rows[n_rows].node = -1;
+  rows[n_rows++].macs = total_macs;
+
+  if (amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st)) goto fail;
+  const amd_backend *be;
+  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
+  amd_cli_backend_note("sweep", g, be);
+  t.tta = tta;
+  int64_t n_out;
+  if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
+  if (ds.n_classes > n_out) {
+    amd_fail(&st, "the data set has %lld classes but the model has %lld outputs", (long long)ds.n_classes,
+             (long long)n_out);
+    goto fail;
+  }
+  const amd_data_split *s = &ds.test;
+  int64_t count = limit && limit < s->n ? limit : s->n;
+  if (count < 1) {
+    amd_fail(&st, "the test split of %s is empty", data);
+    goto fail;
+  }
+
+  int kept = 0;
+  if (tsv) {
+    char header[2048];
+    snprintf(header, sizeof header, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d", model, data,
+             mode, (long long)limit, tta);
+    if (open_tsv(tsv, header, rows, n_rows, &out, &kept, &st)) goto fail;
+    if (kept)
+      fprintf(stderr, PROG ": resuming %s: %d of %d rows kept, %d to go\n", tsv, kept, n_rows, n_rows - kept);
+  }
+  printf("sweep of %s: %d Conv/Gemm/MatMul nodes, each alone in %s, then all; %lld test images of %s\n", model,
+         n_gemm, mode, (long long)count, data);
+  fflush(stdout);
+
+  /* the baseline comes first: the drops of the others are against it */
+  double t0 = now_s();
+  int evaluated = 0, to_do = n_rows - kept;
+  for (int k = 0; k < n_rows; k++) {
+    sweep_row *r = &rows[k];
+    if (r->done) continue;
+    if (!rows[0].done && k != 0) {
+      amd_fail(&st, "internal: the baseline row is missing");
+      goto fail;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+      amd_node *nd = &g->nodes[i];
+      if (!nd->op->is_gemm) continue;
+      int on = k == n_rows - 1 || i == r->node;
+      nd->mult = nd->bwd_mult = on ? modes.def : NULL;
+    }
+    amd_batch_stats bs = {0};
+    if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, NULL, 0, &st)) goto fail;
+    r->n = bs.n;
+    r->top1 = bs.n ? (double)bs.top1 / (double)bs.n : 0;
+    r->top5 = bs.n ? (double)bs.top5 / (double)bs.n : 0;
+    r->loss = bs.n ? bs.loss_sum / (double)bs.n : 0;
+    /* the TSV's rounding, so that kept and fresh rows compare alike */
+    char buf[512];
+    format_row(r, &rows[0], buf, sizeof buf);
+    parse_row(buf, r);
+    r->done = 1;
+    evaluated++;
+    if (out) {
+      if (fputs(buf, out) < 0 || fflush(out) != 0) {
+        amd_fail(&st, "cannot write %s: %s", tsv, strerror(errno));
+        goto fail;
+      }
+    }
+    double el = now_s() - t0, eta = el / evaluated * (to_do - evaluated);
+    char el_s[32], eta_s[32];
+    fmt_secs(el, el_s, sizeof el_s);
+    fmt_secs(eta, eta_s, sizeof eta_s);
+    fprintf(stderr, "  [%d/%d] %-32s %-6s top1 %6.2f%%  drop %+6.2f  loss %.4f  elapsed %s  ETA %s\n",
+            k + 1, n_rows, r->name, r->op, 100 * r->top1, 100 * (rows[0].top1 - r->top1), r->loss, el_s, eta_s);
+    if (stop_after && evaluated >= stop_after && evaluated < to_do) {
+      fprintf(stderr, PROG ": stopped after %d rows (--stop-after); run the same command again to continue\n",
+              evaluated);
+      rc = 3;
+      goto done;
+    }
+  }
+
+  const sweep_row *b = &rows[0];
+  printf("  %-32s %-8s %12s %8s %8s %8s %9s %9s\n", "node", "op", "MACs", "top1%", "top5%", "loss", "top1 drop",
+         "loss rise");
+  for (int k = 0; k < n_rows; k++) {
+    const sweep_row *r = &rows[k];
+    char macs[32] = "-";
+    if (r->macs >= 0) snprintf(macs, sizeof macs, "%lld", (long long)r->macs);
+    printf("  %-32s %-8s %12s %8.2f %8.2f %8.4f %+9.2f %+9.4f%s\n", r->name, r->op, macs, 100 * r->top1,
+           100 * r->top5, r->loss, 100 * (b->top1 - r->top1), r->loss - b->loss, r->kept ? "  (kept)" : "");
+  }
+  if (tsv) printf("rows: %s\n", tsv);
+  if (png) {
+    int nb = n_rows - 1;
+    const char **labels = calloc((size_t)nb, sizeof *labels);
+    char (*names)[300] = calloc((size_t)nb, sizeof *names);
+    double *drops = calloc((size_t)nb, sizeof *drops);
+    int prc = labels && names && drops ? 0 : amd_fail(&st, "out of memory");
+    for (int k = 1; prc == 0 && k < n_rows; k++) {
+      snprintf(names[k - 1], sizeof names[0], "%s (%s)", rows[k].name, k == n_rows - 1 ? mode : rows[k].op);
+      labels[k - 1] = names[k - 1];
+      drops[k - 1] = 100 * (b->top1 - rows[k].top1);
+    }
+    char title[160], sub[600];
+    snprintf(title, sizeof title, "Top-1 drop with one node in %s (the rest acc32), then all", mode);
+    snprintf(sub, sizeof sub, "%s: %lld test images, acc32 baseline top-1 %.2f%%", model, (long long)b->n,
+             100 * b->top1);
+    if (prc == 0)
+      prc = amd_plot_bars(labels, drops, nb, title, sub, "top-1 drop from the acc32 baseline (percentage points)",
+                          png, &st);
+    free(labels);
+    free(names);
+    free(drops);
+    if (prc) goto fail;
+    printf("bar chart: %s\n", png);
+  }
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, PROG ": %s\n", st.msg);
+done:
+  if (out) fclose(out);
+  free(rows);
+  free(shapes);
+  amd_trainer_free(&t);
+  amd_graph_free(g);
+  amd_dataset_free(&ds);
+  amd_mode_set_free(&modes);
+  if (png) amd_plot_release();
+  return rc;
+}
