@@ -410,6 +410,9 @@ static int pool_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   const amd_tensor *x = in[0];
   amd_pool_geom g;
   if (amd_pool_geometry(a, x, &g, st)) return -1;
+  /* an empty output: nothing to compute (its other axes may still be long, and
+   * the fast path's per-axis tables would be sized by them) */
+  if (amd_tensor_numel(&out[0]) == 0) return 0;
   int64_t *ind = a->kind == POOL_MAX && n->n_out > 1 && n->out[1] >= 0 ? out[1].data : NULL;
   int fast = pool2d_fast(a, &g, x, &out[0], ind != NULL, st);
   if (fast <= 0) return fast;
