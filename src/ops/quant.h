@@ -12,6 +12,14 @@
  * trainer refuses a model whose loss depends on one (train/trainer.c). */
 int amd_op_is_quantized(const amd_op *op);
 
+/* The internal ops of the q8 modes (qlinear.c, "QDQ nodes of the q8 modes"):
+ * a QDQ Conv / Gemm / MatMul computed on the codes with the mode's table. */
+extern const amd_op amd_op_QdqConv8, amd_op_QdqGemm8, amd_op_QdqMatMul8;
+
+/* A DequantizeLinear node's axis (normalised against rank when rank >= 0)
+ * and block_size. */
+void amd_dequant_axis(const amd_node *n, int rank, int64_t *axis, int64_t *block_size);
+
 static inline int amd_q_is8(amd_dtype t) { return t == AMD_INT8 || t == AMD_UINT8; }
 
 /* The value of element i of an int8 / uint8 / int32 tensor. */
