@@ -23,7 +23,8 @@ static const char usage[] =
     "                               loss and parameter gradients of one batch\n"
     "  bench MODEL.onnx [--batch N] [--mode MODE] [--infer] [--profile FILE.tsv]\n"
     "                               images/s of training steps (or inference)\n"
-    "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
+    "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode (or an 8-bit q8 table)\n"
+    "  lut --describe FILE          an 8-bit table's signedness, SHA-256 and error\n"
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
 
