@@ -174,7 +174,7 @@ static int qconv_inputs(const amd_node *n, const amd_tensor *const *in, int qlin
   if (fbias && (fbias->dtype != AMD_FLOAT || fbias->rank != 1 || fbias->dims[0] != q->g.m))
     return amd_fail(st, "bias B has dtype %s and shape %s: expected float [%lld]", amd_dtype_name(fbias->dtype),
                     amd_shape_str(fbias, s1, sizeof s1), (long long)q->g.m);
-  q->b = fbias;
+  if (qlinear == 2) q->b = fbias;
   return 0;
 }
 
