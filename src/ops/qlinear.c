@@ -42,6 +42,12 @@
 #include "attrs.h"
 #include "quant.h"
 
+#ifdef _OPENMP
+#define AMD_PRAGMA(x) _Pragma(#x)
+#else
+#define AMD_PRAGMA(x)
+#endif
+
 extern const amd_op amd_op_Conv;
 
 static const amd_tensor *opt_in(const amd_node *n, const amd_tensor *const *in, int k) {
@@ -237,31 +243,47 @@ static int qconv_acc(const qconv_in *q, const int32_t *table, int32_t *acc, amd_
   if (g->osize == 0 || g->m == 0 || g->n == 0) return 0;
   if ((double)kdim * (double)g->osize > (double)AMD_MAX_TENSOR_BYTES)
     return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g->osize);
-  uint8_t *col = malloc((size_t)(kdim > 0 ? kdim : 1) * (size_t)g->osize);
   int32_t *zx = malloc(sizeof(int32_t) * (size_t)g->osize);
   int32_t *zw = malloc(sizeof(int32_t) * (size_t)g->m);
-  int rc = 0;
-  if (!col || !zx || !zw) {
-    rc = amd_fail(st, "out of memory for the im2col buffer");
-    goto done;
+  if (!zx || !zw) {
+    free(zx);
+    free(zw);
+    return amd_fail(st, "out of memory for the im2col buffer");
   }
   fill_zp(q->xz, g->osize, zx);
   fill_zp(q->wz, g->m, zw);
   const uint8_t padcode = (uint8_t)zx[0];
   const int xs = q->x->dtype == AMD_INT8, ws = q->w->dtype == AMD_INT8;
   const uint8_t *xd = q->x->data, *wd = q->w->data;
-  for (int64_t b = 0; b < g->n && rc == 0; b++)
-    for (int64_t gi = 0; gi < g->group && rc == 0; gi++) {
+  /* One job per (batch entry, group), in parallel, each with its own im2col
+   * buffer (the GEMM's own row loop then runs serially inside: a small
+   * convolution has few rows, many batch entries). The integer sums do not
+   * depend on the split. */
+  const int64_t jobs = g->n * g->group;
+  int failed = 0;
+  AMD_PRAGMA(omp parallel if (jobs > 1 && g->mg * kdim * g->osize * jobs > 65536))
+  {
+    uint8_t *col = malloc((size_t)(kdim > 0 ? kdim : 1) * (size_t)g->osize);
+    if (!col) {
+      AMD_PRAGMA(omp atomic write)
+      failed = 1;
+    }
+    AMD_PRAGMA(omp for schedule(static))
+    for (int64_t t = 0; t < jobs; t++) {
+      if (!col) continue;
+      const int64_t b = t / g->group, gi = t % g->group;
       im2col_q8(g, xd + (b * g->c + gi * g->cg) * g->isize, padcode, col);
       if (amd_q8_gemm(g->mg, g->osize, kdim, wd + gi * g->mg * kdim, ws, zw + gi * g->mg, col, xs, zx, table,
-                      acc + (b * g->m + gi * g->mg) * g->osize))
-        rc = amd_fail(st, "out of memory in the integer GEMM");
+                      acc + (b * g->m + gi * g->mg) * g->osize)) {
+        AMD_PRAGMA(omp atomic write)
+        failed = 1;
+      }
     }
-done:
-  free(col);
+    free(col);
+  }
   free(zx);
   free(zw);
-  return rc;
+  return failed ? amd_fail(st, "out of memory in the integer convolution") : 0;
 }
 
 static int convinteger_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
