@@ -15,8 +15,11 @@
  *     channel. The node then becomes an internal op (Conv[q8], Gemm[q8],
  *     MatMul[q8]: src/ops/qlinear.c) whose inputs are the codes, scales and
  *     zero points of both DequantizeLinear nodes and the node's bias / C;
- *   - any other float Conv / Gemm / MatMul in a q8 mode is an error that says
- *     to quantize the model first;
+ *   - any other float Conv / Gemm / MatMul in a q8 mode (not both inputs from
+ *     DequantizeLinear) is quantized on the fly: Conv[q8f], Gemm[q8f],
+ *     MatMul[q8f] (qlinear.c: per-tensor data range calibrated on the first
+ *     batches, per-channel weights); a QDQ node that the q8 modes cannot take
+ *     (blocked, weights per another axis, transA) is an error;
  *   - --backward-mode q8... is an error (the q8 modes have no backward). */
 #include "mode_apply.h"
 
@@ -41,9 +44,9 @@ static const amd_node *dequant_of(const amd_graph *g, int v) {
 
 static int need_quantized(const amd_node *nd, const char *why, amd_status *st) {
   return amd_fail(st,
-                  "node '%s' (%s) is in the 8-bit mode %s but %s: the q8 modes compute quantized models only. "
-                  "Quantize the model first (onnxruntime's quantize_static, QDQ format: see docs/quantized.md, "
-                  "\"8-bit multipliers\"), or give this node a float mode (--mode-map '%s=acc32')",
+                  "node '%s' (%s) is in the 8-bit mode %s but %s. Quantize the model with onnxruntime's "
+                  "quantize_static (QDQ format, see docs/quantized.md, \"8-bit multipliers\"), or give this node "
+                  "a float mode (--mode-map '%s=acc32')",
                   nd->name, nd->op->name, nd->mult->name, why, nd->name);
 }
 
@@ -53,12 +56,7 @@ static int rewrite_qdq(amd_graph *g, amd_node *nd, amd_status *st) {
   const int op = nd->op->idx;
   if (nd->n_in < 2) return need_quantized(nd, "has no weight input", st);
   const amd_node *dx = dequant_of(g, nd->in[0]), *dw = dequant_of(g, nd->in[1]);
-  if (!dx || !dw)
-    return need_quantized(nd,
-                          !dx && !dw ? "neither its data nor its weight comes from a DequantizeLinear node"
-                          : !dx      ? "its data input does not come from a DequantizeLinear node"
-                                     : "its weight input does not come from a DequantizeLinear node",
-                          st);
+  if (!dx || !dw) return amd_q8_float_node(nd, st); /* not QDQ: quantized on the fly */
   if (dx->n_in < 2 || dw->n_in < 2 || dx->in[0] < 0 || dw->in[0] < 0 || dx->in[1] < 0 || dw->in[1] < 0)
     return need_quantized(nd, "a DequantizeLinear input is missing", st);
   /* blocked quantization and the weight's axis */

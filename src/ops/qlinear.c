@@ -646,6 +646,218 @@ static int qdqgemm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   return 0;
 }
 
+
+/* ---------------------------------------------------------------- float nodes quantized on the fly */
+
+/* In a q8 mode, a float Conv, Gemm or MatMul that is not in QDQ form becomes
+ * Conv[q8f] / Gemm[q8f] / MatMul[q8f] (amd_q8_float_node, called by
+ * amd_mode_apply): same inputs and attributes; each forward quantizes its
+ * float inputs to the mode's codes (uint8 for q8u, int8 for q8s, range
+ * [qmin, qmax]) and then computes exactly as Conv[q8] / Gemm[q8] / MatMul[q8]:
+ *   data (input 0), per tensor, asymmetric: [lo, hi] = the min and max of
+ *     the inputs of the first AMD_Q8_CALIB_CALLS forward calls (batches),
+ *     widened to include 0, then frozen (later values saturate);
+ *     scale = (hi - lo) / (qmax - qmin) (float32; 1 when hi = lo),
+ *     zp = saturate(round_half_even(qmin - lo / scale)),
+ *     code = saturate(round_half_even(x / scale) + zp);
+ *   weight (input 1), per output channel (Conv: axis 0; Gemm: B's column,
+ *     row of B with transB = 1; MatMul: B's last axis), from its current
+ *     values at every call: q8u asymmetric as above over the channel's
+ *     [min(0, min), max(0, max)]; q8s symmetric, scale = max |w| / 127,
+ *     zp = 0 (scale 1 for an all-zero channel). */
+#define AMD_Q8_CALIB_CALLS 4
+
+typedef struct q8f_attrs {
+  union {
+    amd_conv_attrs conv; /* first: Conv's and Gemm's code reads n->attrs as its own struct */
+    amd_gemm_attrs gemm;
+  } op;
+  int calls;     /* forward calls seen (calibration while < AMD_Q8_CALIB_CALLS) */
+  double lo, hi; /* the data range so far (includes 0) */
+} q8f_attrs;
+
+extern const amd_op amd_op_Gemm, amd_op_MatMul;
+
+/* scale and zero point of a range [lo, hi] (lo <= 0 <= hi) */
+static void q8f_params(double lo, double hi, int32_t qmin, int32_t qmax, float *scale, int32_t *zp) {
+  float s = (float)((hi - lo) / (double)(qmax - qmin));
+  if (!(s > 0) || !isfinite(s)) s = 1.0f;
+  *scale = s;
+  *zp = amd_q_round_sat((double)qmin - lo / (double)s, 0, qmin, qmax);
+}
+
+/* A scalar / 1-D tensor of n elements of dtype dt (allocated). */
+static int q8f_tensor(amd_tensor *t, amd_dtype dt, int rank, int64_t n, amd_status *st) {
+  int64_t d[1] = {n};
+  memset(t, 0, sizeof *t);
+  amd_tensor_set_shape(t, dt, rank, d);
+  return amd_tensor_alloc(t, st);
+}
+
+/* The codes and parameters of one node's float inputs (see above), as the
+ * inputs x, x_scale, x_zp, w, w_scale, w_zp of the QDQ ops. nch channels of
+ * the weight; element e of w is in channel (e / inner) % nch. */
+typedef struct q8f_in {
+  amd_tensor xc, xs, xz, wc, ws, wz;
+} q8f_in;
+
+static void q8f_free(q8f_in *q) {
+  amd_tensor_free(&q->xc), amd_tensor_free(&q->xs), amd_tensor_free(&q->xz);
+  amd_tensor_free(&q->wc), amd_tensor_free(&q->ws), amd_tensor_free(&q->wz);
+}
+
+static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64_t nch, int64_t inner,
+                        q8f_in *q, amd_status *st) {
+  memset(q, 0, sizeof *q);
+  const amd_mult *m = n->mult;
+  if (x->dtype != AMD_FLOAT || w->dtype != AMD_FLOAT)
+    return amd_fail(st, "data and weight must be float to be quantized on the fly (have %s and %s)",
+                    amd_dtype_name(x->dtype), amd_dtype_name(w->dtype));
+  const int sgn = m->q8 == 's';
+  const amd_dtype dt = sgn ? AMD_INT8 : AMD_UINT8;
+  const int32_t qmin = sgn ? -128 : 0, qmax = sgn ? 127 : 255;
+  q8f_attrs *a = n->attrs;
+  const int64_t nx = amd_tensor_numel(x), nw = amd_tensor_numel(w);
+  const float *xd = x->data, *wd = w->data;
+  if (a->calls < AMD_Q8_CALIB_CALLS) {
+    for (int64_t i = 0; i < nx; i++) {
+      if (xd[i] < a->lo) a->lo = xd[i];
+      if (xd[i] > a->hi) a->hi = xd[i];
+    }
+    a->calls++;
+  }
+  float xsv;
+  int32_t xzv;
+  q8f_params(a->lo, a->hi, qmin, qmax, &xsv, &xzv);
+  q->xc = *x;
+  q->xc.data = NULL;
+  q->xc.dtype = dt;
+  q->wc = *w;
+  q->wc.data = NULL;
+  q->wc.dtype = dt;
+  if (amd_tensor_alloc(&q->xc, st) || amd_tensor_alloc(&q->wc, st) || q8f_tensor(&q->xs, AMD_FLOAT, 0, 1, st) ||
+      q8f_tensor(&q->xz, dt, 0, 1, st) || q8f_tensor(&q->ws, AMD_FLOAT, 1, nch, st) ||
+      q8f_tensor(&q->wz, dt, 1, nch, st)) {
+    q8f_free(q);
+    return -1;
+  }
+  ((float *)q->xs.data)[0] = xsv;
+  amd_q_store(&q->xz, 0, xzv);
+  for (int64_t i = 0; i < nx; i++) amd_q_store(&q->xc, i, amd_q_round_sat((double)xd[i] / xsv, xzv, qmin, qmax));
+  /* weight range per channel */
+  double *lo = calloc((size_t)(2 * nch + 1), sizeof *lo), *hi = lo + nch;
+  if (!lo) {
+    q8f_free(q);
+    return amd_fail(st, "out of memory");
+  }
+  for (int64_t e = 0; e < nw; e++) {
+    const int64_t c = (e / inner) % nch;
+    if (wd[e] < lo[c]) lo[c] = wd[e];
+    if (wd[e] > hi[c]) hi[c] = wd[e];
+  }
+  float *wsd = q->ws.data;
+  for (int64_t c = 0; c < nch; c++) {
+    int32_t zp = 0;
+    if (sgn) {
+      double mx = -lo[c] > hi[c] ? -lo[c] : hi[c];
+      wsd[c] = (float)(mx / 127.0);
+      if (!(wsd[c] > 0) || !isfinite(wsd[c])) wsd[c] = 1.0f;
+    } else {
+      q8f_params(lo[c], hi[c], qmin, qmax, &wsd[c], &zp);
+    }
+    amd_q_store(&q->wz, c, zp);
+  }
+  for (int64_t e = 0; e < nw; e++) {
+    const int64_t c = (e / inner) % nch;
+    amd_q_store(&q->wc, e, amd_q_round_sat((double)wd[e] / wsd[c], amd_q_value(&q->wz, c), qmin, qmax));
+  }
+  free(lo);
+  return 0;
+}
+
+static int q8fconv_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_Conv.infer(n, in, out, st);
+}
+
+static int q8fconv_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank < 1) return amd_fail(st, "Conv needs X and W");
+  q8f_in q;
+  const int64_t M = in[1]->dims[0];
+  if (q8f_quantize(n, in[0], in[1], M, M ? amd_tensor_numel(in[1]) / M : 1, &q, st)) return -1;
+  const amd_tensor *v[7] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz, opt_in(n, in, 2)};
+  amd_node m = *n;
+  m.n_in = 7;
+  int rc = qdqconv_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+static int q8fgemm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_Gemm.infer(n, in, out, st);
+}
+
+static int q8fgemm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  const amd_gemm_attrs *a = n->attrs;
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank != 2) return amd_fail(st, "Gemm needs 2-D A and B");
+  if (a->trans_a) return amd_fail(st, "transA = 1 is not implemented in the q8 modes");
+  /* B's output columns: [K, N] (channel = column, inner 1) or [N, K] with transB (channel = row) */
+  const int64_t N = a->trans_b ? in[1]->dims[0] : in[1]->dims[1];
+  q8f_in q;
+  if (q8f_quantize(n, in[0], in[1], N, a->trans_b ? in[1]->dims[1] : 1, &q, st)) return -1;
+  const amd_tensor *v[7] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz, opt_in(n, in, 2)};
+  amd_node m = *n;
+  m.n_in = 7;
+  int rc = qdqgemm_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+static int q8fmatmul_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_MatMul.infer(n, in, out, st);
+}
+
+static int q8fmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                             amd_status *st) {
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank < 1) return amd_fail(st, "MatMul needs A and B");
+  const int64_t N = in[1]->rank >= 2 ? in[1]->dims[in[1]->rank - 1] : 1;
+  q8f_in q;
+  if (q8f_quantize(n, in[0], in[1], N, 1, &q, st)) return -1;
+  const amd_tensor *v[6] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz};
+  amd_node m = *n;
+  m.n_in = 6;
+  int rc = qdqmatmul_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+const amd_op amd_op_Q8fConv = {
+    .name = "Conv[q8f]", .idx = -1, .infer = q8fconv_infer, .forward = q8fconv_forward};
+const amd_op amd_op_Q8fGemm = {
+    .name = "Gemm[q8f]", .idx = -1, .infer = q8fgemm_infer, .forward = q8fgemm_forward};
+const amd_op amd_op_Q8fMatMul = {
+    .name = "MatMul[q8f]", .idx = -1, .infer = q8fmatmul_infer, .forward = q8fmatmul_forward};
+
+int amd_q8_float_node(amd_node *n, amd_status *st) {
+  const int op = n->op->idx;
+  q8f_attrs *a = calloc(1, sizeof *a);
+  if (!a) return amd_fail(st, "out of memory");
+  if (op == AMD_OP_IDX_Conv) memcpy(&a->op.conv, n->attrs, sizeof a->op.conv);
+  if (op == AMD_OP_IDX_Gemm) {
+    memcpy(&a->op.gemm, n->attrs, sizeof a->op.gemm);
+    if (a->op.gemm.trans_a) {
+      free(a);
+      return amd_fail(st, "node '%s' (Gemm) has transA = 1, which the q8 modes do not implement", n->name);
+    }
+  }
+  free(n->attrs);
+  n->attrs = a;
+  n->op = op == AMD_OP_IDX_Conv ? &amd_op_Q8fConv : op == AMD_OP_IDX_Gemm ? &amd_op_Q8fGemm : &amd_op_Q8fMatMul;
+  n->bwd_mult = NULL;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- descriptors */
 
 const amd_op amd_op_QLinearConv = {

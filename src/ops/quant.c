@@ -275,7 +275,9 @@ void amd_dequant_axis(const amd_node *n, int rank, int64_t *axis, int64_t *block
 }
 
 int amd_op_is_quantized(const amd_op *op) {
-  if (op == &amd_op_QdqConv8 || op == &amd_op_QdqGemm8 || op == &amd_op_QdqMatMul8) return 1;
+  if (op == &amd_op_QdqConv8 || op == &amd_op_QdqGemm8 || op == &amd_op_QdqMatMul8 || op == &amd_op_Q8fConv ||
+      op == &amd_op_Q8fGemm || op == &amd_op_Q8fMatMul)
+    return 1;
   switch (op->idx) {
   case AMD_OP_IDX_QuantizeLinear:
   case AMD_OP_IDX_DequantizeLinear:
