@@ -729,12 +729,8 @@ static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor
   float xsv;
   int32_t xzv;
   q8f_params(a->lo, a->hi, qmin, qmax, &xsv, &xzv);
-  q->xc = *x;
-  q->xc.data = NULL;
-  q->xc.dtype = dt;
-  q->wc = *w;
-  q->wc.data = NULL;
-  q->wc.dtype = dt;
+  amd_tensor_set_shape(&q->xc, dt, x->rank, x->dims);
+  amd_tensor_set_shape(&q->wc, dt, w->rank, w->dims);
   if (amd_tensor_alloc(&q->xc, st) || amd_tensor_alloc(&q->wc, st) || q8f_tensor(&q->xs, AMD_FLOAT, 0, 1, st) ||
       q8f_tensor(&q->xz, dt, 0, 1, st) || q8f_tensor(&q->ws, AMD_FLOAT, 1, nch, st) ||
       q8f_tensor(&q->wz, dt, 1, nch, st)) {
