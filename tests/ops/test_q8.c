@@ -11,6 +11,9 @@
  *    else): this also pins the orientation (row = data, column = weight; the
  *    convolutions use the transposed table);
  *  - a q8u mode on int8 codes fails with a message;
+ *  - a float MatMul quantized on the fly (MatMul[q8f]): the data range
+ *    widens over the first 4 calls, then stays frozen (a larger value
+ *    saturates);
  *  - amd_q8_error and SHA-256 (FIPS 180-4 test vectors). */
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 
 #include "mult/mult.h"
 #include "mult/q8.h"
+#include "ops/quant.h"
 
 static int passed, failed;
 #define CHECK(cond, ...)                                                                                     \
@@ -238,6 +242,35 @@ static void test_one_entry(void) {
   amd_tensor_free(&one), amd_tensor_free(&z8), amd_tensor_free(&ys), amd_tensor_free(&z32);
 }
 
+static void test_calibration(void) {
+  amd_status st = {{0}};
+  amd_mult m;
+  CHECK(amd_mult_parse("q8u:exact", &m, &st) == 0, "%s", st.msg);
+  int64_t d11[2] = {1, 1};
+  amd_tensor a = gc_tensor(AMD_FLOAT, 2, d11, 0, 0), b = gc_tensor(AMD_FLOAT, 2, d11, 0, 0);
+  ((float *)b.data)[0] = 1.0f;
+  amd_tensor *in[2] = {&a, &b}, out[8];
+  gc_node g;
+  CHECK(gc_bind(&g, "MatMul", 13, NULL, 0, in, 2, 1, &st) == 0, "%s", st.msg);
+  g.node.mult = &m;
+  CHECK(amd_q8_float_node(&g.node, &st) == 0 && g.node.op == &amd_op_Q8fMatMul, "%s", st.msg);
+  /* x = 1, 2, 3, 4 widen the range [0, x] (x is then its top code, exact up
+   * to the float scaling); after 4 calls [0, 4] is frozen and 10 gives 4 */
+  const float xs[6] = {1, 2, 3, 4, 10, 0.5f}, want[6] = {1, 2, 3, 4, 4, 0.5f};
+  for (int c = 0; c < 6; c++) {
+    ((float *)a.data)[0] = xs[c];
+    int rc = gc_forward(&g.node, in, out, NULL, NULL, &st);
+    float y = rc ? NAN : ((float *)out[0].data)[0];
+    /* 0.5 on the frozen [0, 4] scale is code 32 (31.875 rounded): 32 * 4 / 255 */
+    float w = c == 5 ? 32.0f * 4.0f / 255.0f : want[c];
+    CHECK(rc == 0 && fabsf(y - w) < 1e-5f, "call %d: x %g -> %g (want %g) %s", c + 1, xs[c], y, w, st.msg);
+    if (rc == 0) gc_free_outs(out, 1);
+  }
+  free(g.node.attrs);
+  amd_tensor_free(&a), amd_tensor_free(&b);
+  amd_mult_free(&m);
+}
+
 static void test_error_sha(void) {
   static int32_t t[AMD_Q8_ENTRIES];
   amd_q8_stats e;
@@ -285,6 +318,7 @@ int main(void) {
   }
   test_files();
   test_one_entry();
+  test_calibration();
   test_error_sha();
   /* clean up the files of test_files */
   const char *names[] = {"ramp.bin", "round.amdq8", "short.bin", "magic.amdq8", "version.amdq8", "range.amdq8"};
