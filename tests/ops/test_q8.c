@@ -4,7 +4,7 @@
  *    and as int16, our AMDQ8TAB format round trip; bad files fail with a
  *    message that names the file (wrong size, bad magic, bad version, a
  *    signedness other than the mode's, an out-of-range entry, a missing
- *    file, no file name);
+ *    file, a directory, no file name);
  *  - a table exact but for one entry [x][y] (+D) changes each output of
  *    MatMulInteger, ConvInteger and QLinearMatMul by exactly D times the
  *    number of products of a data code x with a weight code y (and nothing
@@ -111,6 +111,7 @@ static void test_files(void) {
   char missing[512];
   snprintf(missing, sizeof missing, "%s/no-such-table.bin", tmpdir);
   expect_load_fail("missing file", missing, 0, "cannot open");
+  expect_load_fail("unreadable (a directory)", tmpdir, 0, "error reading");
   /* through the mode parser */
   amd_mult m;
   CHECK(amd_mult_parse("q8u:", &m, &st) != 0 && strstr(st.msg, "needs a table file"), "q8u: -> %s", st.msg);
