@@ -20,7 +20,8 @@ Checks:
     each layer's QuantizeLinear absorbs the float rounding);
   - an approximate table (the exact products with the 6 low bits cleared,
     given as a TFApprox .bin for q8u and as AMDQ8TAB for q8s) changes them;
-  - --mode-map puts a single node in a q8 mode;
+  - --mode-map puts a single node in a q8 mode, or the integer ops by op
+    type (QLinearConv=q8u:FILE); a float mode (am16) leaves them exact;
   - errors: the other signedness's mode names the node;
   - the float models in q8u:exact / q8s:exact, quantized on the fly
     (Conv[q8f], Gemm[q8f], MatMul[q8f]), stay within 10 % of the float logits
@@ -117,6 +118,13 @@ with tempfile.TemporaryDirectory() as tmp:
             other = "s" if sg == "u" else "u"
             _, err = run(q, x, tmp, "wrong", f"q8{other}:exact")
             check("node '" in err and f"q8{other}:exact multiplies" in err, f"{label}: q8{other} refused: {err[:150]}")
+            if tag == "qop-u8":  # the integer ops by op type; a float mode leaves them exact
+                one, err = run(q, x, tmp, "qlc", None, f"QLinearConv=q8u:{approx['u']}")
+                d1 = float(np.max(np.abs(one - base))) if one is not None else -1
+                check(one is not None and d1 > 0,
+                      f"{label}: --mode-map QLinearConv=q8u:TABLE changes it ({d1:.4g}) {err}")
+                am, err = run(q, x, tmp, "am16", "am16")
+                check(am is not None and np.array_equal(am, base), f"{label}: --mode am16 leaves the integer ops exact {err}")
             if tag == "qdq-u8":  # one node by name in a q8 mode, the rest float
                 conv = next(n.name for n in onnx.load(q).graph.node if n.op_type == "Conv")
                 one, err = run(q, x, tmp, "one", None, f"{conv}=q8u:{approx['u']}")
