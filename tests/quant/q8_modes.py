@@ -28,7 +28,9 @@ Checks:
     with 90 % of the top-1 unchanged; --mode-map Conv=acc32,Gemm=acc32 gives
     the acc32 run; single float Conv (pads, strides, bias), Gemm (transB,
     alpha, beta, C) and MatMul (batched) nodes equal a numpy computation of the
-    documented quantization (rounding, scales, zero points) to 1e-5.
+    documented quantization (rounding, scales, zero points) to 1e-5;
+    a QDQ Conv with weights quantized along axis 1 and a Gemm with
+    transA = 1 are refused, naming the node.
 Exit 0 when all hold, 1 otherwise, 77 when onnxruntime / onnx is missing."""
 import os
 import struct
@@ -217,4 +219,25 @@ with tempfile.TemporaryDirectory() as tmp:
         return (xs * ws) * (xq @ wq).astype(np.float32)
 
     single("matmul_q8f", oq.helper.make_node("MatMul", ["input", "w"], ["y"]), {"w": wm}, a3, mm_ref)
+
+    # ---- nodes the q8 modes refuse, by name
+    def refused(name, nodes, inits, x, want):
+        graph = oq.helper.make_graph(nodes, name, [oq.helper.make_tensor_value_info("input", oq.TensorProto.FLOAT, x.shape)],
+                                     [oq.helper.make_tensor_value_info("y", oq.TensorProto.FLOAT, None)],
+                                     [oq.numpy_helper.from_array(v, k) for k, v in inits.items()])
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(oq.helper.make_model(graph, opset_imports=[oq.helper.make_opsetid("", 13)]), path)
+        y, err = run(path, x, tmp, name, "q8s:exact")
+        check(y is None and want in err and "node 'n'" in err, f"{name}: refused: {err[:160]}")
+
+    xq = [oq.helper.make_node("QuantizeLinear", ["input", "xs", "xz"], ["xq"]),
+          oq.helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+          oq.helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=1)]
+    qi = {"xs": np.float32(0.1), "xz": np.int8(0), "wq": rng.integers(-9, 9, (4, 4, 1, 1)).astype(np.int8),
+          "ws": np.full(4, 0.05, np.float32), "wz": np.zeros(4, np.int8)}
+    refused("qdq_axis1", xq + [oq.helper.make_node("Conv", ["xd", "wd"], ["y"], name="n")], qi,
+            rng.standard_normal((1, 4, 3, 3)).astype(np.float32), "per axis 1")
+    refused("gemm_transa", [oq.helper.make_node("Gemm", ["input", "w"], ["y"], transA=1, name="n")],
+            {"w": rng.standard_normal((3, 4)).astype(np.float32)}, rng.standard_normal((3, 2)).astype(np.float32),
+            "transA = 1")
 sys.exit(1 if fails else 0)
