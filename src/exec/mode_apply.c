@@ -68,7 +68,9 @@ static int rewrite_qdq(amd_graph *g, amd_node *nd, amd_status *st) {
   amd_dequant_axis(dw, wrank, &axis, &block);
   if (block) return need_quantized(nd, "its weight is block-quantized (block_size > 0)", st);
   const amd_value *ws = &g->values[dw->in[1]];
-  int per_axis = ws->is_initializer ? amd_tensor_numel(&ws->init) > 1 : ws->rank != 0;
+  /* per axis when the scale has more than one element (a computed scale of
+   * unknown shape: left to the run-time checks) */
+  int per_axis = ws->is_initializer ? amd_tensor_numel(&ws->init) > 1 : ws->rank == 1 && ws->dims[0] != 1;
   int trans_b = op == AMD_OP_IDX_Gemm ? ((const amd_gemm_attrs *)nd->attrs)->trans_b : 0;
   if (op == AMD_OP_IDX_Gemm && ((const amd_gemm_attrs *)nd->attrs)->trans_a)
     return amd_fail(st, "node '%s' (Gemm) has transA = 1, which the q8 modes do not implement", nd->name);
