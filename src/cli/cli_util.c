@@ -126,21 +126,25 @@ int amd_cli_backend_rank(const char *spec, int debug_sync, int local_rank, const
 
 const char *amd_cli_fallback_summary(const amd_graph *g, const amd_backend *be, char *buf, size_t n) {
   /* nodes on the host, counted per op type (in op_list.h's order) */
-  int per_op[AMD_OP_COUNT] = {0}, native = 0;
+  int per_op[AMD_OP_COUNT] = {0}, native = 0, internal = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *nd = &g->nodes[i];
     if (be->compute->supports(nd, NULL))
       native++;
+    else if (nd->op->idx < 0 || nd->op->idx >= AMD_OP_COUNT)
+      internal++; /* an internal op (the q8 modes' nodes, exec/mode_apply.c) */
     else
       per_op[nd->op->idx]++;
   }
   size_t k = (size_t)snprintf(buf, n, "%d of %d nodes native; host fallback:", native, g->n_nodes);
   if (native == g->n_nodes && k < n) snprintf(buf + k, n - k, " none");
-  for (int o = 0, first = 1; o < AMD_OP_COUNT && k < n; o++)
+  int first = 1;
+  for (int o = 0; o < AMD_OP_COUNT && k < n; o++)
     if (per_op[o]) {
       k += (size_t)snprintf(buf + k, n - k, "%s %s x%d", first ? "" : ",", amd_ops[o]->name, per_op[o]);
       first = 0;
     }
+  if (internal && k < n) snprintf(buf + k, n - k, "%s 8-bit table nodes x%d", first ? "" : ",", internal);
   return buf;
 }
 

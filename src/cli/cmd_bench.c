@@ -211,7 +211,8 @@ int amd_cmd_bench(int argc, char **argv) {
     goto fail;
   }
   if (random_input(g, b.batch, (uint64_t)b.seed, &x, &st)) goto fail;
-  if (amd_trainer_init(&t, g, NULL, &st)) goto fail;
+  const amd_trainer_opts infer_opts = {.inference_only = 1}; /* --infer: quantized models too */
+  if (amd_trainer_init(&t, g, b.infer ? &infer_opts : NULL, &st)) goto fail;
   if (t.warning[0] && !b.infer) fprintf(stderr, "amdnn-onnx bench: warning: %s\n", t.warning);
   const amd_backend *be;
   if (amd_cli_backend(b.device, b.debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;

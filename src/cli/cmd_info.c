@@ -121,9 +121,11 @@ int amd_cmd_info(int argc, char **argv) {
     const amd_cli_node_shape *ni = shapes ? &shapes[i] : NULL;
     char macs_s[32] = "-";
     if (ni && ni->known && n->op->is_gemm) snprintf(macs_s, sizeof macs_s, "%lld", (long long)ni->macs);
-    char mult_s[160] = "exact";
+    char mult_s[600] = "exact";
     if (n->op->is_gemm)
       snprintf(mult_s, sizeof mult_s, "GEMM %s / %s", amd_mode_of(n->mult), amd_mode_of(n->bwd_mult));
+    else if (n->mult && n->mult->q8) /* an integer op or a QDQ node in an 8-bit table mode */
+      snprintf(mult_s, sizeof mult_s, "8-bit table %s / -", n->mult->name);
     printf("  %4d  %-36s %-20s %-18s %14s  %s\n", i, n->name, n->op->name, ni && ni->known ? ni->shape : "?",
            macs_s, mult_s);
   }

@@ -26,6 +26,10 @@ static const char usage[] =
     "created if missing; characters other than letters, digits, '.', '_' and '-'\n"
     "in the name become '_'). --mode sets the multiplier of every Conv, Gemm and\n"
     "MatMul (default acc32), --mode-map overrides it per node name or op type.\n"
+    "The 8-bit table modes q8u:FILE / q8s:FILE (or q8u:exact, q8s:exact) run\n"
+    "the integer products of a quantized model (QLinearConv, QLinearMatMul,\n"
+    "ConvInteger, MatMulInteger, QDQ Conv / Gemm / MatMul) through a 256 x 256\n"
+    "product table (docs/quantized.md).\n"
     "The model runs with its own ONNX semantics (a BatchNormalization exported in\n"
     "training mode normalises with the batch's statistics).\n";
 

@@ -25,7 +25,8 @@ static const char usage[] =
     "                               images/s of training steps (or inference)\n"
     "  sweep MODEL.onnx --data SPEC --mode MODE [--tsv FILE] [--plot FILE.png]\n"
     "                               top-1 / loss with each Conv/Gemm/MatMul alone in MODE\n"
-    "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode\n"
+    "  lut --mode MODE -o FILE      write the 16384-byte table of a 16-bit mode (or an 8-bit q8 table)\n"
+    "  lut --describe FILE          an 8-bit table's signedness, SHA-256 and error\n"
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
 

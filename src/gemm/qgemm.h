@@ -25,7 +25,9 @@
  * NULL. With the exact table (table[x][y] = value(x) * value(y)) the result is
  * bit-identical to the integer arithmetic above; an approximate table changes
  * only P, while the zero-point corrections stay exact (tests/ops/test_quant.c
- * checks both). The ops pass NULL (exact products) for now. */
+ * checks both). The ops pass NULL (exact products) except in the 8-bit table
+ * modes q8u:FILE / q8s:FILE (src/mult/q8.h), where they pass the node's table
+ * (transposed for the convolutions, whose A is the weight). */
 #ifndef AMD_QGEMM_H
 #define AMD_QGEMM_H
 

@@ -84,7 +84,8 @@ int amd_mode_set_check_used(const amd_mode_set *set, amd_status *st) {
   for (int k = 0; k < set->n_rules; k++)
     if (!set->rules[k].used)
       return amd_fail(st, "--mode-map: '%s' names no Conv, Gemm or MatMul node (use a node name from `amdnn-onnx "
-                      "info` or the op type Conv, Gemm or MatMul)", set->rules[k].key);
+                      "info` or the op type Conv, Gemm or MatMul; for the q8 modes also QLinearConv, "
+                      "QLinearMatMul, ConvInteger, MatMulInteger)", set->rules[k].key);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "products.h"
+#include "q8.h"
 
 /* The expansions of mode_list.h used here. */
 #define NAME_OF(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) [ID] = NAME,
@@ -23,7 +24,7 @@ _Static_assert(AMD_MODE_ACC32 == 0, "acc32 is the first mode (amd_mult zeroed = 
 
 /* ", acc32, acc16, ..., lut:FILE" and ", acc16, am16, mit16": every mode
  * (with its argument) and every 7-bit design, each after ", " */
-static const char choices[] = AMD_MODE_LIST(CHOICE);
+static const char choices[] = AMD_MODE_LIST(CHOICE) ", q8u:FILE|exact, q8s:FILE|exact";
 static const char table7_names[] = "" AMD_MODE_LIST(TABLE7_NAME);
 
 const char *amd_mult_choices(void) { return choices + 2; }
@@ -80,6 +81,25 @@ static int load_table(const char *path, amd_mult *out, amd_status *st) {
 int amd_mult_parse(const char *name, amd_mult *out, amd_status *st) {
   memset(out, 0, sizeof *out);
   if (!name) return amd_fail(st, "no multiplier mode given (valid: %s)", amd_mult_choices());
+  if (strncmp(name, "q8u:", 4) == 0 || strncmp(name, "q8s:", 4) == 0) {
+    int sgn = name[2] == 's';
+    out->q8_table = malloc(sizeof(int32_t) * AMD_Q8_ENTRIES);
+    out->q8_table_t = malloc(sizeof(int32_t) * AMD_Q8_ENTRIES);
+    if (!out->q8_table || !out->q8_table_t) {
+      amd_mult_free(out);
+      return amd_fail(st, "out of memory for an 8-bit multiplier table");
+    }
+    if (amd_q8_load(name + 4, sgn, out->q8_table, st)) {
+      amd_mult_free(out);
+      return -1;
+    }
+    for (int a = 0; a < 256; a++)
+      for (int b = 0; b < 256; b++) out->q8_table_t[b * 256 + a] = out->q8_table[a * 256 + b];
+    out->q8 = sgn ? 's' : 'u';
+    out->mode = AMD_MODE_ACC32;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    return 0;
+  }
   if (strncmp(name, "lut:", 4) == 0) {
     if (load_table(name + 4, out, st)) return -1;
     out->mode = AMD_MODE_LUT;
@@ -101,6 +121,9 @@ void amd_mult_free(amd_mult *m) {
   if (!m) return;
   free(m->lut);
   m->lut = NULL;
+  free(m->q8_table);
+  free(m->q8_table_t);
+  m->q8_table = m->q8_table_t = NULL;
   m->lut_bits = 0;
 }
 

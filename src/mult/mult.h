@@ -25,10 +25,21 @@ typedef struct amd_mult {
   amd_mode mode;
   int lut_bits;            /* m for AMD_MODE_LUT (table of 4^m bytes) */
   uint8_t *lut;            /* the table for AMD_MODE_LUT, else NULL */
-  char name[64];           /* "am16", "lut:FILE" (as given) */
+  char name[256];          /* "am16", "lut:FILE" (as given) */
+  /* 8-bit table modes q8u:FILE / q8s:FILE (q8.h, docs/quantized.md): q8 is
+   * 'u' or 's' (0 for the float modes, whose mode field is then meaningful;
+   * a q8 mode keeps mode = AMD_MODE_ACC32 and never reaches a float GEMM:
+   * amd_mode_apply gives it only to quantized nodes). q8_table is the
+   * 256 x 256 product table (row = data code, column = weight code),
+   * q8_table_t its transpose (row = weight code) for GEMMs whose first
+   * operand is the weight (the convolutions). */
+  int q8;
+  int32_t *q8_table;
+  int32_t *q8_table_t;
 } amd_mult;
 
-/* Parses a mode name ("acc32", ..., "lut:FILE"; a table is read from FILE).
+/* Parses a mode name ("acc32", ..., "lut:FILE"; a table is read from FILE;
+ * "q8u:FILE", "q8s:FILE", "q8u:exact", "q8s:exact": 8-bit tables).
  * An unknown name is an error whose message lists the valid choices. */
 int amd_mult_parse(const char *name, amd_mult *out, amd_status *st);
 void amd_mult_free(amd_mult *m);

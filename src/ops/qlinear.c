@@ -38,8 +38,15 @@
 #include <string.h>
 
 #include "../gemm/qgemm.h"
+#include "../mult/mult.h"
 #include "attrs.h"
 #include "quant.h"
+
+#ifdef _OPENMP
+#define AMD_PRAGMA(x) _Pragma(#x)
+#else
+#define AMD_PRAGMA(x)
+#endif
 
 extern const amd_op amd_op_Conv;
 
@@ -100,6 +107,26 @@ static void fill_scale(const amd_tensor *t, int64_t n, float *dst) {
   for (int64_t i = 0; i < n; i++) dst[i] = ((const float *)t->data)[c == 1 ? 0 : i];
 }
 
+/* The 8-bit table of the node's q8 mode (src/mult/q8.h), or NULL (exact
+ * products) when it has none. The table's operands are (data, weight); the
+ * codes of both must have the mode's signedness. transposed: the GEMM's first
+ * operand is the weight (the convolutions). */
+static int node_table(const amd_node *n, const amd_tensor *data, const amd_tensor *weight, int transposed,
+                      const int32_t **table, amd_status *st) {
+  *table = NULL;
+  const amd_mult *m = n->mult;
+  if (!m || !m->q8) return 0;
+  const int sgn = m->q8 == 's';
+  if ((data->dtype == AMD_INT8) != sgn || (weight->dtype == AMD_INT8) != sgn)
+    return amd_fail(st,
+                    "mode %s multiplies %s codes but the data codes are %s and the weight codes %s (q8u is for "
+                    "uint8 x uint8, q8s for int8 x int8; mixed operands have no 8-bit table mode: give this "
+                    "node another mode with --mode-map)",
+                    m->name, sgn ? "int8" : "uint8", amd_dtype_name(data->dtype), amd_dtype_name(weight->dtype));
+  *table = transposed ? m->q8_table_t : m->q8_table;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- convolutions */
 
 /* The inputs of a QLinearConv or ConvInteger node, checked. */
@@ -108,11 +135,19 @@ typedef struct qconv_in {
   amd_conv_geom g;
 } qconv_in;
 
+/* qlinear: 0 ConvInteger, 1 QLinearConv, 2 the q8 modes' QDQ convolution
+ * (x, x_scale, x_zero_point, w, w_scale, w_zero_point, B float). */
 static int qconv_inputs(const amd_node *n, const amd_tensor *const *in, int qlinear, qconv_in *q,
                         amd_status *st) {
   char s1[128];
   memset(q, 0, sizeof *q);
-  if (qlinear) {
+  const amd_tensor *fbias = NULL;
+  if (qlinear == 2) {
+    if (n->n_in < 5 || !in[0] || !in[1] || !in[3] || !in[4])
+      return amd_fail(st, "the QDQ convolution needs x, x_scale, w and w_scale (the DequantizeLinear inputs)");
+    q->x = in[0], q->xs = in[1], q->xz = opt_in(n, in, 2), q->w = in[3], q->ws = in[4], q->wz = opt_in(n, in, 5);
+    fbias = opt_in(n, in, 6);
+  } else if (qlinear) {
     if (n->n_in < 8 || !in[0] || !in[1] || !in[3] || !in[4] || !in[6])
       return amd_fail(st, "QLinearConv needs inputs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, "
                           "y_zero_point");
@@ -142,6 +177,10 @@ static int qconv_inputs(const amd_node *n, const amd_tensor *const *in, int qlin
   if (q->b && (q->b->dtype != AMD_INT32 || q->b->rank != 1 || q->b->dims[0] != q->g.m))
     return amd_fail(st, "bias B has dtype %s and shape %s: expected int32 [%lld]", amd_dtype_name(q->b->dtype),
                     amd_shape_str(q->b, s1, sizeof s1), (long long)q->g.m);
+  if (fbias && (fbias->dtype != AMD_FLOAT || fbias->rank != 1 || fbias->dims[0] != q->g.m))
+    return amd_fail(st, "bias B has dtype %s and shape %s: expected float [%lld]", amd_dtype_name(fbias->dtype),
+                    amd_shape_str(fbias, s1, sizeof s1), (long long)q->g.m);
+  if (qlinear == 2) q->b = fbias;
   return 0;
 }
 
@@ -153,7 +192,7 @@ static int qconv_infer_common(const amd_node *n, const amd_tensor *const *in, am
   dims[0] = q.g.n;
   dims[1] = q.g.m;
   for (int d = 0; d < q.g.nsp; d++) dims[2 + d] = q.g.out[d];
-  amd_dtype yt = !qlinear ? AMD_INT32 : q.yz ? q.yz->dtype : q.x->dtype;
+  amd_dtype yt = qlinear == 2 ? AMD_FLOAT : !qlinear ? AMD_INT32 : q.yz ? q.yz->dtype : q.x->dtype;
   amd_tensor_set_shape(&out[0], yt, q.x->rank, dims);
   return 0;
 }
@@ -198,52 +237,70 @@ static void im2col_q8(const amd_conv_geom *g, const uint8_t *x, uint8_t pad, uin
 
 /* acc (N x M x osize) = the integer convolution of the codes, zero points
  * subtracted (wrapping int32). */
-static int qconv_acc(const qconv_in *q, int32_t *acc, amd_status *st) {
+static int qconv_acc(const qconv_in *q, const int32_t *table, int32_t *acc, amd_status *st) {
   const amd_conv_geom *g = &q->g;
   const int64_t kdim = g->cg * g->kvol;
   if (g->osize == 0 || g->m == 0 || g->n == 0) return 0;
   if ((double)kdim * (double)g->osize > (double)AMD_MAX_TENSOR_BYTES)
     return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g->osize);
-  uint8_t *col = malloc((size_t)(kdim > 0 ? kdim : 1) * (size_t)g->osize);
   int32_t *zx = malloc(sizeof(int32_t) * (size_t)g->osize);
   int32_t *zw = malloc(sizeof(int32_t) * (size_t)g->m);
-  int rc = 0;
-  if (!col || !zx || !zw) {
-    rc = amd_fail(st, "out of memory for the im2col buffer");
-    goto done;
+  if (!zx || !zw) {
+    free(zx);
+    free(zw);
+    return amd_fail(st, "out of memory for the im2col buffer");
   }
   fill_zp(q->xz, g->osize, zx);
   fill_zp(q->wz, g->m, zw);
   const uint8_t padcode = (uint8_t)zx[0];
   const int xs = q->x->dtype == AMD_INT8, ws = q->w->dtype == AMD_INT8;
   const uint8_t *xd = q->x->data, *wd = q->w->data;
-  for (int64_t b = 0; b < g->n && rc == 0; b++)
-    for (int64_t gi = 0; gi < g->group && rc == 0; gi++) {
-      im2col_q8(g, xd + (b * g->c + gi * g->cg) * g->isize, padcode, col);
-      if (amd_q8_gemm(g->mg, g->osize, kdim, wd + gi * g->mg * kdim, ws, zw + gi * g->mg, col, xs, zx, NULL,
-                      acc + (b * g->m + gi * g->mg) * g->osize))
-        rc = amd_fail(st, "out of memory in the integer GEMM");
+  /* One job per (batch entry, group), in parallel, each with its own im2col
+   * buffer (the GEMM's own row loop then runs serially inside: a small
+   * convolution has few rows, many batch entries). The integer sums do not
+   * depend on the split. */
+  const int64_t jobs = g->n * g->group;
+  int failed = 0;
+  AMD_PRAGMA(omp parallel if (jobs > 1 && g->mg * kdim * g->osize * jobs > 65536))
+  {
+    uint8_t *col = malloc((size_t)(kdim > 0 ? kdim : 1) * (size_t)g->osize);
+    if (!col) {
+      AMD_PRAGMA(omp atomic write)
+      failed = 1;
     }
-done:
-  free(col);
+    AMD_PRAGMA(omp for schedule(static))
+    for (int64_t t = 0; t < jobs; t++) {
+      if (!col) continue;
+      const int64_t b = t / g->group, gi = t % g->group;
+      im2col_q8(g, xd + (b * g->c + gi * g->cg) * g->isize, padcode, col);
+      if (amd_q8_gemm(g->mg, g->osize, kdim, wd + gi * g->mg * kdim, ws, zw + gi * g->mg, col, xs, zx, table,
+                      acc + (b * g->m + gi * g->mg) * g->osize)) {
+        AMD_PRAGMA(omp atomic write)
+        failed = 1;
+      }
+    }
+    free(col);
+  }
   free(zx);
   free(zw);
-  return rc;
+  return failed ? amd_fail(st, "out of memory in the integer convolution") : 0;
 }
 
 static int convinteger_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                                amd_status *st) {
   (void)ctx;
   qconv_in q;
-  if (qconv_inputs(n, in, 0, &q, st)) return -1;
-  return qconv_acc(&q, out[0].data, st);
+  const int32_t *table;
+  if (qconv_inputs(n, in, 0, &q, st) || node_table(n, q.x, q.w, 1, &table, st)) return -1;
+  return qconv_acc(&q, table, out[0].data, st);
 }
 
 static int qlinearconv_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                                amd_status *st) {
   (void)ctx;
   qconv_in q;
-  if (qconv_inputs(n, in, 1, &q, st)) return -1;
+  const int32_t *table;
+  if (qconv_inputs(n, in, 1, &q, st) || node_table(n, q.x, q.w, 1, &table, st)) return -1;
   const int64_t M = q.g.m, os = q.g.osize, total = q.g.n * M * os;
   int32_t *acc = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
   float *mult = malloc(sizeof(float) * (size_t)(M > 0 ? M : 1));
@@ -252,7 +309,7 @@ static int qlinearconv_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor
     free(mult);
     return amd_fail(st, "out of memory for the accumulators");
   }
-  int rc = qconv_acc(&q, acc, st);
+  int rc = qconv_acc(&q, table, acc, st);
   const float xsv = ((const float *)q.xs->data)[0], ysv = ((const float *)q.ys->data)[0];
   fill_scale(q.ws, M, mult);
   for (int64_t c = 0; c < M; c++) mult[c] = xsv * mult[c] / ysv; /* float32, left to right */
@@ -293,9 +350,16 @@ typedef struct qmm_in {
   amd_mm_shape s;
 } qmm_in;
 
+/* qlinear: 0 MatMulInteger, 1 QLinearMatMul, 2 the q8 modes' QDQ MatMul
+ * (a, a_scale, a_zero_point, b, b_scale, b_zero_point; a's scale per tensor). */
 static int qmm_inputs(const amd_node *n, const amd_tensor *const *in, int qlinear, qmm_in *q, amd_status *st) {
   memset(q, 0, sizeof *q);
-  if (qlinear) {
+  if (qlinear == 2) {
+    if (n->n_in < 5 || !in[0] || !in[1] || !in[3] || !in[4])
+      return amd_fail(st, "the QDQ matrix product needs a, a_scale, b and b_scale (the DequantizeLinear inputs)");
+    q->a = in[0], q->as = in[1], q->az = opt_in(n, in, 2), q->b = in[3], q->bs = in[4], q->bz = opt_in(n, in, 5);
+    if (per_tensor(q->as, "the data's scale", st) || per_tensor(q->az, "the data's zero point", st)) return -1;
+  } else if (qlinear) {
     if (n->n_in < 8 || !in[0] || !in[1] || !in[3] || !in[4] || !in[6])
       return amd_fail(st, "QLinearMatMul needs inputs a, a_scale, a_zero_point, b, b_scale, b_zero_point, "
                           "y_scale, y_zero_point");
@@ -330,7 +394,7 @@ static int qmm_infer_common(const amd_node *n, const amd_tensor *const *in, amd_
   if (q.a->rank >= 2) dims[r++] = q.s.M;
   if (q.b->rank >= 2) dims[r++] = q.s.N;
   if (r > AMD_MAX_RANK) return amd_fail(st, "result of rank %d (at most %d supported)", r, AMD_MAX_RANK);
-  amd_dtype yt = !qlinear ? AMD_INT32 : q.yz ? q.yz->dtype : q.a->dtype;
+  amd_dtype yt = qlinear == 2 ? AMD_FLOAT : !qlinear ? AMD_INT32 : q.yz ? q.yz->dtype : q.a->dtype;
   amd_tensor_set_shape(&out[0], yt, r, dims);
   return 0;
 }
@@ -342,7 +406,7 @@ static int matmulinteger_infer(const amd_node *n, const amd_tensor *const *in, a
 }
 
 /* acc (batch x M x N) = the integer matrix products with numpy broadcasting. */
-static int qmm_acc(const qmm_in *q, int32_t *acc, amd_status *st) {
+static int qmm_acc(const qmm_in *q, const int32_t *table, int32_t *acc, amd_status *st) {
   const amd_mm_shape *s = &q->s;
   const int64_t M = s->M, N = s->N, K = s->K, mk = M * K, kn = K * N, mn = M * N;
   const int64_t nb = amd_tensor_numel(&s->batch);
@@ -362,7 +426,7 @@ static int qmm_acc(const qmm_in *q, int32_t *acc, amd_status *st) {
   int64_t oa = 0, ob = 0; /* batch offsets (in matrices) into a and b */
   int rc = 0;
   for (int64_t t = 0; t < nb && rc == 0; t++) {
-    if (amd_q8_gemm(M, N, K, a + oa * mk, as, za, b + ob * kn, bs, zb, NULL, acc + t * mn))
+    if (amd_q8_gemm(M, N, K, a + oa * mk, as, za, b + ob * kn, bs, zb, table, acc + t * mn))
       rc = amd_fail(st, "out of memory in the integer GEMM");
     for (int d = s->batch.rank - 1; d >= 0; d--) { /* advance the batch odometer */
       idx[d]++;
@@ -383,19 +447,21 @@ static int matmulinteger_forward(const amd_node *n, amd_ctx *ctx, const amd_tens
                                  amd_status *st) {
   (void)ctx;
   qmm_in q;
-  if (qmm_inputs(n, in, 0, &q, st)) return -1;
-  return qmm_acc(&q, out[0].data, st);
+  const int32_t *table;
+  if (qmm_inputs(n, in, 0, &q, st) || node_table(n, q.a, q.b, 0, &table, st)) return -1;
+  return qmm_acc(&q, table, out[0].data, st);
 }
 
 static int qlinearmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                                  amd_status *st) {
   (void)ctx;
   qmm_in q;
-  if (qmm_inputs(n, in, 1, &q, st)) return -1;
+  const int32_t *table;
+  if (qmm_inputs(n, in, 1, &q, st) || node_table(n, q.a, q.b, 0, &table, st)) return -1;
   const int64_t M = q.s.M, N = q.s.N, total = amd_tensor_numel(&out[0]);
   int32_t *acc = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
   float *sa = malloc(sizeof(float) * (size_t)(M + 1)), *sb = malloc(sizeof(float) * (size_t)(N + 1));
-  int rc = !acc || !sa || !sb ? amd_fail(st, "out of memory for the accumulators") : qmm_acc(&q, acc, st);
+  int rc = !acc || !sa || !sb ? amd_fail(st, "out of memory for the accumulators") : qmm_acc(&q, table, acc, st);
   if (rc == 0) {
     fill_scale(q.as, M, sa);
     fill_scale(q.bs, N, sb);
@@ -413,6 +479,379 @@ static int qlinearmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tens
   free(sa);
   free(sb);
   return rc;
+}
+
+
+/* ---------------------------------------------------------------- QDQ nodes of the q8 modes */
+
+/* In a q8 mode (q8u:FILE, q8s:FILE), amd_mode_apply (src/exec/mode_apply.c)
+ * turns a Conv, Gemm or MatMul whose data and weight inputs are both outputs
+ * of DequantizeLinear nodes into one of these internal ops (not ONNX ops: no
+ * op_list.h entry, idx -1, so every backend runs them on the host). Their
+ * inputs are the two DequantizeLinear nodes' inputs (codes, scale, zero
+ * point) and the node's float bias / C:
+ *   Conv[q8]    x, x_scale, x_zp, w, w_scale, w_zp, B        (Conv's attributes)
+ *   Gemm[q8]    a, a_scale, a_zp, b, b_scale, b_zp, C        (Gemm's; transA = 0)
+ *   MatMul[q8]  a, a_scale, a_zp, b, b_scale, b_zp
+ * Data scale and zero point per tensor; weight per tensor or per output
+ * channel (Conv: w's axis 0; Gemm: b's column, axis 0 of b with transB = 1,
+ * axis 1 without; MatMul: b's last axis). Arithmetic, per output element with
+ * output channel / column c:
+ *   acc = sum_k T[a_k][w_k] - zero-point corrections      int32 (amd_q8_gemm)
+ *   s   = a_scale * w_scale[c]                             float32
+ *   y   = s * (float)acc + B[c]                            Conv (B[c] = 0 without B)
+ *   y   = alpha * (s * (float)acc) + beta * C[i][c]        Gemm (C broadcast)
+ *   y   = s * (float)acc                                   MatMul
+ * T the mode's table (row: data code, column: weight code; the exact table
+ * gives the exact integer sum). No backward: these nodes only run inference. */
+
+static int qdqconv_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return qconv_infer_common(n, in, out, 2, st);
+}
+
+static int qdqconv_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  (void)ctx;
+  qconv_in q;
+  const int32_t *table;
+  if (qconv_inputs(n, in, 2, &q, st) || node_table(n, q.x, q.w, 1, &table, st)) return -1;
+  const int64_t M = q.g.m, os = q.g.osize, total = q.g.n * M * os;
+  int32_t *acc = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
+  float *sc = malloc(sizeof(float) * (size_t)(M > 0 ? M : 1));
+  int rc = !acc || !sc ? amd_fail(st, "out of memory for the accumulators") : qconv_acc(&q, table, acc, st);
+  if (rc == 0) {
+    const float xsv = ((const float *)q.xs->data)[0];
+    fill_scale(q.ws, M, sc);
+    for (int64_t c = 0; c < M; c++) sc[c] = xsv * sc[c];
+    const float *bias = q.b ? q.b->data : NULL;
+    float *y = out[0].data;
+    for (int64_t e = 0; e < total; e++) {
+      const int64_t c = (e / os) % M;
+      y[e] = sc[c] * (float)acc[e] + (bias ? bias[c] : 0.0f);
+    }
+  }
+  free(acc);
+  free(sc);
+  return rc;
+}
+
+static int qdqmatmul_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return qmm_infer_common(n, in, out, 2, st);
+}
+
+/* y = s * (float)acc, s = a_scale * b_scale[column]; shared by MatMul[q8]
+ * and Gemm[q8] (which then applies alpha, beta and C). */
+static int qdq_mm_scaled(const amd_node *n, const qmm_in *q, float *y, int64_t total, amd_status *st) {
+  const int32_t *table;
+  if (node_table(n, q->a, q->b, 0, &table, st)) return -1;
+  const int64_t N = q->s.N;
+  int32_t *acc = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
+  float *sc = malloc(sizeof(float) * (size_t)(N + 1));
+  int rc = !acc || !sc ? amd_fail(st, "out of memory for the accumulators") : qmm_acc(q, table, acc, st);
+  if (rc == 0) {
+    const float asv = ((const float *)q->as->data)[0];
+    fill_scale(q->bs, N, sc);
+    for (int64_t j = 0; j < N; j++) sc[j] = asv * sc[j];
+    for (int64_t e = 0; e < total; e++) y[e] = sc[e % N] * (float)acc[e];
+  }
+  free(acc);
+  free(sc);
+  return rc;
+}
+
+static int qdqmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                             amd_status *st) {
+  (void)ctx;
+  qmm_in q;
+  if (qmm_inputs(n, in, 2, &q, st)) return -1;
+  return qdq_mm_scaled(n, &q, out[0].data, amd_tensor_numel(&out[0]), st);
+}
+
+/* Gemm[q8]: b's codes as a [K, N] tensor (a transposed copy into *tmp with
+ * transB), then the MatMul[q8] checks. */
+static int qdqgemm_inputs(const amd_node *n, const amd_tensor *const *in, int copy, amd_tensor *bview, qmm_in *q,
+                          amd_status *st) {
+  char s1[128];
+  const amd_gemm_attrs *a = n->attrs;
+  if (a->trans_a) return amd_fail(st, "transA = 1 is not implemented in the q8 modes");
+  if (n->n_in < 5 || !in[0] || !in[3]) return amd_fail(st, "the QDQ Gemm needs a and b codes");
+  if (in[0]->rank != 2 || in[3]->rank != 2)
+    return amd_fail(st, "a and b must be 2-D (a %s)", amd_shape_str(in[0], s1, sizeof s1));
+  const amd_tensor *b = in[3];
+  *bview = *b;
+  bview->data = NULL;
+  if (a->trans_b) {
+    bview->dims[0] = b->dims[1];
+    bview->dims[1] = b->dims[0];
+  }
+  if (copy) {
+    const int64_t K = bview->dims[0], N = bview->dims[1];
+    uint8_t *t = malloc((size_t)(K * N > 0 ? K * N : 1));
+    if (!t) return amd_fail(st, "out of memory");
+    const uint8_t *src = b->data;
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++) t[k * N + j] = a->trans_b ? src[j * K + k] : src[k * N + j];
+    bview->data = t;
+  }
+  const amd_tensor *v[7];
+  for (int k = 0; k < 7; k++) v[k] = opt_in(n, in, k);
+  v[3] = bview;
+  amd_node m = *n;
+  m.n_in = n->n_in < 6 ? n->n_in : 6;
+  if (qmm_inputs(&m, v, 2, q, st)) {
+    if (copy) free(bview->data);
+    return -1;
+  }
+  return 0;
+}
+
+static int qdqgemm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  amd_tensor bview;
+  qmm_in q;
+  if (qdqgemm_inputs(n, in, 0, &bview, &q, st)) return -1;
+  int64_t dims[2] = {q.s.M, q.s.N};
+  const amd_tensor *C = opt_in(n, in, 6);
+  if (C) {
+    amd_tensor y, bc;
+    amd_tensor_set_shape(&y, AMD_FLOAT, 2, dims);
+    if (C->dtype != AMD_FLOAT) return amd_fail(st, "C has dtype %s: expected float", amd_dtype_name(C->dtype));
+    if (amd_broadcast_shape(C, &y, &bc, st)) return -1;
+    if (!amd_same_shape(&bc, &y)) return amd_fail(st, "C does not broadcast to the output [M, N]");
+  }
+  amd_tensor_set_shape(&out[0], AMD_FLOAT, 2, dims);
+  return 0;
+}
+
+static int qdqgemm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  (void)ctx;
+  amd_tensor bview;
+  qmm_in q;
+  if (qdqgemm_inputs(n, in, 1, &bview, &q, st)) return -1;
+  const amd_gemm_attrs *a = n->attrs;
+  float *y = out[0].data;
+  const int64_t total = amd_tensor_numel(&out[0]);
+  int rc = qdq_mm_scaled(n, &q, y, total, st);
+  free(bview.data);
+  if (rc) return rc;
+  const amd_tensor *C = opt_in(n, in, 6);
+  int64_t cs[AMD_MAX_RANK];
+  if (C) amd_broadcast_strides(C, &out[0], cs);
+  const int64_t N = out[0].dims[1];
+  for (int64_t e = 0; e < total; e++) {
+    float v = a->alpha * y[e];
+    if (C && a->beta != 0) v += a->beta * ((const float *)C->data)[(e / N) * cs[0] + (e % N) * cs[1]];
+    y[e] = v;
+  }
+  return 0;
+}
+
+
+/* ---------------------------------------------------------------- float nodes quantized on the fly */
+
+/* In a q8 mode, a float Conv, Gemm or MatMul that is not in QDQ form becomes
+ * Conv[q8f] / Gemm[q8f] / MatMul[q8f] (amd_q8_float_node, called by
+ * amd_mode_apply): same inputs and attributes; each forward quantizes its
+ * float inputs to the mode's codes (uint8 for q8u, int8 for q8s, range
+ * [qmin, qmax]) and then computes exactly as Conv[q8] / Gemm[q8] / MatMul[q8]:
+ *   data (input 0), per tensor, asymmetric: [lo, hi] = the min and max of
+ *     the inputs of the first AMD_Q8_CALIB_CALLS forward calls (batches),
+ *     widened to include 0, then frozen (later values saturate);
+ *     scale = (hi - lo) / (qmax - qmin) (float32; 1 when hi = lo),
+ *     zp = saturate(round_half_even(qmin - lo / scale)),
+ *     code = saturate(round_half_even(x / scale) + zp);
+ *   weight (input 1), per output channel (Conv: axis 0; Gemm: B's column,
+ *     row of B with transB = 1; MatMul: B's last axis), from its current
+ *     values at every call: q8u asymmetric as above over the channel's
+ *     [min(0, min), max(0, max)]; q8s symmetric, scale = max |w| / 127,
+ *     zp = 0 (scale 1 for an all-zero channel). */
+#define AMD_Q8_CALIB_CALLS 4
+
+typedef struct q8f_attrs {
+  union {
+    amd_conv_attrs conv; /* first: Conv's and Gemm's code reads n->attrs as its own struct */
+    amd_gemm_attrs gemm;
+  } op;
+  int calls;     /* forward calls seen (calibration while < AMD_Q8_CALIB_CALLS) */
+  double lo, hi; /* the data range so far (includes 0) */
+} q8f_attrs;
+
+extern const amd_op amd_op_Gemm, amd_op_MatMul;
+
+/* scale and zero point of a range [lo, hi] (lo <= 0 <= hi) */
+static void q8f_params(double lo, double hi, int32_t qmin, int32_t qmax, float *scale, int32_t *zp) {
+  float s = (float)((hi - lo) / (double)(qmax - qmin));
+  if (!(s > 0) || !isfinite(s)) s = 1.0f;
+  *scale = s;
+  *zp = amd_q_round_sat((double)qmin - lo / (double)s, 0, qmin, qmax);
+}
+
+/* A scalar / 1-D tensor of n elements of dtype dt (allocated). */
+static int q8f_tensor(amd_tensor *t, amd_dtype dt, int rank, int64_t n, amd_status *st) {
+  int64_t d[1] = {n};
+  memset(t, 0, sizeof *t);
+  amd_tensor_set_shape(t, dt, rank, d);
+  return amd_tensor_alloc(t, st);
+}
+
+/* The codes and parameters of one node's float inputs (see above), as the
+ * inputs x, x_scale, x_zp, w, w_scale, w_zp of the QDQ ops. nch channels of
+ * the weight; element e of w is in channel (e / inner) % nch. */
+typedef struct q8f_in {
+  amd_tensor xc, xs, xz, wc, ws, wz;
+} q8f_in;
+
+static void q8f_free(q8f_in *q) {
+  amd_tensor_free(&q->xc), amd_tensor_free(&q->xs), amd_tensor_free(&q->xz);
+  amd_tensor_free(&q->wc), amd_tensor_free(&q->ws), amd_tensor_free(&q->wz);
+}
+
+static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64_t nch, int64_t inner,
+                        q8f_in *q, amd_status *st) {
+  memset(q, 0, sizeof *q);
+  const amd_mult *m = n->mult;
+  if (x->dtype != AMD_FLOAT || w->dtype != AMD_FLOAT)
+    return amd_fail(st, "data and weight must be float to be quantized on the fly (have %s and %s)",
+                    amd_dtype_name(x->dtype), amd_dtype_name(w->dtype));
+  const int sgn = m->q8 == 's';
+  const amd_dtype dt = sgn ? AMD_INT8 : AMD_UINT8;
+  const int32_t qmin = sgn ? -128 : 0, qmax = sgn ? 127 : 255;
+  q8f_attrs *a = n->attrs;
+  const int64_t nx = amd_tensor_numel(x), nw = amd_tensor_numel(w);
+  const float *xd = x->data, *wd = w->data;
+  if (a->calls < AMD_Q8_CALIB_CALLS) {
+    for (int64_t i = 0; i < nx; i++) {
+      if (xd[i] < a->lo) a->lo = xd[i];
+      if (xd[i] > a->hi) a->hi = xd[i];
+    }
+    a->calls++;
+  }
+  float xsv;
+  int32_t xzv;
+  q8f_params(a->lo, a->hi, qmin, qmax, &xsv, &xzv);
+  amd_tensor_set_shape(&q->xc, dt, x->rank, x->dims);
+  amd_tensor_set_shape(&q->wc, dt, w->rank, w->dims);
+  if (amd_tensor_alloc(&q->xc, st) || amd_tensor_alloc(&q->wc, st) || q8f_tensor(&q->xs, AMD_FLOAT, 0, 1, st) ||
+      q8f_tensor(&q->xz, dt, 0, 1, st) || q8f_tensor(&q->ws, AMD_FLOAT, 1, nch, st) ||
+      q8f_tensor(&q->wz, dt, 1, nch, st)) {
+    q8f_free(q);
+    return -1;
+  }
+  ((float *)q->xs.data)[0] = xsv;
+  amd_q_store(&q->xz, 0, xzv);
+  for (int64_t i = 0; i < nx; i++) amd_q_store(&q->xc, i, amd_q_round_sat((double)xd[i] / xsv, xzv, qmin, qmax));
+  /* weight range per channel */
+  double *lo = calloc((size_t)(2 * nch + 1), sizeof *lo), *hi = lo + nch;
+  if (!lo) {
+    q8f_free(q);
+    return amd_fail(st, "out of memory");
+  }
+  for (int64_t e = 0; e < nw; e++) {
+    const int64_t c = (e / inner) % nch;
+    if (wd[e] < lo[c]) lo[c] = wd[e];
+    if (wd[e] > hi[c]) hi[c] = wd[e];
+  }
+  float *wsd = q->ws.data;
+  for (int64_t c = 0; c < nch; c++) {
+    int32_t zp = 0;
+    if (sgn) {
+      double mx = -lo[c] > hi[c] ? -lo[c] : hi[c];
+      wsd[c] = (float)(mx / 127.0);
+      if (!(wsd[c] > 0) || !isfinite(wsd[c])) wsd[c] = 1.0f;
+    } else {
+      q8f_params(lo[c], hi[c], qmin, qmax, &wsd[c], &zp);
+    }
+    amd_q_store(&q->wz, c, zp);
+  }
+  for (int64_t e = 0; e < nw; e++) {
+    const int64_t c = (e / inner) % nch;
+    amd_q_store(&q->wc, e, amd_q_round_sat((double)wd[e] / wsd[c], amd_q_value(&q->wz, c), qmin, qmax));
+  }
+  free(lo);
+  return 0;
+}
+
+static int q8fconv_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_Conv.infer(n, in, out, st);
+}
+
+static int q8fconv_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank < 1) return amd_fail(st, "Conv needs X and W");
+  q8f_in q;
+  const int64_t M = in[1]->dims[0];
+  if (q8f_quantize(n, in[0], in[1], M, M ? amd_tensor_numel(in[1]) / M : 1, &q, st)) return -1;
+  const amd_tensor *v[7] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz, opt_in(n, in, 2)};
+  amd_node m = *n;
+  m.n_in = 7;
+  int rc = qdqconv_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+static int q8fgemm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_Gemm.infer(n, in, out, st);
+}
+
+static int q8fgemm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                           amd_status *st) {
+  const amd_gemm_attrs *a = n->attrs;
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank != 2) return amd_fail(st, "Gemm needs 2-D A and B");
+  if (a->trans_a) return amd_fail(st, "transA = 1 is not implemented in the q8 modes");
+  /* B's output columns: [K, N] (channel = column, inner 1) or [N, K] with transB (channel = row) */
+  const int64_t N = a->trans_b ? in[1]->dims[0] : in[1]->dims[1];
+  q8f_in q;
+  if (q8f_quantize(n, in[0], in[1], N, a->trans_b ? in[1]->dims[1] : 1, &q, st)) return -1;
+  const amd_tensor *v[7] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz, opt_in(n, in, 2)};
+  amd_node m = *n;
+  m.n_in = 7;
+  int rc = qdqgemm_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+static int q8fmatmul_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
+  return amd_op_MatMul.infer(n, in, out, st);
+}
+
+static int q8fmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
+                             amd_status *st) {
+  if (n->n_in < 2 || !in[0] || !in[1] || in[1]->rank < 1) return amd_fail(st, "MatMul needs A and B");
+  const int64_t N = in[1]->rank >= 2 ? in[1]->dims[in[1]->rank - 1] : 1;
+  q8f_in q;
+  if (q8f_quantize(n, in[0], in[1], N, 1, &q, st)) return -1;
+  const amd_tensor *v[6] = {&q.xc, &q.xs, &q.xz, &q.wc, &q.ws, &q.wz};
+  amd_node m = *n;
+  m.n_in = 6;
+  int rc = qdqmatmul_forward(&m, ctx, v, out, st);
+  q8f_free(&q);
+  return rc;
+}
+
+const amd_op amd_op_Q8fConv = {
+    .name = "Conv[q8f]", .idx = -1, .infer = q8fconv_infer, .forward = q8fconv_forward};
+const amd_op amd_op_Q8fGemm = {
+    .name = "Gemm[q8f]", .idx = -1, .infer = q8fgemm_infer, .forward = q8fgemm_forward};
+const amd_op amd_op_Q8fMatMul = {
+    .name = "MatMul[q8f]", .idx = -1, .infer = q8fmatmul_infer, .forward = q8fmatmul_forward};
+
+int amd_q8_float_node(amd_node *n, amd_status *st) {
+  const int op = n->op->idx;
+  q8f_attrs *a = calloc(1, sizeof *a);
+  if (!a) return amd_fail(st, "out of memory");
+  if (op == AMD_OP_IDX_Conv) memcpy(&a->op.conv, n->attrs, sizeof a->op.conv);
+  if (op == AMD_OP_IDX_Gemm) {
+    memcpy(&a->op.gemm, n->attrs, sizeof a->op.gemm);
+    if (a->op.gemm.trans_a) {
+      free(a);
+      return amd_fail(st, "node '%s' (Gemm) has transA = 1, which the q8 modes do not implement", n->name);
+    }
+  }
+  free(n->attrs);
+  n->attrs = a;
+  n->op = op == AMD_OP_IDX_Conv ? &amd_op_Q8fConv : op == AMD_OP_IDX_Gemm ? &amd_op_Q8fGemm : &amd_op_Q8fMatMul;
+  n->bwd_mult = NULL;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- descriptors */
@@ -449,4 +888,27 @@ const amd_op amd_op_MatMulInteger = {
     .since = {10},
     .infer = matmulinteger_infer,
     .forward = matmulinteger_forward,
+};
+
+/* The internal ops of the q8 modes (see "QDQ nodes of the q8 modes"). */
+const amd_op amd_op_QdqConv8 = {
+    .name = "Conv[q8]",
+    .idx = -1,
+    .parse = qconv_parse,
+    .infer = qdqconv_infer,
+    .forward = qdqconv_forward,
+};
+
+const amd_op amd_op_QdqGemm8 = {
+    .name = "Gemm[q8]",
+    .idx = -1,
+    .infer = qdqgemm_infer,
+    .forward = qdqgemm_forward,
+};
+
+const amd_op amd_op_QdqMatMul8 = {
+    .name = "MatMul[q8]",
+    .idx = -1,
+    .infer = qdqmatmul_infer,
+    .forward = qdqmatmul_forward,
 };

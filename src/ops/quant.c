@@ -268,7 +268,16 @@ static int dynq_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 
 /* ---------------------------------------------------------------- descriptors */
 
+void amd_dequant_axis(const amd_node *n, int rank, int64_t *axis, int64_t *block_size) {
+  const q_attrs *a = n->attrs;
+  *axis = a->axis < 0 && rank >= 0 ? a->axis + rank : a->axis;
+  *block_size = a->block_size;
+}
+
 int amd_op_is_quantized(const amd_op *op) {
+  if (op == &amd_op_QdqConv8 || op == &amd_op_QdqGemm8 || op == &amd_op_QdqMatMul8 || op == &amd_op_Q8fConv ||
+      op == &amd_op_Q8fGemm || op == &amd_op_Q8fMatMul)
+    return 1;
   switch (op->idx) {
   case AMD_OP_IDX_QuantizeLinear:
   case AMD_OP_IDX_DequantizeLinear:

@@ -12,6 +12,19 @@
  * trainer refuses a model whose loss depends on one (train/trainer.c). */
 int amd_op_is_quantized(const amd_op *op);
 
+/* The internal ops of the q8 modes (qlinear.c, "QDQ nodes of the q8 modes"):
+ * a QDQ Conv / Gemm / MatMul computed on the codes with the mode's table. */
+extern const amd_op amd_op_QdqConv8, amd_op_QdqGemm8, amd_op_QdqMatMul8;
+/* ... and a float Conv / Gemm / MatMul quantized on the fly (qlinear.c, "float
+ * nodes quantized on the fly"): Conv[q8f], Gemm[q8f], MatMul[q8f]. */
+extern const amd_op amd_op_Q8fConv, amd_op_Q8fGemm, amd_op_Q8fMatMul;
+/* Turns float Conv / Gemm / MatMul node n (in a q8 mode) into its q8f op. */
+int amd_q8_float_node(amd_node *n, amd_status *st);
+
+/* A DequantizeLinear node's axis (normalised against rank when rank >= 0)
+ * and block_size. */
+void amd_dequant_axis(const amd_node *n, int rank, int64_t *axis, int64_t *block_size);
+
 static inline int amd_q_is8(amd_dtype t) { return t == AMD_INT8 || t == AMD_UINT8; }
 
 /* The value of element i of an int8 / uint8 / int32 tensor. */
