@@ -39,7 +39,9 @@ static const char usage[] =
     "images: data (JPEG/PNG folders) and the normalisation of any data set:\n"
     "%s"
     "e.g. a torchvision ImageNet model: --data images:DIR --resize 256 --crop 224\n"
-    "--normalize imagenet (the model exported to ONNX: tools/export_torchvision.py).\n";
+    "--normalize imagenet (the model exported to ONNX: tools/export_torchvision.py).\n"
+    "With a normalisation other than dataset, only the split evaluated is decoded\n"
+    "(DIR/val of DIR/train + DIR/val), and with --limit N only its first N images.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -131,6 +133,8 @@ int amd_cmd_eval(int argc, char **argv) {
   int64_t *confusion = NULL;
   int rc = 1;
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
+  img.only_split = strcmp(split, "test") == 0 ? 1 : 2; /* the other split is not decoded (images:) */
+  img.max_samples = limit;
   double load_t0 = now_s();
   if (amd_dataset_load_opts(data, &img, &ds, &st)) goto fail;
   double load_s = now_s() - load_t0;

@@ -62,6 +62,9 @@ static const char usage[] =
     "  --device DEV      cpu or cuda[:N] (default: cuda when a GPU is present);\n"
     "                    --backend is the same option\n"
     "  --debug-sync      synchronise after every GPU kernel\n"
+    "The image options of `eval` (images: folders; only the test split is decoded,\n"
+    "and with --limit only its first N images, unless --normalize is dataset):\n"
+    "%s"
     "\n"
     "Exit codes: 0 done, 1 error, 2 bad arguments.\n";
 
@@ -193,11 +196,14 @@ int amd_cmd_sweep(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = NULL, *tsv = NULL, *png = NULL, *device = NULL;
   int debug_sync = 0, tta = 0;
   int64_t batch = 256, limit = 0, stop_after = 0;
+  amd_image_opts img = {0};
+  amd_status img_st = {{0}};
+  int img_k;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage, stdout);
+      printf(usage, amd_image_opts_help());
       return 0;
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
@@ -209,9 +215,15 @@ int amd_cmd_sweep(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && v) bad = amd_parse_i64(argv[++i], &batch) || batch < 1;
     else if (!strcmp(a, "--limit") && v) bad = amd_parse_i64(argv[++i], &limit) || limit < 1;
     else if (!strcmp(a, "--stop-after") && v) bad = amd_parse_i64(argv[++i], &stop_after) || stop_after < 1;
-    else if (a[0] != '-' && !model) model = a;
+    else if ((img_k = amd_image_opt_parse(a, v, &img, &img_st)) != 0) {
+      if (img_k < 0) {
+        fprintf(stderr, PROG ": %s\n", img_st.msg);
+        return 2;
+      }
+      i += img_k - 1;
+    } else if (a[0] != '-' && !model) model = a;
     else {
-      fprintf(stderr, PROG ": unknown or incomplete argument '%s'\n\n%s", a, usage);
+      fprintf(stderr, PROG ": unknown or incomplete argument '%s' (see --help)\n", a);
       return 2;
     }
     if (bad) {
@@ -220,7 +232,7 @@ int amd_cmd_sweep(int argc, char **argv) {
     }
   }
   if (!model || !data || !mode) {
-    fprintf(stderr, PROG ": MODEL, --data and --mode are required\n\n%s", usage);
+    fprintf(stderr, PROG ": MODEL, --data and --mode are required (see --help)\n");
     return 2;
   }
   if (png && !amd_plot_available()) {
@@ -284,7 +296,10 @@ int amd_cmd_sweep(int argc, char **argv) {
   rows[n_rows].node = -1;
   rows[n_rows++].macs = total_macs;
 
-  if (amd_dataset_load(data, &ds, &st) || amd_trainer_init(&t, g, NULL, &st)) goto fail;
+  img.only_split = 1; /* the test split, and with --limit its first N images (images:) */
+  img.max_samples = limit;
+  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
+  if (amd_dataset_load_opts(data, &img, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st)) goto fail;
   const amd_backend *be;
   if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
   amd_cli_backend_note("sweep", g, be);
@@ -306,8 +321,10 @@ int amd_cmd_sweep(int argc, char **argv) {
   int kept = 0;
   if (tsv) {
     char header[2048];
-    snprintf(header, sizeof header, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d", model, data,
-             mode, (long long)limit, tta);
+    char imgdesc[160] = "";
+    if (!strncmp(data, "images:", 7)) amd_image_opts_describe(&img, imgdesc, sizeof imgdesc);
+    snprintf(header, sizeof header, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s", model,
+             data, mode, (long long)limit, tta, imgdesc[0] ? " " : "", imgdesc);
     if (open_tsv(tsv, header, rows, n_rows, &out, &kept, &st)) goto fail;
     if (kept)
       fprintf(stderr, PROG ": resuming %s: %d of %d rows kept, %d to go\n", tsv, kept, n_rows, n_rows - kept);

@@ -120,7 +120,10 @@ const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n) {
   for (int64_t c = 0; c < ds->c && c < 4 && k < n; c++)
     k += (size_t)snprintf(buf + k, n - k, " %.4f", ds->std ? ds->std[c] : 1.0f);
   if (ds->c > 4 && k < n) k += (size_t)snprintf(buf + k, n - k, " ...");
-  if (ds->test_is_train && k < n) k += (size_t)snprintf(buf + k, n - k, " (one split: test = train)");
+  if (ds->partial && k < n)
+    k += (size_t)snprintf(buf + k, n - k, " (only the evaluated images decoded)");
+  else if (ds->test_is_train && k < n)
+    k += (size_t)snprintf(buf + k, n - k, " (one split: test = train)");
   if (ds->skipped && k < n) snprintf(buf + k, n - k, ", %lld bad files skipped", (long long)ds->skipped);
   return buf;
 }

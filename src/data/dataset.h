@@ -70,6 +70,7 @@ typedef struct amd_dataset {
   char **class_names; /* images: [n_classes] folder names; else NULL */
   amd_data_split train, test;
   int test_is_train; /* tensors: with one pair, images: with one folder: test points at train's arrays */
+  int partial;       /* images: one split, or the first files of one, decoded for evaluation (only_split) */
   int64_t skipped;   /* images: with skip_bad: the bad files left out */
   char note[1024];   /* images: a warning for the user (bad files skipped, files not loaded), or "" */
 } amd_dataset;
@@ -96,6 +97,13 @@ typedef struct amd_image_opts {
   int workers;              /* decoding threads; 0: the online CPUs */
   int fast_decode;          /* JPEG: IDCT scaling to the smallest scale >= the resize target */
   int skip_bad;             /* bad files are skipped (counted on stderr) instead of failing */
+  /* What a command that evaluates one split needs (eval, sweep): only_split 1
+   * (the test split) or 2 (the train split) decodes only that split of a
+   * DIR/train + DIR/val folder, and max_samples > 0 only its first N files;
+   * both are ignored with the `dataset` normalisation, whose statistics come
+   * from all the training images. 0: everything (train). */
+  int only_split;
+  int64_t max_samples;
 } amd_image_opts;
 
 /* One command-line option of amd_image_opts: name (e.g. "--resize") and its

@@ -780,6 +780,25 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
   if (!rc && !p.tj) rc = amd_fail(st, "out of memory");
   for (int k = 0; !rc && k < p.n_workers; k++)
     if (!(p.tj[k] = amd_img_tj_new())) rc = amd_fail(st, "cannot start the JPEG decoder");
+  /* a command that evaluates one split (amd_image_opts.only_split) decodes only
+   * that one, or only its first max_samples files */
+  if (!rc && o->only_split && o->norm != AMD_NORM_DATASET) {
+    if (n_splits == 2) {
+      if (o->only_split == 1) {
+        split_work t = sp[0];
+        sp[0] = sp[1];
+        sp[1] = t;
+      }
+      work_free(&sp[1]);
+      n_splits = 1;
+      ds->partial = 1;
+    }
+    if (o->max_samples > 0 && sp[0].fl.n > o->max_samples) {
+      for (int64_t i = o->max_samples; i < sp[0].fl.n; i++) free(sp[0].fl.path[i]);
+      sp[0].fl.n = o->max_samples;
+      ds->partial = 1;
+    }
+  }
   for (int s = 0; !rc && s < n_splits; s++) rc = probe_split(&p, &sp[s].fl, &sp[s].info, &sp[s].bad, &sp[s].n_bad, st);
   if (!rc) rc = sample_shape(o, sp, n_splits, ds, st);
   if (!rc) rc = decode_split(&p, &sp[0], o, ds, &ds->train, st);
