@@ -828,12 +828,73 @@ static int q8fmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *
   return rc;
 }
 
-const amd_op amd_op_Q8fConv = {
-    .name = "Conv[q8f]", .idx = -1, .infer = q8fconv_infer, .forward = q8fconv_forward};
-const amd_op amd_op_Q8fGemm = {
-    .name = "Gemm[q8f]", .idx = -1, .infer = q8fgemm_infer, .forward = q8fgemm_forward};
-const amd_op amd_op_Q8fMatMul = {
-    .name = "MatMul[q8f]", .idx = -1, .infer = q8fmatmul_infer, .forward = q8fmatmul_forward};
+/* Backward: the straight-through estimator, clipped (what fake-quantization
+ * in QAT does): the rounding to codes and the table count as the identity,
+ * so the float op's own backward runs on the float inputs, both GEMMs in
+ * exact fp32 (amd_q8_float_node leaves bwd_mult NULL), except that the data
+ * gradient is 0 where the data lay outside the calibrated range [lo, hi]
+ * (its code saturated). The weights' range is their own at every call, so
+ * nothing of theirs saturates. The float op reads n->attrs as its own
+ * struct, the first member of q8f_attrs. */
+static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
+                        const amd_tensor *const *out, const amd_tensor *const *dout, amd_tensor *const *din,
+                        amd_status *st) {
+  amd_tensor *dx = din[0];
+  if (!dx || !in[0] || dx->dtype != AMD_FLOAT) return fop->backward(n, ctx, in, *out, dout, din, st);
+  amd_tensor full = {0};
+  amd_tensor_set_shape(&full, AMD_FLOAT, dx->rank, dx->dims);
+  if (amd_tensor_alloc(&full, st)) return -1;
+  memset(full.data, 0, amd_tensor_nbytes(&full));
+  amd_tensor *d2[8] = {0};
+  for (int k = 0; k < n->n_in && k < 8; k++) d2[k] = din[k];
+  d2[0] = &full;
+  amd_ctx c2 = ctx ? *ctx : (amd_ctx){0};
+  c2.bwd_overwrite &= ~1u; /* full is zeroed: added to */
+  int rc = fop->backward(n, &c2, in, *out, dout, d2, st);
+  if (rc == 0) {
+    const q8f_attrs *a = n->attrs;
+    const float *x = in[0]->data, *g = full.data;
+    float *d = dx->data;
+    const int over = ctx && (ctx->bwd_overwrite & 1u);
+    for (int64_t i = 0, cnt = amd_tensor_numel(dx); i < cnt; i++) {
+      const float v = x[i] >= a->lo && x[i] <= a->hi ? g[i] : 0.0f;
+      d[i] = (over ? 0.0f : d[i]) + v;
+    }
+  }
+  amd_tensor_free(&full);
+  return rc;
+}
+
+static int q8fconv_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                            const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  return q8f_backward(&amd_op_Conv, n, ctx, in, &out, dout, din, st);
+}
+
+static int q8fgemm_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                            const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  return q8f_backward(&amd_op_Gemm, n, ctx, in, &out, dout, din, st);
+}
+
+static int q8fmatmul_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
+                              const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
+  return q8f_backward(&amd_op_MatMul, n, ctx, in, &out, dout, din, st);
+}
+
+const amd_op amd_op_Q8fConv = {.name = "Conv[q8f]",
+                               .idx = -1,
+                               .infer = q8fconv_infer,
+                               .forward = q8fconv_forward,
+                               .backward = q8fconv_backward};
+const amd_op amd_op_Q8fGemm = {.name = "Gemm[q8f]",
+                               .idx = -1,
+                               .infer = q8fgemm_infer,
+                               .forward = q8fgemm_forward,
+                               .backward = q8fgemm_backward};
+const amd_op amd_op_Q8fMatMul = {.name = "MatMul[q8f]",
+                                 .idx = -1,
+                                 .infer = q8fmatmul_infer,
+                                 .forward = q8fmatmul_forward,
+                                 .backward = q8fmatmul_backward};
 
 int amd_q8_float_node(amd_node *n, amd_status *st) {
   const int op = n->op->idx;
