@@ -20,6 +20,14 @@ the folder it reads.
                           GPU (TF32 off), the figure `amdnn-onnx bench --infer`
                           is compared with.
 
+  idx IDX_DIR DIR [--train N] [--val N]
+                          an ImageFolder with DIR/train and DIR/val from an
+                          IDX set (MNIST, Fashion-MNIST: the first N of its
+                          training and test images): each grey image tinted
+                          over a colour gradient, scaled to 40-120 pixels a
+                          side, saved as JPEG (quality 75-95) in its class
+                          folder (the fine-tuning demo, tools/demo_pretrained.sh).
+
 tools/bench_imagefolder.sh runs these and amdnn-onnx in one command.
 """
 import argparse
@@ -56,6 +64,48 @@ def cmd_make(a):
     with Pool(a.jobs) as p:
         sizes = p.map(make_one, jobs, chunksize=16)
     print("made %d JPEGs in %s, mean %.0f KB" % (len(sizes), a.dir, sum(sizes) / len(sizes) / 1024))
+
+
+def read_idx(d, prefix, n):
+    import gzip
+
+    def opener(name):
+        p = os.path.join(d, name)
+        return gzip.open(p + ".gz") if os.path.exists(p + ".gz") else open(p, "rb")
+
+    with opener(prefix + "-images-idx3-ubyte") as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)[:n]
+    with opener(prefix + "-labels-idx1-ubyte") as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    return x, y
+
+
+def idx_one(args):
+    path, img, seed = args
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    side = int(rng.integers(40, 121))
+    g = np.asarray(Image.fromarray(img).resize((side, side), Image.BILINEAR), np.float32) / 255.0
+    c0, c1 = rng.uniform(0, 255, 3), rng.uniform(0, 255, 3)
+    t = np.linspace(0.0, 1.0, side)[None, :, None]
+    bg = c0 * (1 - t) + c1 * t
+    ink = rng.uniform(0, 255, 3)
+    rgb = bg * (1 - g[..., None]) + ink * g[..., None]
+    Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8)).save(path, quality=int(75 + seed % 21))
+
+
+def cmd_idx(a):
+    jobs = []
+    for split, prefix, n in (("train", "train", a.train), ("val", "t10k", a.val)):
+        x, y = read_idx(a.idx_dir, prefix, n)
+        for i in range(len(y)):
+            d = os.path.join(a.dir, split, "class%d" % y[i])
+            os.makedirs(d, exist_ok=True)
+            jobs.append((os.path.join(d, "%s%06d.jpg" % (split, i)), x[i], i + (0 if split == "train" else 10 ** 6)))
+    with Pool(a.jobs) as p:
+        p.map(idx_one, jobs, chunksize=64)
+    print("made %d JPEGs in %s (train %d, val %d)" % (len(jobs), a.dir, a.train, a.val))
 
 
 def torch_model(name):
@@ -134,8 +184,14 @@ def main():
     i.add_argument("--model", default="resnet50")
     i.add_argument("--batch", type=int, default=256)
     i.add_argument("--steps", type=int, default=20)
+    d = sub.add_parser("idx")
+    d.add_argument("idx_dir")
+    d.add_argument("dir")
+    d.add_argument("--train", type=int, default=10000)
+    d.add_argument("--val", type=int, default=2000)
+    d.add_argument("--jobs", type=int, default=os.cpu_count())
     a = ap.parse_args()
-    {"make": cmd_make, "torch": cmd_torch, "infer": cmd_infer}[a.cmd](a)
+    {"make": cmd_make, "torch": cmd_torch, "infer": cmd_infer, "idx": cmd_idx}[a.cmd](a)
 
 
 if __name__ == "__main__":

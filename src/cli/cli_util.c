@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../core/env.h"
+#include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../exec/exec.h"
 #include "../ops/op.h"
@@ -235,4 +236,11 @@ int amd_cli_shape_pass(const amd_graph *g, amd_cli_node_shape *nodes, amd_status
   free(inputs);
   free(outputs);
   return rc;
+}
+
+int64_t *amd_cli_limit_index(const amd_dataset *ds, const amd_data_split *s, int64_t limit) {
+  if (ds->format != AMD_DATA_IMAGES || ds->partial || limit <= 0 || limit >= s->n) return NULL;
+  int64_t *idx = malloc((size_t)limit * sizeof *idx);
+  for (int64_t j = 0; idx && j < limit; j++) idx[j] = amd_spread_index(j, limit, s->n);
+  return idx;
 }

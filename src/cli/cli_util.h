@@ -18,6 +18,8 @@ struct amd_backend;
 struct amd_graph;
 struct amd_status;
 struct amd_env;
+struct amd_dataset;
+struct amd_data_split;
 /* The process's environment (core/env.h), read once; the first call also
  * applies what the library takes before any work (AMD_GEMM_ISA,
  * AMD_CUDA_POISON_OUTPUTS). main() calls it first thing. */
@@ -56,5 +58,12 @@ typedef struct amd_cli_node_shape {
  * are not computed) and fills nodes[0 .. g->n_nodes - 1]. 0, or -1 with the
  * reason in st when the pass stopped (the nodes it reached are filled). */
 int amd_cli_shape_pass(const struct amd_graph *g, amd_cli_node_shape *nodes, struct amd_status *st);
+
+/* The samples `--limit N` scores in split s (eval, sweep): NULL for the
+ * first N (the caller passes idx NULL), except for an image folder decoded
+ * whole, whose files are sorted by class: then N indices spread evenly
+ * (amd_spread_index), the same images a partially decoded folder holds
+ * (amd_image_opts.max_samples). The caller frees the array. */
+int64_t *amd_cli_limit_index(const struct amd_dataset *ds, const struct amd_data_split *s, int64_t limit);
 
 #endif

@@ -29,7 +29,7 @@ static const char usage[] =
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
-    "samples of the split. --confusion draws the confusion matrix as a picture.\n"
+    "samples of the split (of an image folder, sorted by class: N spread evenly over it). --confusion draws the confusion matrix as a picture.\n"
     "--tta (test-time augmentation) also runs every image mirrored left-right and\n"
     "scores the mean of the two logits.\n"
     "--profile FILE.tsv prints the time per stage (im2col, GEMM) and per op family\n"
@@ -41,7 +41,7 @@ static const char usage[] =
     "e.g. a torchvision ImageNet model: --data images:DIR --resize 256 --crop 224\n"
     "--normalize imagenet (the model exported to ONNX: tools/export_torchvision.py).\n"
     "With a normalisation other than dataset, only the split evaluated is decoded\n"
-    "(DIR/val of DIR/train + DIR/val), and with --limit N only its first N images.\n";
+    "(DIR/val of DIR/train + DIR/val), and with --limit N only those N images.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -167,7 +167,10 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_batch_stats bs = {0};
   if (profile) amd_prof_start();
   double t0 = now_s();
-  if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, confusion, c, &st)) goto fail;
+  int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);
+  int eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, batch, &bs, confusion, c, &st);
+  free(limit_idx);
+  if (eval_rc) goto fail;
   double secs = now_s() - t0;
   amd_prof_on = 0;
   printf("model %s, mode %s, %s split of %s: %lld images%s\n", model, mode, split, data, (long long)bs.n,

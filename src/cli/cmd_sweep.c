@@ -50,7 +50,8 @@ static const char usage[] =
     "cross-entropy, and the drop of top-1 (percentage points) and the rise of the\n"
     "loss from the baseline. A progress line per row goes to stderr.\n"
     "\n"
-    "  --limit N         only the first N test samples (a quick subset)\n"
+    "  --limit N         only N test samples (a quick subset: the first N; of an\n"
+    "                    image folder, N spread evenly over its classes)\n"
     "  --batch N         evaluation batch (default 256)\n"
     "  --tsv FILE.tsv    the rows, one flushed per node (accuracies as fractions).\n"
     "                    Its first line names the run (model, data, mode, limit,\n"
@@ -63,7 +64,7 @@ static const char usage[] =
     "                    --backend is the same option\n"
     "  --debug-sync      synchronise after every GPU kernel\n"
     "The image options of `eval` (images: folders; only the test split is decoded,\n"
-    "and with --limit only its first N images, unless --normalize is dataset):\n"
+    "and with --limit only those N images, unless --normalize is dataset):\n"
     "%s"
     "\n"
     "Exit codes: 0 done, 1 error, 2 bad arguments.\n";
@@ -350,7 +351,10 @@ int amd_cmd_sweep(int argc, char **argv) {
       nd->mult = nd->bwd_mult = on ? modes.def : NULL;
     }
     amd_batch_stats bs = {0};
-    if (amd_trainer_eval_split(&t, &ds, s, NULL, count, batch, &bs, NULL, 0, &st)) goto fail;
+    int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);
+    int eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, batch, &bs, NULL, 0, &st);
+    free(limit_idx);
+    if (eval_rc) goto fail;
     r->n = bs.n;
     r->top1 = bs.n ? (double)bs.top1 / (double)bs.n : 0;
     r->top5 = bs.n ? (double)bs.top5 / (double)bs.n : 0;

@@ -99,7 +99,9 @@ typedef struct amd_image_opts {
   int skip_bad;             /* bad files are skipped (counted on stderr) instead of failing */
   /* What a command that evaluates one split needs (eval, sweep): only_split 1
    * (the test split) or 2 (the train split) decodes only that split of a
-   * DIR/train + DIR/val folder, and max_samples > 0 only its first N files;
+   * DIR/train + DIR/val folder, and max_samples > 0 only N of its files,
+   * evenly spaced (amd_spread_index: every class of a sorted folder is
+   * represented, where the first N would be the first classes only);
    * both are ignored with the `dataset` normalisation, whose statistics come
    * from all the training images. 0: everything (train). */
   int only_split;
@@ -116,6 +118,12 @@ const char *amd_image_opts_help(void);
 /* A short text of the options that change the data (resume checks), e.g.
  * "resize=256 crop=224x224 norm=imagenet fast=0". */
 const char *amd_image_opts_describe(const amd_image_opts *o, char *buf, size_t n);
+
+/* Sample j of k samples spread evenly over n > k (j * n / k, rounded down):
+ * the --limit subset of an image folder, whose files are sorted by class. */
+static inline int64_t amd_spread_index(int64_t j, int64_t k, int64_t n) {
+  return (int64_t)((__int128)j * n / k);
+}
 
 /* Parses SPEC and loads both splits; sets ds->format. ds is overwritten (not
  * freed first). amd_dataset_load_opts takes image options (NULL: defaults);

@@ -793,9 +793,18 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
       n_splits = 1;
       ds->partial = 1;
     }
-    if (o->max_samples > 0 && sp[0].fl.n > o->max_samples) {
-      for (int64_t i = o->max_samples; i < sp[0].fl.n; i++) free(sp[0].fl.path[i]);
-      sp[0].fl.n = o->max_samples;
+    if (o->max_samples > 0 && sp[0].fl.n > o->max_samples) { /* amd_spread_index's files, in order */
+      file_list *fl = &sp[0].fl;
+      const int64_t n = fl->n, k = o->max_samples;
+      for (int64_t i = 0, j = 0; i < n; i++) {
+        if (j < k && i == amd_spread_index(j, k, n)) {
+          fl->path[j] = fl->path[i];
+          fl->label[j++] = fl->label[i];
+        } else {
+          free(fl->path[i]);
+        }
+      }
+      fl->n = k;
       ds->partial = 1;
     }
   }

@@ -67,14 +67,15 @@ printf 'not an image' >"$tmp/rgb/bag/$first"
 [ $? -eq 0 ] && grep -q "1 bad files skipped" "$tmp/x.err" && grep -q ": 199 images" "$tmp/x.log" \
   && ok "--skip-bad: 199 images, the count on stderr" || { bad "--skip-bad"; cat "$tmp/x.log" "$tmp/x.err"; }
 # 4. eval decodes only what it evaluates (a normalisation other than dataset): the val split of a
-#    train/val folder, and with --limit N its first N images, with the same results on them
+#    train/val folder, and with --limit N only N images spread over the classes
 "$amd" eval "$tmp/l.onnx" --data "images:$tmp/grey" --normalize none --device cpu >"$tmp/p.log" 2>&1
 "$amd" eval "$tmp/l.onnx" --data "images:$tmp/grey" --normalize none --limit 1000 --device cpu >"$tmp/p2.log" 2>&1
 "$amd" eval "$tmp/l.onnx" --data "images:$tmp/grey" --normalize none --limit 37 --device cpu >"$tmp/p3.log" 2>&1
 grep -q "images: 1000 train / 1000 test, .*(only the evaluated images decoded)" "$tmp/p.log" \
   && grep -q "images: 37 train / 37 test" "$tmp/p3.log" && grep -q ": 37 images" "$tmp/p3.log" \
+  && [ "$(grep -c '% of [34]$' "$tmp/p3.log")" -eq 10 ] \
   && [ "$(grep '^top1' "$tmp/p.log" | cut -d' ' -f1-6)" = "$(grep '^top1' "$tmp/p2.log" | cut -d' ' -f1-6)" ] \
-  && ok "eval --normalize none: only the val split decoded; --limit 37: only 37 images" \
+  && ok "eval --normalize none: only the val split decoded; --limit 37: only 37 images, 3 or 4 of each class" \
   || { bad "partial decoding for eval"; cat "$tmp/p.log" "$tmp/p2.log" "$tmp/p3.log"; }
 "$amd" eval --help | grep -q -- "--normalize NORM" && "$amd" train --help | grep -q -- "--fast-decode" \
   && ok "--help of eval and train lists the image options" || bad "--help"
