@@ -16,7 +16,8 @@
 # usage: tools/demo_pretrained.sh IDX_DIR WORK [MODE ...]   (default: mbm12)
 # environment: AMDNN (build/src/amdnn-onnx), PYTHON (python3), MODEL
 # (resnet18), TRAIN_N (20000), VAL_N (5000), PRE_EPOCHS (4), FT_EPOCHS (1),
-# FREEZE (empty), SWEEP_LIMIT (2000), BATCH (128), DEVICE (empty: the default)
+# FREEZE (empty), FT_LR (5e-5), SWEEP_LIMIT (2000), BATCH (128), DEVICE (empty:
+# the default)
 set -eu
 idx=$1 work=$2
 shift 2
@@ -44,7 +45,7 @@ echo "== sweep, $last"
   --tsv "$work/sweep.tsv" --plot "$work/sweep.png" 2>/dev/null | tail -n +1
 echo "== fine-tuning pre.onnx in $last (${FT_EPOCHS:-1} epochs${FREEZE:+, --freeze $FREEZE})"
 "$amdnn" train "$work/pre.onnx" "${img[@]}" "${dev[@]}" --epochs "${FT_EPOCHS:-1}" --batch "$batch" --mode "$last" \
-  --optimizer adamw --lr 2e-4 ${FREEZE:+--freeze "$FREEZE"} -o "$work/tuned.onnx" 2>&1 |
+  --optimizer adamw --lr "${FT_LR:-5e-5}" ${FREEZE:+--freeze "$FREEZE"} -o "$work/tuned.onnx" 2>&1 |
   grep -E "^epoch|freeze|wrote|rror"
 for m in acc32 "$last"; do
   echo "== eval tuned.onnx, $m"
