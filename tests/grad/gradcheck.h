@@ -79,16 +79,19 @@ static amd_tensor gc_tensor(amd_dtype dt, int rank, const int64_t *dims, double 
 }
 
 /* ---- the check ---- */
+/* Up to GC_MAX_IN inputs (QLinearConv has 9) and GC_MAX_OUT outputs. */
+enum { GC_MAX_IN = 12, GC_MAX_OUT = 8 };
 typedef struct gc_node {
   Onnx__NodeProto proto;
-  char *in_names[8], *out_names[8];
+  char *in_names[GC_MAX_IN], *out_names[GC_MAX_OUT];
   amd_node node;
-  int in_idx[8], out_idx[8];
+  int in_idx[GC_MAX_IN], out_idx[GC_MAX_OUT];
 } gc_node;
 
 static int gc_bind(gc_node *g, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
                    amd_tensor **in, int n_in, int n_out, amd_status *st) {
-  static char names[16][8];
+  static char names[GC_MAX_IN + GC_MAX_OUT][8];
+  AMD_ASSERT(n_in <= GC_MAX_IN && n_out <= GC_MAX_OUT);
   memset(g, 0, sizeof *g);
   onnx__node_proto__init(&g->proto);
   g->proto.op_type = (char *)op;
@@ -104,9 +107,9 @@ static int gc_bind(gc_node *g, const char *op, int opset, Onnx__AttributeProto *
     g->in_idx[k] = in[k] ? k : -1;
   }
   for (int k = 0; k < n_out; k++) {
-    snprintf(names[8 + k], sizeof names[8 + k], "o%d", k);
-    g->out_names[k] = names[8 + k];
-    g->out_idx[k] = 8 + k;
+    snprintf(names[GC_MAX_IN + k], sizeof names[GC_MAX_IN + k], "o%d", k);
+    g->out_names[k] = names[GC_MAX_IN + k];
+    g->out_idx[k] = GC_MAX_IN + k;
   }
   g->node.name = (char *)op;
   g->node.n_in = n_in;

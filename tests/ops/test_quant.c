@@ -82,52 +82,13 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int as, int bs, int big) 
   free(A), free(B), free(za), free(zb), free(C);
 }
 
-/* gc_bind of gradcheck.h for up to 12 inputs (QLinearConv has 9). */
-typedef struct q_node {
-  Onnx__NodeProto proto;
-  char *in_names[12], *out_names[4];
-  amd_node node;
-  int in_idx[12], out_idx[4];
-} q_node;
-
-static int q_bind(q_node *g, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in,
-                  int n_in, int n_out, amd_status *st) {
-  static char names[16][8];
-  AMD_ASSERT(n_in <= 12 && n_out <= 4);
-  memset(g, 0, sizeof *g);
-  onnx__node_proto__init(&g->proto);
-  g->proto.op_type = (char *)op;
-  g->proto.n_input = (size_t)n_in;
-  g->proto.input = g->in_names;
-  g->proto.n_output = (size_t)n_out;
-  g->proto.output = g->out_names;
-  g->proto.n_attribute = (size_t)n_attrs;
-  g->proto.attribute = attrs;
-  for (int k = 0; k < n_in; k++) {
-    snprintf(names[k], sizeof names[k], "i%d", k);
-    g->in_names[k] = in[k] ? names[k] : (char *)"";
-    g->in_idx[k] = in[k] ? k : -1;
-  }
-  for (int k = 0; k < n_out; k++) {
-    snprintf(names[12 + k], sizeof names[12 + k], "o%d", k);
-    g->out_names[k] = names[12 + k];
-    g->out_idx[k] = 12 + k;
-  }
-  g->node.name = (char *)op;
-  g->node.n_in = n_in;
-  g->node.n_out = n_out;
-  g->node.in = g->in_idx;
-  g->node.out = g->out_idx;
-  return amd_node_bind(&g->node, &g->proto, opset, st);
-}
-
 /* Runs one node; returns 0 or -1 with msg set; out[0..n_out) allocated on success. */
 static int run(const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs, amd_tensor **in, int n_in,
                int n_out, amd_tensor *out, char *msg) {
   amd_status st = {{0}};
-  q_node g;
+  gc_node g;
   msg[0] = 0;
-  int rc = q_bind(&g, op, opset, attrs, n_attrs, in, n_in, n_out, &st);
+  int rc = gc_bind(&g, op, opset, attrs, n_attrs, in, n_in, n_out, &st);
   if (rc == 0) rc = gc_forward(&g.node, in, out, NULL, NULL, &st);
   if (rc) {
     snprintf(msg, 512, "%.500s", st.msg);
