@@ -160,12 +160,14 @@ int transpose_backward(BWD_ARGS) {
 /* ================================================================ Gather */
 
 /* y[o, j, i] = x[o, idx[j], i] (x viewed as [outer, dim, inner], indices
- * already made non-negative on the host) */
+ * already made non-negative on the host; one index (idx NULL) comes by
+ * value as idx0: nothing to upload, so a step with it can be captured into
+ * a CUDA graph, e.g. a ViT's class token) */
 __global__ void k_gather(int64_t outer, int64_t cnt, int64_t inner, int64_t dim, const int64_t *idx,
-                         const float *x, float *y) {
+                         int64_t idx0, const float *x, float *y) {
   AMD_CU_LOOP(e, outer * cnt * inner) {
     const int64_t i = e % inner, j = (e / inner) % cnt, o = e / (inner * cnt);
-    y[e] = x[(o * dim + idx[j]) * inner + i];
+    y[e] = x[(o * dim + (idx ? idx[j] : idx0)) * inner + i];
   }
 }
 
@@ -173,13 +175,13 @@ __global__ void k_gather(int64_t outer, int64_t cnt, int64_t inner, int64_t dim,
  * (the CPU's order: repeated indices add up the same way); one thread per
  * element of dx, so no atomics. */
 __global__ void k_gather_bwd(int64_t outer, int64_t cnt, int64_t inner, int64_t dim, const int64_t *idx,
-                             const float *dy, float *dx) {
+                             int64_t idx0, const float *dy, float *dx) {
   AMD_CU_LOOP(e, outer * dim * inner) {
     const int64_t i = e % inner, v = (e / inner) % dim, o = e / (inner * dim);
     float acc = dx[e];
     bool hit = false;
     for (int64_t j = 0; j < cnt; j++)
-      if (idx[j] == v) {
+      if ((idx ? idx[j] : idx0) == v) {
         acc += dy[(o * cnt + j) * inner + i];
         hit = true;
       }
@@ -188,9 +190,10 @@ __global__ void k_gather_bwd(int64_t outer, int64_t cnt, int64_t inner, int64_t 
 }
 
 /* The geometry of a Gather node, its indices checked, made non-negative and
- * uploaded into idx (the caller's scratch). */
+ * uploaded into idx (the caller's scratch); a single index is left in *idx0
+ * instead (idx->p stays NULL). */
 static int gather_setup(const amd_node *n, const amd_tensor *const *in, int64_t *outer, int64_t *cnt,
-                        int64_t *inner, int64_t *dim, scratch *idx, amd_status *st) {
+                        int64_t *inner, int64_t *dim, scratch *idx, int64_t *idx0, amd_status *st) {
   const amd_axis_attrs *a = (const amd_axis_attrs *)n->attrs;
   const amd_tensor *x = in[0], *ind = in[1];
   if (ind->device != AMD_DEVICE_CPU) return amd_fail(st, "Gather's indices are not on the host");
@@ -211,20 +214,21 @@ static int gather_setup(const amd_node *n, const amd_tensor *const *in, int64_t 
     }
     h[j] = v < 0 ? v + *dim : v;
   }
+  *idx0 = *cnt == 1 ? h[0] : 0;
   const size_t bytes = (size_t)*cnt * sizeof *h;
-  int rc = idx->get(bytes, st) || (bytes && amd_cu_from_host(idx->p, h, bytes, st));
+  int rc = *cnt != 1 && (idx->get(bytes, st) || (bytes && amd_cu_from_host(idx->p, h, bytes, st)));
   free(h);
   return rc ? -1 : 0;
 }
 
 int gather_forward(FWD_ARGS) {
   (void)ctx;
-  int64_t outer, cnt, inner, dim;
+  int64_t outer, cnt, inner, dim, idx0;
   scratch idx;
-  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, st)) return -1;
+  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, &idx0, st)) return -1;
   const int64_t total = outer * cnt * inner;
   if (!total) return 0;
-  k_gather<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p,
+  k_gather<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p, idx0,
                                                             F(in[0]), F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_gather", st);
   return 0;
@@ -233,13 +237,13 @@ int gather_forward(FWD_ARGS) {
 int gather_backward(BWD_ARGS) {
   (void)ctx, (void)out;
   if (!dout[0] || !din[0]) return 0;
-  int64_t outer, cnt, inner, dim;
+  int64_t outer, cnt, inner, dim, idx0;
   scratch idx;
-  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, st)) return -1;
+  if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, &idx0, st)) return -1;
   const int64_t total = outer * dim * inner;
   if (!total || !cnt) return 0;
-  k_gather_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim,
-                                                                (const int64_t *)idx.p, F(dout[0]), F(din[0]));
+  k_gather_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p,
+                                                                idx0, F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_gather_bwd", st);
   return 0;
 }
