@@ -24,6 +24,7 @@ typedef struct {
 
 static const equivalent_version equivalents[] = {
     {AMD_OP_IDX_Conv, 22, 22, 11, "22 adds bfloat16"},
+    {AMD_OP_IDX_Einsum, 28, 28, 12, "28 adds bfloat16"},
     {AMD_OP_IDX_MaxPool, 22, 22, 12,
      "22 adds bfloat16 and states that ceil_mode windows starting in the right padding are dropped, "
      "which every version here does"},

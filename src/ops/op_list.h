@@ -156,3 +156,5 @@ AMD_OP(QLinearConv)
 AMD_OP(QLinearMatMul)
 AMD_OP(ConvInteger)
 AMD_OP(MatMulInteger)
+/* einsum.c: Einsum (issue 16: MaxViT) */
+AMD_OP(Einsum)

@@ -28,13 +28,13 @@ static Onnx__AttributeProto *gc_attr_new(const char *name) {
   a->name = (char *)name;
   return a;
 }
-static Onnx__AttributeProto *gc_attr_int(const char *name, int64_t v) {
+static inline Onnx__AttributeProto *gc_attr_int(const char *name, int64_t v) {
   Onnx__AttributeProto *a = gc_attr_new(name);
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
   a->has_i = 1, a->i = v;
   return a;
 }
-static Onnx__AttributeProto *gc_attr_float(const char *name, float v) {
+static inline Onnx__AttributeProto *gc_attr_float(const char *name, float v) {
   Onnx__AttributeProto *a = gc_attr_new(name);
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
   a->has_f = 1, a->f = v;
@@ -47,7 +47,7 @@ static inline Onnx__AttributeProto *gc_attr_string(const char *name, const char 
   a->has_s = 1, a->s.data = (uint8_t *)v, a->s.len = strlen(v);
   return a;
 }
-static Onnx__AttributeProto *gc_attr_ints(const char *name, int n, const int64_t *v) {
+static inline Onnx__AttributeProto *gc_attr_ints(const char *name, int n, const int64_t *v) {
   Onnx__AttributeProto *a = gc_attr_new(name);
   a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
   a->n_ints = (size_t)n;
@@ -123,7 +123,7 @@ static int gc_bind(gc_node *g, const char *op, int opset, Onnx__AttributeProto *
 static int gc_forward(const amd_node *n, amd_tensor **in, amd_tensor *out, const amd_tensor *w, double *loss,
                       amd_status *st) {
   amd_ctx ctx = {.training = 1, .rng = 12345};
-  memset(out, 0, 8 * sizeof *out);
+  memset(out, 0, GC_MAX_OUT * sizeof *out); /* out: GC_MAX_OUT tensors */
   if (n->op->infer(n, (const amd_tensor *const *)in, out, st)) return -1;
   for (int o = 0; o < n->n_out; o++)
     if (amd_tensor_alloc(&out[o], st)) return -1;
