@@ -53,6 +53,7 @@ static void check_matmul_form(void) {
   printf("%s Einsum attention form = q k^T: max |diff| %.3g %s\n", ok ? "ok  " : "FAIL", md, st.msg);
   count(ok);
   if (bound) gc_free_outs(out, 1);
+  free(g.node.attrs);
   gc_attrs_free(a, 1);
   amd_tensor_free(&q);
   amd_tensor_free(&k);
@@ -67,6 +68,7 @@ static void check_bad(const char *eq, int n_in, const char *want) {
   gc_node g;
   int rc = gc_bind(&g, "Einsum", 12, a, 1, in, n_in, 1, &st);
   if (rc == 0) rc = g.node.op->infer(&g.node, (const amd_tensor *const *)in, y, &st);
+  free(g.node.attrs);
   int ok = rc != 0 && strstr(st.msg, want) && !strchr(st.msg, '\n');
   printf("%s Einsum \"%s\" refused: %s\n", ok ? "ok  " : "FAIL", eq, st.msg);
   count(ok);
