@@ -244,3 +244,8 @@ int64_t *amd_cli_limit_index(const amd_dataset *ds, const amd_data_split *s, int
   for (int64_t j = 0; idx && j < limit; j++) idx[j] = amd_spread_index(j, limit, s->n);
   return idx;
 }
+
+void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total) {
+  fprintf(stderr, "%s: images: %s, %lld of %lld files\n", (const char *)user, stage, (long long)done,
+          (long long)total);
+}

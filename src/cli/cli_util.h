@@ -66,4 +66,8 @@ int amd_cli_shape_pass(const struct amd_graph *g, amd_cli_node_shape *nodes, str
  * (amd_image_opts.max_samples). The caller frees the array. */
 int64_t *amd_cli_limit_index(const struct amd_dataset *ds, const struct amd_data_split *s, int64_t limit);
 
+/* amd_image_opts.progress for the commands: a line on stderr, user is the
+ * command's name (e.g. "amdnn-onnx eval"). */
+void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total);
+
 #endif

@@ -135,6 +135,7 @@ int amd_cmd_eval(int argc, char **argv) {
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
   img.only_split = strcmp(split, "test") == 0 ? 1 : 2; /* the other split is not decoded (images:) */
   img.max_samples = limit;
+  img.progress = amd_cli_image_progress, img.progress_user = (void *)"amdnn-onnx eval";
   double load_t0 = now_s();
   if (amd_dataset_load_opts(data, &img, &ds, &st)) goto fail;
   double load_s = now_s() - load_t0;

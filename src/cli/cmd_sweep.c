@@ -297,8 +297,9 @@ int amd_cmd_sweep(int argc, char **argv) {
   rows[n_rows].node = -1;
   rows[n_rows++].macs = total_macs;
 
-  img.only_split = 1; /* the test split, and with --limit its first N images (images:) */
+  img.only_split = 1; /* the test split, and with --limit N images of it (images:) */
   img.max_samples = limit;
+  img.progress = amd_cli_image_progress, img.progress_user = (void *)"amdnn-onnx sweep";
   const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
   if (amd_dataset_load_opts(data, &img, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st)) goto fail;
   const amd_backend *be;

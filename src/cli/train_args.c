@@ -133,6 +133,7 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
   memset(c, 0, sizeof *c);
   c->epochs = 10, c->batch = 128, c->seed = 1, c->lr = 0.01f, c->momentum = 0.9f;
   c->mode = "acc32", c->optimizer = "sgd", c->schedule = "constant";
+  c->img.progress = amd_cli_image_progress, c->img.progress_user = (void *)"amdnn-onnx train";
   amd_status img_st;
   int img_k;
   for (int i = 1; i < argc; i++) {

@@ -106,6 +106,10 @@ typedef struct amd_image_opts {
    * from all the training images. 0: everything (train). */
   int only_split;
   int64_t max_samples;
+  /* Where set, called about every 2 s during a long load (images:) with the
+   * stage ("reading headers", "decoding"), the files done and the total. */
+  void (*progress)(void *user, const char *stage, int64_t done, int64_t total);
+  void *progress_user;
 } amd_image_opts;
 
 /* One command-line option of amd_image_opts: name (e.g. "--resize") and its

@@ -48,6 +48,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -423,7 +424,17 @@ typedef struct pool {
    * budget runs alone */
   pthread_cond_t cv;
   int64_t budget, in_use;
+  /* progress (amd_image_opts.progress), reported by the calling thread */
+  const amd_image_opts *o;
+  const char *stage;
+  double last_report;
 } pool;
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void mem_reserve(pool *p, int64_t bytes) {
   pthread_mutex_lock(&p->mu);
@@ -452,6 +463,13 @@ static void *worker_main(void *arg) {
     int64_t i = atomic_fetch_add(&p->next, 1);
     if (i >= p->n) break;
     p->fn(p, i, w->id);
+    if (w->id == 0 && p->o && p->o->progress) {
+      const double t = mono_s();
+      if (t - p->last_report >= 2.0) {
+        p->last_report = t;
+        p->o->progress(p->o->progress_user, p->stage, i + 1, p->n);
+      }
+    }
   }
   return NULL;
 }
@@ -478,6 +496,7 @@ static int pool_run(pool *p, int64_t n, void (*fn)(pool *, int64_t, int), void *
   p->fn = fn;
   p->ctx = ctx;
   p->err_index = INT64_MAX;
+  p->last_report = mono_s();
   int nw = p->n_workers < n ? p->n_workers : (int)(n > 0 ? n : 1);
   pthread_t th[1024];
   worker_arg wa[1024];
@@ -595,6 +614,7 @@ static int probe_split(pool *p, const file_list *fl, amd_img_info **info, uint8_
   *bad = calloc((size_t)(fl->n ? fl->n : 1), 1);
   if (!*info || !*bad) return amd_fail(st, "out of memory");
   plan pl = {.fl = fl, .info = *info};
+  p->stage = "reading headers";
   p->bad = *bad;
   p->bad_count = 0;
   int rc = pool_run(p, fl->n, probe_one, &pl, st);
@@ -688,6 +708,7 @@ static int decode_split(pool *p, split_work *sp, const amd_image_opts *o, amd_da
   if (!rc) {
     p->bad = bad2;
     p->bad_count = 0;
+    p->stage = "decoding";
     rc = pool_run(p, k, decode_one, &pl, st);
   }
   if (!rc) {
@@ -766,6 +787,7 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
     if (!rc && two) rc = collect_split(vdir, ds->class_names, ds->n_classes, &sp[1].fl, &li, st);
   }
   pool p = {0};
+  p.o = o;
   p.skip_bad = o->skip_bad;
   p.n_workers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (p.n_workers < 1) p.n_workers = 1;

@@ -124,6 +124,8 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
   /* the image options that change the data (only when set: older checkpoints resume) */
   amd_image_opts io = c->img;
   io.workers = 0;
+  io.progress = NULL; /* how it is loaded, not what */
+  io.progress_user = NULL;
   static const amd_image_opts none = {0};
   if (memcmp(&io, &none, sizeof io)) {
     char d[256];
