@@ -125,6 +125,7 @@ static int ein_plan_make(const amd_node *n, const amd_tensor *const *in, ein_pla
   int count[EIN_LABELS] = {0};
   const char *c = a->eq;
   int lab[AMD_MAX_RANK + EIN_ELL];
+  int in_lab[EIN_MAX_IN][AMD_MAX_RANK]; /* each input's axis labels, for its strides below */
   for (int k = 0; k < p->n_in; k++) {
     if (k > 0) {
       if (*c != ',') return amd_fail(st, "the equation has %d input terms for %d inputs", k, p->n_in);
@@ -133,6 +134,7 @@ static int ein_plan_make(const amd_node *n, const amd_tensor *const *in, ein_pla
     int e, r = parse_term(&c, in[k]->rank, 0, lab, &e, st);
     if (r < 0) return -1;
     if (e > p->n_ell) p->n_ell = e;
+    memcpy(in_lab[k], lab, (size_t)r * sizeof *lab);
     for (int i = 0; i < r; i++) {
       const int l = lab[i];
       const int64_t d = in[k]->dims[i];
@@ -176,15 +178,12 @@ static int ein_plan_make(const amd_node *n, const amd_tensor *const *in, ein_pla
       }
     p->out_rank = r;
   }
-  /* strides per label */
-  c = a->eq;
+  /* strides per label (the sizes are final now: the ellipsis has broadcast) */
   for (int k = 0; k < p->n_in; k++) {
-    if (k > 0) c++;
-    int e, r = parse_term(&c, in[k]->rank, 0, lab, &e, st);
-    if (r < 0) return -1;
     int64_t s = 1;
-    for (int i = r - 1; i >= 0; i--) {
-      if (in[k]->dims[i] != 1 || p->size[lab[i]] == 1) p->stride[k][lab[i]] += s;
+    for (int i = in[k]->rank - 1; i >= 0; i--) {
+      const int l = in_lab[k][i];
+      if (in[k]->dims[i] != 1 || p->size[l] == 1) p->stride[k][l] += s;
       s *= in[k]->dims[i];
     }
   }
