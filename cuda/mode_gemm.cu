@@ -33,8 +33,13 @@
  * exponent, F fraction; mask = all ones for a normal operand, 0 for a zero or
  * subnormal one, so that its product adds +0; the sum starts at +0, so a -0
  * product would add nothing either):
- * - MIT (mit16, mit32, mbm12 = Mitchell on the forced-bit fractions):
+ * - MIT (mit16, mit32, mit14, mbm12 = Mitchell on the forced-bit fractions):
  *   enc(a) = (s|E|F') - 127<<23, enc(b) = s|E|F'; product = enc(a) + enc(b).
+ *   The large kernel's loop (compute_mit) spends two instructions a product,
+ *   the integer add and an fp32 FMA that multiplies the product by a 1.0f /
+ *   0.0f mask of the one side whose tile holds zeros (a zero's encoding keeps
+ *   the sum finite), instead of masking the bits and adding: the same sums
+ *   bit for bit, 1.3 to 1.4 times faster on the H100.
  * - MBM1 (am16, mbm14): the product depends on the fractions only through
  *   the sum of their kept bits above the forced one, h (6 or 4 bits).
  *   enc(a) = (s|E<<23) - 127<<23 + h<<7, enc(b) = s|E<<23 + h<<7; in
@@ -124,6 +129,8 @@ template <int MODE> struct ModeTraits {
   static constexpr bool masks = check;
   static constexpr bool mbm1 = kind == AMD_KIND_MBM;
   static constexpr bool lut = kind == AMD_KIND_LUT;
+  /* MIT kinds: the fast path masks zeros in the fp32 FMA (see compute_mit) */
+  static constexpr bool mit = kind == AMD_KIND_MIT || kind == AMD_KIND_MIT_FORCED;
   static constexpr bool table = mbm1 || lut;
   /* MBM_23 (am32) in the large kernel: the product as a scaled significand
    * (see the file comment), three A planes and two B planes per stage */
@@ -177,9 +184,10 @@ __device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uin
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
 /* Loads this thread's part of an R x BK operand tile into registers (zeros
- * outside the matrix). kc: the tile is stored with k contiguous (X[r*ld + k]),
- * else with r contiguous (X[k*ld + r]). Element q: k = kk(q), r = rr(q). */
-template <int R>
+ * outside the matrix; see ONE for rows beyond it). kc: the tile is stored
+ * with k contiguous (X[r*ld + k]), else with r contiguous (X[k*ld + r]).
+ * Element q: k = kk(q), r = rr(q). */
+template <int R, bool ONE>
 __device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool kc, int rows, int r0, int k0,
                                           int kend, uint32_t (&v)[R / 32]) {
   const int tid = threadIdx.x;
@@ -194,7 +202,10 @@ __device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool kc, i
       r = (tid & 31) + 32 * q;
     }
     const int gr = r0 + r, gk = k0 + k;
-    float x = 0.0f;
+    /* past K: zeros (they are summed); a row beyond the matrix: 0, or with
+     * ONE (the MIT kinds) 1.0, which only the outputs that are not written
+     * read (so that it does not count as a zero for compute_mit) */
+    float x = ONE && gk < kend ? 1.0f : 0.0f;
     if (gr < rows && gk < kend) x = kc ? X[(int64_t)gr * ld + gk] : X[(int64_t)gk * ld + gr];
     v[q] = __float_as_uint(x);
   }
@@ -220,6 +231,15 @@ __device__ __forceinline__ void exp_range(const uint32_t (&v)[NV], uint32_t &lo,
       hi = max(hi, e);
     }
   }
+}
+
+/* 1 when one of v is a zero or a subnormal (the MIT kinds' fast path needs
+ * to know which side holds zeros). */
+template <int NV> __device__ __forceinline__ uint32_t any_zero(const uint32_t (&v)[NV]) {
+  uint32_t z = 0u;
+#pragma unroll
+  for (int q = 0; q < NV; q++) z |= (v[q] & 0x7F800000u) == 0u;
+  return z;
 }
 
 /* Decodes (fast: encodes, else keeps the raw bits) and stores one operand
@@ -251,6 +271,15 @@ __device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const 
       /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
       enc[idx] = fast ? mbm1_h<MODE>(u) << 7 : u;
       mask[idx] = u & 0xFF800000u;
+      continue;
+    }
+    if (ModeTraits<MODE>::mit) {
+      /* a zero or subnormal operand: an encoding whose sum with the other
+       * operand's stays finite (A: 0, so the sum is b'; B: 1.0's bits, so it
+       * is a'), and the mask 0.0f that compute_mit multiplies it by */
+      const bool zero = (u & 0x7F800000u) == 0u;
+      enc[idx] = !fast ? u : zero ? (IS_A ? 0u : 0x3F800000u) : encode<MODE, IS_A>(u, m);
+      mask[idx] = zero ? 0u : 0x3F800000u;
       continue;
     }
     enc[idx] = fast ? encode<MODE, IS_A>(u, m) : u;
@@ -347,6 +376,45 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
   }
 }
 
+/* One stage's BK steps of a MIT kind, fast path: two instructions a
+ * product, the integer add of the encodings and an fp32 FMA that multiplies
+ * the sum by the mask of the side that may hold zeros (1.0f, or 0.0f for a
+ * zero or subnormal operand, whose encoding keeps the sum finite: see
+ * store_tile), so that a zero product adds +-0 and every other one adds
+ * itself: the same fp32 sums as fadd(acc, (ea + eb) & masks), bit for bit.
+ * ZSIDE: 1 only B's tile holds zeros (or neither), 2 only A's, 3 both (then
+ * the product is first multiplied by A's mask: three instructions). */
+template <int MI, int ZSIDE>
+__device__ __forceinline__ void compute_mit(const uint32_t *st, float (&acc)[4 * MI][8]) {
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const uint32_t *Ae = st, *Am = st + PLANE, *Be = st + 2 * PLANE, *Bm = st + 3 * PLANE;
+#pragma unroll
+  for (int k = 0; k < BK; k++) {
+    uint32_t ea[4 * MI], ma[4 * MI];
+#pragma unroll
+    for (int h = 0; h < MI; h++) lds4(Ae + k * LDS + h * 64 + ty * 4, ea + 4 * h);
+    if (ZSIDE & 2)
+#pragma unroll
+      for (int h = 0; h < MI; h++) lds4(Am + k * LDS + h * 64 + ty * 4, ma + 4 * h);
+#pragma unroll
+    for (int jh = 0; jh < 2; jh++) {
+      uint32_t eb[4], mb[4];
+      lds4(Be + k * LDS + jh * 64 + tx * 4, eb);
+      if (ZSIDE & 1) lds4(Bm + k * LDS + jh * 64 + tx * 4, mb);
+#pragma unroll
+      for (int i = 0; i < 4 * MI; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          const float x = __uint_as_float(ea[i] + eb[j]);
+          float &a = acc[i][jh * 4 + j];
+          if (ZSIDE == 1) a = __fmaf_rn(x, __uint_as_float(mb[j]), a);
+          if (ZSIDE == 2) a = __fmaf_rn(x, __uint_as_float(ma[i]), a);
+          if (ZSIDE == 3) a = __fmaf_rn(__fmul_rn(x, __uint_as_float(ma[i])), __uint_as_float(mb[j]), a);
+        }
+    }
+  }
+}
+
 /* The am32 products of one k step against 4 B columns, accumulated (see
  * compute_fast_am32). CORNER: some pair may reach the corner of section 3. */
 template <int MI, bool CORNER>
@@ -434,12 +502,15 @@ __device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4
  * warps (red: this stage's 8 x 4 words). Contains a barrier. scaled: am32's
  * V * scale(b) (V < 4) must also stay finite, E(b) <= 253. */
 __device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t blo, uint32_t bhi, uint32_t sp,
-                                          uint32_t *red, bool scaled = false) {
+                                          uint32_t *red, bool scaled = false, uint32_t zab = 0u,
+                                          uint32_t *zout = nullptr) {
   const unsigned full = 0xFFFFFFFFu;
   alo = __reduce_min_sync(full, alo);
   ahi = __reduce_max_sync(full, ahi);
   blo = __reduce_min_sync(full, blo);
-  bhi = __reduce_max_sync(full, bhi) | (__reduce_or_sync(full, sp) << 31);
+  /* bhi's word also carries the Inf/NaN flag (bit 31) and zab (bits 8, 9:
+   * zeros in A's tile, in B's) */
+  bhi = __reduce_max_sync(full, bhi) | (__reduce_or_sync(full, sp) << 31) | (__reduce_or_sync(full, zab) << 8);
   const int warp = threadIdx.x >> 5;
   if ((threadIdx.x & 31) == 0) {
     red[warp * 4 + 0] = alo;
@@ -448,7 +519,7 @@ __device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t b
     red[warp * 4 + 3] = bhi;
   }
   __syncthreads();
-  uint32_t s = 0;
+  uint32_t s = 0, z = 0;
   alo = 255u, ahi = 0u, blo = 255u, bhi = 0u;
 #pragma unroll
   for (int w = 0; w < NT / 32; w++) {
@@ -458,7 +529,9 @@ __device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t b
     blo = min(blo, v.z);
     bhi = max(bhi, v.w & 0xFFu);
     s |= v.w >> 31;
+    z |= (v.w >> 8) & 3u;
   }
+  if (zout) *zout = z;
   if (s || (scaled && blo <= bhi && bhi > 253u)) return false;
   if (alo > ahi || blo > bhi) return true; /* only zeros on a side */
   return alo + blo >= 128u && ahi + bhi <= 380u;
@@ -501,14 +574,16 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
 
     uint32_t va[BM / 32], vb[BN / 32];
     bool fast = true;
+    uint32_t zab = 0u; /* MIT kinds: zeros in this tile pair's A (bit 0), B (bit 1) */
     if (ntiles > 0) {
-      load_tile<BM>(A, p.lda, kca, p.M, r0, kbeg, kend, va);
-      load_tile<BN>(B, p.ldb, kcb, p.N, c0, kbeg, kend, vb);
+      load_tile<BM, ModeTraits<MODE>::mit>(A, p.lda, kca, p.M, r0, kbeg, kend, va);
+      load_tile<BN, ModeTraits<MODE>::mit>(B, p.ldb, kcb, p.N, c0, kbeg, kend, vb);
       if (ModeTraits<MODE>::check) {
         uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
         exp_range(va, alo, ahi, sp);
         exp_range(vb, blo, bhi, sp);
-        fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled);
+        const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
+        fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled, z, &zab);
       }
       store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
       store_tile<MODE, false, BN>(stages + BOFF, stages + BOFF + PLANE, vb, kcb, fast, m);
@@ -521,22 +596,30 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
       const bool more = t + 1 < ntiles;
       if (more) {
         const int k0 = kbeg + (t + 1) * BK;
-        load_tile<BM>(A, p.lda, kca, p.M, r0, k0, kend, va);
-        load_tile<BN>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
+        load_tile<BM, ModeTraits<MODE>::mit>(A, p.lda, kca, p.M, r0, k0, kend, va);
+        load_tile<BN, ModeTraits<MODE>::mit>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
       }
       if (!fast)
         compute_exact<MODE, MI>(cur, acc, p.lut, m);
       else if constexpr (ModeTraits<MODE>::scaled)
         compute_fast_am32<MI>(cur, acc);
-      else
+      else if constexpr (ModeTraits<MODE>::mit) {
+        if (!(zab & 1u))
+          compute_mit<MI, 1>(cur, acc);
+        else if (!(zab & 2u))
+          compute_mit<MI, 2>(cur, acc);
+        else
+          compute_mit<MI, 3>(cur, acc);
+      } else
         compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       if (more) {
         if (ModeTraits<MODE>::check) {
           uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
           exp_range(va, alo, ahi, sp);
           exp_range(vb, blo, bhi, sp);
+          const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
           fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4,
-                           ModeTraits<MODE>::scaled);
+                           ModeTraits<MODE>::scaled, z, &zab);
         }
         store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
         store_tile<MODE, false, BN>(nxt + BOFF, nxt + BOFF + PLANE, vb, kcb, fast, m);
