@@ -428,7 +428,7 @@ static bool q8_signed(amd_q8_fmt f) { return f == AMD_Q8_S8; }
 static int q8_copy(amd_cuda_q8_ctx *ctx, int ws, int64_t R, int64_t K, const uint8_t *src, int64_t ld, int trans,
                    uint32_t x, const uint8_t **dst, int64_t *ldd, amd_status *st) {
   *ldd = round16(K > 0 ? K : 1);
-  void *p;
+  void *p = NULL;
   if (q8_ws(ctx, ws, (size_t)(R * *ldd), &p, st)) return -1;
   k_q8_copy<<<q8_blocks(R * K), 256, 0, ctx->stream>>>(R, K, src, ld, trans, x, (uint8_t *)p, *ldd);
   AMD_CUDA_CHECK_LAUNCH("k_q8_copy", st);
@@ -496,7 +496,7 @@ extern "C" int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int6
   const bool exact = !table || (tab->exact == 'u' && !as && !bs) || (tab->exact == 's' && as && bs);
   if (ctx->path == AMD_Q8_PATH_IMMA && !exact)
     return amd_fail(st, "q8 GEMM: the tensor-core path needs the exact table");
-  void *sums;
+  void *sums = NULL;
   if (q8_ws(ctx, 0, sizeof(uint32_t) * (size_t)(M + N), &sums, st)) return -1;
   uint32_t *rs = (uint32_t *)sums, *cs = rs + M;
   if (exact && ctx->path != AMD_Q8_PATH_TABLE && K < q8_imma_max_k) {
