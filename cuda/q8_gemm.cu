@@ -329,9 +329,10 @@ static int q8_table_make(amd_cuda_q8_ctx *ctx, const int32_t *h, q8_table *t, am
   for (int i = 0; i < AMD_Q8_ENTRIES; i++) h16[i] = (uint16_t)h[i];
   const size_t bytes = t->kind == TAB_I32 ? sizeof(int32_t) * AMD_Q8_ENTRIES : q8_tab16_bytes;
   cudaError_t e = cudaMalloc(&t->dev, bytes);
-  /* synchronous: the host buffers are freed next */
-  if (e == cudaSuccess) e = cudaMemcpy(t->dev, t->kind == TAB_I32 ? (const void *)h : (const void *)h16, bytes,
-                                       cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(t->dev, t->kind == TAB_I32 ? (const void *)h : (const void *)h16, bytes,
+                        cudaMemcpyHostToDevice, ctx->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(ctx->stream); /* h16 is freed next */
   free(h16);
   if (e != cudaSuccess) {
     q8_table_free(t);
@@ -455,7 +456,8 @@ template <int TAB> static int q8_launch(amd_cuda_q8_ctx *ctx, const Q8Params &p,
 
 static bool aligned(const void *p, int n) { return ((uintptr_t)p % (uintptr_t)n) == 0; }
 
-/* The tensor cores: P = A8 B8^T into C, then the corrections. */
+/* The tensor cores: P = A8 B8^T into C, then the corrections. Returns 1 (nothing written) where cuBLAS
+ * has no int8 kernel for the call and the path is AUTO. */
 static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const amd_q8_operand *a,
                    const amd_q8_operand *b, int b_trans, int32_t *C, int64_t ldc, uint32_t *rs, uint32_t *cs,
                    amd_status *st) {
@@ -470,10 +472,13 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
   if (K > 0) {
     const int32_t one = 1, zero = 0;
     /* column-major: C^T (N x M, ld ldc) = B8 (K x N, ld ldb)^T * A8 (K x M, ld lda) */
-    AMD_CUBLAS_CHECK(cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B8, CUDA_R_8I, ldb, A8,
-                                     CUDA_R_8I, lda, &zero, C, CUDA_R_32I, ldc, CUBLAS_COMPUTE_32I,
-                                     CUBLAS_GEMM_DEFAULT),
-                     st);
+    const cublasStatus_t cs = cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B8, CUDA_R_8I,
+                                              ldb, A8, CUDA_R_8I, lda, &zero, C, CUDA_R_32I, ldc,
+                                              CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+    if (cs == CUBLAS_STATUS_NOT_SUPPORTED && ctx->path == AMD_Q8_PATH_AUTO) return 1; /* the table kernel then */
+    if (cs != CUBLAS_STATUS_SUCCESS)
+      return amd_fail(st, "cuBLAS error %s in the int8 GEMM (%lld x %lld x %lld)", cublasGetStatusName(cs),
+                      (long long)M, (long long)N, (long long)K);
   }
   const int32_t sa = a->fmt == AMD_Q8_S8 ? 0 : 128, sb = b->fmt == AMD_Q8_S8 ? 0 : 128;
   k_q8_fix<<<q8_blocks(M * N), 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, cs, a->zp, a->zp_inc, sa, b->zp,
@@ -501,7 +506,8 @@ extern "C" int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int6
   uint32_t *rs = (uint32_t *)sums, *cs = rs + M;
   if (exact && ctx->path != AMD_Q8_PATH_TABLE && K < q8_imma_max_k) {
     ctx->last = AMD_Q8_PATH_IMMA;
-    return q8_imma(ctx, M, N, K, a, b, b_trans, C, ldc, rs, cs, st);
+    const int rc = q8_imma(ctx, M, N, K, a, b, b_trans, C, ldc, rs, cs, st);
+    if (rc <= 0) return rc;
   }
   ctx->last = AMD_Q8_PATH_TABLE;
   Q8Params p;

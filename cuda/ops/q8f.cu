@@ -245,14 +245,18 @@ __global__ void k_q8f_wquant(int64_t nw, int64_t nch, int64_t inner, int rows, i
   }
 }
 
-/* The data's codes (scale and zero point from the device state), element e at row e / K, column e % K. */
-__global__ void k_q8f_xquant(int64_t nx, int64_t K, int64_t ld, const float *xv, const q8f_dev *s, int32_t qmin,
+/* The data's codes (scale and zero point from the device state), element e at row e / K, column e % K
+ * (dense: K == ld). I: the index type (int where every index fits). */
+template <typename I>
+__global__ void k_q8f_xquant(int64_t nx, int64_t K_, int64_t ld_, const float *xv, const q8f_dev *s, int32_t qmin,
                              int32_t qmax, uint32_t x, uint8_t *dst) {
   const double scale = (double)s->scale;
   const int32_t zp = s->zp;
-  AMD_CU_LOOP(e, nx) {
+  const I K = (I)K_, ld = (I)ld_;
+  const bool dense = K == ld;
+  AMD_CU_LOOP_I(I, e, nx) {
     const int32_t code = q8f_round_sat((double)xv[e] / scale, zp, qmin, qmax);
-    dst[(e / K) * ld + e % K] = (uint8_t)(((uint32_t)code & 0xFFu) ^ x);
+    dst[dense ? e : (e / K) * ld + e % K] = (uint8_t)(((uint32_t)code & 0xFFu) ^ x);
   }
 }
 
@@ -260,27 +264,50 @@ struct q8f_conv {
   int64_t nb, c, cg, g0, h, w, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, kdim, osz, L, ld;
 };
 
+enum { Q8F_COLV = 16 }; /* codes a thread of k_q8f_im2col writes: one 16-byte store */
+
 /* colT[j][r] = the code x reads at output position j (image * osz + oy * ow + ox) and kernel row r (channel
- * of group g0 * kh * kw + tap), or the zero point's code in the padding */
-__global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq, const q8f_dev *s, uint32_t x, uint8_t *col) {
-  const uint8_t pad = (uint8_t)(((uint32_t)s->zp & 0xFFu) ^ x);
-  AMD_CU_LOOP(e, p.L * p.kdim) {
-    const int64_t j = e / p.kdim, r = e % p.kdim;
-    const int64_t img = j / p.osz, pos = j % p.osz, oy = pos / p.ow, ox = pos % p.ow;
-    const int64_t ch = r / (p.kh * p.kw), kk = r % (p.kh * p.kw), ki = kk / p.kw, kj = kk % p.kw;
-    const int64_t iy = oy * p.sh - p.ph + ki * p.dh, ix = ox * p.sw - p.pw + kj * p.dw;
-    uint8_t v = pad;
-    if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = xq[((img * p.c + p.g0 * p.cg + ch) * p.h + iy) * p.w + ix];
-    col[j * p.ld + r] = v;
+ * of group g0 * kh * kw + tap), or the zero point's code in the padding; each thread the 16 codes r0..r0+15 of
+ * one j (the row's ld is a multiple of 16; codes past kdim are the padding's, never read by the GEMM) */
+template <typename I> __global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq, const q8f_dev *s, uint32_t x, uint8_t *col) {
+  const uint32_t pad = ((uint32_t)s->zp & 0xFFu) ^ x;
+  const I groups = (I)(p.ld / Q8F_COLV), kdim = (I)p.kdim, osz = (I)p.osz, ow = (I)p.ow, khw = (I)(p.kh * p.kw);
+  const I kw = (I)p.kw, h = (I)p.h, w = (I)p.w;
+  AMD_CU_LOOP_I(I, t, (I)p.L * groups) {
+    const I j = t / groups, r0 = (t % groups) * Q8F_COLV;
+    const I img = j / osz, pos = j % osz, oy = pos / ow, ox = pos % ow;
+    const I iy0 = oy * (I)p.sh - (I)p.ph, ix0 = ox * (I)p.sw - (I)p.pw;
+    I ch = r0 / khw, kk = r0 % khw, ki = kk / kw, kj = kk % kw;
+    const uint8_t *xc = xq + ((int64_t)img * p.c + p.g0 * p.cg + ch) * p.h * p.w;
+    uint32_t v[Q8F_COLV / 4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int q = 0; q < Q8F_COLV; q++) {
+      uint32_t c = pad;
+      if (r0 + q < kdim) {
+        const I iy = iy0 + ki * (I)p.dh, ix = ix0 + kj * (I)p.dw;
+        if (iy >= 0 && iy < h && ix >= 0 && ix < w) c = xc[(int64_t)iy * w + ix];
+        if (++kj == kw) { /* the next tap */
+          kj = 0;
+          if (++ki == (I)p.kh) {
+            ki = 0;
+            xc += p.h * p.w;
+          }
+        }
+      }
+      v[q >> 2] |= c << (8 * (q & 3));
+    }
+    *(uint4 *)(col + (int64_t)j * p.ld + r0) = make_uint4(v[0], v[1], v[2], v[3]);
   }
 }
 
 /* Conv: y[img][m][pos] = (x_scale * w_scale[m]) * (float)acc[m][img * osz + pos] + (bias[m] or 0) */
-__global__ void k_q8f_conv_out(int64_t nb, int64_t m, int64_t osz, const int32_t *acc, const q8f_dev *s,
+template <typename I>
+__global__ void k_q8f_conv_out(int64_t nb_, int64_t m_, int64_t osz_, const int32_t *acc, const q8f_dev *s,
                                const float *ws, const float *bias, float *y) {
   const float xs = s->scale;
-  AMD_CU_LOOP(e, nb * m * osz) {
-    const int64_t pos = e % osz, c = (e / osz) % m, img = e / (osz * m);
+  const I nb = (I)nb_, m = (I)m_, osz = (I)osz_;
+  AMD_CU_LOOP_I(I, e, nb * m * osz) {
+    const I pos = e % osz, c = (e / osz) % m, img = e / (osz * m);
     const float sc = xs * ws[c];
     y[e] = sc * (float)acc[c * nb * osz + img * osz + pos] + (bias ? bias[c] : 0.0f);
   }
@@ -288,16 +315,18 @@ __global__ void k_q8f_conv_out(int64_t nb, int64_t m, int64_t osz, const int32_t
 
 /* Gemm / MatMul: y[e] = (x_scale * w_scale[j]) * (float)acc[e], j = e % N; Gemm (gemm set): then
  * alpha * y (+ beta * C[i * rs + j * cs] where beta != 0) */
-__global__ void k_q8f_mm_out(int64_t total, int64_t N, const int32_t *acc, const q8f_dev *s, const float *ws,
+template <typename I>
+__global__ void k_q8f_mm_out(int64_t total, int64_t N_, const int32_t *acc, const q8f_dev *s, const float *ws,
                              int gemm, float alpha, float beta, const float *C, int64_t rs, int64_t cs, float *y) {
   const float xs = s->scale;
-  AMD_CU_LOOP(e, total) {
-    const int64_t j = e % N;
+  const I N = (I)N_;
+  AMD_CU_LOOP_I(I, e, total) {
+    const I j = e % N;
     const float sc = xs * ws[j];
     float v = sc * (float)acc[e];
     if (gemm) {
       v = alpha * v;
-      if (C && beta != 0) v += beta * C[(e / N) * rs + j * cs];
+      if (C && beta != 0) v += beta * C[(int64_t)(e / N) * rs + (int64_t)j * cs];
     }
     y[e] = v;
   }
@@ -377,6 +406,18 @@ static int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w
   return 0;
 }
 
+/* The data's codes into dst (rows of K codes at leading dimension ld). */
+static int xquant(int64_t nx, int64_t K, int64_t ld, const float *x, const q8f_run &r, uint8_t *dst, amd_status *st) {
+  if (nx == 0) return 0;
+  if (fits32(nx) && fits32((nx / K + 1) * ld))
+    k_q8f_xquant<int><<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(nx, K, ld, x, r.e->dev, r.qmin, r.qmax, r.x, dst);
+  else
+    k_q8f_xquant<int64_t>
+        <<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(nx, K, ld, x, r.e->dev, r.qmin, r.qmax, r.x, dst);
+  AMD_CUDA_CHECK_LAUNCH("k_q8f_xquant", st);
+  return 0;
+}
+
 /* After the call's kernels: the call counted on the host too, and (uncaptured) the state read back. */
 static int q8f_end(const amd_node *n, q8f_run &r, amd_status *st) {
   if (!r.calibrating) return 0;
@@ -419,9 +460,7 @@ static int q8fconv_forward(FWD_ARGS) {
     if (xq.get((size_t)nx, st) || col.get((size_t)(chunk * g.osize * ld), st) ||
         acc.get(sizeof(int32_t) * (size_t)(g.m * chunk * g.osize), st))
       return -1;
-    k_q8f_xquant<<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(nx, nx, nx, F(x), r.e->dev, r.qmin, r.qmax, r.x,
-                                                                (uint8_t *)xq.p);
-    AMD_CUDA_CHECK_LAUNCH("k_q8f_xquant", st);
+    if (xquant(nx, nx, nx, F(x), r, (uint8_t *)xq.p, st)) return -1;
     amd_cuda_q8_ctx *qc = q8_gemm_ctx(st);
     const int32_t *xz = &r.e->dev->zp;
     for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -431,8 +470,13 @@ static int q8fconv_forward(FWD_ARGS) {
                     g.pad0[0], g.pad0[1], kdim,     g.osize,   nb * g.osize, ld};
       for (int64_t gi = 0; gi < g.group; gi++) {
         p.g0 = gi;
-        k_q8f_im2col<<<amd_cu_blocks(p.L * kdim), 256, 0, amd_cu.stream>>>(
-            p, (const uint8_t *)xq.p + n0 * g.c * g.isize, r.e->dev, r.x, (uint8_t *)col.p);
+        const uint8_t *xs = (const uint8_t *)xq.p + n0 * g.c * g.isize;
+        const int64_t threads = p.L * (ld / Q8F_COLV);
+        if (fits32(p.L * ld) && fits32(nx))
+          k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, (uint8_t *)col.p);
+        else
+          k_q8f_im2col<int64_t>
+              <<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, (uint8_t *)col.p);
         AMD_CUDA_CHECK_LAUNCH("k_q8f_im2col", st);
         const amd_q8_operand A = operand((const uint8_t *)r.wq.p + gi * g.mg * r.ldw, r.ldw, r.fmt,
                                          (const int32_t *)r.wz.p + gi * g.mg, 1);
@@ -443,9 +487,14 @@ static int q8fconv_forward(FWD_ARGS) {
         amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.mg * (double)p.L * (double)kdim);
       }
       const int64_t cnt = nb * g.m * g.osize;
-      k_q8f_conv_out<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, (const int32_t *)acc.p,
-                                                                     r.e->dev, r.ws.f(), b ? F(b) : NULL,
-                                                                     F(&out[0]) + n0 * g.m * g.osize);
+      float *y = F(&out[0]) + n0 * g.m * g.osize;
+      const int32_t *ac = (const int32_t *)acc.p;
+      if (fits32(cnt))
+        k_q8f_conv_out<int><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, r.e->dev, r.ws.f(),
+                                                                            b ? F(b) : NULL, y);
+      else
+        k_q8f_conv_out<int64_t><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, r.e->dev,
+                                                                                r.ws.f(), b ? F(b) : NULL, y);
       AMD_CUDA_CHECK_LAUNCH("k_q8f_conv_out", st);
     }
   }
@@ -463,9 +512,7 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
   if (xq.get((size_t)((K > 0 ? nx / K : 0) * ldx + 1), st) || acc.get(sizeof(int32_t) * (size_t)total, st))
     return -1;
   if (nx > 0) {
-    k_q8f_xquant<<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(nx, K, ldx, F(x), r.e->dev, r.qmin, r.qmax, r.x,
-                                                                (uint8_t *)xq.p);
-    AMD_CUDA_CHECK_LAUNCH("k_q8f_xquant", st);
+    if (xquant(nx, K, ldx, F(x), r, (uint8_t *)xq.p, st)) return -1;
   }
   amd_cuda_q8_ctx *qc = q8_gemm_ctx(st);
   const int32_t *xz = &r.e->dev->zp;
@@ -502,9 +549,13 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
     rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0;
     cs = C->rank >= 1 && C->dims[C->rank - 1] != 1 ? 1 : 0;
   }
-  k_q8f_mm_out<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, r.e->dev, r.ws.f(), gemm,
-                                                                 ga ? ga->alpha : 1.0f, ga ? ga->beta : 0.0f,
-                                                                 C ? F(C) : NULL, rs, cs, y);
+  const float alpha = ga ? ga->alpha : 1.0f, beta = ga ? ga->beta : 0.0f;
+  if (fits32(total))
+    k_q8f_mm_out<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, r.e->dev, r.ws.f(), gemm, alpha,
+                                                                        beta, C ? F(C) : NULL, rs, cs, y);
+  else
+    k_q8f_mm_out<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, r.e->dev, r.ws.f(), gemm,
+                                                                            alpha, beta, C ? F(C) : NULL, rs, cs, y);
   AMD_CUDA_CHECK_LAUNCH("k_q8f_mm_out", st);
   (void)n;
   return 0;
