@@ -475,7 +475,9 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
     const cublasStatus_t cs = cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B8, CUDA_R_8I,
                                               ldb, A8, CUDA_R_8I, lda, &zero, C, CUDA_R_32I, ldc,
                                               CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
-    if (cs == CUBLAS_STATUS_NOT_SUPPORTED && ctx->path == AMD_Q8_PATH_AUTO) return 1; /* the table kernel then */
+    if ((cs == CUBLAS_STATUS_NOT_SUPPORTED || cs == CUBLAS_STATUS_INVALID_VALUE || cs == CUBLAS_STATUS_ARCH_MISMATCH) &&
+        ctx->path == AMD_Q8_PATH_AUTO)
+      return 1; /* the table kernel then */
     if (cs != CUBLAS_STATUS_SUCCESS)
       return amd_fail(st, "cuBLAS error %s in the int8 GEMM (%lld x %lld x %lld)", cublasGetStatusName(cs),
                       (long long)M, (long long)N, (long long)K);
