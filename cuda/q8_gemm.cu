@@ -196,17 +196,18 @@ __global__ void k_q8_copy(int64_t R, int64_t K, const uint8_t *src, int64_t ld, 
   }
 }
 
-/* C[i][j] += the corrections (uint32) after the tensor cores' P; za, zb shifted by the U8X shift */
+/* C[i][j] += the corrections (uint32) after the tensor cores' P: rs, cs are the raw codes' sums, less
+ * rs_adj / cs_adj for the int8 values (128 K for uint8 codes), za, zb shifted by a_shift / b_shift (128) */
 __global__ void k_q8_fix(int64_t M, int64_t N, int64_t K, int32_t *C, int64_t ldc, const uint32_t *rs,
-                         const uint32_t *cs, const int32_t *za, int za_inc, int32_t a_shift, const int32_t *zb,
-                         int zb_inc, int32_t b_shift) {
+                         uint32_t rs_adj, const uint32_t *cs, uint32_t cs_adj, const int32_t *za, int za_inc,
+                         int32_t a_shift, const int32_t *zb, int zb_inc, int32_t b_shift) {
   const uint32_t k32 = (uint32_t)K;
   const int64_t total = M * N;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t i = e / N, j = e % N;
     const uint32_t zai = (uint32_t)za[i * za_inc] - (uint32_t)a_shift, zbj = (uint32_t)zb[j * zb_inc] - (uint32_t)b_shift;
     const uint32_t p = K == 0 ? 0u : (uint32_t)C[i * ldc + j];
-    C[i * ldc + j] = (int32_t)(p - zbj * rs[i] - zai * cs[j] + k32 * zai * zbj);
+    C[i * ldc + j] = (int32_t)(p - zbj * (rs[i] - rs_adj) - zai * (cs[j] - cs_adj) + k32 * zai * zbj);
   }
 }
 
@@ -456,19 +457,18 @@ template <int TAB> static int q8_launch(amd_cuda_q8_ctx *ctx, const Q8Params &p,
 
 static bool aligned(const void *p, int n) { return ((uintptr_t)p % (uintptr_t)n) == 0; }
 
-/* The tensor cores: P = A8 B8^T into C, then the corrections. Returns 1 (nothing written) where cuBLAS
- * has no int8 kernel for the call and the path is AUTO. */
+/* The tensor cores: P = A8 B8^T into C, then the corrections; B is in the TN layout, rs and cs the raw
+ * codes' sums. Returns 1 (nothing written) where cuBLAS has no int8 kernel for the call and the path is AUTO. */
 static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const amd_q8_operand *a,
-                   const amd_q8_operand *b, int b_trans, int32_t *C, int64_t ldc, uint32_t *rs, uint32_t *cs,
+                   const amd_q8_operand *b, int32_t *C, int64_t ldc, const uint32_t *rs, const uint32_t *cs,
                    amd_status *st) {
   const uint8_t *A8 = a->p, *B8 = b->p;
   int64_t lda = a->ld, ldb = b->ld;
   /* int8 storage: U8 codes are XORed into U8X; cuBLAS wants 4-byte aligned rows */
   if (a->fmt == AMD_Q8_U8 || lda % 4 || !aligned(A8, 16))
     if (q8_copy(ctx, 1, M, K, a->p, a->ld, 0, a->fmt == AMD_Q8_U8 ? 0x80u : 0u, &A8, &lda, st)) return -1;
-  if (b->fmt == AMD_Q8_U8 || !b_trans || ldb % 4 || !aligned(B8, 16))
-    if (q8_copy(ctx, 2, N, K, b->p, b->ld, !b_trans, b->fmt == AMD_Q8_U8 ? 0x80u : 0u, &B8, &ldb, st)) return -1;
-  if (q8_sums(ctx, M, K, A8, lda, 0, 1, rs, st) || q8_sums(ctx, N, K, B8, ldb, 0, 1, cs, st)) return -1;
+  if (b->fmt == AMD_Q8_U8 || ldb % 4 || !aligned(B8, 16))
+    if (q8_copy(ctx, 2, N, K, b->p, b->ld, 0, b->fmt == AMD_Q8_U8 ? 0x80u : 0u, &B8, &ldb, st)) return -1;
   if (K > 0) {
     const int32_t one = 1, zero = 0;
     /* column-major: C^T (N x M, ld ldc) = B8 (K x N, ld ldb)^T * A8 (K x M, ld lda) */
@@ -483,8 +483,9 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
                       (long long)M, (long long)N, (long long)K);
   }
   const int32_t sa = a->fmt == AMD_Q8_S8 ? 0 : 128, sb = b->fmt == AMD_Q8_S8 ? 0 : 128;
-  k_q8_fix<<<q8_blocks(M * N), 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, cs, a->zp, a->zp_inc, sa, b->zp,
-                                                      b->zp_inc, sb);
+  const uint32_t k128 = 128u * (uint32_t)K;
+  k_q8_fix<<<q8_blocks(M * N), 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp,
+                                                      a->zp_inc, sa, b->zp, b->zp_inc, sb);
   AMD_CUDA_CHECK_LAUNCH("k_q8_fix", st);
   return 0;
 }
@@ -503,21 +504,26 @@ extern "C" int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int6
   const bool exact = !table || (tab->exact == 'u' && !as && !bs) || (tab->exact == 's' && as && bs);
   if (ctx->path == AMD_Q8_PATH_IMMA && !exact)
     return amd_fail(st, "q8 GEMM: the tensor-core path needs the exact table");
+  /* the raw codes' sums (given, or one pass over the operand), B in the TN layout */
   void *sums = NULL;
   if (q8_ws(ctx, 0, sizeof(uint32_t) * (size_t)(M + N), &sums, st)) return -1;
-  uint32_t *rs = (uint32_t *)sums, *cs = rs + M;
+  const uint32_t xa = a->fmt == AMD_Q8_U8X ? 0x80u : 0u, xb = b->fmt == AMD_Q8_U8X ? 0x80u : 0u;
+  const uint32_t *rs = a->sums, *cs = b->sums;
+  if (!rs && q8_sums(ctx, M, K, a->p, a->ld, xa, as, (uint32_t *)sums, st)) return -1;
+  amd_q8_operand bt = *b;
+  if (!b_trans && q8_copy(ctx, 2, N, K, b->p, b->ld, 1, 0, &bt.p, &bt.ld, st)) return -1;
+  if (!cs && q8_sums(ctx, N, K, bt.p, bt.ld, xb, bs, (uint32_t *)sums + M, st)) return -1;
+  if (!rs) rs = (const uint32_t *)sums;
+  if (!cs) cs = (const uint32_t *)sums + M;
   if (exact && ctx->path != AMD_Q8_PATH_TABLE && K < q8_imma_max_k) {
     ctx->last = AMD_Q8_PATH_IMMA;
-    const int rc = q8_imma(ctx, M, N, K, a, b, b_trans, C, ldc, rs, cs, st);
+    const int rc = q8_imma(ctx, M, N, K, a, &bt, C, ldc, rs, cs, st);
     if (rc <= 0) return rc;
   }
   ctx->last = AMD_Q8_PATH_TABLE;
   Q8Params p;
   memset(&p, 0, sizeof p);
-  p.A = a->p, p.lda = a->ld, p.B = b->p, p.ldb = b->ld;
-  if (!b_trans && q8_copy(ctx, 2, N, K, b->p, b->ld, 1, 0, &p.B, &p.ldb, st)) return -1;
-  p.xa = a->fmt == AMD_Q8_U8X ? 0x80u : 0u, p.xb = b->fmt == AMD_Q8_U8X ? 0x80u : 0u;
-  if (q8_sums(ctx, M, K, p.A, p.lda, p.xa, as, rs, st) || q8_sums(ctx, N, K, p.B, p.ldb, p.xb, bs, cs, st)) return -1;
+  p.A = a->p, p.lda = a->ld, p.B = bt.p, p.ldb = bt.ld, p.xa = xa, p.xb = xb;
   p.M = (int)M, p.N = (int)N, p.K = (int)K, p.ldc = ldc, p.C = C, p.rs = rs, p.cs = cs;
   p.a_vec = p.lda % 8 == 0 && aligned(p.A, 8);
   p.b_vec = p.ldb % 16 == 0 && aligned(p.B, 16);

@@ -17,7 +17,9 @@
  * int8 u - 128), the form the int8 tensor cores read directly (the ops store
  * their uint8 codes so; the table kernel XORs them back when it loads a tile).
  * Zero points are device int32 arrays of the codes' values (per row of A, per
- * column of B; zp_inc = 0: zp[0] for every one).
+ * column of B; zp_inc = 0: zp[0] for every one). A caller that has the
+ * operands' sums of code values at hand (the q8 Conv adds them up while it
+ * unfolds the codes) passes them, which saves a pass over the operand.
  *
  * Two paths:
  *   - the table kernel: the table in shared memory as int16 or uint16 when
@@ -29,7 +31,8 @@
  *     (CUDA_R_8I in, CUDA_R_32I out, TN), uint8 codes shifted by -128 with
  *     the shift folded into the zero points ((u - z) = (u - 128) - (z - 128),
  *     exact); codes are copied first where cuBLAS's int8 rules (4-byte
- *     aligned pointers, leading dimensions multiples of 4) are not met; K >=
+ *     aligned pointers, leading dimensions multiples of 4) are not met, and
+ *     where cuBLAS refuses the call the table kernel runs instead; K >=
  *     2^17 takes the table kernel (a partial sum of int8 products could then
  *     leave int32, where the tensor cores need not wrap as qgemm.h does).
  *
@@ -61,6 +64,9 @@ typedef struct amd_q8_operand {
   amd_q8_fmt fmt;
   const int32_t *zp; /* device zero points (values) */
   int zp_inc;        /* 1: one per row of A / column of B; 0: zp[0] for all */
+  /* device: the sum of each row's (A) / column's (B) code values, uint32 (wrapping), of the codes as
+   * uint8 or int8 by fmt (U8X: of u); NULL: computed here (one pass over the operand) */
+  const uint32_t *sums;
 } amd_q8_operand;
 
 /* Which path: AUTO as above; TABLE forces the table kernel (with the exact

@@ -268,8 +268,11 @@ enum { Q8F_COLV = 16 }; /* codes a thread of k_q8f_im2col writes: one 16-byte st
 
 /* colT[j][r] = the code x reads at output position j (image * osz + oy * ow + ox) and kernel row r (channel
  * of group g0 * kh * kw + tap), or the zero point's code in the padding; each thread the 16 codes r0..r0+15 of
- * one j (the row's ld is a multiple of 16; codes past kdim are the padding's, never read by the GEMM) */
-template <typename I> __global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq, const q8f_dev *s, uint32_t x, uint8_t *col) {
+ * one j (the row's ld is a multiple of 16; codes past kdim are the padding's, never read by the GEMM). sums[j]
+ * (zeroed before) gets the row's code values (int8 when sgn; the stored byte ^ x), for the GEMM's corrections. */
+template <typename I>
+__global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq, const q8f_dev *s, uint32_t x, int sgn, uint8_t *col,
+                             uint32_t *sums) {
   const uint32_t pad = ((uint32_t)s->zp & 0xFFu) ^ x;
   const I groups = (I)(p.ld / Q8F_COLV), kdim = (I)p.kdim, osz = (I)p.osz, ow = (I)p.ow, khw = (I)(p.kh * p.kw);
   const I kw = (I)p.kw, h = (I)p.h, w = (I)p.w;
@@ -279,13 +282,15 @@ template <typename I> __global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq
     const I iy0 = oy * (I)p.sh - (I)p.ph, ix0 = ox * (I)p.sw - (I)p.pw;
     I ch = r0 / khw, kk = r0 % khw, ki = kk / kw, kj = kk % kw;
     const uint8_t *xc = xq + ((int64_t)img * p.c + p.g0 * p.cg + ch) * p.h * p.w;
-    uint32_t v[Q8F_COLV / 4] = {0, 0, 0, 0};
+    uint32_t v[Q8F_COLV / 4] = {0, 0, 0, 0}, sum = 0;
 #pragma unroll
     for (int q = 0; q < Q8F_COLV; q++) {
       uint32_t c = pad;
       if (r0 + q < kdim) {
         const I iy = iy0 + ki * (I)p.dh, ix = ix0 + kj * (I)p.dw;
         if (iy >= 0 && iy < h && ix >= 0 && ix < w) c = xc[(int64_t)iy * w + ix];
+        const uint32_t raw = (c ^ x) & 0xFFu;
+        sum += sgn ? (uint32_t)(int32_t)(int8_t)raw : raw;
         if (++kj == kw) { /* the next tap */
           kj = 0;
           if (++ki == (I)p.kh) {
@@ -297,6 +302,7 @@ template <typename I> __global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq
       v[q >> 2] |= c << (8 * (q & 3));
     }
     *(uint4 *)(col + (int64_t)j * p.ld + r0) = make_uint4(v[0], v[1], v[2], v[3]);
+    atomicAdd(sums + j, sum); /* mod 2^32: the order does not matter */
   }
 }
 
@@ -431,9 +437,10 @@ static int q8f_end(const amd_node *n, q8f_run &r, amd_status *st) {
   return 0;
 }
 
-static amd_q8_operand operand(const uint8_t *p, int64_t ld, amd_q8_fmt fmt, const int32_t *zp, int inc) {
+static amd_q8_operand operand(const uint8_t *p, int64_t ld, amd_q8_fmt fmt, const int32_t *zp, int inc,
+                              const uint32_t *sums = NULL) {
   amd_q8_operand o;
-  o.p = p, o.ld = ld, o.fmt = fmt, o.zp = zp, o.zp_inc = inc;
+  o.p = p, o.ld = ld, o.fmt = fmt, o.zp = zp, o.zp_inc = inc, o.sums = sums;
   return o;
 }
 
@@ -456,9 +463,10 @@ static int q8fconv_forward(FWD_ARGS) {
   if (q8f_begin(n, x, w, g.m, g.m ? amd_tensor_numel(w) / g.m : 1, 1, kdim, 0, 1, r, st)) return -1;
   if (g.n > 0 && g.m > 0 && g.osize > 0) {
     const int64_t nx = amd_tensor_numel(x), ld = round16(kdim > 0 ? kdim : 1), chunk = q8f_conv_chunk(&g, ld);
-    scratch xq, col, acc;
+    scratch xq, col, acc, sums;
     if (xq.get((size_t)nx, st) || col.get((size_t)(chunk * g.osize * ld), st) ||
-        acc.get(sizeof(int32_t) * (size_t)(g.m * chunk * g.osize), st))
+        acc.get(sizeof(int32_t) * (size_t)(g.m * chunk * g.osize), st) ||
+        sums.get(sizeof(uint32_t) * (size_t)(chunk * g.osize), st))
       return -1;
     if (xquant(nx, nx, nx, F(x), r, (uint8_t *)xq.p, st)) return -1;
     amd_cuda_q8_ctx *qc = q8_gemm_ctx(st);
@@ -472,15 +480,18 @@ static int q8fconv_forward(FWD_ARGS) {
         p.g0 = gi;
         const uint8_t *xs = (const uint8_t *)xq.p + n0 * g.c * g.isize;
         const int64_t threads = p.L * (ld / Q8F_COLV);
+        uint32_t *cs = (uint32_t *)sums.p;
+        AMD_CUDA_CHECK(cudaMemsetAsync(cs, 0, sizeof(uint32_t) * (size_t)p.L, amd_cu.stream), st);
         if (fits32(p.L * ld) && fits32(nx))
-          k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, (uint8_t *)col.p);
+          k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
+                                                                               (uint8_t *)col.p, cs);
         else
-          k_q8f_im2col<int64_t>
-              <<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, (uint8_t *)col.p);
+          k_q8f_im2col<int64_t><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
+                                                                                   (uint8_t *)col.p, cs);
         AMD_CUDA_CHECK_LAUNCH("k_q8f_im2col", st);
         const amd_q8_operand A = operand((const uint8_t *)r.wq.p + gi * g.mg * r.ldw, r.ldw, r.fmt,
                                          (const int32_t *)r.wz.p + gi * g.mg, 1);
-        const amd_q8_operand B = operand((const uint8_t *)col.p, ld, r.fmt, xz, 0);
+        const amd_q8_operand B = operand((const uint8_t *)col.p, ld, r.fmt, xz, 0, cs);
         double t0 = amd_cu_prof_t0();
         if (amd_cuda_q8_gemm(qc, r.table, g.mg, p.L, kdim, &A, &B, 1, (int32_t *)acc.p + gi * g.mg * p.L, p.L, st))
           return -1;

@@ -11,7 +11,8 @@
  * (q8u .bin-like) and int32 entries up to 2^17 (the table read from global
  * memory), one with entries near 2^31 (sums wrap). Every case runs on the
  * path AUTO picks and with the table kernel forced; the exact ones with the
- * tensor cores forced too. Exits 1 on any mismatch, 77 without a GPU.
+ * tensor cores forced too; some cases pass the operands' sums of code values
+ * (as the q8 Conv does). Exits 1 on any mismatch, 77 without a GPU.
  *
  * --bench: T MAC/s (multiply-adds per second) of the table kernel (a random
  * int16 table), of the tensor cores (the exact table) and of cuBLAS SGEMM on
@@ -86,7 +87,22 @@ static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname,
   GPU_CHECK(cudaMemcpy(dB, B, nb, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemcpy(dza, za, sizeof(int32_t) * (size_t)nza, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemcpy(dzb, zb, sizeof(int32_t) * (size_t)nzb, cudaMemcpyHostToDevice));
-  const amd_q8_operand oa = {dA, lda, fa, dza, za_row}, ob = {dB, ldb, fb, dzb, zb_col};
+  /* some cases pass the sums of code values (as the q8 Conv does), computed here from the raw codes */
+  uint32_t *dsa = NULL, *dsb = NULL;
+  if (pad == 3 || pad == 16) {
+    uint32_t *h = (uint32_t *)calloc((size_t)(M + N + 1), sizeof(uint32_t));
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t k = 0; k < K; k++) h[i] += (uint32_t)amd_q8_value(Ar[i * K + k], fa == AMD_Q8_S8);
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++) h[M + j] += (uint32_t)amd_q8_value(Br[k * N + j], fb == AMD_Q8_S8);
+    GPU_CHECK(cudaMalloc(&dsa, sizeof(uint32_t) * (size_t)(M + N + 1)));
+    GPU_CHECK(cudaMemcpy(dsa, h, sizeof(uint32_t) * (size_t)(M + N), cudaMemcpyHostToDevice));
+    dsb = dsa + M;
+    free(h);
+  }
+  amd_q8_operand oa = {dA, lda, fa, dza, za_row, NULL}, ob = {dB, ldb, fb, dzb, zb_col, NULL};
+  if (pad == 3) oa.sums = dsa;
+  if (pad == 16) ob.sums = dsb;
   const int exact_ok = !table || strncmp(tname, "exact", 5) == 0;
   for (int path = AMD_Q8_PATH_AUTO; path <= AMD_Q8_PATH_IMMA; path++) {
     if (path == AMD_Q8_PATH_IMMA && !exact_ok) continue;
@@ -120,7 +136,7 @@ static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname,
     if (bad) failures++;
   }
   amd_cuda_q8_set_path(ctx, AMD_Q8_PATH_AUTO);
-  cudaFree(dA), cudaFree(dB), cudaFree(dza), cudaFree(dzb), cudaFree(dC);
+  cudaFree(dA), cudaFree(dB), cudaFree(dza), cudaFree(dzb), cudaFree(dC), cudaFree(dsa);
   free(A), free(B), free(Ar), free(Br), free(za), free(zb), free(zae), free(zbe), free(Cc), free(Cg);
 }
 
@@ -273,8 +289,8 @@ static void bench(void) {
     GPU_CHECK(cudaMemset(fB, 0, sizeof(float) * (size_t)(N * K)));
     bench_args b;
     b.ctx = ctx, b.M = M, b.N = N, b.K = K, b.C = dC, b.cublas = cublas, b.fA = fA, b.fB = fB, b.fC = fC;
-    b.a = {dA, K, AMD_Q8_S8, dz, 1};
-    b.b = {dB, K, AMD_Q8_S8, dz, 0};
+    b.a = {dA, K, AMD_Q8_S8, dz, 1, NULL};
+    b.b = {dB, K, AMD_Q8_S8, dz, 0, NULL};
     const double macs = (double)M * (double)N * (double)K;
     b.table = ap;
     const double t_tab = time_ms(s, 5, run_q8, &b);
