@@ -231,8 +231,8 @@ struct amd_cuda_q8_ctx {
   q8_table *tabs;
   int ntabs, captabs;
   q8_table exact_tab[2][2]; /* built-in exact tables by (A signed, B signed) */
-  void *ws[3];              /* the sums, A's copy, B's copy */
-  size_t ws_bytes[3];
+  void *ws[4];              /* the sums, A's int8 copy, B in the TN layout, B's int8 copy */
+  size_t ws_bytes[4];
 };
 
 static const size_t q8_cublas_ws_bytes = (size_t)32 << 20;
@@ -288,7 +288,7 @@ extern "C" void amd_cuda_q8_destroy(amd_cuda_q8_ctx *ctx) {
   free(ctx->tabs);
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++) q8_table_free(&ctx->exact_tab[a][b]);
-  for (int i = 0; i < 3; i++) cudaFree(ctx->ws[i]);
+  for (int i = 0; i < 4; i++) cudaFree(ctx->ws[i]);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
   cudaFree(ctx->cublas_ws);
   free(ctx);
@@ -468,7 +468,7 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
   if (a->fmt == AMD_Q8_U8 || lda % 4 || !aligned(A8, 16))
     if (q8_copy(ctx, 1, M, K, a->p, a->ld, 0, a->fmt == AMD_Q8_U8 ? 0x80u : 0u, &A8, &lda, st)) return -1;
   if (b->fmt == AMD_Q8_U8 || ldb % 4 || !aligned(B8, 16))
-    if (q8_copy(ctx, 2, N, K, b->p, b->ld, 0, b->fmt == AMD_Q8_U8 ? 0x80u : 0u, &B8, &ldb, st)) return -1;
+    if (q8_copy(ctx, 3, N, K, b->p, b->ld, 0, b->fmt == AMD_Q8_U8 ? 0x80u : 0u, &B8, &ldb, st)) return -1;
   if (K > 0) {
     const int32_t one = 1, zero = 0;
     /* column-major: C^T (N x M, ld ldc) = B8 (K x N, ld ldb)^T * A8 (K x M, ld lda) */
