@@ -202,12 +202,15 @@ __global__ void k_q8_fix(int64_t M, int64_t N, int64_t K, int32_t *C, int64_t ld
                          uint32_t rs_adj, const uint32_t *cs, uint32_t cs_adj, const int32_t *za, int za_inc,
                          int32_t a_shift, const int32_t *zb, int zb_inc, int32_t b_shift) {
   const uint32_t k32 = (uint32_t)K;
-  const int64_t total = M * N;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t i = e / N, j = e % N;
-    const uint32_t zai = (uint32_t)za[i * za_inc] - (uint32_t)a_shift, zbj = (uint32_t)zb[j * zb_inc] - (uint32_t)b_shift;
-    const uint32_t p = K == 0 ? 0u : (uint32_t)C[i * ldc + j];
-    C[i * ldc + j] = (int32_t)(p - zbj * (rs[i] - rs_adj) - zai * (cs[j] - cs_adj) + k32 * zai * zbj);
+  /* rows along y, columns along x: no division per element */
+  for (int64_t i = blockIdx.y; i < M; i += gridDim.y) {
+    const uint32_t zai = (uint32_t)za[i * za_inc] - (uint32_t)a_shift, rsi = rs[i] - rs_adj;
+    int32_t *c = C + i * ldc;
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < N; j += (int64_t)gridDim.x * blockDim.x) {
+      const uint32_t zbj = (uint32_t)zb[j * zb_inc] - (uint32_t)b_shift;
+      const uint32_t p = K == 0 ? 0u : (uint32_t)c[j];
+      c[j] = (int32_t)(p - zbj * rsi - zai * (cs[j] - cs_adj) + k32 * zai * zbj);
+    }
   }
 }
 
@@ -484,8 +487,10 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
   }
   const int32_t sa = a->fmt == AMD_Q8_S8 ? 0 : 128, sb = b->fmt == AMD_Q8_S8 ? 0 : 128;
   const uint32_t k128 = 128u * (uint32_t)K;
-  k_q8_fix<<<q8_blocks(M * N), 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp,
-                                                      a->zp_inc, sa, b->zp, b->zp_inc, sb);
+  const int64_t bx = (N + 255) / 256, by = M < 65535 ? M : 65535;
+  const dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)by);
+  k_q8_fix<<<grid, 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp, a->zp_inc,
+                                          sa, b->zp, b->zp_inc, sb);
   AMD_CUDA_CHECK_LAUNCH("k_q8_fix", st);
   return 0;
 }
