@@ -110,11 +110,13 @@ __device__ __forceinline__ void q8_step(const Q8Params &p, const uint8_t *As, co
       const int32_t *row = (const int32_t *)p.tab + (a << 8);
 #pragma unroll
       for (int j = 0; j < 4; j++) acc[i][j] += (uint32_t)__ldg(row + bo[j]);
-    } else {
-      const uint16_t *row = tab_s + (a << 8);
+    } else { /* byte offsets: row a at a * 512, entry b at 2 b */
+      const char *row = (const char *)tab_s + (a << 9);
 #pragma unroll
-      for (int j = 0; j < 4; j++)
-        acc[i][j] += TAB == TAB_S16 ? (uint32_t)(int32_t)(int16_t)row[bo[j]] : (uint32_t)row[bo[j]];
+      for (int j = 0; j < 4; j++) {
+        const char *e = row + 2 * bo[j];
+        acc[i][j] += TAB == TAB_S16 ? (uint32_t)(int32_t) * (const int16_t *)e : (uint32_t) * (const uint16_t *)e;
+      }
     }
   }
 }
