@@ -500,6 +500,7 @@ extern "C" void amd_cuda_backend_close(void) {
     prof_clock.ready = 0;
   }
   cudaStreamSynchronize(amd_cu.stream);
+  q8f_close();
   staging_close();
   amd_cu_steps_close();
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);

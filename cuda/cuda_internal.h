@@ -38,6 +38,9 @@ void amd_cu_free(void *p);
 enum { AMD_CU_WS_COL, AMD_CU_WS_OUT, AMD_CU_WS_COUNT };
 int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st);
 
+/* Frees the q8 ops' device state and their q8 GEMM context (cuda/ops/q8f.cu; at backend close). */
+void q8f_close(void);
+
 /* A launch configuration for n independent elements (grid-stride loops). */
 static inline unsigned amd_cu_blocks(int64_t n, int threads = 256) {
   int64_t b = (n + threads - 1) / threads;

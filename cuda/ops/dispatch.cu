@@ -112,7 +112,8 @@ static constexpr cu_op_table cu_ops = cu_op_table_make();
 
 const amd_cu_op *amd_cu_find_op(const amd_node *n) {
   const int i = n->op->idx;
-  if (i < 0 || i >= AMD_OP_COUNT || !cu_ops.at[i].forward) return NULL;
+  if (i < 0) return q8f_find_op(n->op); /* internal ops: the q8 modes' float nodes (q8f.cu) */
+  if ( i >= AMD_OP_COUNT || !cu_ops.at[i].forward) return NULL;
   return &cu_ops.at[i];
 }
 

@@ -215,5 +215,8 @@ int trilu_forward(FWD_ARGS);
 int trilu_backward(BWD_ARGS);
 int space_forward(FWD_ARGS);
 int space_backward(BWD_ARGS);
+/* q8f.cu: the internal ops Conv[q8f], Gemm[q8f], MatMul[q8f] of the 8-bit table modes (idx -1: found by
+ * their descriptor; NULL for any other op) */
+const amd_cu_op *q8f_find_op(const amd_op *op);
 
 #endif

@@ -40,6 +40,7 @@
 #include "../gemm/qgemm.h"
 #include "../mult/mult.h"
 #include "attrs.h"
+#include "q8f.h"
 #include "quant.h"
 
 #ifdef _OPENMP
@@ -769,6 +770,19 @@ static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor
   }
   free(lo);
   return 0;
+}
+
+/* The state accessors of q8f.h (for the CUDA kernels of these ops). */
+int amd_q8f_calib_calls(void) { return AMD_Q8_CALIB_CALLS; }
+
+void amd_q8f_get_state(const amd_node *n, amd_q8f_state *s) {
+  const q8f_attrs *a = n->attrs;
+  s->calls = a->calls, s->lo = a->lo, s->hi = a->hi;
+}
+
+void amd_q8f_set_state(const amd_node *n, const amd_q8f_state *s) {
+  q8f_attrs *a = n->attrs;
+  a->calls = s->calls, a->lo = s->lo, a->hi = s->hi;
 }
 
 static int q8fconv_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {

@@ -13,7 +13,8 @@
 #  - warm training steps make no cudaMalloc (bench: 2 and 40 steps, the same count);
 #  - steps queued without waiting for their loss and replayed from a CUDA graph
 #    (the default) and --sync-steps give byte-identical models and the same
-#    printed losses and accuracies.
+#    printed losses and accuracies;
+#  - a float LeNet-5 in q8u:exact and q8s:exact trains and evaluates on the GPU, its q8 nodes native.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -127,5 +128,31 @@ else
   grep '^CUDA graph' "$tmp/dev.log"
   diff <(lines "$tmp/dev.log") <(lines "$tmp/sync.log")
 fi
+# 8. a float model in the 8-bit table modes (Conv[q8f], Gemm[q8f] on the GPU, cuda/ops/q8f.cu): no node takes
+#    the host fallback, two epochs lower the loss, steps replayed from a CUDA graph (captured while the data
+#    ranges calibrate) give the same model as --sync-steps, and eval on the GPU agrees with the CPU
+for m in q8u:exact q8s:exact; do
+  q8=(--data "mnist:$idx" --limit 2048 --batch 64 --lr 0.05 --seed 4 --epochs 2 --mode $m --device cuda)
+  "$amd" train "$models/lenet5_train.onnx" "${q8[@]}" -o "$tmp/q8.onnx" >"$tmp/q8.log" 2>&1
+  rc=$?
+  "$amd" train "$models/lenet5_train.onnx" "${q8[@]}" --sync-steps -o "$tmp/q8s.onnx" >"$tmp/q8s.log" 2>&1
+  rc2=$?
+  l1=$(sed -n 's/^epoch 1\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/q8.log")
+  l2=$(sed -n 's/^epoch 2\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/q8.log")
+  replayed=$(sed -n 's/^CUDA graph: \([0-9]*\) training steps replayed/\1/p' "$tmp/q8.log")
+  if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && grep -q "nodes native" "$tmp/q8.log" && ! grep -q "8-bit table nodes" "$tmp/q8.log" &&
+    awk -v a="${l1:-0}" -v b="${l2:-9}" 'BEGIN { exit !(b < a) }' && cmp -s "$tmp/q8.onnx" "$tmp/q8s.onnx"; then
+    ok "--mode $m on the GPU: the q8 nodes native, loss $l1 -> $l2, ${replayed:-no} steps replayed = --sync-steps"
+  else
+    bad "--mode $m on the GPU: exits $rc $rc2, losses '${l1:-}' '${l2:-}', $(grep -o 'host fallback:.*' "$tmp/q8.log"), $(cmp "$tmp/q8.onnx" "$tmp/q8s.onnx" 2>&1 | head -1)"
+    tail -3 "$tmp/q8.log"
+  fi
+  "$amd" eval "$tmp/q8.onnx" --data "mnist:$idx" --limit 2048 --mode $m --device cuda >"$tmp/q8e.log" 2>&1
+  g=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/q8e.log")
+  "$amd" eval "$tmp/q8.onnx" --data "mnist:$idx" --limit 2048 --mode $m --device cpu >"$tmp/q8c.log" 2>&1
+  c=$(sed -n 's/^top1 \([0-9.]*\)%.*/\1/p' "$tmp/q8c.log")
+  [ -n "$g" ] && awk -v a="$g" -v b="${c:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' &&
+    ok "eval --mode $m: top1 $g% on the GPU, $c% on the CPU" || bad "eval --mode $m: cuda '$g', cpu '$c'"
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
