@@ -188,14 +188,22 @@ __global__ void k_q8_rowsum(int64_t R, int64_t K, const uint8_t *X, int64_t ld, 
 }
 
 /* dst[r][k] = src's code (row r of R rows of K codes; trans: src is K rows of R) ^ x */
-__global__ void k_q8_copy(int64_t R, int64_t K, const uint8_t *src, int64_t ld, int trans, uint32_t x,
+/* dst rows of Kp >= K codes: src's K codes XORed with x, then int8 zeros (nothing added to P) */
+__global__ void k_q8_copy(int64_t R, int64_t K, int64_t Kp, const uint8_t *src, int64_t ld, int trans, uint32_t x,
                           uint8_t *dst, int64_t ldd) {
-  const int64_t total = R * K;
+  const int64_t total = R * Kp;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = e / K, k = e % K;
-    const uint8_t c = trans ? src[k * ld + r] : src[r * ld + k];
-    dst[r * ldd + k] = (uint8_t)(c ^ x);
+    const int64_t r = e / Kp, k = e % Kp;
+    const uint8_t c = k >= K ? 0u : (uint8_t)((trans ? src[k * ld + r] : src[r * ld + k]) ^ x);
+    dst[r * ldd + k] = c;
   }
+}
+
+/* C (ld ldc) = the M x N block of W (ld ldw) */
+__global__ void k_q8_copy_out(int64_t M, int64_t N, const int32_t *W, int64_t ldw, int32_t *C, int64_t ldc) {
+  for (int64_t i = blockIdx.y; i < M; i += gridDim.y)
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < N; j += (int64_t)gridDim.x * blockDim.x)
+      C[i * ldc + j] = W[i * ldw + j];
 }
 
 /* C[i][j] += the corrections (uint32) after the tensor cores' P: rs, cs are the raw codes' sums, less
@@ -236,8 +244,8 @@ struct amd_cuda_q8_ctx {
   q8_table *tabs;
   int ntabs, captabs;
   q8_table exact_tab[2][2]; /* built-in exact tables by (A signed, B signed) */
-  void *ws[4];              /* the sums, A's int8 copy, B in the TN layout, B's int8 copy */
-  size_t ws_bytes[4];
+  void *ws[5];              /* the sums, A's int8 copy, B in the TN layout, B's int8 copy, C with ld % 4 == 0 */
+  size_t ws_bytes[5];
 };
 
 static const size_t q8_cublas_ws_bytes = (size_t)32 << 20;
@@ -293,7 +301,7 @@ extern "C" void amd_cuda_q8_destroy(amd_cuda_q8_ctx *ctx) {
   free(ctx->tabs);
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++) q8_table_free(&ctx->exact_tab[a][b]);
-  for (int i = 0; i < 4; i++) cudaFree(ctx->ws[i]);
+  for (int i = 0; i < 5; i++) cudaFree(ctx->ws[i]);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
   cudaFree(ctx->cublas_ws);
   free(ctx);
@@ -434,10 +442,11 @@ static bool q8_signed(amd_q8_fmt f) { return f == AMD_Q8_S8; }
 /* Rows (R x K, K-contiguous) of an operand into workspace slot ws as stored codes ^ x, ld a multiple of 16. */
 static int q8_copy(amd_cuda_q8_ctx *ctx, int ws, int64_t R, int64_t K, const uint8_t *src, int64_t ld, int trans,
                    uint32_t x, const uint8_t **dst, int64_t *ldd, amd_status *st) {
-  *ldd = round16(K > 0 ? K : 1);
+  const int64_t Kp = (K + 3) / 4 * 4; /* cuBLAS's int8 GEMM wants K a multiple of 4 */
+  *ldd = round16(Kp > 0 ? Kp : 1);
   void *p = NULL;
   if (q8_ws(ctx, ws, (size_t)(R * *ldd), &p, st)) return -1;
-  k_q8_copy<<<q8_blocks(R * K), 256, 0, ctx->stream>>>(R, K, src, ld, trans, x, (uint8_t *)p, *ldd);
+  k_q8_copy<<<q8_blocks(R * Kp), 256, 0, ctx->stream>>>(R, K, Kp, src, ld, trans, x, (uint8_t *)p, *ldd);
   AMD_CUDA_CHECK_LAUNCH("k_q8_copy", st);
   *dst = (const uint8_t *)p;
   return 0;
@@ -469,16 +478,27 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
                    amd_status *st) {
   const uint8_t *A8 = a->p, *B8 = b->p;
   int64_t lda = a->ld, ldb = b->ld;
-  /* int8 storage: U8 codes are XORed into U8X; cuBLAS wants 4-byte aligned rows */
-  if (a->fmt == AMD_Q8_U8 || lda % 4 || !aligned(A8, 16))
+  /* int8 storage: U8 codes are XORed into U8X; cuBLAS wants 4-byte aligned rows, K and the output's
+   * leading dimension multiples of 4: K is padded with int8 zeros, C goes through a padded copy */
+  const bool kpad = K % 4 != 0;
+  if (a->fmt == AMD_Q8_U8 || lda % 4 || !aligned(A8, 16) || kpad)
     if (q8_copy(ctx, 1, M, K, a->p, a->ld, 0, a->fmt == AMD_Q8_U8 ? 0x80u : 0u, &A8, &lda, st)) return -1;
-  if (b->fmt == AMD_Q8_U8 || ldb % 4 || !aligned(B8, 16))
+  if (b->fmt == AMD_Q8_U8 || ldb % 4 || !aligned(B8, 16) || kpad)
     if (q8_copy(ctx, 3, N, K, b->p, b->ld, 0, b->fmt == AMD_Q8_U8 ? 0x80u : 0u, &B8, &ldb, st)) return -1;
+  int32_t *Cg = C;
+  int64_t ldg = ldc;
+  if (ldc % 4 || !aligned(C, 16)) {
+    void *w = NULL;
+    ldg = (N + 3) / 4 * 4;
+    if (q8_ws(ctx, 4, sizeof(int32_t) * (size_t)(M * ldg), &w, st)) return -1;
+    Cg = (int32_t *)w;
+  }
   if (K > 0) {
     const int32_t one = 1, zero = 0;
+    const int64_t Kp = (K + 3) / 4 * 4;
     /* column-major: C^T (N x M, ld ldc) = B8 (K x N, ld ldb)^T * A8 (K x M, ld lda) */
-    const cublasStatus_t cs = cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B8, CUDA_R_8I,
-                                              ldb, A8, CUDA_R_8I, lda, &zero, C, CUDA_R_32I, ldc,
+    const cublasStatus_t cs = cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, Kp, &one, B8, CUDA_R_8I,
+                                              ldb, A8, CUDA_R_8I, lda, &zero, Cg, CUDA_R_32I, ldg,
                                               CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
     if ((cs == CUBLAS_STATUS_NOT_SUPPORTED || cs == CUBLAS_STATUS_INVALID_VALUE || cs == CUBLAS_STATUS_ARCH_MISMATCH) &&
         ctx->path == AMD_Q8_PATH_AUTO)
@@ -491,9 +511,13 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
   const uint32_t k128 = 128u * (uint32_t)K;
   const int64_t bx = (N + 255) / 256, by = M < 65535 ? M : 65535;
   const dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)by);
-  k_q8_fix<<<grid, 256, 0, ctx->stream>>>(M, N, K, C, ldc, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp, a->zp_inc,
-                                          sa, b->zp, b->zp_inc, sb);
+  k_q8_fix<<<grid, 256, 0, ctx->stream>>>(M, N, K, Cg, ldg, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp,
+                                          a->zp_inc, sa, b->zp, b->zp_inc, sb);
   AMD_CUDA_CHECK_LAUNCH("k_q8_fix", st);
+  if (Cg != C) {
+    k_q8_copy_out<<<grid, 256, 0, ctx->stream>>>(M, N, Cg, ldg, C, ldc);
+    AMD_CUDA_CHECK_LAUNCH("k_q8_copy_out", st);
+  }
   return 0;
 }
 

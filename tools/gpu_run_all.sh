@@ -39,6 +39,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-gemm bin/test_cuda_gemm
   t cuda-repro bin/test_cuda_repro
   t cuda-ops bin/test_cuda_ops
+  t cuda-q8-gemm bin/test_cuda_q8_gemm
+  t cuda-q8f bin/test_cuda_q8f
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
   t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_cuda_ops
   if command -v compute-sanitizer >/dev/null; then
@@ -73,6 +75,7 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "=== benchmarks"
   [ "${AMD_BENCH_GEMM:-1}" = 0 ] || bin/bench-cuda-gemm  # the mode GEMM alone at ResNet-18 shapes
+  bin/test_cuda_q8_gemm --bench  # the 8-bit table GEMM and its tensor-core path at ResNet-18 shapes
   common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
   # LeNet-5: whole epochs of 60000 images (the second is warm)
   for mode in acc32 am16 am32 fp16; do
@@ -86,7 +89,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
     python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
     r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}")
-    for mode in acc32 am16 acc16 fp16 am32; do
+    for mode in acc32 am16 acc16 fp16 am32 mit16; do
       echo "--- resnet18 $mode"
       $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
     done
