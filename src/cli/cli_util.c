@@ -269,10 +269,6 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
   const double t0 = cli_now_s();
   if (stream && !strncmp(data, "images:", 7) && img->norm != AMD_NORM_DATASET) {
     if (amd_image_stream_open(data, img, batch, 0, ds, stream, st)) return -1;
-    amd_image_stream_stats ss;
-    amd_image_stream_stats_get(*stream, &ss);
-    fprintf(stderr, "%s: %s; headers read in %.2f s, decoding on %d threads while the model runs\n", cmd,
-            amd_dataset_describe(ds, desc, sizeof desc), ss.header_s, ss.workers);
   } else {
     if (amd_dataset_load_opts(data, img, ds, st)) return -1;
     const double secs = cli_now_s() - t0;
@@ -285,6 +281,16 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
   const amd_backend *be;
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (amd_cli_backend(device, debug_sync, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;
+  if (stream && *stream) {
+    /* on the CPU the model's threads need every core: decoding between batches */
+    const int overlap = be->device != AMD_DEVICE_CPU;
+    amd_image_stream_set_overlap(*stream, overlap);
+    amd_image_stream_stats ss;
+    amd_image_stream_stats_get(*stream, &ss);
+    fprintf(stderr, "%s: %s; headers read in %.2f s, decoding streamed on %d threads %s\n", cmd,
+            amd_dataset_describe(ds, desc, sizeof desc), ss.header_s, ss.workers,
+            overlap ? "while the model runs" : "between the model's batches (CPU)");
+  }
   amd_cli_backend_note(strncmp(cmd, "amdnn-onnx ", 11) ? cmd : cmd + 11, g, be);
   t->tta = tta;
   int64_t n_out;

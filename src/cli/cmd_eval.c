@@ -170,10 +170,15 @@ int amd_cmd_eval(int argc, char **argv) {
   if (stream) {
     amd_image_stream_stats ss;
     amd_image_stream_stats_get(stream, &ss);
-    fprintf(stderr, "amdnn-onnx eval: decoded %lld images in %.2f s on %d threads (%.0f images/s) while evaluating; "
-                    "the model waited %.2f s for them\n",
-            (long long)ss.decoded, ss.decode_s, ss.workers, ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0,
-            ss.wait_s);
+    if (ss.overlap)
+      fprintf(stderr, "amdnn-onnx eval: decoded %lld images in %.2f s on %d threads (%.0f images/s) while the model "
+                      "ran; the model waited %.2f s for them\n",
+              (long long)ss.decoded, ss.decode_s, ss.workers,
+              ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0, ss.wait_s);
+    else
+      fprintf(stderr, "amdnn-onnx eval: decoded %lld images on %d threads between the model's batches; the model "
+                      "waited %.2f s for them (%.0f images/s)\n",
+              (long long)ss.decoded, ss.workers, ss.wait_s, ss.wait_s > 0 ? (double)ss.decoded / ss.wait_s : 0.0);
     amd_image_stream_finish(stream, &ds);
     if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
   }

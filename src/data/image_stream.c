@@ -13,7 +13,11 @@
  * Without --skip-bad a failed file stops the workers; the consumer waits
  * for the files being decoded, then reports the failure of the lowest file
  * index: every file before it was claimed (in order), so it is the first
- * bad file in file order, the one the in-memory load names. */
+ * bad file in file order, the one the in-memory load names.
+ *
+ * Lockstep (amd_image_stream_set_overlap 0): the workers claim only files
+ * of chunks up to the one the consumer waits for, so they sleep while the
+ * consumer works (the CPU backend, whose threads need every core). */
 #include "image_stream.h"
 
 #include <pthread.h>
@@ -40,6 +44,8 @@ struct amd_image_stream {
   pthread_cond_t cv_work, cv_done;
   int64_t next_file;  /* the next good file to claim */
   int64_t released;   /* chunks [0, released) are free for reuse */
+  int overlap;        /* 0: the workers decode only the chunk the consumer waits for (lockstep) */
+  int64_t wanted;     /* the chunk the consumer waits for, or will first */
   int active;         /* workers decoding a file */
   int stop;           /* 1: a file failed (without --skip-bad); 2: closing */
   int64_t err_index;  /* the lowest good file that failed, and its message */
@@ -76,7 +82,8 @@ static void *stream_worker(void *arg) {
   const amd_img_split *sp = s->sp;
   for (;;) {
     pthread_mutex_lock(&s->mu);
-    while (!s->stop && s->next_file < s->ng && s->next_file / s->B >= s->released + s->R)
+    while (!s->stop && s->next_file < s->ng &&
+           (s->next_file / s->B >= s->released + s->R || (!s->overlap && s->next_file / s->B > s->wanted)))
       pthread_cond_wait(&s->cv_work, &s->mu);
     if (s->stop || s->next_file >= s->ng) {
       pthread_mutex_unlock(&s->mu);
@@ -137,6 +144,10 @@ static int wait_chunk(amd_image_stream *s, int64_t j, amd_status *st) {
   const int64_t slot = j % s->R, n = chunk_files(s, j);
   const double t0 = amd_img_mono_s();
   pthread_mutex_lock(&s->mu);
+  if (j > s->wanted) {
+    s->wanted = j;
+    pthread_cond_broadcast(&s->cv_work);
+  }
   while (s->stop != 1 && s->done[slot] < n) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -217,6 +228,13 @@ int amd_image_stream_next(amd_image_stream *s, amd_data_split *b, amd_status *st
   return 0;
 }
 
+void amd_image_stream_set_overlap(amd_image_stream *s, int overlap) {
+  pthread_mutex_lock(&s->mu);
+  s->overlap = overlap != 0;
+  pthread_cond_broadcast(&s->cv_work);
+  pthread_mutex_unlock(&s->mu);
+}
+
 void amd_image_stream_finish(amd_image_stream *s, amd_dataset *ds) {
   pthread_mutex_lock(&s->mu);
   const int64_t failed = s->n_failed;
@@ -229,6 +247,7 @@ void amd_image_stream_finish(amd_image_stream *s, amd_dataset *ds) {
 void amd_image_stream_stats_get(amd_image_stream *s, amd_image_stream_stats *out) {
   pthread_mutex_lock(&s->mu);
   out->workers = s->n_th;
+  out->overlap = s->overlap;
   out->decoded = s->files_done;
   out->total = s->ng;
   out->decode_s = (s->files_done == s->ng ? s->t_last : amd_img_mono_s()) - s->t_start;
@@ -288,6 +307,7 @@ int amd_image_stream_open(const char *spec, const amd_image_opts *o, int64_t bat
     s->ng = s->sp->n - s->sp->n_bad;
     s->n_chunks = (s->ng + s->B - 1) / s->B;
     s->err_index = INT64_MAX;
+    s->overlap = 1;
     s->last_report = amd_img_mono_s();
     if (s->B > AMD_DATA_MAX_BYTES / s->R / s->chw)
       rc = amd_fail(st, "%d batches of %lld images of %lldx%lldx%lld exceed the %lld-byte limit", ring,

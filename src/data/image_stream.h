@@ -47,12 +47,20 @@ int amd_image_stream_open(const char *spec, const amd_image_opts *o, int64_t bat
  * file (without --skip-bad), or when every file failed. */
 int amd_image_stream_next(amd_image_stream *s, amd_data_split *b, amd_status *st);
 
+/* overlap 1 (the default): the workers decode up to ring - 1 batches ahead
+ * while the consumer works on one (a GPU runs the model); 0: they decode
+ * only while the consumer waits in amd_image_stream_next, all of them on its
+ * batch (the model runs on the CPU and needs every core: decoding threads
+ * beside it would slow both). Any time, from any thread. */
+void amd_image_stream_set_overlap(amd_image_stream *s, int overlap);
+
 /* After the end: ds->skipped and ds->note with the files that failed while
  * decoding too. */
 void amd_image_stream_finish(amd_image_stream *s, amd_dataset *ds);
 
 typedef struct amd_image_stream_stats {
   int workers;         /* decoding threads */
+  int overlap;         /* amd_image_stream_set_overlap's */
   int64_t decoded;     /* files decoded (or failed) so far */
   int64_t total;       /* files to decode (those that passed the header pass) */
   double header_s;     /* the listing and the header pass (amd_image_stream_open) */

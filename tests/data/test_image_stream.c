@@ -8,7 +8,8 @@
  * classes, normalisation) the same. Bad files: one that fails its header and
  * one truncated JPEG that passes it and fails while decoding: without
  * --skip-bad both readers fail with the same message; with it the batches
- * are the in-memory split without them and the skipped count agrees. Also
+ * are the in-memory split without them and the skipped count agrees. The
+ * lockstep mode (the CPU backend's) too. Also
  * closing a stream midway, the dataset normalisation refused. Exit 0 on
  * success, 1 on any failure (under valgrind: no leak, no error). */
 #define _XOPEN_SOURCE 700
@@ -26,6 +27,7 @@
 #include "data/image_stream.h"
 
 static int failures = 0, checks = 0;
+static int lockstep; /* compare() streams with amd_image_stream_set_overlap(s, 0) */
 static char root[512];
 
 #define CHECK(cond, ...)                                     \
@@ -152,6 +154,7 @@ static int64_t compare(const char *what, const char *spec, amd_image_opts o, int
   int rc_mem = amd_dataset_load_opts(spec, &om, &mem, &st);
   amd_image_stream *s = NULL;
   int rc = amd_image_stream_open(spec, &o, batch, ring, &sds, &s, &st2);
+  if (!rc && lockstep) amd_image_stream_set_overlap(s, 0);
   const amd_data_split *ms = rc_mem ? NULL : o.only_split == 2 ? &mem.train : &mem.test;
   if (!rc) {
     CHECK(sds.c == mem.c && sds.h == mem.h && sds.w == mem.w && sds.n_classes == mem.n_classes &&
@@ -248,6 +251,10 @@ int main(void) {
     snprintf(what, sizeof what, "batch %d ring %d workers %d", cases[k][0], cases[k][1], cases[k][2]);
     compare(what, spec1, opts(1, 0, cases[k][2], 0), cases[k][0], cases[k][1]);
   }
+  lockstep = 1; /* the CPU backend's way */
+  compare("lockstep, batch 4", spec1, opts(1, 0, 2, 0), 4, 2);
+  compare("lockstep, batch 10, ring 4, 3 workers", spec1, opts(1, 0, 3, 0), 10, 4);
+  lockstep = 0;
   compare("--limit 10 spread", spec1, opts(1, 10, 2, 0), 4, 2);
   compare("train/val: val", spec2, opts(1, 0, 2, 0), 4, 3);
   compare("train/val: train", spec2, opts(2, 0, 3, 0), 5, 2);
@@ -306,6 +313,9 @@ int main(void) {
   CHECK(compare("a bad header without --skip-bad", spec1, opts(1, 0, 2, 0), 4, 2) == -1, "the header pass fails");
   CHECK(compare("--skip-bad, three bad files, batch 4", spec1, opts(1, 0, 2, 1), 4, 3) == 3, "3 skipped");
   CHECK(compare("--skip-bad, three bad files, batch 8", spec1, opts(1, 0, 3, 1), 8, 2) == 3, "3 skipped");
+  lockstep = 1;
+  CHECK(compare("lockstep, --skip-bad, three bad files, batch 5", spec1, opts(1, 0, 2, 1), 5, 2) == 3, "3 skipped");
+  lockstep = 0;
   compare("--skip-bad, --limit 12", spec1, opts(1, 12, 2, 1), 5, 2);
 
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

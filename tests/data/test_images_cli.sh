@@ -91,7 +91,7 @@ same_eval() { # NAME MODEL EVAL-ARGS...: streamed and --in-memory print the same
   "$amd" eval "$model" --device cpu "$@" --in-memory >"$tmp/m.log" 2>"$tmp/m.err"
   local rm=$?
   sed -i 's/  [0-9]* images\/s$//' "$tmp/s.log" "$tmp/m.log"
-  if [ $rs -eq 0 ] && [ $rm -eq 0 ] && grep -q "decoding on .* threads while the model runs" "$tmp/s.err" &&
+  if [ $rs -eq 0 ] && [ $rm -eq 0 ] && grep -q "decoding streamed on .* threads" "$tmp/s.err" &&
     grep -q "loaded in" "$tmp/m.err" && grep -q "^top1" "$tmp/s.log" && cmp -s "$tmp/s.log" "$tmp/m.log"; then
     ok "streamed eval = --in-memory eval: $name ($(grep '^top1' "$tmp/s.log"))"
   else
