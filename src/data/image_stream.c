@@ -220,7 +220,8 @@ int amd_image_stream_next(amd_image_stream *s, amd_data_split *b, amd_status *st
     }
   }
   if (have == 0 && s->emitted == 0)
-    return amd_fail(st, "%s: every image is bad (e.g. %.900s)", s->f.n_splits ? s->f.dir : "", s->err.msg);
+    return amd_fail(st, "%s: every image is bad (e.g. %.900s)",
+                    s->o.only_split == 1 && s->f.vdir[0] ? s->f.vdir : s->f.dir, s->err.msg);
   b->n = have;
   b->u8 = have ? s->stage : NULL;
   b->labels = have ? s->stage_lab : NULL;

@@ -318,6 +318,32 @@ int main(void) {
   lockstep = 0;
   compare("--skip-bad, --limit 12", spec1, opts(1, 12, 2, 1), 5, 2);
 
+  /* every file fails while decoding (--skip-bad): both fail */
+  {
+    char all[700], spec3[800];
+    snprintf(all, sizeof all, "%s/allbad", root);
+    write_folder(all, 2, 7);
+    static const char *cls[] = {"ant", "bee", "cat"};
+    for (int c = 0; c < 3; c++)
+      for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s/img%03d.jpg", all, cls[c], i);
+        truncate_half(p);
+      }
+    snprintf(spec3, sizeof spec3, "images:%s", all);
+    amd_image_opts o = opts(1, 0, 2, 1);
+    amd_dataset mem, sds;
+    amd_image_stream *s = NULL;
+    amd_status st = {{0}}, st2 = {{0}};
+    amd_data_split b;
+    int rc_mem = amd_dataset_load_opts(spec3, &o, &mem, &st);
+    int rc = amd_image_stream_open(spec3, &o, 4, 2, &sds, &s, &st2);
+    if (!rc) rc = amd_image_stream_next(s, &b, &st2);
+    CHECK(rc_mem && strstr(st.msg, "every training image is bad") && rc && strstr(st2.msg, "every image is bad"),
+          "every file bad: load '%s', stream '%s'", st.msg, st2.msg);
+    amd_image_stream_close(s);
+    amd_dataset_free(&sds);
+  }
+
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;
