@@ -277,7 +277,8 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
   }
   const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
   if (amd_trainer_init(t, g, &eval_opts, st)) return -1;
-  if (ds->note[0]) fprintf(stderr, "%s: warning: %s\n", cmd, ds->note);
+  /* (a stream's note is complete at its end: the caller prints it then) */
+  if (ds->note[0] && !(stream && *stream)) fprintf(stderr, "%s: warning: %s\n", cmd, ds->note);
   const amd_backend *be;
   /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (amd_cli_backend(device, debug_sync, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;

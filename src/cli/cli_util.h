@@ -79,7 +79,8 @@ struct amd_trainer;
  * per class. stream non-NULL (eval): an image folder whose normalisation is
  * not `dataset` is opened as a stream of batches of `batch`
  * (data/image_stream.h: decoded while the model runs) instead of decoded
- * into memory first; *stream stays NULL otherwise. The caller frees ds and t
+ * into memory first (its warning, ds->note, is the caller's to print after
+ * amd_image_stream_finish); *stream stays NULL otherwise. The caller frees ds and t
  * and closes *stream, also after a failure. */
 int amd_cli_eval_setup(const char *cmd, struct amd_graph *g, const char *data, struct amd_image_opts *img,
                        int split_test, int64_t limit, int64_t batch, struct amd_image_stream **stream,

@@ -177,8 +177,8 @@ int amd_cmd_eval(int argc, char **argv) {
               ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0, ss.wait_s);
     else
       fprintf(stderr, "amdnn-onnx eval: decoded %lld images on %d threads between the model's batches; the model "
-                      "waited %.2f s for them (%.0f images/s)\n",
-              (long long)ss.decoded, ss.workers, ss.wait_s, ss.wait_s > 0 ? (double)ss.decoded / ss.wait_s : 0.0);
+                      "waited %.2f s for them\n",
+              (long long)ss.decoded, ss.workers, ss.wait_s);
     amd_image_stream_finish(stream, &ds);
     if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
   }
