@@ -842,7 +842,8 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
       ds->test = ds->train;
       ds->test_is_train = 1;
     }
-    rc = amd_data_set_stats(ds, 0, st);
+    /* (statistics only where the normalisation uses them: any other replaces them) */
+    rc = amd_data_set_stats(ds, o->norm != AMD_NORM_DATASET, st);
   }
   amd_img_folder_free(&f);
   if (rc) {
