@@ -33,12 +33,12 @@ struct amd_image_stream {
   amd_image_opts o; /* the caller's options (f.pool keeps a pointer to this copy) */
   const amd_img_split *sp;
   int64_t C, H, W, chw, B, ng, n_chunks;
-  int R;
+  int R, slots; /* the ring's length, and the slots allocated (min(R, n_chunks)) */
   int64_t *good; /* [ng] the index in sp of good file g */
-  uint8_t *pix;  /* [R, B, chw] */
-  int64_t *lab;  /* [R, B] */
-  uint8_t *fail; /* [R, B] the file failed while decoding */
-  int64_t *done; /* [R] the files of the slot's chunk finished (decoded or failed) */
+  uint8_t *pix;  /* [slots, B, chw] */
+  int64_t *lab;  /* [slots, B] */
+  uint8_t *fail; /* [slots, B] the file failed while decoding */
+  int64_t *done; /* [slots] the files of the slot's chunk finished (decoded or failed) */
   /* shared with the workers, under mu */
   pthread_mutex_t mu;
   pthread_cond_t cv_work, cv_done;
@@ -304,23 +304,26 @@ int amd_image_stream_open(const char *spec, const amd_image_opts *o, int64_t bat
     s->header_s = amd_img_mono_s() - t0;
     s->sp = &s->f.split[0];
     s->C = ds->c, s->H = ds->h, s->W = ds->w, s->chw = ds->c * ds->h * ds->w;
-    s->B = batch, s->R = ring;
     s->ng = s->sp->n - s->sp->n_bad;
+    /* (a batch larger than the split is the split: one chunk) */
+    s->B = batch < s->ng ? batch : s->ng, s->R = ring;
     s->n_chunks = (s->ng + s->B - 1) / s->B;
+    /* slot j % R of chunk j: with fewer chunks than R, only n_chunks slots */
+    s->slots = s->n_chunks < s->R ? (int)s->n_chunks : s->R;
     s->err_index = INT64_MAX;
     s->overlap = 1;
     s->last_report = amd_img_mono_s();
-    if (s->B > AMD_DATA_MAX_BYTES / s->R / s->chw)
-      rc = amd_fail(st, "%d batches of %lld images of %lldx%lldx%lld exceed the %lld-byte limit", ring,
-                    (long long)batch, (long long)ds->c, (long long)ds->h, (long long)ds->w,
+    if (s->B > AMD_DATA_MAX_BYTES / s->slots / s->chw)
+      rc = amd_fail(st, "%d batches of %lld images of %lldx%lldx%lld exceed the %lld-byte limit (use a smaller batch)",
+                    s->slots, (long long)s->B, (long long)ds->c, (long long)ds->h, (long long)ds->w,
                     (long long)AMD_DATA_MAX_BYTES);
   }
   if (!rc) {
     s->good = malloc((size_t)(s->ng ? s->ng : 1) * sizeof *s->good);
-    s->pix = calloc((size_t)(s->R * s->B), (size_t)s->chw);
-    s->lab = calloc((size_t)(s->R * s->B), sizeof *s->lab);
-    s->fail = calloc((size_t)(s->R * s->B), 1);
-    s->done = calloc((size_t)s->R, sizeof *s->done);
+    s->pix = calloc((size_t)(s->slots * s->B), (size_t)s->chw);
+    s->lab = calloc((size_t)(s->slots * s->B), sizeof *s->lab);
+    s->fail = calloc((size_t)(s->slots * s->B), 1);
+    s->done = calloc((size_t)s->slots, sizeof *s->done);
     s->th = calloc((size_t)s->f.pool.n_workers, sizeof *s->th);
     s->args = calloc((size_t)s->f.pool.n_workers, sizeof *s->args);
     if (!s->good || !s->pix || !s->lab || !s->fail || !s->done || !s->th || !s->args) rc = amd_fail(st, "out of memory");
