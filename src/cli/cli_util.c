@@ -8,15 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../core/env.h"
 #include "../data/dataset.h"
+#include "../data/image_stream.h"
 #include "../exec/backend.h"
 #include "../exec/exec.h"
 #include "../ops/op.h"
 #include "../gemm/gemm.h"
 #include "../train/kernels.h"
+#include "../train/trainer.h"
 #ifdef AMD_HAVE_CUDA
 #include "../../cuda/backend_cuda.h"
 #endif
@@ -248,4 +251,53 @@ int64_t *amd_cli_limit_index(const amd_dataset *ds, const amd_data_split *s, int
 void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total) {
   fprintf(stderr, "%s: images: %s, %lld of %lld files\n", (const char *)user, stage, (long long)done,
           (long long)total);
+}
+
+static double cli_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_image_opts *img, int split_test,
+                       int64_t limit, int64_t batch, amd_image_stream **stream, const char *device, int debug_sync,
+                       int tta, amd_dataset *ds, amd_trainer *t, amd_status *st) {
+  img->only_split = split_test ? 1 : 2; /* the other split is not decoded (images:) */
+  img->max_samples = limit;
+  img->progress = amd_cli_image_progress, img->progress_user = (void *)cmd;
+  char desc[512];
+  const double t0 = cli_now_s();
+  if (stream && !strncmp(data, "images:", 7) && img->norm != AMD_NORM_DATASET) {
+    if (amd_image_stream_open(data, img, batch, 0, ds, stream, st)) return -1;
+  } else {
+    if (amd_dataset_load_opts(data, img, ds, st)) return -1;
+    const double secs = cli_now_s() - t0;
+    fprintf(stderr, "%s: %s; loaded in %.2f s (%.0f samples/s)\n", cmd, amd_dataset_describe(ds, desc, sizeof desc),
+            secs, (double)(ds->train.n + (ds->test_is_train ? 0 : ds->test.n)) / (secs > 0 ? secs : 1e-9));
+  }
+  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
+  if (amd_trainer_init(t, g, &eval_opts, st)) return -1;
+  /* (a stream's note is complete at its end: the caller prints it then) */
+  if (ds->note[0] && !(stream && *stream)) fprintf(stderr, "%s: warning: %s\n", cmd, ds->note);
+  const amd_backend *be;
+  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
+  if (amd_cli_backend(device, debug_sync, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;
+  if (stream && *stream) {
+    /* on the CPU the model's threads need every core: decoding between batches */
+    const int overlap = be->device != AMD_DEVICE_CPU;
+    amd_image_stream_set_overlap(*stream, overlap);
+    amd_image_stream_stats ss;
+    amd_image_stream_stats_get(*stream, &ss);
+    fprintf(stderr, "%s: %s; headers read in %.2f s, decoding streamed on %d threads %s\n", cmd,
+            amd_dataset_describe(ds, desc, sizeof desc), ss.header_s, ss.workers,
+            overlap ? "while the model runs" : "between the model's batches (CPU)");
+  }
+  amd_cli_backend_note(strncmp(cmd, "amdnn-onnx ", 11) ? cmd : cmd + 11, g, be);
+  t->tta = tta;
+  int64_t n_out;
+  if (amd_trainer_n_outputs(t, ds, &n_out, st)) return -1;
+  if (ds->n_classes > n_out)
+    return amd_fail(st, "the data set has %lld classes but the model has %lld outputs", (long long)ds->n_classes,
+                    (long long)n_out);
+  return 0;
 }

@@ -66,6 +66,27 @@ int amd_cli_shape_pass(const struct amd_graph *g, amd_cli_node_shape *nodes, str
  * (amd_image_opts.max_samples). The caller frees the array. */
 int64_t *amd_cli_limit_index(const struct amd_dataset *ds, const struct amd_data_split *s, int64_t limit);
 
+struct amd_image_opts;
+struct amd_image_stream;
+struct amd_trainer;
+/* eval and sweep, before their first batch: the data set of SPEC data for
+ * evaluating one split (split_test: the test split, else the training one;
+ * of an image folder only that split is decoded, and with limit > 0 only
+ * `limit` images of it, spread over the classes; progress lines on stderr
+ * headed by cmd, e.g. "amdnn-onnx eval"), a line describing it, the trainer
+ * in inference mode on the backend of --device (device, debug_sync) with
+ * test-time augmentation (tta), and the check that the model has an output
+ * per class. stream non-NULL (eval): an image folder whose normalisation is
+ * not `dataset` is opened as a stream of batches of `batch`
+ * (data/image_stream.h: decoded while the model runs) instead of decoded
+ * into memory first (its warning, ds->note, is the caller's to print after
+ * amd_image_stream_finish); *stream stays NULL otherwise. The caller frees ds and t
+ * and closes *stream, also after a failure. */
+int amd_cli_eval_setup(const char *cmd, struct amd_graph *g, const char *data, struct amd_image_opts *img,
+                       int split_test, int64_t limit, int64_t batch, struct amd_image_stream **stream,
+                       const char *device, int debug_sync, int tta, struct amd_dataset *ds, struct amd_trainer *t,
+                       struct amd_status *st);
+
 /* amd_image_opts.progress for the commands: a line on stderr, user is the
  * command's name (e.g. "amdnn-onnx eval"). */
 void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "../data/dataset.h"
+#include "../data/image_stream.h"
 #include "../exec/backend.h"
 #include "../onnx/load.h"
 #include "../report/plot.h"
@@ -20,7 +21,7 @@ static const char usage[] =
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
     "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
     "                       [--resize N|HxW] [--crop N|HxW] [--normalize NORM] [--workers N]\n"
-    "                       [--fast-decode] [--skip-bad]\n"
+    "                       [--fast-decode] [--skip-bad] [--in-memory]\n"
     "\n"
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
@@ -41,12 +42,20 @@ static const char usage[] =
     "e.g. a torchvision ImageNet model: --data images:DIR --resize 256 --crop 224\n"
     "--normalize imagenet (the model exported to ONNX: tools/export_torchvision.py).\n"
     "With a normalisation other than dataset, only the split evaluated is decoded\n"
-    "(DIR/val of DIR/train + DIR/val), and with --limit N only those N images.\n";
+    "(DIR/val of DIR/train + DIR/val), and with --limit N only those N images;\n"
+    "it is streamed: --workers threads decode it batch after batch, a few batches\n"
+    "ahead of the model, in bounded memory, with the results of decoding it whole\n"
+    "first, which --in-memory does (and the dataset normalisation always does).\n";
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* amd_trainer_eval_pieces's source: the stream's batches. */
+static int next_batch(void *user, amd_data_split *piece, amd_status *st) {
+  return amd_image_stream_next(user, piece, st);
 }
 
 /* The per-class accuracy and the confusion matrix (rows: label, columns: prediction). */
@@ -73,7 +82,7 @@ static void print_confusion(const int64_t *confusion, int64_t c, char **class_na
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
              *profile = NULL, *device = NULL;
-  int debug_sync = 0, tta = 0;
+  int debug_sync = 0, tta = 0, in_memory = 0;
   int64_t batch = 256, limit = 0;
   amd_image_opts img = {0}; /* images: decoding and preprocessing, the normalisation */
   amd_status img_st;
@@ -89,6 +98,7 @@ int amd_cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--device") && v) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
     else if (!strcmp(a, "--tta")) tta = 1;
+    else if (!strcmp(a, "--in-memory")) in_memory = 1;
     else if (!strcmp(a, "--confusion") && v) {
       confusion_png = argv[++i];
       if (!amd_plot_available()) {
@@ -128,35 +138,14 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_graph *g = NULL;
   amd_dataset ds = {0};
   amd_trainer t = {0};
-  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
+  amd_image_stream *stream = NULL; /* an image folder decoded while the model runs */
   amd_mode_set modes = {0};
   int64_t *confusion = NULL;
   int rc = 1;
-  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
-  img.only_split = strcmp(split, "test") == 0 ? 1 : 2; /* the other split is not decoded (images:) */
-  img.max_samples = limit;
-  img.progress = amd_cli_image_progress, img.progress_user = (void *)"amdnn-onnx eval";
-  double load_t0 = now_s();
-  if (amd_dataset_load_opts(data, &img, &ds, &st)) goto fail;
-  double load_s = now_s() - load_t0;
-  char desc[512];
-  fprintf(stderr, "amdnn-onnx eval: %s; loaded in %.2f s (%.0f samples/s)\n",
-          amd_dataset_describe(&ds, desc, sizeof desc), load_s,
-          (double)(ds.train.n + (ds.test_is_train ? 0 : ds.test.n)) / (load_s > 0 ? load_s : 1e-9));
-  if (amd_trainer_init(&t, g, &eval_opts, &st)) goto fail;
-  if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
-  const amd_backend *be;
-  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
-  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
-  amd_cli_backend_note("eval", g, be);
-  t.tta = tta;
-  int64_t n_out;
-  if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
-  if (ds.n_classes > n_out) {
-    amd_fail(&st, "the data set has %lld classes but the model has %lld outputs", (long long)ds.n_classes,
-             (long long)n_out);
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
+      amd_cli_eval_setup("amdnn-onnx eval", g, data, &img, strcmp(split, "test") == 0, limit, batch,
+                         in_memory ? NULL : &stream, device, debug_sync, tta, &ds, &t, &st))
     goto fail;
-  }
   int64_t c = ds.n_classes;
   confusion = calloc((size_t)(c * c), sizeof *confusion);
   if (!confusion) {
@@ -168,11 +157,31 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_batch_stats bs = {0};
   if (profile) amd_prof_start();
   double t0 = now_s();
-  int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);
-  int eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, batch, &bs, confusion, c, &st);
-  free(limit_idx);
+  int eval_rc;
+  if (stream) {
+    eval_rc = amd_trainer_eval_pieces(&t, &ds, batch, next_batch, stream, &bs, confusion, c, &st);
+  } else {
+    int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);
+    eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, batch, &bs, confusion, c, &st);
+    free(limit_idx);
+  }
   if (eval_rc) goto fail;
   double secs = now_s() - t0;
+  if (stream) {
+    amd_image_stream_stats ss;
+    amd_image_stream_stats_get(stream, &ss);
+    if (ss.overlap)
+      fprintf(stderr, "amdnn-onnx eval: decoded %lld images in %.2f s on %d threads (%.0f images/s) while the model "
+                      "ran; the model waited %.2f s for them\n",
+              (long long)ss.decoded, ss.decode_s, ss.workers,
+              ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0, ss.wait_s);
+    else
+      fprintf(stderr, "amdnn-onnx eval: decoded %lld images on %d threads between the model's batches; the model "
+                      "waited %.2f s for them\n",
+              (long long)ss.decoded, ss.workers, ss.wait_s);
+    amd_image_stream_finish(stream, &ds);
+    if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
+  }
   amd_prof_on = 0;
   printf("model %s, mode %s, %s split of %s: %lld images%s\n", model, mode, split, data, (long long)bs.n,
          tta ? " (and each mirrored: --tta)" : "");
@@ -193,6 +202,7 @@ done:
   free(confusion);
   amd_trainer_free(&t);
   amd_graph_free(g);
+  amd_image_stream_close(stream);
   amd_dataset_free(&ds);
   amd_mode_set_free(&modes);
   if (confusion_png) amd_plot_release();

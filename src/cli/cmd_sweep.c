@@ -297,22 +297,9 @@ int amd_cmd_sweep(int argc, char **argv) {
   rows[n_rows].node = -1;
   rows[n_rows++].macs = total_macs;
 
-  img.only_split = 1; /* the test split, and with --limit N images of it (images:) */
-  img.max_samples = limit;
-  img.progress = amd_cli_image_progress, img.progress_user = (void *)"amdnn-onnx sweep";
-  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
-  if (amd_dataset_load_opts(data, &img, &ds, &st) || amd_trainer_init(&t, g, &eval_opts, &st)) goto fail;
-  const amd_backend *be;
-  if (amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st)) goto fail;
-  amd_cli_backend_note("sweep", g, be);
-  t.tta = tta;
-  int64_t n_out;
-  if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
-  if (ds.n_classes > n_out) {
-    amd_fail(&st, "the data set has %lld classes but the model has %lld outputs", (long long)ds.n_classes,
-             (long long)n_out);
+  /* the test split, and with --limit N images of it (images:), decoded once into memory for every pass */
+  if (amd_cli_eval_setup(PROG, g, data, &img, 1, limit, batch, NULL, device, debug_sync, tta, &ds, &t, &st))
     goto fail;
-  }
   const amd_data_split *s = &ds.test;
   int64_t count = limit && limit < s->n ? limit : s->n;
   if (count < 1) {

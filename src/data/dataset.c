@@ -55,7 +55,7 @@ void amd_dataset_free(amd_dataset *ds) {
 }
 
 /* Overrides ds->mean / ds->std as opts->norm asks (AMD_NORM_DATASET keeps them). */
-static int apply_norm(amd_dataset *ds, const amd_image_opts *o, amd_status *st) {
+int amd_data_apply_norm(amd_dataset *ds, const amd_image_opts *o, amd_status *st) {
   static const float in_mean[3] = {0.485f, 0.456f, 0.406f}, in_std[3] = {0.229f, 0.224f, 0.225f};
   if (o->norm == AMD_NORM_DATASET) return 0;
   const float *m = NULL, *s = NULL;
@@ -95,7 +95,7 @@ int amd_dataset_load_opts(const char *spec, const amd_image_opts *opts, amd_data
     if (!is_images && (opts->resize || opts->resize_h || opts->crop_h))
       return amd_fail(st, "--resize and --crop apply to images: data only (not %s:)", formats[i].prefix);
     if ((is_images ? amd_dataset_load_images_opts(arg, opts, ds, st) : formats[i].load(arg, ds, st)) ||
-        apply_norm(ds, opts, st)) {
+        amd_data_apply_norm(ds, opts, st)) {
       amd_dataset_free(ds);
       return -1;
     }

@@ -51,9 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "image_decode.h"
-#include "reader_common.h"
+#include "image_folder.h"
 
 /* ---------------------------------------------------------------- names */
 
@@ -139,20 +137,16 @@ static int list_dir(const char *dir, int want_dirs, name_list *out, listing *li,
 
 /* ---------------------------------------------------------------- file lists */
 
-typedef struct file_list {
-  char **path;
-  int64_t *label;
-  int64_t n, cap;
-} file_list;
-
-static void files_free(file_list *l) {
+static void files_free(amd_img_split *l) {
   for (int64_t i = 0; i < l->n; i++) free(l->path[i]);
   free(l->path);
   free(l->label);
+  free(l->info);
+  free(l->bad);
   memset(l, 0, sizeof *l);
 }
 
-static int files_add(file_list *l, const char *path, int64_t label, amd_status *st) {
+static int files_add(amd_img_split *l, const char *path, int64_t label, amd_status *st) {
   if (l->n == l->cap) {
     int64_t ncap = l->cap ? 2 * l->cap : 256;
     char **np = realloc(l->path, (size_t)ncap * sizeof *np);
@@ -183,7 +177,7 @@ static int walk_dirs(const char *dir, int depth, name_list *dirs, amd_status *st
 }
 
 /* The image files of one class folder, in sorted(os.walk(dir)) order. */
-static int collect_class(const char *cdir, int64_t label, file_list *out, listing *li, amd_status *st) {
+static int collect_class(const char *cdir, int64_t label, amd_img_split *out, listing *li, amd_status *st) {
   name_list dirs = {0};
   if (walk_dirs(cdir, 0, &dirs, st)) {
     names_free(&dirs);
@@ -210,7 +204,7 @@ static int collect_class(const char *cdir, int64_t label, file_list *out, listin
 }
 
 /* The files of DIR/<class>/ for the known classes (every sub-folder of DIR must be one). */
-static int collect_split(const char *split_dir, char **classes, int64_t n_classes, file_list *out, listing *li,
+static int collect_split(const char *split_dir, char **classes, int64_t n_classes, amd_img_split *out, listing *li,
                          amd_status *st) {
   name_list sub;
   if (list_dir(split_dir, 1, &sub, NULL, st)) return -1;
@@ -267,7 +261,7 @@ static label_line *find_line(label_line *v, int64_t n, const char *name) {
 }
 
 /* DIR's images labelled by FILE (the two forms of the header comment). */
-static int collect_labelled(const char *dir, const char *file, file_list *out, amd_dataset *ds, listing *li,
+static int collect_labelled(const char *dir, const char *file, amd_img_split *out, amd_dataset *ds, listing *li,
                             amd_status *st) {
   uint8_t *text = NULL;
   int64_t len = 0;
@@ -404,46 +398,21 @@ static int collect_labelled(const char *dir, const char *file, file_list *out, a
 
 /* ---------------------------------------------------------------- thread pool */
 
-typedef struct pool {
-  int64_t n;
-  _Atomic int64_t next;
-  atomic_int stop;
-  void (*fn)(struct pool *p, int64_t i, int worker);
-  void *ctx;
-  int n_workers;
-  void **tj; /* per worker: a TurboJPEG handle */
-  /* errors: the lowest file index that failed and its message */
-  pthread_mutex_t mu;
-  int64_t err_index;
-  amd_status err;
-  int64_t bad_count;
-  uint8_t *bad; /* [n]: the file failed */
-  int skip_bad;
-  /* memory: the workers decoding at once reserve their images' working
-   * memory (amd_img_work_bytes) from budget; one image larger than the whole
-   * budget runs alone */
-  pthread_cond_t cv;
-  int64_t budget, in_use;
-  /* progress (amd_image_opts.progress), reported by the calling thread */
-  const amd_image_opts *o;
-  const char *stage;
-  double last_report;
-} pool;
 
-static double mono_s(void) {
+double amd_img_mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void mem_reserve(pool *p, int64_t bytes) {
+void amd_img_mem_reserve(amd_img_pool *p, int64_t bytes) {
   pthread_mutex_lock(&p->mu);
   while (p->in_use > 0 && p->in_use + bytes > p->budget) pthread_cond_wait(&p->cv, &p->mu);
   p->in_use += bytes;
   pthread_mutex_unlock(&p->mu);
 }
 
-static void mem_release(pool *p, int64_t bytes) {
+void amd_img_mem_release(amd_img_pool *p, int64_t bytes) {
   pthread_mutex_lock(&p->mu);
   p->in_use -= bytes;
   pthread_cond_broadcast(&p->cv);
@@ -451,20 +420,20 @@ static void mem_release(pool *p, int64_t bytes) {
 }
 
 typedef struct worker_arg {
-  pool *p;
+  amd_img_pool *p;
   int id;
 } worker_arg;
 
 static void *worker_main(void *arg) {
   worker_arg *w = arg;
-  pool *p = w->p;
+  amd_img_pool *p = w->p;
   for (;;) {
     if (atomic_load(&p->stop)) break;
     int64_t i = atomic_fetch_add(&p->next, 1);
     if (i >= p->n) break;
     p->fn(p, i, w->id);
     if (w->id == 0 && p->o && p->o->progress) {
-      const double t = mono_s();
+      const double t = amd_img_mono_s();
       if (t - p->last_report >= 2.0) {
         p->last_report = t;
         p->o->progress(p->o->progress_user, p->stage, i + 1, p->n);
@@ -475,7 +444,7 @@ static void *worker_main(void *arg) {
 }
 
 /* File i failed with st: recorded (and the work stops unless skipping). */
-static void pool_fail(pool *p, int64_t i, const amd_status *st) {
+static void pool_fail(amd_img_pool *p, int64_t i, const amd_status *st) {
   pthread_mutex_lock(&p->mu);
   p->bad[i] = 1;
   p->bad_count++;
@@ -489,14 +458,14 @@ static void pool_fail(pool *p, int64_t i, const amd_status *st) {
 
 /* Runs fn over [0, n) on the workers; 0, or -1 with the first failure in st
  * (without skip_bad). */
-static int pool_run(pool *p, int64_t n, void (*fn)(pool *, int64_t, int), void *ctx, amd_status *st) {
+static int pool_run(amd_img_pool *p, int64_t n, void (*fn)(amd_img_pool *, int64_t, int), void *ctx, amd_status *st) {
   p->n = n;
   atomic_store(&p->next, 0);
   atomic_store(&p->stop, 0);
   p->fn = fn;
   p->ctx = ctx;
   p->err_index = INT64_MAX;
-  p->last_report = mono_s();
+  p->last_report = amd_img_mono_s();
   int nw = p->n_workers < n ? p->n_workers : (int)(n > 0 ? n : 1);
   pthread_t th[1024];
   worker_arg wa[1024];
@@ -519,18 +488,17 @@ static int pool_run(pool *p, int64_t n, void (*fn)(pool *, int64_t, int), void *
 /* ---------------------------------------------------------------- the passes */
 
 typedef struct plan {
-  const file_list *fl;
-  amd_img_info *info; /* [n] from pass 1 */
+  const amd_img_split *fl; /* the files (info: pass 1) */
   const amd_image_opts *o;
-  int64_t c, h, w;    /* the sample */
-  uint8_t *u8;        /* [n, c, h, w] */
+  int64_t c, h, w;         /* the sample */
+  uint8_t *u8;             /* [n, c, h, w] */
 } plan;
 
-static void probe_one(pool *p, int64_t i, int worker) {
+static void probe_one(amd_img_pool *p, int64_t i, int worker) {
   (void)worker;
   plan *pl = p->ctx;
   amd_status st;
-  if (amd_img_probe(pl->fl->path[i], &pl->info[i], &st)) pool_fail(p, i, &st);
+  if (amd_img_probe(pl->fl->path[i], &pl->fl->info[i], &st)) pool_fail(p, i, &st);
 }
 
 /* The size of file i after --resize (before --crop). */
@@ -546,31 +514,22 @@ static int64_t half_even(int64_t d) {
   return (d % 2) && (q % 2) ? q + 1 : q;
 }
 
-static void decode_one_inner(pool *p, int64_t i, int worker) {
-  plan *pl = p->ctx;
-  const amd_image_opts *o = pl->o;
-  const char *path = pl->fl->path[i];
-  const amd_img_info *in = &pl->info[i];
-  amd_status st;
+int amd_img_decode_sample(const char *path, const amd_img_info *in, const amd_image_opts *o, int64_t C, int64_t H,
+                          int64_t W, void **tj, uint8_t *dst, amd_status *st) {
   int64_t rh, rw;
   resized_size(o, in, &rh, &rw);
   int fast = o->fast_decode && (o->resize || o->resize_h) && in->kind == AMD_IMG_JPEG;
   uint8_t *pix = NULL, *rs = NULL;
   int h, w, c;
-  if (amd_img_decode(path, &p->tj[worker], fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, &st)) {
-    pool_fail(p, i, &st);
-    return;
-  }
+  if (amd_img_decode(path, tj, fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, st)) return -1;
   if (!fast && (h != in->h || w != in->w)) {
-    amd_fail(&st, "%s: decoded %dx%d but the header said %dx%d (file changed while loading?)", path, w, h, in->w,
-             in->h);
     free(pix);
-    pool_fail(p, i, &st);
-    return;
+    return amd_fail(st, "%s: decoded %dx%d but the header said %dx%d (file changed while loading?)", path, w, h,
+                    in->w, in->h);
   }
   /* the centre crop (zero padding where the crop is larger) of the resized
    * image: only its visible rectangle is resized (the same bytes) */
-  const int64_t H = pl->h, W = pl->w, C = pl->c, HW = H * W;
+  const int64_t HW = H * W;
   int64_t pad_t = H > rh ? (H - rh) / 2 : 0, pad_l = W > rw ? (W - rw) / 2 : 0;
   int64_t oy = half_even((H > rh ? H : rh) - H) - pad_t, ox = half_even((W > rw ? W : rw) - W) - pad_l;
   int64_t vy0 = oy > 0 ? oy : 0, vy1 = H + oy < rh ? H + oy : rh;
@@ -578,15 +537,12 @@ static void decode_one_inner(pool *p, int64_t i, int worker) {
   int64_t vh = vy1 - vy0, vw = vx1 - vx0;
   rs = malloc((size_t)(vh * vw * c));
   if (!rs || amd_img_resize_region(pix, h, w, c, (int)rh, (int)rw, (int)vy0, (int)vx0, (int)vh, (int)vw, rs)) {
-    amd_fail(&st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw, (long long)rh);
     free(rs);
     free(pix);
-    pool_fail(p, i, &st);
-    return;
+    return amd_fail(st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw, (long long)rh);
   }
   free(pix);
   /* HWC -> CHW, grey -> RGB, zeros outside */
-  uint8_t *dst = pl->u8 + i * C * HW;
   for (int64_t y = 0; y < H; y++) {
     int64_t sy = y + oy;
     for (int64_t x = 0; x < W; x++) {
@@ -597,54 +553,45 @@ static void decode_one_inner(pool *p, int64_t i, int worker) {
     }
   }
   free(rs);
+  return 0;
 }
 
-static void decode_one(pool *p, int64_t i, int worker) {
+static void decode_one(amd_img_pool *p, int64_t i, int worker) {
   plan *pl = p->ctx;
-  int64_t bytes = amd_img_work_bytes(&pl->info[i]);
-  mem_reserve(p, bytes);
-  decode_one_inner(p, i, worker);
-  mem_release(p, bytes);
+  const amd_img_info *in = &pl->fl->info[i];
+  int64_t bytes = amd_img_work_bytes(in);
+  amd_status st;
+  amd_img_mem_reserve(p, bytes);
+  if (amd_img_decode_sample(pl->fl->path[i], in, pl->o, pl->c, pl->h, pl->w, &p->tj[worker],
+                            pl->u8 + i * pl->c * pl->h * pl->w, &st))
+    pool_fail(p, i, &st);
+  amd_img_mem_release(p, bytes);
 }
 
-/* One split's files: probed (pass 1) into info. */
-static int probe_split(pool *p, const file_list *fl, amd_img_info **info, uint8_t **bad, int64_t *n_bad,
-                       amd_status *st) {
-  *info = calloc((size_t)(fl->n ? fl->n : 1), sizeof **info);
-  *bad = calloc((size_t)(fl->n ? fl->n : 1), 1);
-  if (!*info || !*bad) return amd_fail(st, "out of memory");
-  plan pl = {.fl = fl, .info = *info};
+/* One split's files: probed (pass 1) into sp->info, the failures in sp->bad. */
+static int probe_split(amd_img_pool *p, amd_img_split *sp, amd_status *st) {
+  sp->info = calloc((size_t)(sp->n ? sp->n : 1), sizeof *sp->info);
+  sp->bad = calloc((size_t)(sp->n ? sp->n : 1), 1);
+  if (!sp->info || !sp->bad) return amd_fail(st, "out of memory");
+  plan pl = {.fl = sp};
   p->stage = "reading headers";
-  p->bad = *bad;
+  p->bad = sp->bad;
   p->bad_count = 0;
-  int rc = pool_run(p, fl->n, probe_one, &pl, st);
-  *n_bad = p->bad_count;
+  int rc = pool_run(p, sp->n, probe_one, &pl, st);
+  sp->n_bad = p->bad_count;
   return rc;
 }
 
-/* ---------------------------------------------------------------- loading */
+/* ---------------------------------------------------------------- the folder */
 
-typedef struct split_work {
-  file_list fl;
-  amd_img_info *info;
-  uint8_t *bad;
-  int64_t n_bad;
-} split_work;
-
-static void work_free(split_work *s) {
-  files_free(&s->fl);
-  free(s->info);
-  free(s->bad);
-  memset(s, 0, sizeof *s);
-}
-
-/* The sample shape of the good files of both splits (see the header comment). */
-static int sample_shape(const amd_image_opts *o, split_work *sp, int n_splits, amd_dataset *ds, amd_status *st) {
+/* The sample shape of the good files of the splits (see the header comment). */
+static int sample_shape(const amd_image_opts *o, const amd_img_split *sp, int n_splits, amd_dataset *ds,
+                        amd_status *st) {
   int colour = o->norm == AMD_NORM_IMAGENET || (o->norm == AMD_NORM_CUSTOM && o->norm_n == 3);
   const char *first = NULL;
   int64_t fh = 0, fw = 0, n_good = 0;
   for (int s = 0; s < n_splits; s++)
-    for (int64_t i = 0; i < sp[s].fl.n; i++) {
+    for (int64_t i = 0; i < sp[s].n; i++) {
       if (sp[s].bad[i]) continue;
       const amd_img_info *in = &sp[s].info[i];
       n_good++;
@@ -653,33 +600,175 @@ static int sample_shape(const amd_image_opts *o, split_work *sp, int n_splits, a
       resized_size(o, in, &h, &w);
       if (h > AMD_IMG_MAX_SIDE || w > AMD_IMG_MAX_SIDE || h * w > AMD_IMG_MAX_PIXELS)
         return amd_fail(st, "%s: --resize %d makes %dx%d into %lldx%lld pixels (limits: a side of %d, %lld pixels)",
-                        sp[s].fl.path[i], o->resize, in->w, in->h, (long long)w, (long long)h, AMD_IMG_MAX_SIDE,
+                        sp[s].path[i], o->resize, in->w, in->h, (long long)w, (long long)h, AMD_IMG_MAX_SIDE,
                         (long long)AMD_IMG_MAX_PIXELS);
       if (o->crop_h) continue;
       if (!first) {
-        first = sp[s].fl.path[i], fh = h, fw = w;
+        first = sp[s].path[i], fh = h, fw = w;
       } else if (h != fh || w != fw) {
         if (o->resize)
           return amd_fail(st, "images of different shapes after --resize %d: %s (%dx%d) becomes %lldx%lld but %s "
                               "becomes %lldx%lld; add --crop N (or use --resize HxW)",
-                          o->resize, sp[s].fl.path[i], in->w, in->h, (long long)w, (long long)h, first,
+                          o->resize, sp[s].path[i], in->w, in->h, (long long)w, (long long)h, first,
                           (long long)fw, (long long)fh);
         return amd_fail(st, "images of different sizes: %s is %lldx%lld but %s is %lldx%lld; use --resize N and/or "
                             "--crop N (e.g. --resize 256 --crop 224)",
-                        sp[s].fl.path[i], (long long)w, (long long)h, first, (long long)fw, (long long)fh);
+                        sp[s].path[i], (long long)w, (long long)h, first, (long long)fw, (long long)fh);
       }
     }
-  if (n_good == 0) return amd_fail(st, "%s: no readable images", sp[0].fl.n ? sp[0].fl.path[0] : "data folder");
+  if (n_good == 0) return amd_fail(st, "%s: no readable images", sp[0].n ? sp[0].path[0] : "data folder");
   ds->c = colour ? 3 : 1;
   ds->h = o->crop_h ? o->crop_h : fh;
   ds->w = o->crop_h ? o->crop_w : fw;
   return 0;
 }
 
-/* Decodes split sp's good files into s (pass 2), then drops the files that failed. */
-static int decode_split(pool *p, split_work *sp, const amd_image_opts *o, amd_dataset *ds, amd_data_split *s,
+static int is_dir(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Only one split (only_split) and of it only max_samples files spread
+ * evenly (amd_spread_index's files, in order), where the options ask. */
+static void keep_evaluated(const amd_image_opts *o, amd_img_folder *f, amd_dataset *ds) {
+  if (!o->only_split || o->norm == AMD_NORM_DATASET) return;
+  if (f->n_splits == 2) {
+    if (o->only_split == 1) {
+      amd_img_split t = f->split[0];
+      f->split[0] = f->split[1];
+      f->split[1] = t;
+    }
+    files_free(&f->split[1]);
+    f->n_splits = 1;
+    ds->partial = 1;
+  }
+  amd_img_split *fl = &f->split[0];
+  if (o->max_samples > 0 && fl->n > o->max_samples) {
+    const int64_t n = fl->n, k = o->max_samples;
+    for (int64_t i = 0, j = 0; i < n; i++) {
+      if (j < k && i == amd_spread_index(j, k, n)) {
+        fl->path[j] = fl->path[i];
+        fl->label[j++] = fl->label[i];
+      } else {
+        free(fl->path[i]);
+      }
+    }
+    fl->n = k;
+    ds->partial = 1;
+  }
+}
+
+/* The thread pool: n_workers TurboJPEG handles, the lock, the memory budget. */
+static int pool_start(amd_img_pool *p, const amd_image_opts *o, amd_status *st) {
+  memset(p, 0, sizeof *p);
+  p->o = o;
+  p->skip_bad = o->skip_bad;
+  p->n_workers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (p->n_workers < 1) p->n_workers = 1;
+  if (p->n_workers > 1024) p->n_workers = 1024;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  /* a quarter of the memory (at least 1 GiB) for the images being decoded */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  p->budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 : (int64_t)1 << 30;
+  if (p->budget < ((int64_t)1 << 30)) p->budget = (int64_t)1 << 30;
+  p->tj = calloc((size_t)p->n_workers, sizeof *p->tj);
+  if (!p->tj) return amd_fail(st, "out of memory");
+  for (int k = 0; k < p->n_workers; k++)
+    if (!(p->tj[k] = amd_img_tj_new())) return amd_fail(st, "cannot start the JPEG decoder");
+  return 0;
+}
+
+static void pool_stop(amd_img_pool *p) {
+  for (int k = 0; p->tj && k < p->n_workers; k++) amd_img_tj_free(p->tj[k]);
+  free(p->tj);
+  p->tj = NULL;
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+}
+
+void amd_img_folder_free(amd_img_folder *f) {
+  if (f->pool_started) pool_stop(&f->pool);
+  files_free(&f->split[0]);
+  files_free(&f->split[1]);
+  memset(f, 0, sizeof *f);
+}
+
+int amd_img_folder_open(const char *arg, const amd_image_opts *o, amd_img_folder *f, amd_dataset *ds,
                         amd_status *st) {
-  int64_t n = sp->fl.n, chw = ds->c * ds->h * ds->w;
+  memset(f, 0, sizeof *f);
+  f->n_splits = 1;
+  /* DIR[,labels=FILE] */
+  const char *labels = NULL;
+  snprintf(f->dir, sizeof f->dir, "%s", arg);
+  char *comma = strstr(f->dir, ",labels=");
+  if (comma) {
+    *comma = 0;
+    labels = arg + (comma - f->dir) + 8;
+    if (!*labels) return amd_fail(st, "images:%s: labels= needs a file", arg);
+  } else if ((comma = strchr(f->dir, ',')) && !is_dir(f->dir)) {
+    return amd_fail(st, "images:%s: unknown option '%s' (expected images:DIR or images:DIR,labels=FILE)", arg, comma + 1);
+  }
+  if (!is_dir(f->dir)) return amd_fail(st, "data folder '%s' does not exist", f->dir);
+
+  int rc = 0;
+  listing li = {0};
+  char tdir[AMD_DATA_PATH_MAX];
+  if (labels) {
+    rc = collect_labelled(f->dir, labels, &f->split[0], ds, &li, st);
+  } else if (amd_data_join(tdir, sizeof tdir, f->dir, "train", st)) {
+    rc = -1;
+  } else {
+    int two = is_dir(tdir);
+    const char *cdir = two ? tdir : f->dir;
+    if (two) {
+      f->n_splits = 2;
+      if (amd_data_join(f->vdir, sizeof f->vdir, f->dir, "val", st)) return -1;
+      if (!is_dir(f->vdir) && amd_data_join(f->vdir, sizeof f->vdir, f->dir, "test", st)) return -1;
+      if (!is_dir(f->vdir)) return amd_fail(st, "%s has a train folder but neither val nor test next to it", f->dir);
+    }
+    name_list classes;
+    if (list_dir(cdir, 1, &classes, NULL, st)) return -1;
+    if (classes.n == 0) {
+      names_free(&classes);
+      return amd_fail(st, "%s: no class folders (expected %s/<class>/*.jpg, or train/ and val/ folders)", cdir, cdir);
+    }
+    ds->class_names = classes.v; /* owned by ds from here on */
+    ds->n_classes = classes.n;
+    rc = collect_split(cdir, ds->class_names, ds->n_classes, &f->split[0], &li, st);
+    if (!rc && two) rc = collect_split(f->vdir, ds->class_names, ds->n_classes, &f->split[1], &li, st);
+  }
+  f->other = li.other;
+  memcpy(f->other_first, li.other_first, sizeof f->other_first);
+  if (!rc) {
+    f->pool_started = 1;
+    rc = pool_start(&f->pool, o, st);
+  }
+  /* a command that evaluates one split (amd_image_opts.only_split) decodes only
+   * that one, or only its max_samples files */
+  if (!rc) keep_evaluated(o, f, ds);
+  for (int s = 0; !rc && s < f->n_splits; s++) rc = probe_split(&f->pool, &f->split[s], st);
+  if (!rc) rc = sample_shape(o, f->split, f->n_splits, ds, st);
+  if (rc) amd_img_folder_free(f);
+  return rc;
+}
+
+void amd_img_folder_note(const amd_img_folder *f, int64_t skipped, const char *first_error, amd_dataset *ds) {
+  ds->skipped = skipped;
+  ds->note[0] = 0;
+  if (skipped) snprintf(ds->note, sizeof ds->note, "%lld bad files skipped, e.g. %.900s", (long long)skipped, first_error);
+  if (f->other)
+    snprintf(ds->note + strlen(ds->note), sizeof ds->note - strlen(ds->note),
+             "%s%lld files with other image extensions not loaded (only .jpg, .jpeg, .png), e.g. %.500s",
+             ds->note[0] ? "; " : "", (long long)f->other, f->other_first);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+/* Decodes split sp's good files into s (pass 2), then drops the files that failed. */
+static int decode_split(amd_img_pool *p, amd_img_split *sp, const amd_image_opts *o, amd_dataset *ds,
+                        amd_data_split *s, amd_status *st) {
+  int64_t n = sp->n, chw = ds->c * ds->h * ds->w;
   if (n > AMD_DATA_MAX_BYTES / chw)
     return amd_fail(st, "%lld images of %lldx%lldx%lld exceed the %lld-byte limit", (long long)n, (long long)ds->c,
                     (long long)ds->h, (long long)ds->w, (long long)AMD_DATA_MAX_BYTES);
@@ -687,23 +776,22 @@ static int decode_split(pool *p, split_work *sp, const amd_image_opts *o, amd_da
   s->labels = malloc((size_t)n * sizeof *s->labels);
   if (!s->u8 || !s->labels) return amd_fail(st, "out of memory (%lld images of %lld bytes)", (long long)n, (long long)chw);
   /* the files pass 1 found bad are not decoded again */
-  file_list good = {0};
-  amd_img_info *ginfo = malloc((size_t)(n ? n : 1) * sizeof *ginfo);
-  if (!ginfo) return amd_fail(st, "out of memory");
+  amd_img_split good = {0};
+  good.info = malloc((size_t)(n ? n : 1) * sizeof *good.info);
+  if (!good.info) return amd_fail(st, "out of memory");
   int64_t k = 0;
   for (int64_t i = 0; i < n; i++) {
     if (sp->bad[i]) continue;
-    ginfo[k] = sp->info[i];
-    s->labels[k] = sp->fl.label[i];
-    if (files_add(&good, sp->fl.path[i], sp->fl.label[i], st)) {
+    good.info[k] = sp->info[i];
+    s->labels[k] = sp->label[i];
+    if (files_add(&good, sp->path[i], sp->label[i], st)) {
       files_free(&good);
-      free(ginfo);
       return -1;
     }
     k++;
   }
   uint8_t *bad2 = calloc((size_t)(k ? k : 1), 1);
-  plan pl = {.fl = &good, .info = ginfo, .o = o, .c = ds->c, .h = ds->h, .w = ds->w, .u8 = s->u8};
+  plan pl = {.fl = &good, .o = o, .c = ds->c, .h = ds->h, .w = ds->w, .u8 = s->u8};
   int rc = bad2 ? 0 : amd_fail(st, "out of memory");
   if (!rc) {
     p->bad = bad2;
@@ -725,14 +813,8 @@ static int decode_split(pool *p, split_work *sp, const amd_image_opts *o, amd_da
     s->n = m;
   }
   free(bad2);
-  free(ginfo);
   files_free(&good);
   return rc;
-}
-
-static int is_dir(const char *p) {
-  struct stat sb;
-  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
 int amd_dataset_load_images(const char *dir, amd_dataset *ds, amd_status *st) {
@@ -743,118 +825,27 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
   static const amd_image_opts defaults = {0};
   const amd_image_opts *o = opts ? opts : &defaults;
   memset(ds, 0, sizeof *ds);
-  /* DIR[,labels=FILE] */
-  char dir[AMD_DATA_PATH_MAX];
-  const char *labels = NULL;
-  snprintf(dir, sizeof dir, "%s", arg);
-  char *comma = strstr(dir, ",labels=");
-  if (comma) {
-    *comma = 0;
-    labels = arg + (comma - dir) + 8;
-    if (!*labels) return amd_fail(st, "images:%s: labels= needs a file", arg);
-  } else if ((comma = strchr(dir, ',')) && !is_dir(dir)) {
-    return amd_fail(st, "images:%s: unknown option '%s' (expected images:DIR or images:DIR,labels=FILE)", arg, comma + 1);
+  amd_img_folder f;
+  if (amd_img_folder_open(arg, o, &f, ds, st)) {
+    amd_dataset_free(ds);
+    return -1;
   }
-  if (!is_dir(dir)) return amd_fail(st, "data folder '%s' does not exist", dir);
-
-  split_work sp[2];
-  memset(sp, 0, sizeof sp);
-  int n_splits = 1, rc = 0;
-  listing li = {0};
-  char tdir[AMD_DATA_PATH_MAX], vdir[AMD_DATA_PATH_MAX];
-  if (labels) {
-    rc = collect_labelled(dir, labels, &sp[0].fl, ds, &li, st);
-  } else if (amd_data_join(tdir, sizeof tdir, dir, "train", st)) {
-    rc = -1;
-  } else {
-    int two = is_dir(tdir);
-    const char *cdir = two ? tdir : dir;
-    if (two) {
-      n_splits = 2;
-      if (amd_data_join(vdir, sizeof vdir, dir, "val", st)) return -1;
-      if (!is_dir(vdir) && amd_data_join(vdir, sizeof vdir, dir, "test", st)) return -1;
-      if (!is_dir(vdir)) return amd_fail(st, "%s has a train folder but neither val nor test next to it", dir);
-    }
-    name_list classes;
-    if (list_dir(cdir, 1, &classes, NULL, st)) return -1;
-    if (classes.n == 0) {
-      names_free(&classes);
-      return amd_fail(st, "%s: no class folders (expected %s/<class>/*.jpg, or train/ and val/ folders)", cdir, cdir);
-    }
-    ds->class_names = classes.v; /* owned by ds from here on */
-    ds->n_classes = classes.n;
-    rc = collect_split(cdir, ds->class_names, ds->n_classes, &sp[0].fl, &li, st);
-    if (!rc && two) rc = collect_split(vdir, ds->class_names, ds->n_classes, &sp[1].fl, &li, st);
-  }
-  pool p = {0};
-  p.o = o;
-  p.skip_bad = o->skip_bad;
-  p.n_workers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (p.n_workers < 1) p.n_workers = 1;
-  if (p.n_workers > 1024) p.n_workers = 1024;
-  pthread_mutex_init(&p.mu, NULL);
-  pthread_cond_init(&p.cv, NULL);
-  /* a quarter of the memory (at least 1 GiB) for the images being decoded */
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  p.budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 : (int64_t)1 << 30;
-  if (p.budget < ((int64_t)1 << 30)) p.budget = (int64_t)1 << 30;
-  p.tj = calloc((size_t)p.n_workers, sizeof *p.tj);
-  if (!rc && !p.tj) rc = amd_fail(st, "out of memory");
-  for (int k = 0; !rc && k < p.n_workers; k++)
-    if (!(p.tj[k] = amd_img_tj_new())) rc = amd_fail(st, "cannot start the JPEG decoder");
-  /* a command that evaluates one split (amd_image_opts.only_split) decodes only
-   * that one, or only its first max_samples files */
-  if (!rc && o->only_split && o->norm != AMD_NORM_DATASET) {
-    if (n_splits == 2) {
-      if (o->only_split == 1) {
-        split_work t = sp[0];
-        sp[0] = sp[1];
-        sp[1] = t;
-      }
-      work_free(&sp[1]);
-      n_splits = 1;
-      ds->partial = 1;
-    }
-    if (o->max_samples > 0 && sp[0].fl.n > o->max_samples) { /* amd_spread_index's files, in order */
-      file_list *fl = &sp[0].fl;
-      const int64_t n = fl->n, k = o->max_samples;
-      for (int64_t i = 0, j = 0; i < n; i++) {
-        if (j < k && i == amd_spread_index(j, k, n)) {
-          fl->path[j] = fl->path[i];
-          fl->label[j++] = fl->label[i];
-        } else {
-          free(fl->path[i]);
-        }
-      }
-      fl->n = k;
-      ds->partial = 1;
-    }
-  }
-  for (int s = 0; !rc && s < n_splits; s++) rc = probe_split(&p, &sp[s].fl, &sp[s].info, &sp[s].bad, &sp[s].n_bad, st);
-  if (!rc) rc = sample_shape(o, sp, n_splits, ds, st);
-  if (!rc) rc = decode_split(&p, &sp[0], o, ds, &ds->train, st);
-  if (!rc && n_splits == 2) rc = decode_split(&p, &sp[1], o, ds, &ds->test, st);
-  if (!rc && ds->train.n == 0) rc = amd_fail(st, "%s: every training image is bad", dir);
-  if (!rc && n_splits == 2 && ds->test.n == 0) rc = amd_fail(st, "%s: every test image is bad", vdir);
+  amd_img_split *sp = f.split;
+  int two = f.n_splits == 2;
+  int rc = decode_split(&f.pool, &sp[0], o, ds, &ds->train, st);
+  if (!rc && two) rc = decode_split(&f.pool, &sp[1], o, ds, &ds->test, st);
+  if (!rc && ds->train.n == 0) rc = amd_fail(st, "%s: every training image is bad", f.dir);
+  if (!rc && two && ds->test.n == 0) rc = amd_fail(st, "%s: every test image is bad", f.vdir);
   if (!rc) {
-    ds->skipped = sp[0].n_bad + sp[1].n_bad;
-    if (ds->skipped) snprintf(ds->note, sizeof ds->note, "%lld bad files skipped, e.g. %.900s", (long long)ds->skipped, p.err.msg);
-    if (li.other)
-      snprintf(ds->note + strlen(ds->note), sizeof ds->note - strlen(ds->note),
-               "%s%lld files with other image extensions not loaded (only .jpg, .jpeg, .png), e.g. %.500s",
-               ds->note[0] ? "; " : "", (long long)li.other, li.other_first);
-    if (n_splits == 1) {
+    amd_img_folder_note(&f, sp[0].n_bad + sp[1].n_bad, f.pool.err.msg, ds);
+    if (!two) {
       ds->test = ds->train;
       ds->test_is_train = 1;
     }
-    rc = amd_data_set_stats(ds, 0, st);
+    /* (statistics only where the normalisation uses them: any other replaces them) */
+    rc = amd_data_set_stats(ds, o->norm != AMD_NORM_DATASET, st);
   }
-  for (int k = 0; p.tj && k < p.n_workers; k++) amd_img_tj_free(p.tj[k]);
-  free(p.tj);
-  pthread_mutex_destroy(&p.mu);
-  pthread_cond_destroy(&p.cv);
-  work_free(&sp[0]);
-  work_free(&sp[1]);
+  amd_img_folder_free(&f);
   if (rc) {
     amd_dataset_free(ds);
     return -1;

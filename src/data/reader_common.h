@@ -30,4 +30,8 @@ int amd_data_find(char *out, size_t n, const char *dir, const char *name, amd_st
  * training split (uint8) or with 0 / 1 (identity). */
 int amd_data_set_stats(amd_dataset *ds, int identity, amd_status *st);
 
+/* Overrides ds->mean / ds->std as o->norm asks (AMD_NORM_DATASET keeps
+ * them); fails when the normalisation's channel count does not fit ds->c. */
+int amd_data_apply_norm(amd_dataset *ds, const amd_image_opts *o, amd_status *st);
+
 #endif

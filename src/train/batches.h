@@ -25,6 +25,7 @@ typedef struct amd_batches {
   float norm[4 * 64];    /* per channel: scale, shift, inv, mean (amd_dataset_batch_norm) */
   amd_batch_sample *plan;
   amd_tensor x; /* [batch, C, H, W]: backend memory (be), else host */
+  int64_t capacity; /* the samples b->pixels holds (be), or the split's */
 } amd_batches;
 
 /* Up to batch samples of split per call. what names the caller in the line
@@ -36,5 +37,14 @@ int amd_batches_open(amd_batches *b, const amd_backend *be, int host_only, const
 int amd_batches_make(amd_batches *b, const int64_t *idx, int64_t n, const amd_augment *aug, uint64_t *rng,
                      int64_t *y, amd_status *st);
 void amd_batches_close(amd_batches *b);
+
+/* For a split that arrives in pieces (a streamed image folder): opened for
+ * pieces of up to batch uint8 samples, then amd_batches_load makes piece
+ * (which must stay valid until the last amd_batches_make of it) the split
+ * the next batches come from, its indices 0 .. piece->n - 1; on a device the
+ * piece's pixels are copied into the device buffer. */
+int amd_batches_open_pieces(amd_batches *b, const amd_backend *be, const amd_dataset *ds, int64_t batch,
+                            const char *what, amd_status *st);
+int amd_batches_load(amd_batches *b, const amd_data_split *piece, amd_status *st);
 
 #endif

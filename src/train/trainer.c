@@ -734,32 +734,89 @@ int amd_trainer_buffers(const amd_trainer *t, int *values, int max) {
   return n;
 }
 
+/* The working memory of an evaluation over batches of up to `batch`. */
+typedef struct eval_work {
+  amd_batches b;
+  int64_t batch, *ids, *y, *pred;
+  void *sum; /* t->tta: the summed logits of a batch */
+} eval_work;
+
+static int eval_work_open(eval_work *w, amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
+                          int64_t batch, amd_status *st) {
+  memset(w, 0, sizeof *w);
+  w->batch = batch;
+  w->ids = malloc((size_t)batch * sizeof *w->ids);
+  w->y = malloc((size_t)batch * sizeof *w->y);
+  w->pred = malloc((size_t)batch * sizeof *w->pred);
+  if (!w->ids || !w->y || !w->pred) {
+    free(w->ids);
+    free(w->y);
+    free(w->pred);
+    memset(w, 0, sizeof *w);
+    return amd_fail(st, "out of memory");
+  }
+  int rc = split ? amd_batches_open(&w->b, t->be, 0, ds, split, batch, "evaluation", st)
+                 : amd_batches_open_pieces(&w->b, t->be, ds, batch, "evaluation", st);
+  if (rc) {
+    free(w->ids);
+    free(w->y);
+    free(w->pred);
+    memset(w, 0, sizeof *w);
+  }
+  return rc;
+}
+
+static void eval_work_close(eval_work *w, amd_trainer *t) {
+  if (w->sum) t->be->buf->mem_free(w->sum);
+  if (w->ids) amd_batches_close(&w->b);
+  free(w->ids);
+  free(w->y);
+  free(w->pred);
+  memset(w, 0, sizeof *w);
+}
+
+/* Samples w->ids[0..k) of w->b's split: scored into bs and the confusion matrix. */
+static int eval_ids(amd_trainer *t, eval_work *w, int64_t k, amd_batch_stats *bs, int64_t *confusion,
+                    int64_t n_classes, amd_status *st) {
+  int rc;
+  if (t->tta) {
+    rc = eval_mirrored(t, &w->b, w->ids, k, w->batch, w->y, &w->sum, bs, w->pred, st);
+  } else {
+    rc = amd_batches_make(&w->b, w->ids, k, NULL, NULL, w->y, st);
+    if (rc == 0) rc = amd_trainer_eval(t, &w->b.x, w->y, bs, w->pred, st);
+  }
+  for (int64_t i = 0; rc == 0 && confusion && i < k; i++)
+    if (w->y[i] < n_classes && w->pred[i] < n_classes) confusion[w->y[i] * n_classes + w->pred[i]]++;
+  return rc;
+}
+
 int amd_trainer_eval_split(amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs,
                            int64_t *confusion, int64_t n_classes, amd_status *st) {
-  amd_batches b;
-  int64_t *ids = malloc((size_t)batch * sizeof *ids), *y = malloc((size_t)batch * sizeof *y);
-  int64_t *pred = malloc((size_t)batch * sizeof *pred);
-  int rc = !ids || !y || !pred ? amd_fail(st, "out of memory")
-                               : amd_batches_open(&b, t->be, 0, ds, split, batch, "evaluation", st);
-  void *sum = NULL; /* t->tta: the summed logits of a batch */
+  eval_work w;
+  int rc = eval_work_open(&w, t, ds, split, batch, st);
   for (int64_t start = 0; rc == 0 && start < n; start += batch) {
     int64_t k = n - start < batch ? n - start : batch;
-    for (int64_t i = 0; i < k; i++) ids[i] = idx ? idx[start + i] : start + i;
-    if (t->tta) {
-      rc = eval_mirrored(t, &b, ids, k, batch, y, &sum, bs, pred, st);
-    } else {
-      rc = amd_batches_make(&b, ids, k, NULL, NULL, y, st);
-      if (rc == 0) rc = amd_trainer_eval(t, &b.x, y, bs, pred, st);
-    }
-    for (int64_t i = 0; rc == 0 && confusion && i < k; i++)
-      if (y[i] < n_classes && pred[i] < n_classes) confusion[y[i] * n_classes + pred[i]]++;
+    for (int64_t i = 0; i < k; i++) w.ids[i] = idx ? idx[start + i] : start + i;
+    rc = eval_ids(t, &w, k, bs, confusion, n_classes, st);
   }
-  if (sum) t->be->buf->mem_free(sum);
-  if (ids && y && pred) amd_batches_close(&b);
-  free(ids);
-  free(y);
-  free(pred);
+  eval_work_close(&w, t);
+  return rc;
+}
+
+int amd_trainer_eval_pieces(amd_trainer *t, const amd_dataset *ds, int64_t batch,
+                            int (*next)(void *user, amd_data_split *piece, amd_status *st), void *user,
+                            amd_batch_stats *bs, int64_t *confusion, int64_t n_classes, amd_status *st) {
+  eval_work w;
+  int rc = eval_work_open(&w, t, ds, NULL, batch, st);
+  for (;;) {
+    amd_data_split piece;
+    if (rc || (rc = next(user, &piece, st)) != 0 || piece.n == 0) break;
+    if ((rc = amd_batches_load(&w.b, &piece, st)) != 0) break;
+    for (int64_t i = 0; i < piece.n; i++) w.ids[i] = i;
+    rc = eval_ids(t, &w, piece.n, bs, confusion, n_classes, st);
+  }
+  eval_work_close(&w, t);
   return rc;
 }
 

@@ -171,6 +171,14 @@ struct amd_data_split;
 int amd_trainer_eval_split(amd_trainer *t, const struct amd_dataset *ds, const struct amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion,
                            int64_t n_classes, amd_status *st);
+/* The same over a split that arrives in pieces (a streamed image folder,
+ * data/image_stream.h): next(user, &piece, st) gives the next up to `batch`
+ * samples (uint8 pixels and labels, valid until its next call; piece.n 0 at
+ * the end) or fails (-1, st set). Every piece is one batch, so pieces cut
+ * every `batch` samples give the sums amd_trainer_eval_split gives. */
+int amd_trainer_eval_pieces(amd_trainer *t, const struct amd_dataset *ds, int64_t batch,
+                            int (*next)(void *user, struct amd_data_split *piece, amd_status *st), void *user,
+                            amd_batch_stats *bs, int64_t *confusion, int64_t n_classes, amd_status *st);
 /* The number of model outputs (classes), from a forward pass of one sample. */
 int amd_trainer_n_outputs(amd_trainer *t, const struct amd_dataset *ds, int64_t *n_out, amd_status *st);
 

@@ -8,7 +8,10 @@
 #    (one split): `eval` and one epoch of `train` with --resize 32 --crop 32
 #    --normalize imagenet;
 #  - bad option values exit 2 with one line; a bad file without --skip-bad
-#    exits 1 naming it; with --skip-bad the count is printed on stderr.
+#    exits 1 naming it; with --skip-bad the count is printed on stderr;
+#  - eval streams the folder (decoding while the model runs) with the output
+#    of --in-memory (decoding everything first), also with --tta, --limit,
+#    --split train, and a JPEG that fails in the middle of the stream.
 # usage: test_images_cli.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
 set -u
 amd=$1 models=$2 fashion=$3
@@ -77,6 +80,47 @@ grep -q "images: 1000 train / 1000 test, .*(only the evaluated images decoded)" 
   && [ "$(grep '^top1' "$tmp/p.log" | cut -d' ' -f1-6)" = "$(grep '^top1' "$tmp/p2.log" | cut -d' ' -f1-6)" ] \
   && ok "eval --normalize none: only the val split decoded; --limit 37: only 37 images, 3 or 4 of each class" \
   || { bad "partial decoding for eval"; cat "$tmp/p.log" "$tmp/p2.log" "$tmp/p3.log"; }
+# 5. eval streams an image folder (decoding while the model runs) unless --in-memory: the same
+#    output (top-1, top-5, loss, per-class accuracy, confusion matrix; not the images/s)
+$py "$here/make_image_folder.py" "$fashion" "$tmp/rgbs" rgb32 20 3 || { bad "make rgb folder"; exit 1; }
+same_eval() { # NAME MODEL EVAL-ARGS...: streamed and --in-memory print the same
+  local name=$1 model=$2
+  shift 2
+  "$amd" eval "$model" --device cpu "$@" >"$tmp/s.log" 2>"$tmp/s.err"
+  local rs=$?
+  "$amd" eval "$model" --device cpu "$@" --in-memory >"$tmp/m.log" 2>"$tmp/m.err"
+  local rm=$?
+  sed -i 's/  [0-9]* images\/s$//' "$tmp/s.log" "$tmp/m.log"
+  if [ $rs -eq 0 ] && [ $rm -eq 0 ] && grep -q "decoding streamed on .* threads" "$tmp/s.err" &&
+    grep -q "loaded in" "$tmp/m.err" && grep -q "^top1" "$tmp/s.log" && cmp -s "$tmp/s.log" "$tmp/m.log"; then
+    ok "streamed eval = --in-memory eval: $name ($(grep '^top1' "$tmp/s.log"))"
+  else
+    bad "streamed eval vs --in-memory: $name (exit $rs / $rm)"; cat "$tmp/s.err" "$tmp/m.err"; diff "$tmp/s.log" "$tmp/m.log"
+  fi
+}
+same_eval "ResNet-8, 200 JPEGs, batch 7" "$models/resnet8.onnx" --data "images:$tmp/rgbs" "${opts[@]}" --batch 7
+same_eval "ResNet-8, batch 64, 1 worker, --tta" "$models/resnet8.onnx" --data "images:$tmp/rgbs" --resize 32 \
+  --crop 32 --normalize imagenet --workers 1 --batch 64 --tta
+same_eval "ResNet-8, --limit 37, batch 10" "$models/resnet8.onnx" --data "images:$tmp/rgbs" "${opts[@]}" --limit 37 \
+  --batch 10
+same_eval "LeNet-5, grey PNGs, val split, batch 256" "$tmp/l.onnx" --data "images:$tmp/grey" --normalize none
+same_eval "LeNet-5, grey PNGs, --split train, --limit 333" "$tmp/l.onnx" --data "images:$tmp/grey" \
+  --normalize 0.2/0.3 --split train --limit 333 --batch 32
+# a JPEG cut in half passes the header pass and fails while decoding, in the middle of the stream
+victim=$(ls "$tmp/rgbs/dress" | sed -n 5p)
+head -c 600 "$tmp/rgbs/dress/$victim" >"$tmp/cut.jpg" && mv "$tmp/cut.jpg" "$tmp/rgbs/dress/$victim"
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgbs" "${opts[@]}" --batch 16 --device cpu >"$tmp/x.log" 2>"$tmp/x.err"
+rs=$?
+"$amd" eval "$models/resnet8.onnx" --data "images:$tmp/rgbs" "${opts[@]}" --batch 16 --device cpu --in-memory \
+  >/dev/null 2>"$tmp/y.err"
+[ $rs -eq 1 ] && [ ! -s "$tmp/x.log" ] && grep -q "$victim" "$tmp/x.err" && [ "$(tail -1 "$tmp/x.err")" = "$(tail -1 "$tmp/y.err")" ] \
+  && ok "a JPEG that fails while streaming: exit 1, the in-memory load's message: $(tail -1 "$tmp/x.err")" \
+  || { bad "a file failing while streaming (exit $rs)"; cat "$tmp/x.log" "$tmp/x.err" "$tmp/y.err"; }
+same_eval "--skip-bad with that JPEG, batch 16" "$models/resnet8.onnx" --data "images:$tmp/rgbs" "${opts[@]}" \
+  --batch 16 --skip-bad
+grep -q "warning: 1 bad files skipped, e.g. .*$victim" "$tmp/s.err" && grep -q ": 199 images" "$tmp/s.log" \
+  && ok "--skip-bad while streaming: 199 images, the count on stderr" || { bad "--skip-bad while streaming"; cat "$tmp/s.err"; }
+
 "$amd" eval --help | grep -q -- "--normalize NORM" && "$amd" train --help | grep -q -- "--fast-decode" \
   && ok "--help of eval and train lists the image options" || bad "--help"
 
