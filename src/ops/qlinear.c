@@ -926,8 +926,12 @@ static void col2im_t_add(const amd_conv_geom *g, const float *dcolT, float *dx) 
   }
 }
 
-/* Conv[q8f]: per batch entry and group, the data-first product
- * colT (osize x kdim) x W_g^T (kdim x mg) with G = dY^T (osize x mg). */
+/* Conv[q8f]: per group, the data-first product colT (rows: output
+ * positions of several batch entries, kdim columns) x W_g^T (kdim x mg) with
+ * G = dY^T; the batch entries go in chunks of about AMD_Q8G_CHUNK im2col
+ * elements (fewer, larger sums; the chunking does not change any sum's
+ * order: each dW element is one sum over the rows in order). */
+#define AMD_Q8G_CHUNK ((int64_t)1 << 21)
 static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *dy, float *dx, float *dw,
                                amd_status *st) {
   const amd_mult *m = n->mult;
@@ -936,9 +940,12 @@ static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *
   if (amd_conv_geometry(&a->op.conv, &q->xc, &q->wc, &g, st)) return -1;
   const int64_t kdim = g.cg * g.kvol, os = g.osize, mg = g.mg;
   if (os == 0 || g.m == 0 || g.n == 0 || kdim == 0) return 0;
-  uint8_t *col = malloc((size_t)(kdim * os)), *colT = malloc((size_t)(kdim * os)), *wT = malloc((size_t)(kdim * g.m));
-  float *gT = malloc(sizeof(float) * (size_t)(os * mg)), *cb = malloc(sizeof(float) * (size_t)g.m);
-  float *dcolT = dx ? malloc(sizeof(float) * (size_t)(os * kdim)) : NULL;
+  int64_t nbc = AMD_Q8G_CHUNK / (os * kdim);
+  nbc = nbc < 1 ? 1 : nbc > g.n ? g.n : nbc;
+  const int64_t rows = nbc * os;
+  uint8_t *col = malloc((size_t)(kdim * os)), *colT = malloc((size_t)(rows * kdim)), *wT = malloc((size_t)(kdim * g.m));
+  float *gT = malloc(sizeof(float) * (size_t)(rows * mg)), *cb = malloc(sizeof(float) * (size_t)g.m);
+  float *dcolT = dx ? malloc(sizeof(float) * (size_t)(rows * kdim)) : NULL;
   float *dwT = dw ? calloc((size_t)(kdim * g.m), sizeof(float)) : NULL;
   int rc = 0;
   if (!col || !colT || !wT || !gT || !cb || (dx && !dcolT) || (dw && !dwT))
@@ -950,19 +957,26 @@ static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *
   for (int64_t gi = 0; rc == 0 && gi < g.group; gi++) /* wT_g[k][j] = w[gi * mg + j][k] */
     for (int64_t j = 0; j < mg; j++)
       for (int64_t k = 0; k < kdim; k++) wT[gi * kdim * mg + k * mg + j] = wc[(gi * mg + j) * kdim + k];
-  for (int64_t b = 0; rc == 0 && b < g.n; b++)
-    for (int64_t gi = 0; rc == 0 && gi < g.group; gi++) {
-      im2col_q8(&g, xc + (b * g.c + gi * g.cg) * g.isize, padcode, col);
-      for (int64_t k = 0; k < kdim; k++)
-        for (int64_t o = 0; o < os; o++) colT[o * kdim + k] = col[k * os + o];
-      for (int64_t j = 0; j < mg; j++)
-        for (int64_t o = 0; o < os; o++) gT[o * mg + j] = dy[(b * g.m + gi * mg + j) * os + o];
-      if (dcolT) memset(dcolT, 0, sizeof(float) * (size_t)(os * kdim));
-      if (amd_q8_grad_gemm(os, mg, kdim, colT, wT + gi * kdim * mg, gT, cb + gi * mg, xs, m->q8_ea, m->q8_eb,
-                           dcolT, dwT ? dwT + gi * kdim * mg : NULL))
+  for (int64_t gi = 0; rc == 0 && gi < g.group; gi++)
+    for (int64_t b0 = 0; rc == 0 && b0 < g.n; b0 += nbc) {
+      const int64_t nb = g.n - b0 < nbc ? g.n - b0 : nbc;
+      for (int64_t b = b0; b < b0 + nb; b++) {
+        uint8_t *ct = colT + (b - b0) * os * kdim;
+        float *gt = gT + (b - b0) * os * mg;
+        im2col_q8(&g, xc + (b * g.c + gi * g.cg) * g.isize, padcode, col);
+        for (int64_t k = 0; k < kdim; k++)
+          for (int64_t o = 0; o < os; o++) ct[o * kdim + k] = col[k * os + o];
+        for (int64_t j = 0; j < mg; j++)
+          for (int64_t o = 0; o < os; o++) gt[o * mg + j] = dy[(b * g.m + gi * mg + j) * os + o];
+      }
+      if (dcolT) memset(dcolT, 0, sizeof(float) * (size_t)(nb * os * kdim));
+      if (amd_q8_grad_gemm(nb * os, mg, kdim, colT, wT + gi * kdim * mg, gT, cb + gi * mg, xs, m->q8_ea, m->q8_eb,
+                           dcolT, dwT ? dwT + gi * kdim * mg : NULL)) {
         rc = amd_fail(st, "out of memory for the table-derived gradient");
-      else if (dx)
-        col2im_t_add(&g, dcolT, dx + (b * g.c + gi * g.cg) * g.isize);
+        break;
+      }
+      for (int64_t b = b0; dx && b < b0 + nb; b++)
+        col2im_t_add(&g, dcolT + (b - b0) * os * kdim, dx + (b * g.c + gi * g.cg) * g.isize);
     }
   for (int64_t gi = 0; rc == 0 && dw && gi < g.group; gi++)
     for (int64_t j = 0; j < mg; j++)
