@@ -896,32 +896,69 @@ static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, cons
  * forward), not to the data's. The data gradient is then clipped like the
  * STE's (q8f_backward). */
 
-/* dx (x's layout) += the transposed columns dcolT (osize x (cg * kvol)) of
- * one group's channels, as im2col_q8 laid them out; padding dropped. */
-static void col2im_t_add(const amd_conv_geom *g, const float *dcolT, float *dx) {
-  const int nsp = g->nsp;
-  const int64_t rows = g->cg * g->kvol;
-  for (int64_t row = 0; row < rows; row++) {
-    int64_t c = row / g->kvol, kidx = row % g->kvol, kpos[AMD_SP], opos[AMD_SP];
-    for (int d = nsp - 1; d >= 0; d--) {
-      kpos[d] = kidx % g->k[d];
+/* The positions one group's window reads, per row (c, kernel offset) of the
+ * unfolded matrix: the channel's offset into x and the kernel offset per
+ * spatial dimension (times the dilation). rows = cg * kvol; koff has
+ * rows * nsp entries. */
+static void window_rows(const amd_conv_geom *g, int64_t *coff, int64_t *koff) {
+  for (int64_t row = 0; row < g->cg * g->kvol; row++) {
+    int64_t kidx = row % g->kvol;
+    coff[row] = row / g->kvol * g->isize;
+    for (int d = g->nsp - 1; d >= 0; d--) {
+      koff[row * g->nsp + d] = kidx % g->k[d] * g->dil[d];
       kidx /= g->k[d];
-      opos[d] = 0;
     }
-    float *xc = dx + c * g->isize;
-    for (int64_t o = 0; o < g->osize; o++) {
-      int64_t off = 0;
-      int valid = 1;
-      for (int d = 0; d < nsp; d++) {
-        int64_t i = opos[d] * g->stride[d] - g->pad0[d] + kpos[d] * g->dil[d];
-        valid &= i >= 0 && i < g->in[d];
-        off = off * g->in[d] + i;
-      }
-      if (valid) xc[off] += dcolT[o * rows + row];
-      for (int d = nsp - 1; d >= 0; d--) {
-        if (++opos[d] < g->out[d]) break;
-        opos[d] = 0;
-      }
+  }
+}
+
+/* The input offset read by output position opos and row (-1: padding). */
+static int64_t window_at(const amd_conv_geom *g, const int64_t *base, const int64_t *coff, const int64_t *koff,
+                         int64_t row) {
+  int64_t off = 0;
+  for (int d = 0; d < g->nsp; d++) {
+    const int64_t i = base[d] + koff[row * g->nsp + d];
+    if (i < 0 || i >= g->in[d]) return -1;
+    off = off * g->in[d] + i;
+  }
+  return coff[row] + off;
+}
+
+/* Output position o's first input coordinate per dimension. */
+static void window_base(const amd_conv_geom *g, int64_t o, int64_t *base) {
+  for (int d = g->nsp - 1; d >= 0; d--) {
+    base[d] = o % g->out[d] * g->stride[d] - g->pad0[d];
+    o /= g->out[d];
+  }
+}
+
+/* colT (osize x rows) = the codes of im2col_q8, transposed: row o holds the
+ * window of output position o (padding: the code pad). */
+static void im2col_t_q8(const amd_conv_geom *g, const int64_t *coff, const int64_t *koff, const uint8_t *x,
+                        uint8_t pad, uint8_t *colT) {
+  const int64_t rows = g->cg * g->kvol;
+  for (int64_t o = 0; o < g->osize; o++) {
+    int64_t base[AMD_SP];
+    window_base(g, o, base);
+    uint8_t *dst = colT + o * rows;
+    for (int64_t row = 0; row < rows; row++) {
+      const int64_t at = window_at(g, base, coff, koff, row);
+      dst[row] = at < 0 ? pad : x[at];
+    }
+  }
+}
+
+/* dx (x's layout) += dcolT (osize x rows), folded back as im2col_t_q8
+ * unfolded it; padding dropped. */
+static void col2im_t_add(const amd_conv_geom *g, const int64_t *coff, const int64_t *koff, const float *dcolT,
+                         float *dx) {
+  const int64_t rows = g->cg * g->kvol;
+  for (int64_t o = 0; o < g->osize; o++) {
+    int64_t base[AMD_SP];
+    window_base(g, o, base);
+    const float *src = dcolT + o * rows;
+    for (int64_t row = 0; row < rows; row++) {
+      const int64_t at = window_at(g, base, coff, koff, row);
+      if (at >= 0) dx[at] += src[row];
     }
   }
 }
@@ -943,16 +980,18 @@ static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *
   int64_t nbc = AMD_Q8G_CHUNK / (os * kdim);
   nbc = nbc < 1 ? 1 : nbc > g.n ? g.n : nbc;
   const int64_t rows = nbc * os;
-  uint8_t *col = malloc((size_t)(kdim * os)), *colT = malloc((size_t)(rows * kdim)), *wT = malloc((size_t)(kdim * g.m));
+  uint8_t *colT = malloc((size_t)(rows * kdim)), *wT = malloc((size_t)(kdim * g.m));
+  int64_t *coff = malloc(sizeof(int64_t) * (size_t)(kdim * (g.nsp + 1))), *koff = coff + kdim;
   float *gT = malloc(sizeof(float) * (size_t)(rows * mg)), *cb = malloc(sizeof(float) * (size_t)g.m);
   float *dcolT = dx ? malloc(sizeof(float) * (size_t)(rows * kdim)) : NULL;
   float *dwT = dw ? calloc((size_t)(kdim * g.m), sizeof(float)) : NULL;
   int rc = 0;
-  if (!col || !colT || !wT || !gT || !cb || (dx && !dcolT) || (dw && !dwT))
+  if (!coff || !colT || !wT || !gT || !cb || (dx && !dcolT) || (dw && !dwT))
     rc = amd_fail(st, "out of memory for the table-derived gradient");
   const uint8_t *xc = q->xc.data, *wc = q->wc.data;
   const float xs = ((const float *)q->xs.data)[0], *ws = q->ws.data;
   const uint8_t padcode = ((const uint8_t *)q->xz.data)[0];
+  if (rc == 0) window_rows(&g, coff, koff);
   for (int64_t c = 0; rc == 0 && c < g.m; c++) cb[c] = ws[c];
   for (int64_t gi = 0; rc == 0 && gi < g.group; gi++) /* wT_g[k][j] = w[gi * mg + j][k] */
     for (int64_t j = 0; j < mg; j++)
@@ -960,12 +999,10 @@ static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *
   for (int64_t gi = 0; rc == 0 && gi < g.group; gi++)
     for (int64_t b0 = 0; rc == 0 && b0 < g.n; b0 += nbc) {
       const int64_t nb = g.n - b0 < nbc ? g.n - b0 : nbc;
+      AMD_PRAGMA(omp parallel for schedule(static) if (nb > 1 && nb * os * kdim > 65536))
       for (int64_t b = b0; b < b0 + nb; b++) {
-        uint8_t *ct = colT + (b - b0) * os * kdim;
         float *gt = gT + (b - b0) * os * mg;
-        im2col_q8(&g, xc + (b * g.c + gi * g.cg) * g.isize, padcode, col);
-        for (int64_t k = 0; k < kdim; k++)
-          for (int64_t o = 0; o < os; o++) ct[o * kdim + k] = col[k * os + o];
+        im2col_t_q8(&g, coff, koff, xc + (b * g.c + gi * g.cg) * g.isize, padcode, colT + (b - b0) * os * kdim);
         for (int64_t j = 0; j < mg; j++)
           for (int64_t o = 0; o < os; o++) gt[o * mg + j] = dy[(b * g.m + gi * mg + j) * os + o];
       }
@@ -975,13 +1012,14 @@ static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *
         rc = amd_fail(st, "out of memory for the table-derived gradient");
         break;
       }
-      for (int64_t b = b0; dx && b < b0 + nb; b++)
-        col2im_t_add(&g, dcolT + (b - b0) * os * kdim, dx + (b * g.c + gi * g.cg) * g.isize);
+      AMD_PRAGMA(omp parallel for schedule(static) if (dx && nb > 1 && nb * os * kdim > 65536))
+      for (int64_t b = b0; b < b0 + nb; b++)
+        if (dx) col2im_t_add(&g, coff, koff, dcolT + (b - b0) * os * kdim, dx + (b * g.c + gi * g.cg) * g.isize);
     }
   for (int64_t gi = 0; rc == 0 && dw && gi < g.group; gi++)
     for (int64_t j = 0; j < mg; j++)
       for (int64_t k = 0; k < kdim; k++) dw[(gi * mg + j) * kdim + k] += dwT[gi * kdim * mg + k * mg + j];
-  free(col), free(colT), free(wT), free(gT), free(cb), free(dcolT), free(dwT);
+  free(coff), free(colT), free(wT), free(gT), free(cb), free(dcolT), free(dwT);
   return rc;
 }
 

@@ -11,8 +11,9 @@
  *  - with approximate tables (the truncated array multiplier with columns
  *    i + j < 4 left out for q8u; random errors in [-40, 40] for q8s), the
  *    data, weight and bias gradients of Conv (padding, stride, dilation,
- *    groups, bias), Gemm (transB, alpha, beta, C) and a batched MatMul (the
- *    weight broadcast over the batch) equal a reference computed here in
+ *    groups, bias; a larger one in two batch chunks), Gemm (transB, alpha,
+ *    beta, C) and a batched MatMul (the weight broadcast over the batch)
+ *    equal a reference computed here in
  *    double from the definition d/dx = w + sw * dE/da, d/dw = x + sx * dE/db
  *    (direct loops, no im2col), the codes quantized here from the same
  *    formulas, the data gradient 0 outside the calibrated range. The
@@ -433,6 +434,10 @@ int main(void) {
                         .dil = 1};
   const conv_case c2 = {.n = 1, .c = 3, .h = 9, .w = 8, .m = 5, .kh = 3, .kw = 2, .group = 1, .stride = 1, .pad = 2,
                         .dil = 2};
+  /* large enough for the parallel unfolding and two batch chunks (2^21 im2col elements each) */
+  const conv_case c3 = {.n = 16, .c = 16, .h = 32, .w = 32, .m = 8, .kh = 3, .kw = 3, .group = 1, .stride = 1,
+                        .pad = 1, .dil = 1};
+  test_conv("Conv q8u truncated [16, 16, 32, 32] (two chunks)", &c3, "q8u:exact", trunc4);
   test_conv("Conv q8u:exact (groups, stride 2, pad 1)", &c1, "q8u:exact", NULL);
   test_conv("Conv q8s:exact (pad 2, dilation 2)", &c2, "q8s:exact", NULL);
   test_conv("Conv q8u truncated (groups, stride 2, pad 1)", &c1, "q8u:exact", trunc4);
