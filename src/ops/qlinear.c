@@ -38,9 +38,9 @@
 #include <string.h>
 
 #include "../gemm/qgemm.h"
-#include "q8_grad.h"
 #include "../mult/mult.h"
 #include "attrs.h"
+#include "q8_grad.h"
 #include "quant.h"
 
 #ifdef _OPENMP
@@ -879,11 +879,11 @@ static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, cons
 /* ---- the table-derived backward (--q8-grad table; src/ops/q8_grad.h)
  *
  * The forward's product term, as a function of the float operands: with the
- * continuous codes a = za + x / sx and b = zw + w / sw (the rounding taken as
+ * continuous codes a = zx + x / sx and b = zw + w / sw (the rounding taken as
  * the identity, as the STE does) and E[a][b] = T[a][b] - a * b the table's
  * error against the exact products,
- *   sx * sw * (T[a][b] - zw * a - za * b + za * zw)
- *     = sx * sw * ((a - za) * (b - zw) + E[a][b]) = x * w + sx * sw * E[a][b]:
+ *   sx * sw * (T[a][b] - zw * a - zx * b + zx * zw)
+ *     = sx * sw * ((a - zx) * (b - zw) + E[a][b]) = x * w + sx * sw * E[a][b]:
  * the zero-point terms cancel against the exact part. Its derivatives are
  *   d/dx = w + sw * dE/da,   d/dw = x + sx * dE/db.
  * The first terms are the STE's gradient (the float op's backward above);
