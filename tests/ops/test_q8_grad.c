@@ -12,7 +12,8 @@
  *    i + j < 4 left out for q8u; random errors in [-40, 40] for q8s), the
  *    data, weight and bias gradients of Conv (padding, stride, dilation,
  *    groups, bias; a larger one in two batch chunks), Gemm (transB, alpha,
- *    beta, C) and a batched MatMul (the weight broadcast over the batch)
+ *    beta, C) and batched MatMuls (the weight broadcast over the batch, and
+ *    one weight matrix per batch entry, as attention's products)
  *    equal a reference computed here in
  *    double from the definition d/dx = w + sw * dE/da, d/dw = x + sx * dE/db
  *    (direct loops, no im2col), the codes quantized here from the same
@@ -345,22 +346,24 @@ static void test_conv(const char *label, const conv_case *cc, const char *mode, 
   amd_mult_free(&m);
 }
 
-/* ---- Gemm and MatMul: Y[t][i][j] = alpha * sum_k X[t][i][k] W[k][j] (W shared by the batch) */
-static void mm_ref(int64_t nb, int64_t M, int64_t K, int64_t N, int trans_b, float alpha, const amd_tensor *x,
+/* ---- Gemm and MatMul: Y[t][i][j] = alpha * sum_k X[t][i][k] W[k][j] (W shared by the batch, or with
+ * wb: W[t][k][j], one matrix per batch entry, the channels still its last axis) */
+static void mm_ref(int64_t nb, int wb, int64_t M, int64_t K, int64_t N, int trans_b, float alpha, const amd_tensor *x,
                    const amd_tensor *w, const amd_tensor *dy, const qparams *p, const int32_t *t, double *dx,
                    double *dxa, double *dw, double *dwa) {
-  uint8_t *wc = malloc((size_t)(K * N));
+  const int64_t nw = (wb ? nb : 1) * K * N;
+  uint8_t *wc = malloc((size_t)nw);
   float *ws = malloc(sizeof(float) * (size_t)N);
   weight_codes(w, N, trans_b ? K : 1, p, wc, ws);
   const float *xd = x->data, *wd = w->data, *g = dy->data;
   memset(dx, 0, sizeof(double) * (size_t)(nb * M * K)), memset(dxa, 0, sizeof(double) * (size_t)(nb * M * K));
-  memset(dw, 0, sizeof(double) * (size_t)(K * N)), memset(dwa, 0, sizeof(double) * (size_t)(K * N));
+  memset(dw, 0, sizeof(double) * (size_t)nw), memset(dwa, 0, sizeof(double) * (size_t)nw);
   for (int64_t b = 0; b < nb; b++)
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) {
         const double gy = (double)g[(b * M + i) * N + j] * alpha;
         for (int64_t k = 0; k < K; k++) {
-          const int64_t xi = (b * M + i) * K + k, wi = trans_b ? j * K + k : k * N + j;
+          const int64_t xi = (b * M + i) * K + k, wi = (wb ? b * K * N : 0) + (trans_b ? j * K + k : k * N + j);
           const int ac = (uint8_t)qcode(xd[xi], p->xs, p->xz, p->qmin, p->qmax), bc = wc[wi];
           double term = gy * (wd[wi] + (double)ws[j] * slope_a(t, p->sgn, ac, bc));
           dx[xi] += term, dxa[xi] += fabs(term);
@@ -374,20 +377,20 @@ static void mm_ref(int64_t nb, int64_t M, int64_t K, int64_t N, int trans_b, flo
   free(ws);
 }
 
-/* gemm: Gemm with transB = 1, alpha, beta and C; else MatMul of X [nb, M, K] and W [K, N] */
-static void test_mm(const char *label, int gemm, int64_t nb, int64_t M, int64_t K, int64_t N, const char *mode,
-                    const int32_t *table) {
+/* gemm: Gemm with transB = 1, alpha, beta and C; else MatMul of X [nb, M, K] and W [K, N] (wb: [nb, K, N]) */
+static void test_mm(const char *label, int gemm, int64_t nb, int wb, int64_t M, int64_t K, int64_t N,
+                    const char *mode, const int32_t *table) {
   amd_status st = {{0}};
   amd_mult m;
   CHECK(amd_mult_parse(mode, &m, &st) == 0, "%s", st.msg);
   if (table) set_table(&m, table);
   const int sgn = m.q8 == 's';
   const float alpha = gemm ? 0.75f : 1.0f;
-  int64_t xd[3] = {nb, M, K}, wd[2] = {gemm ? N : K, gemm ? K : N}, yd[3] = {nb, M, N}, cd[1] = {N};
+  int64_t xd[3] = {nb, M, K}, wd[3] = {nb, gemm ? N : K, gemm ? K : N}, yd[3] = {nb, M, N}, cd[1] = {N};
   const int xr = gemm ? 2 : 3;
   const int64_t *xdims = gemm ? xd + 1 : xd, *ydims = gemm ? yd + 1 : yd;
   amd_tensor cal = gc_tensor(AMD_FLOAT, xr, xdims, -1.0, 0.7), x = gc_tensor(AMD_FLOAT, xr, xdims, -1.2, 0.9);
-  amd_tensor w = gc_tensor(AMD_FLOAT, 2, wd, -0.3, 0.5), c = gc_tensor(AMD_FLOAT, 1, cd, -1, 1);
+  amd_tensor w = gc_tensor(AMD_FLOAT, wb ? 3 : 2, wb ? wd : wd + 1, -0.3, 0.5), c = gc_tensor(AMD_FLOAT, 1, cd, -1, 1);
   amd_tensor dy = gc_tensor(AMD_FLOAT, xr, ydims, -1, 1);
   Onnx__AttributeProto *at[3] = {gc_attr_int("transB", 1), gc_attr_float("alpha", alpha),
                                  gc_attr_float("beta", 0.5f)};
@@ -411,7 +414,8 @@ static void test_mm(const char *label, int gemm, int64_t nb, int64_t M, int64_t 
       data_params(&cal, sgn, &p);
       const int64_t nx = amd_tensor_numel(&x), nw = amd_tensor_numel(&w);
       double *r = malloc(sizeof(double) * (size_t)(2 * nx + 2 * nw));
-      mm_ref(gemm ? 1 : nb, M, K, N, gemm, alpha, &x, &w, &dy, &p, table, r, r + nx, r + 2 * nx, r + 2 * nx + nw);
+      mm_ref(gemm ? 1 : nb, wb, M, K, N, gemm, alpha, &x, &w, &dy, &p, table, r, r + nx, r + 2 * nx,
+             r + 2 * nx + nw);
       snprintf(l1, sizeof l1, "%s: dX against the double reference", label), close_to(l1, &tab[0], r, r + nx);
       snprintf(l1, sizeof l1, "%s: dW against the double reference", label),
           close_to(l1, &tab[1], r + 2 * nx, r + 2 * nx + nw);
@@ -442,12 +446,14 @@ int main(void) {
   test_conv("Conv q8s:exact (pad 2, dilation 2)", &c2, "q8s:exact", NULL);
   test_conv("Conv q8u truncated (groups, stride 2, pad 1)", &c1, "q8u:exact", trunc4);
   test_conv("Conv q8s noisy (pad 2, dilation 2)", &c2, "q8s:exact", noisy);
-  test_mm("Gemm q8u:exact (transB, alpha, C)", 1, 1, 7, 19, 5, "q8u:exact", NULL);
-  test_mm("Gemm q8u truncated (transB, alpha, C)", 1, 1, 7, 19, 5, "q8u:exact", trunc4);
-  test_mm("Gemm q8s noisy (transB, alpha, C)", 1, 1, 6, 33, 4, "q8s:exact", noisy);
-  test_mm("MatMul q8s:exact [3, 5, 11] x [11, 6]", 0, 3, 5, 11, 6, "q8s:exact", NULL);
-  test_mm("MatMul q8u truncated [3, 5, 11] x [11, 6]", 0, 3, 5, 11, 6, "q8u:exact", trunc4);
-  test_mm("MatMul q8s noisy [3, 5, 11] x [11, 6]", 0, 3, 5, 11, 6, "q8s:exact", noisy);
+  test_mm("Gemm q8u:exact (transB, alpha, C)", 1, 1, 0, 7, 19, 5, "q8u:exact", NULL);
+  test_mm("Gemm q8u truncated (transB, alpha, C)", 1, 1, 0, 7, 19, 5, "q8u:exact", trunc4);
+  test_mm("Gemm q8s noisy (transB, alpha, C)", 1, 1, 0, 6, 33, 4, "q8s:exact", noisy);
+  test_mm("MatMul q8s:exact [3, 5, 11] x [11, 6]", 0, 3, 0, 5, 11, 6, "q8s:exact", NULL);
+  test_mm("MatMul q8u truncated [3, 5, 11] x [11, 6]", 0, 3, 0, 5, 11, 6, "q8u:exact", trunc4);
+  test_mm("MatMul q8s noisy [3, 5, 11] x [11, 6]", 0, 3, 0, 5, 11, 6, "q8s:exact", noisy);
+  test_mm("MatMul q8u:exact [4, 6, 9] x [4, 9, 5]", 0, 4, 1, 6, 9, 5, "q8u:exact", NULL);
+  test_mm("MatMul q8u truncated [4, 6, 9] x [4, 9, 5]", 0, 4, 1, 6, 9, 5, "q8u:exact", trunc4);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
