@@ -12,10 +12,10 @@
  *   dB[k][j] += ca * sum_i G[i][j] * eb[A[i][k]][B[k][j]]
  *
  * (either may be NULL: not computed). The sums run in float: each dA[i][k]
- * in j order from 0, each dB[k][j] in i order from 0, then scaled by ca and
- * added; with OpenMP over the rows i of dA and the rows k of dB (each
- * element's sum is one thread's, in that order: the result does not depend
- * on the thread count). */
+ * in j order from 0 (terms (G[i][j] * cb[j]) * ea[..]), then added; each
+ * dB[k][j] in i order from 0, then scaled by ca and added. Each element's
+ * sum is one OpenMP thread's, in that order: the result does not depend on
+ * the thread count (q8_grad.c: how the lookups are laid out). */
 #ifndef AMD_Q8_GRAD_H
 #define AMD_Q8_GRAD_H
 
