@@ -639,16 +639,19 @@ static int q8fconv_backward(BWD_ARGS) { return q8f_backward(conv_backward, n, ct
 static int q8fgemm_backward(BWD_ARGS) { return q8f_backward(gemm_backward, n, ctx, in, out, dout, din, st); }
 static int q8fmatmul_backward(BWD_ARGS) { return q8f_backward(matmul_backward, n, ctx, in, out, dout, din, st); }
 
+/* --q8-grad table: its backward is CPU code (src/ops/q8_grad.c), so those
+ * nodes take the host fallback */
 static int q8fconv_supported(const amd_node *n, const amd_tensor *const *in) {
-  return n->mult && n->mult->q8 && conv_supported(n, in);
+  return n->mult && n->mult->q8 && amd_q8_float_grad(n) == AMD_Q8_GRAD_STE && conv_supported(n, in);
 }
 static int q8fgemm_supported(const amd_node *n, const amd_tensor *const *in) {
   (void)in;
-  return n->mult && n->mult->q8 && !((const amd_gemm_attrs *)n->attrs)->trans_a;
+  return n->mult && n->mult->q8 && amd_q8_float_grad(n) == AMD_Q8_GRAD_STE &&
+         !((const amd_gemm_attrs *)n->attrs)->trans_a;
 }
 static int q8fmatmul_supported(const amd_node *n, const amd_tensor *const *in) {
   (void)in;
-  return n->mult && n->mult->q8;
+  return n->mult && n->mult->q8 && amd_q8_float_grad(n) == AMD_Q8_GRAD_STE;
 }
 
 static const amd_cu_op q8f_ops[3] = {

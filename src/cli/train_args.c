@@ -78,6 +78,14 @@ static const char usage[] =
     "                         MatMul), e.g. the first Conv and the classifier exact\n"
     "  --backward-mode M      'exact' (acc32) or a mode for both backward GEMMs of every\n"
     "                         node (default: each node's forward mode)\n"
+    "  --q8-grad ste|table    the backward of the float Conv/Gemm/MatMul nodes that a q8\n"
+    "                         mode quantizes on the fly: ste (default) the clipped\n"
+    "                         straight-through estimator, the exact product's gradient;\n"
+    "                         table adds the multiplier table's own slopes (its\n"
+    "                         central difference quotients along each operand at the\n"
+    "                         forward's codes, minus the exact product's); on the\n"
+    "                         CPU (the host fallback with --device cuda); see\n"
+    "                         docs/quantized.md\n"
     "output:\n"
     "  -o FILE                the trained model: the original graph with the trained\n"
     "                         initializers and BN statistics, for inference\n"
@@ -153,6 +161,14 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
     else if (OPT("--mode")) c->mode = v;
     else if (OPT("--backward-mode")) c->bmode = v;
     else if (OPT("--mode-map")) c->mode_map = v;
+    else if (OPT("--q8-grad")) {
+      c->q8_grad = v;
+      if (strcmp(v, "ste") != 0 && strcmp(v, "table") != 0) {
+        fprintf(stderr, "amdnn-onnx train: --q8-grad '%s': expected ste (the straight-through estimator) or table "
+                        "(the multiplier table's own difference quotients)\n", v);
+        return -1;
+      }
+    }
     else if (OPT("--optimizer")) c->optimizer = v;
     else if (OPT("--schedule")) c->schedule = v;
     else if (OPT("--augment")) c->augment = v;

@@ -20,7 +20,9 @@
  *     MatMul[q8f] (qlinear.c: per-tensor data range calibrated on the first
  *     batches, per-channel weights); a QDQ node that the q8 modes cannot take
  *     (blocked, weights per another axis, transA) is an error;
- *   - --backward-mode q8... is an error (the q8 modes have no backward). */
+ *   - --backward-mode q8... is an error (the q8 modes have no backward).
+ * amd_q8_grad_apply then picks the backward of the q8f nodes (train
+ * --q8-grad ste|table). */
 #include "mode_apply.h"
 
 #include <stdlib.h>
@@ -113,4 +115,18 @@ int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *
     if (nd->mult && nd->mult->q8 && rewrite_qdq(g, nd, st)) return -1;
   }
   return amd_mode_set_check_used(set, st);
+}
+
+int amd_q8_grad_apply(amd_graph *g, const char *grad, amd_status *st) {
+  int kind;
+  if (!grad || strcmp(grad, "ste") == 0) kind = AMD_Q8_GRAD_STE;
+  else if (strcmp(grad, "table") == 0) kind = AMD_Q8_GRAD_TABLE;
+  else return amd_fail(st, "--q8-grad '%s': expected ste (the straight-through estimator) or table (the "
+                           "multiplier table's own difference quotients)", grad);
+  int any = 0;
+  for (int i = 0; i < g->n_nodes; i++) any += amd_q8_float_set_grad(&g->nodes[i], kind);
+  if (kind == AMD_Q8_GRAD_TABLE && !any)
+    return amd_fail(st, "--q8-grad table: no node is quantized on the fly (the option applies to float Conv, "
+                        "Gemm and MatMul nodes in a q8 mode, --mode q8u:FILE or q8s:FILE)");
+  return 0;
 }

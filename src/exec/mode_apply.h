@@ -13,4 +13,12 @@
 int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *backward, amd_mode_set *set,
                    amd_status *st);
 
+/* The backward of the nodes quantized on the fly (Conv[q8f], Gemm[q8f],
+ * MatMul[q8f]; `train --q8-grad`, docs/quantized.md): grad "ste" (or NULL)
+ * the clipped straight-through estimator, "table" the table-derived
+ * gradients. Call after amd_mode_apply. Another value is an error, and so is
+ * "table" when no node is quantized on the fly (no float Conv / Gemm /
+ * MatMul in a q8 mode). */
+int amd_q8_grad_apply(amd_graph *g, const char *grad, amd_status *st);
+
 #endif

@@ -85,7 +85,9 @@ int amd_mult_parse(const char *name, amd_mult *out, amd_status *st) {
     int sgn = name[2] == 's';
     out->q8_table = malloc(sizeof(int32_t) * AMD_Q8_ENTRIES);
     out->q8_table_t = malloc(sizeof(int32_t) * AMD_Q8_ENTRIES);
-    if (!out->q8_table || !out->q8_table_t) {
+    out->q8_ea = malloc(sizeof(float) * AMD_Q8_ENTRIES);
+    out->q8_eb = malloc(sizeof(float) * AMD_Q8_ENTRIES);
+    if (!out->q8_table || !out->q8_table_t || !out->q8_ea || !out->q8_eb) {
       amd_mult_free(out);
       return amd_fail(st, "out of memory for an 8-bit multiplier table");
     }
@@ -95,6 +97,7 @@ int amd_mult_parse(const char *name, amd_mult *out, amd_status *st) {
     }
     for (int a = 0; a < 256; a++)
       for (int b = 0; b < 256; b++) out->q8_table_t[b * 256 + a] = out->q8_table[a * 256 + b];
+    amd_q8_grad_tables(sgn, out->q8_table, out->q8_ea, out->q8_eb);
     out->q8 = sgn ? 's' : 'u';
     out->mode = AMD_MODE_ACC32;
     snprintf(out->name, sizeof out->name, "%s", name);
@@ -124,6 +127,9 @@ void amd_mult_free(amd_mult *m) {
   free(m->q8_table);
   free(m->q8_table_t);
   m->q8_table = m->q8_table_t = NULL;
+  free(m->q8_ea);
+  free(m->q8_eb);
+  m->q8_ea = m->q8_eb = NULL;
   m->lut_bits = 0;
 }
 

@@ -32,10 +32,14 @@ typedef struct amd_mult {
    * amd_mode_apply gives it only to quantized nodes). q8_table is the
    * 256 x 256 product table (row = data code, column = weight code),
    * q8_table_t its transpose (row = weight code) for GEMMs whose first
-   * operand is the weight (the convolutions). */
+   * operand is the weight (the convolutions). q8_ea, q8_eb are the table's
+   * error slopes dE/da, dE/db (amd_q8_grad_tables, q8.h), read by the
+   * table-derived backward (--q8-grad table, src/ops/q8_grad.h); a caller
+   * that changes q8_table recomputes them. */
   int q8;
   int32_t *q8_table;
   int32_t *q8_table_t;
+  float *q8_ea, *q8_eb;
 } amd_mult;
 
 /* Parses a mode name ("acc32", ..., "lut:FILE"; a table is read from FILE;

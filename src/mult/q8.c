@@ -15,6 +15,34 @@ void amd_q8_exact(int is_signed, int32_t *table) {
     for (int b = 0; b < 256; b++) table[a * 256 + b] = amd_q8_value(a, is_signed) * amd_q8_value(b, is_signed);
 }
 
+/* The codes of the value below and above code c's (-1 where the value is the
+ * lowest / highest of the range: the quotient is then one-sided). */
+static void q8_neighbours(int c, int is_signed, int *below, int *above) {
+  const int v = amd_q8_value(c, is_signed), lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+  *below = v > lo ? (uint8_t)(v - 1) : -1;
+  *above = v < hi ? (uint8_t)(v + 1) : -1;
+}
+
+void amd_q8_grad_tables(int is_signed, const int32_t *table, float *ea, float *eb) {
+  for (int a = 0; a < 256; a++) {
+    int a0, a1;
+    q8_neighbours(a, is_signed, &a0, &a1);
+    const int32_t va = amd_q8_value(a, is_signed);
+    for (int b = 0; b < 256; b++) {
+      int b0, b1;
+      q8_neighbours(b, is_signed, &b0, &b1);
+      const int32_t vb = amd_q8_value(b, is_signed);
+      /* along a: differences of int32 entries (|T| <= 2^17, no overflow) */
+      const int32_t ta1 = table[(a1 < 0 ? a : a1) * 256 + b], ta0 = table[(a0 < 0 ? a : a0) * 256 + b];
+      const double da = (double)(ta1 - ta0) / (a0 < 0 || a1 < 0 ? 1.0 : 2.0);
+      const int32_t tb1 = table[a * 256 + (b1 < 0 ? b : b1)], tb0 = table[a * 256 + (b0 < 0 ? b : b0)];
+      const double db = (double)(tb1 - tb0) / (b0 < 0 || b1 < 0 ? 1.0 : 2.0);
+      ea[a * 256 + b] = (float)(da - vb);
+      eb[a * 256 + b] = (float)(db - va);
+    }
+  }
+}
+
 /* Reads the whole file (at most max + 1 bytes are kept, so that a larger
  * file is reported with its true size). */
 static uint8_t *read_all(const char *path, size_t max, size_t *size, amd_status *st) {

@@ -60,6 +60,22 @@ typedef struct amd_q8_stats {
 } amd_q8_stats;
 void amd_q8_error(int is_signed, const int32_t *table, amd_q8_stats *s);
 
+/* The table's own gradients, as used by `--q8-grad table` (src/ops/q8_grad.h,
+ * docs/quantized.md, "Table-derived gradients"). With T the table and
+ * E[a][b] = T[a][b] - value(a) * value(b) its error against the exact
+ * products, fills
+ *   ea[a * 256 + b] = dT/da - value(b)   (= dE/da),
+ *   eb[a * 256 + b] = dT/db - value(a)   (= dE/db),
+ * dT/da the central difference quotient of the table along the first operand
+ * in code units, (T[a+1][b] - T[a-1][b]) / 2, where a+1 and a-1 are the codes
+ * of value(a) + 1 and value(a) - 1, one-sided at the ends of the code range
+ * (T[a+1][b] - T[a][b] at the lowest value, T[a][b] - T[a-1][b] at the
+ * highest); dT/db likewise along the second operand. The same difference
+ * quotients of the exact products are exactly value(b) and value(a), so the
+ * exact table gives 0 everywhere. Every entry is a multiple of 1/2 below 2^19
+ * in magnitude: exact in float. */
+void amd_q8_grad_tables(int is_signed, const int32_t *table, float *ea, float *eb);
+
 /* SHA-256 (FIPS 180-4) of n bytes; hex gets 65 chars. */
 void amd_sha256_hex(const uint8_t *data, size_t n, char hex[65]);
 

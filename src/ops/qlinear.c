@@ -40,6 +40,7 @@
 #include "../gemm/qgemm.h"
 #include "../mult/mult.h"
 #include "attrs.h"
+#include "q8_grad.h"
 #include "q8f.h"
 #include "quant.h"
 
@@ -675,6 +676,7 @@ typedef struct q8f_attrs {
   } op;
   int calls;     /* forward calls seen (calibration while < AMD_Q8_CALIB_CALLS) */
   double lo, hi; /* the data range so far (includes 0) */
+  int grad;      /* the backward: AMD_Q8_GRAD_STE or AMD_Q8_GRAD_TABLE (amd_q8_float_set_grad) */
 } q8f_attrs;
 
 extern const amd_op amd_op_Gemm, amd_op_MatMul;
@@ -849,12 +851,20 @@ static int q8fmatmul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *
  * gradient is 0 where the data lay outside the calibrated range [lo, hi]
  * (its code saturated). The weights' range is their own at every call, so
  * nothing of theirs saturates. The float op reads n->attrs as its own
- * struct, the first member of q8f_attrs. */
+ * struct, the first member of q8f_attrs. With --q8-grad table
+ * (amd_q8_float_set_grad) the table's own slopes are added to both
+ * gradients before the clipping (q8f_table_grad, below). */
+static int q8f_table_grad(const amd_op *fop, const amd_node *n, const amd_tensor *const *in,
+                          const amd_tensor *const *dout, float *dx, amd_tensor *const *din, amd_status *st);
+
 static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in,
                         const amd_tensor *const *out, const amd_tensor *const *dout, amd_tensor *const *din,
                         amd_status *st) {
   amd_tensor *dx = din[0];
-  if (!dx || !in[0] || dx->dtype != AMD_FLOAT) return fop->backward(n, ctx, in, *out, dout, din, st);
+  if (!dx || !in[0] || dx->dtype != AMD_FLOAT) {
+    int rc = fop->backward(n, ctx, in, *out, dout, din, st);
+    return rc ? rc : q8f_table_grad(fop, n, in, dout, NULL, din, st);
+  }
   amd_tensor full = {0};
   amd_tensor_set_shape(&full, AMD_FLOAT, dx->rank, dx->dims);
   if (amd_tensor_alloc(&full, st)) return -1;
@@ -865,6 +875,7 @@ static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, cons
   amd_ctx c2 = ctx ? *ctx : (amd_ctx){0};
   c2.bwd_overwrite &= ~1u; /* full is zeroed: added to */
   int rc = fop->backward(n, &c2, in, *out, dout, d2, st);
+  if (rc == 0) rc = q8f_table_grad(fop, n, in, dout, full.data, din, st);
   if (rc == 0) {
     const q8f_attrs *a = n->attrs;
     const float *x = in[0]->data, *g = full.data;
@@ -876,6 +887,260 @@ static int q8f_backward(const amd_op *fop, const amd_node *n, amd_ctx *ctx, cons
     }
   }
   amd_tensor_free(&full);
+  return rc;
+}
+
+/* ---- the table-derived backward (--q8-grad table; src/ops/q8_grad.h)
+ *
+ * The forward's product term, as a function of the float operands: with the
+ * continuous codes a = zx + x / sx and b = zw + w / sw (the rounding taken as
+ * the identity, as the STE does) and E[a][b] = T[a][b] - a * b the table's
+ * error against the exact products,
+ *   sx * sw * (T[a][b] - zw * a - zx * b + zx * zw)
+ *     = sx * sw * ((a - zx) * (b - zw) + E[a][b]) = x * w + sx * sw * E[a][b]:
+ * the zero-point terms cancel against the exact part. Its derivatives are
+ *   d/dx = w + sw * dE/da,   d/dw = x + sx * dE/db.
+ * The first terms are the STE's gradient (the float op's backward above);
+ * this adds the second ones, dE/da and dE/db the table's difference
+ * quotients at the forward's codes (amd_q8_grad_tables), times sw of the
+ * output channel and sx (and Gemm's alpha). The exact table has E = 0 and
+ * slopes 0: the result is then the STE's. A convolution's padding reads
+ * the code zx (the real 0): its exact part is 0 but E[zx][b] is not, so
+ * padded positions add to the weight's gradient (as they add to the
+ * forward), not to the data's. The data gradient is then clipped like the
+ * STE's (q8f_backward). */
+
+/* The positions one group's window reads, per row (c, kernel offset) of the
+ * unfolded matrix: the channel's offset into x and the kernel offset per
+ * spatial dimension (times the dilation). rows = cg * kvol; koff has
+ * rows * nsp entries. */
+static void window_rows(const amd_conv_geom *g, int64_t *coff, int64_t *koff) {
+  for (int64_t row = 0; row < g->cg * g->kvol; row++) {
+    int64_t kidx = row % g->kvol;
+    coff[row] = row / g->kvol * g->isize;
+    for (int d = g->nsp - 1; d >= 0; d--) {
+      koff[row * g->nsp + d] = kidx % g->k[d] * g->dil[d];
+      kidx /= g->k[d];
+    }
+  }
+}
+
+/* The input offset read by output position opos and row (-1: padding). */
+static int64_t window_at(const amd_conv_geom *g, const int64_t *base, const int64_t *coff, const int64_t *koff,
+                         int64_t row) {
+  int64_t off = 0;
+  for (int d = 0; d < g->nsp; d++) {
+    const int64_t i = base[d] + koff[row * g->nsp + d];
+    if (i < 0 || i >= g->in[d]) return -1;
+    off = off * g->in[d] + i;
+  }
+  return coff[row] + off;
+}
+
+/* Output position o's first input coordinate per dimension. */
+static void window_base(const amd_conv_geom *g, int64_t o, int64_t *base) {
+  for (int d = g->nsp - 1; d >= 0; d--) {
+    base[d] = o % g->out[d] * g->stride[d] - g->pad0[d];
+    o /= g->out[d];
+  }
+}
+
+/* colT (osize x rows) = the codes of im2col_q8, transposed: row o holds the
+ * window of output position o (padding: the code pad). */
+static void im2col_t_q8(const amd_conv_geom *g, const int64_t *coff, const int64_t *koff, const uint8_t *x,
+                        uint8_t pad, uint8_t *colT) {
+  const int64_t rows = g->cg * g->kvol;
+  for (int64_t o = 0; o < g->osize; o++) {
+    int64_t base[AMD_SP];
+    window_base(g, o, base);
+    uint8_t *dst = colT + o * rows;
+    for (int64_t row = 0; row < rows; row++) {
+      const int64_t at = window_at(g, base, coff, koff, row);
+      dst[row] = at < 0 ? pad : x[at];
+    }
+  }
+}
+
+/* dx (x's layout) += dcolT (osize x rows), folded back as im2col_t_q8
+ * unfolded it; padding dropped. */
+static void col2im_t_add(const amd_conv_geom *g, const int64_t *coff, const int64_t *koff, const float *dcolT,
+                         float *dx) {
+  const int64_t rows = g->cg * g->kvol;
+  for (int64_t o = 0; o < g->osize; o++) {
+    int64_t base[AMD_SP];
+    window_base(g, o, base);
+    const float *src = dcolT + o * rows;
+    for (int64_t row = 0; row < rows; row++) {
+      const int64_t at = window_at(g, base, coff, koff, row);
+      if (at >= 0) dx[at] += src[row];
+    }
+  }
+}
+
+/* Conv[q8f]: per group, the data-first product colT (rows: output
+ * positions of several batch entries, kdim columns) x W_g^T (kdim x mg) with
+ * G = dY^T; the batch entries go in chunks of about AMD_Q8G_CHUNK im2col
+ * elements (fewer, larger sums; the chunking does not change any sum's
+ * order: each dW element is one sum over the rows in order). */
+#define AMD_Q8G_CHUNK ((int64_t)1 << 21)
+static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *dy, float *dx, float *dw,
+                               amd_status *st) {
+  const amd_mult *m = n->mult;
+  const q8f_attrs *a = n->attrs;
+  amd_conv_geom g;
+  if (amd_conv_geometry(&a->op.conv, &q->xc, &q->wc, &g, st)) return -1;
+  const int64_t kdim = g.cg * g.kvol, os = g.osize, mg = g.mg;
+  if (os == 0 || g.m == 0 || g.n == 0 || kdim == 0) return 0;
+  int64_t nbc = AMD_Q8G_CHUNK / (os * kdim);
+  nbc = nbc < 1 ? 1 : nbc > g.n ? g.n : nbc;
+  const int64_t rows = nbc * os;
+  uint8_t *colT = malloc((size_t)(rows * kdim)), *wT = malloc((size_t)(kdim * g.m));
+  int64_t *coff = malloc(sizeof(int64_t) * (size_t)(kdim * (g.nsp + 1))), *koff = coff + kdim;
+  float *gT = malloc(sizeof(float) * (size_t)(rows * mg)), *cb = malloc(sizeof(float) * (size_t)g.m);
+  float *dcolT = dx ? malloc(sizeof(float) * (size_t)(rows * kdim)) : NULL;
+  float *dwT = dw ? calloc((size_t)(kdim * g.m), sizeof(float)) : NULL;
+  int rc = 0;
+  if (!coff || !colT || !wT || !gT || !cb || (dx && !dcolT) || (dw && !dwT))
+    rc = amd_fail(st, "out of memory for the table-derived gradient");
+  const uint8_t *xc = q->xc.data, *wc = q->wc.data;
+  const float xs = ((const float *)q->xs.data)[0], *ws = q->ws.data;
+  const uint8_t padcode = ((const uint8_t *)q->xz.data)[0];
+  if (rc == 0) window_rows(&g, coff, koff);
+  for (int64_t c = 0; rc == 0 && c < g.m; c++) cb[c] = ws[c];
+  for (int64_t gi = 0; rc == 0 && gi < g.group; gi++) /* wT_g[k][j] = w[gi * mg + j][k] */
+    for (int64_t j = 0; j < mg; j++)
+      for (int64_t k = 0; k < kdim; k++) wT[gi * kdim * mg + k * mg + j] = wc[(gi * mg + j) * kdim + k];
+  for (int64_t gi = 0; rc == 0 && gi < g.group; gi++)
+    for (int64_t b0 = 0; rc == 0 && b0 < g.n; b0 += nbc) {
+      const int64_t nb = g.n - b0 < nbc ? g.n - b0 : nbc;
+      AMD_PRAGMA(omp parallel for schedule(static) if (nb > 1 && nb * os * kdim > 65536))
+      for (int64_t b = b0; b < b0 + nb; b++) {
+        float *gt = gT + (b - b0) * os * mg;
+        im2col_t_q8(&g, coff, koff, xc + (b * g.c + gi * g.cg) * g.isize, padcode, colT + (b - b0) * os * kdim);
+        for (int64_t j = 0; j < mg; j++)
+          for (int64_t o = 0; o < os; o++) gt[o * mg + j] = dy[(b * g.m + gi * mg + j) * os + o];
+      }
+      if (dcolT) memset(dcolT, 0, sizeof(float) * (size_t)(nb * os * kdim));
+      if (amd_q8_grad_gemm(nb * os, mg, kdim, colT, wT + gi * kdim * mg, gT, cb + gi * mg, xs, m->q8_ea, m->q8_eb,
+                           dcolT, dwT ? dwT + gi * kdim * mg : NULL)) {
+        rc = amd_fail(st, "out of memory for the table-derived gradient");
+        break;
+      }
+      AMD_PRAGMA(omp parallel for schedule(static) if (dx && nb > 1 && nb * os * kdim > 65536))
+      for (int64_t b = b0; b < b0 + nb; b++)
+        if (dx) col2im_t_add(&g, coff, koff, dcolT + (b - b0) * os * kdim, dx + (b * g.c + gi * g.cg) * g.isize);
+    }
+  for (int64_t gi = 0; rc == 0 && dw && gi < g.group; gi++)
+    for (int64_t j = 0; j < mg; j++)
+      for (int64_t k = 0; k < kdim; k++) dw[(gi * mg + j) * kdim + k] += dwT[gi * kdim * mg + k * mg + j];
+  free(coff), free(colT), free(wT), free(gT), free(cb), free(dcolT), free(dwT);
+  return rc;
+}
+
+/* Gemm[q8f]: A [M, K] (transA = 0), B as [K, N] (a transposed copy with
+ * transB), the column scales times alpha. */
+static int q8f_gemm_table_grad(const amd_node *n, const q8f_in *q, const float *dy, float *dx, float *dw,
+                               amd_status *st) {
+  const amd_mult *m = n->mult;
+  const amd_gemm_attrs *ga = n->attrs;
+  const int64_t M = q->xc.dims[0], K = q->xc.dims[1], N = ga->trans_b ? q->wc.dims[0] : q->wc.dims[1];
+  const uint8_t *wc = q->wc.data;
+  uint8_t *bT = ga->trans_b ? malloc((size_t)(K * N > 0 ? K * N : 1)) : NULL;
+  float *cb = malloc(sizeof(float) * (size_t)(N > 0 ? N : 1));
+  float *db = dw && ga->trans_b ? calloc((size_t)(K * N > 0 ? K * N : 1), sizeof(float)) : NULL;
+  int rc = 0;
+  if (!cb || (ga->trans_b && !bT) || (dw && ga->trans_b && !db))
+    rc = amd_fail(st, "out of memory for the table-derived gradient");
+  if (rc == 0) {
+    const float *ws = q->ws.data, xs = ((const float *)q->xs.data)[0];
+    for (int64_t j = 0; j < N; j++) cb[j] = ga->alpha * ws[j];
+    if (bT)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) bT[k * N + j] = wc[j * K + k];
+    if (amd_q8_grad_gemm(M, N, K, q->xc.data, bT ? bT : wc, dy, cb, ga->alpha * xs, m->q8_ea, m->q8_eb, dx,
+                         ga->trans_b ? db : dw))
+      rc = amd_fail(st, "out of memory for the table-derived gradient");
+    if (rc == 0 && db)
+      for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) dw[j * K + k] += db[k * N + j];
+  }
+  free(bT), free(cb), free(db);
+  return rc;
+}
+
+/* MatMul[q8f]: one product per batch entry with numpy broadcasting; the
+ * gradients of broadcast operands sum over the entries that read them. */
+static int q8f_matmul_table_grad(const amd_node *n, const q8f_in *q, const float *dy, float *dx, float *dw,
+                                 amd_status *st) {
+  const amd_mult *m = n->mult;
+  amd_mm_shape s;
+  if (amd_mm_shapes(&q->xc, &q->wc, &s, st)) return -1;
+  const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
+  float *cb = malloc(sizeof(float) * (size_t)(N > 0 ? N : 1));
+  if (!cb) return amd_fail(st, "out of memory for the table-derived gradient");
+  const float *ws = q->ws.data, xs = ((const float *)q->xs.data)[0];
+  for (int64_t j = 0; j < N; j++) cb[j] = ws[j];
+  const uint8_t *xc = q->xc.data, *wc = q->wc.data;
+  int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
+  amd_broadcast_strides(&s.batch_a, &s.batch, sa);
+  amd_broadcast_strides(&s.batch_b, &s.batch, sb);
+  int64_t oa = 0, ob = 0;
+  int rc = 0;
+  for (int64_t t = 0; t < nb && rc == 0; t++) {
+    if (amd_q8_grad_gemm(M, N, K, xc + oa * M * K, wc + ob * K * N, dy + t * M * N, cb, xs, m->q8_ea, m->q8_eb,
+                         dx ? dx + oa * M * K : NULL, dw ? dw + ob * K * N : NULL))
+      rc = amd_fail(st, "out of memory for the table-derived gradient");
+    for (int d = s.batch.rank - 1; d >= 0; d--) { /* advance the batch odometer */
+      idx[d]++;
+      oa += sa[d];
+      ob += sb[d];
+      if (idx[d] < s.batch.dims[d]) break;
+      oa -= sa[d] * idx[d];
+      ob -= sb[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  free(cb);
+  return rc;
+}
+
+/* Adds the table's terms to dx (x's full gradient before the clipping, or
+ * NULL) and to din[1] (the weight's, when wanted); nothing in the STE mode. */
+static int q8f_table_grad(const amd_op *fop, const amd_node *n, const amd_tensor *const *in,
+                          const amd_tensor *const *dout, float *dx, amd_tensor *const *din, amd_status *st) {
+  const q8f_attrs *a = n->attrs;
+  if (a->grad != AMD_Q8_GRAD_TABLE || !dout[0]) return 0;
+  float *dw = n->n_in > 1 && din[1] && din[1]->dtype == AMD_FLOAT ? din[1]->data : NULL;
+  if (!dx && !dw) return 0;
+  const amd_mult *m = n->mult;
+  if (!m || !m->q8 || !m->q8_ea || !m->q8_eb)
+    return amd_fail(st, "the table-derived backward (--q8-grad table) needs the node's 8-bit table");
+  if (dout[0]->dtype != AMD_FLOAT) return amd_fail(st, "the output gradient must be float");
+  /* the forward's codes again: the range as this step's forward left it,
+   * without counting another calibration call */
+  q8f_attrs frozen = *a;
+  frozen.calls = AMD_Q8_CALIB_CALLS;
+  amd_node fn = *n;
+  fn.attrs = &frozen;
+  const amd_tensor *x = in[0], *w = n->n_in > 1 ? in[1] : NULL;
+  if (!x || !w || w->rank < 1) return amd_fail(st, "the table-derived backward needs the data and the weight");
+  const int64_t wr = w->rank;
+  int64_t nch, inner;
+  if (fop == &amd_op_Conv) {
+    nch = w->dims[0], inner = nch ? amd_tensor_numel(w) / nch : 1;
+  } else if (fop == &amd_op_Gemm) {
+    const int tb = a->op.gemm.trans_b;
+    nch = tb ? w->dims[0] : w->dims[1], inner = tb ? w->dims[1] : 1;
+  } else {
+    nch = wr >= 2 ? w->dims[wr - 1] : 1, inner = 1;
+  }
+  q8f_in q;
+  if (q8f_quantize(&fn, x, w, nch, inner, &q, st)) return -1;
+  const float *dy = dout[0]->data;
+  int rc = fop == &amd_op_Conv   ? q8f_conv_table_grad(n, &q, dy, dx, dw, st)
+           : fop == &amd_op_Gemm ? q8f_gemm_table_grad(n, &q, dy, dx, dw, st)
+                                 : q8f_matmul_table_grad(n, &q, dy, dx, dw, st);
+  q8f_free(&q);
   return rc;
 }
 
@@ -927,6 +1192,17 @@ int amd_q8_float_node(amd_node *n, amd_status *st) {
   n->op = op == AMD_OP_IDX_Conv ? &amd_op_Q8fConv : op == AMD_OP_IDX_Gemm ? &amd_op_Q8fGemm : &amd_op_Q8fMatMul;
   n->bwd_mult = NULL;
   return 0;
+}
+
+int amd_q8_float_set_grad(amd_node *n, int grad) {
+  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return 0;
+  ((q8f_attrs *)n->attrs)->grad = grad;
+  return 1;
+}
+
+int amd_q8_float_grad(const amd_node *n) {
+  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return AMD_Q8_GRAD_STE;
+  return ((const q8f_attrs *)n->attrs)->grad;
 }
 
 /* ---------------------------------------------------------------- descriptors */

@@ -20,6 +20,16 @@ extern const amd_op amd_op_QdqConv8, amd_op_QdqGemm8, amd_op_QdqMatMul8;
 extern const amd_op amd_op_Q8fConv, amd_op_Q8fGemm, amd_op_Q8fMatMul;
 /* Turns float Conv / Gemm / MatMul node n (in a q8 mode) into its q8f op. */
 int amd_q8_float_node(amd_node *n, amd_status *st);
+/* The backward of those nodes (train --q8-grad): the clipped straight-through
+ * estimator (the default) or the table-derived gradients (qlinear.c, "the
+ * table-derived backward"; docs/quantized.md). amd_q8_float_set_grad sets it
+ * and returns 1 for a q8f node, 0 (nothing set) for any other;
+ * amd_q8_float_grad reads it (AMD_Q8_GRAD_STE for any other node). A
+ * backend's native q8f kernels must leave AMD_Q8_GRAD_TABLE nodes to the
+ * host (or implement it). */
+enum { AMD_Q8_GRAD_STE = 0, AMD_Q8_GRAD_TABLE = 1 };
+int amd_q8_float_set_grad(amd_node *n, int grad);
+int amd_q8_float_grad(const amd_node *n);
 
 /* A DequantizeLinear node's axis (normalised against rank when rank >= 0)
  * and block_size. */

@@ -121,6 +121,11 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
            c->data, (long long)(c->batch * c->ranks), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
            (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
+  /* the table-derived q8 backward (only when chosen: older checkpoints resume) */
+  if (c->q8_grad && strcmp(c->q8_grad, "ste") != 0) {
+    size_t k = strlen(buf);
+    snprintf(buf + k, n - k, " q8grad=%s", c->q8_grad);
+  }
   /* the image options that change the data (only when set: older checkpoints resume) */
   amd_image_opts io = c->img;
   io.workers = 0;
@@ -146,6 +151,7 @@ static int setup_inputs(run_state *r, amd_status *st) {
   if (parse_augment(c->augment, &r->aug, st)) return -1;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
   if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
+  if (amd_q8_grad_apply(r->g, c->q8_grad, st)) return -1;
   if (amd_dataset_load_opts(c->data, &c->img, &r->ds, st)) return -1;
   if (r->ds.note[0]) line(r, AMD_TRAIN_WARNING, "%s", r->ds.note);
   if (c->limit) {
@@ -606,9 +612,11 @@ static int start(run_state *r, amd_status *st) {
   char desc[256];
   line(r, AMD_TRAIN_INFO, "model %s: %d trainable initializers, %lld parameters; %s", c->model, r->t.n_params,
        (long long)r->t.n_floats, amd_dataset_describe(&r->ds, desc, sizeof desc));
-  line(r, AMD_TRAIN_INFO_FLUSHED, "training %lld epochs, batch %lld, %s lr %g (%s), mode %s%s%s, %lld training samples%s",
+  const int q8_table = c->q8_grad && strcmp(c->q8_grad, "table") == 0;
+  line(r, AMD_TRAIN_INFO_FLUSHED, "training %lld epochs, batch %lld, %s lr %g (%s), mode %s%s%s%s, %lld training samples%s",
        (long long)c->epochs, (long long)c->batch, amd_optim_name(&r->opt), c->lr, c->schedule, c->mode,
-       c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", (long long)r->n_train, c->val ? " (+ validation)" : "");
+       c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", q8_table ? ", table-derived q8 gradients" : "",
+       (long long)r->n_train, c->val ? " (+ validation)" : "");
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
   r->gbatch = c->batch * dist->size; /* the global batch */
