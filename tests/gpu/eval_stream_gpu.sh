@@ -11,7 +11,7 @@
 # usage: eval_stream_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR MAKE_IMAGE_FOLDER_PY [DEVICE (cuda)]
 set -u
 amd=$1 models=$2 idx=$3 make=$4 dev=${5:-cuda}
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3}
 [ -f "$idx/t10k-images-idx3-ubyte.gz" ] || { echo "SKIP: no IDX data set in $idx"; exit 77; }
 $py -c "import PIL, numpy" 2>/dev/null || { echo "SKIP: no PIL/numpy for $py"; exit 77; }
 tmp=$(mktemp -d)
