@@ -31,11 +31,15 @@ Checks (see docs/quantized.md for why these bounds):
     within `ORT_STEPS` output quantization steps, reported as max |diff| in
     absolute terms and in steps of the output's scale; dynamic models in
     relative terms (their output is int32 times a float scale).
+Every amdnn-onnx command runs on the device AMD_TEST_DEVICE names (default
+cpu; the GPU suite sets cuda).
 Exit 0 when all hold, 1 otherwise, 77 when onnxruntime / onnx is missing."""
 import os
 import subprocess
 import sys
 import tempfile
+
+DEVICE = os.environ.get("AMD_TEST_DEVICE", "cpu")
 
 try:
     import numpy as np
@@ -131,7 +135,7 @@ def run_amdnn(amd, model_path, feeds, tmp, tag):
             f.write(numpy_helper.from_array(v, name).SerializeToString())
         args += ["--input", f"{name}={inp}"]
     outdir = os.path.join(tmp, tag + ".out")
-    r = subprocess.run([amd, "run", model_path] + args + ["--output-dir", outdir, "--device", "cpu"],
+    r = subprocess.run([amd, "run", model_path] + args + ["--output-dir", outdir, "--device", DEVICE],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"amdnn-onnx run failed on {tag}: {r.stderr.strip()}")
@@ -260,14 +264,14 @@ def train_refused(amd, tmp, models):
     good = True
     for tag in ("qdq-u8", "qop-u8", "dyn-s8"):
         qpath = os.path.join(tmp, f"lenet5.{tag}.onnx")
-        r = subprocess.run([amd, "train", qpath, "--data", f"tensors:{xp},{yp}", "--epochs", "1", "--device", "cpu",
+        r = subprocess.run([amd, "train", qpath, "--data", f"tensors:{xp},{yp}", "--epochs", "1", "--device", DEVICE,
                             "-o", os.path.join(tmp, "trained.onnx")], capture_output=True, text=True)
         msg = (r.stderr + r.stdout).strip().splitlines()
         line = next((m for m in msg if "quantized op" in m), "")
         refused = r.returncode != 0 and line != ""
         print(f"train {tag}: {'refused' if refused else 'NOT REFUSED (FAIL)'}: {line or msg[-1:]}")
         good &= refused
-        r = subprocess.run([amd, "eval", qpath, "--data", f"tensors:{xp},{yp}", "--device", "cpu"],
+        r = subprocess.run([amd, "eval", qpath, "--data", f"tensors:{xp},{yp}", "--device", DEVICE],
                            capture_output=True, text=True)
         top1 = next((m for m in r.stdout.splitlines() if m.startswith("top1")), "")
         print(f"eval {tag}: {top1 if r.returncode == 0 and top1 else 'FAILED: ' + r.stderr.strip()}")

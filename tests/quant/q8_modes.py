@@ -31,6 +31,8 @@ Checks:
     documented quantization (rounding, scales, zero points) to 1e-5;
     a QDQ Conv with weights quantized along axis 1 and a Gemm with
     transA = 1 are refused, naming the node.
+Every amdnn-onnx command runs on the device AMD_TEST_DEVICE names (default
+cpu; the GPU suite sets cuda).
 Exit 0 when all hold, 1 otherwise, 77 when onnxruntime / onnx is missing."""
 import os
 import struct
@@ -61,7 +63,7 @@ def run(model, x, tmp, tag, mode=None, mode_map=None):
     with open(inp, "wb") as f:
         f.write(oq.numpy_helper.from_array(x, "input").SerializeToString())
     out = os.path.join(tmp, "out." + tag)
-    args = [amd, "run", model, "--input", inp, "--output-dir", out, "--device", "cpu"]
+    args = [amd, "run", model, "--input", inp, "--output-dir", out, "--device", oq.DEVICE]
     if mode:
         args += ["--mode", mode]
     if mode_map:
