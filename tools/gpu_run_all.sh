@@ -68,6 +68,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   # onnxruntime-quantized LeNet-5 / ResNet-8 and the q8 table modes with every command on the GPU
   t quant-ort-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/ort_quant.py $amd "$m"
   t quant-q8-modes-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/q8_modes.py $amd "$m"
+  t onnx-einsum-matmul-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/onnx/einsum_matmul.py $amd
   # a poisoned batch on the GPU (the default device there): its step found one step late, nothing changed by it
   t nan-batch-gpu env PYTHON="$(command -v python3)" bash tests/faults/nan_batch.sh $amd "$m" data/idx
   t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \

@@ -21,7 +21,8 @@
 # Environment: AMDNN (default build/src/amdnn-onnx), PYTHON (python3), EPOCHS
 # (15), BATCH (256), LR (2e-3), FT_EPOCHS (3), FT_LR (2e-4), TABLES (folder of
 # NAME.q8 tables, default OUT/tables), WORST (a table name: skip the choice),
-# LIMIT (N: train and evaluate on N images only, a quick trial of the script).
+# LIMIT (N: train and evaluate on N images only, a quick trial of the script),
+# GRADS (the fine-tuning runs, default "ste table").
 set -eu
 data=$1 out=$2
 shift 2
@@ -75,7 +76,7 @@ if has ft; then
     "$out/eval.tsv" | sed 's/^q8[us]://')}
   t="$tables/$worst.q8"
   case $worst in mul8s_*) mode="q8s:$t" ;; *) mode="q8u:$t" ;; esac
-  for g in ste table; do
+  for g in ${GRADS:-ste table}; do
     echo "== fine-tune under $worst, --q8-grad $g: $ft_epochs epochs, AdamW lr $ft_lr, cosine"
     "$amdnn" train "$out/resnet18_acc32.onnx" --data "cifar10:$data" --epochs "$ft_epochs" "${recipe[@]}" \
       --lr "$ft_lr" --schedule cosine --mode "$mode" --q8-grad "$g" --metrics "$out/ft_$g.tsv" \

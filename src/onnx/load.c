@@ -14,6 +14,7 @@
 
 #include "../ops/attrs.h"
 #include "../ops/op.h"
+#include "einsum_matmul.h"
 #include "node_attrs.h"
 #include "opset.h"
 #include "tensor_proto.h"
@@ -30,7 +31,7 @@ int amd_graph_find_value(const amd_graph *g, const char *name) {
 static char *dup_str(const char *s) { return strdup(s ? s : ""); }
 
 /* Adds a value named `name` (must not exist yet); returns its index or -1. */
-static int add_value(amd_graph *g, const char *name, int *cap, amd_status *st) {
+int amd_load_add_value(amd_graph *g, const char *name, int *cap, amd_status *st) {
   if (g->n_values == *cap) {
     int ncap = *cap ? *cap * 2 : 64;
     amd_value *nv = realloc(g->values, (size_t)ncap * sizeof *nv);
@@ -216,7 +217,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     const char *name = tp->name ? tp->name : "";
     if (!name[0]) return amd_fail(st, "initializer %zu has no name", i);
     if (amd_graph_find_value(g, name) >= 0) return amd_fail(st, "initializer '%s' is defined twice", name);
-    int v = add_value(g, name, &cap, st);
+    int v = amd_load_add_value(g, name, &cap, st);
     if (v < 0) return -1;
     if (amd_tensor_from_proto(tp, base_dir, &g->values[v].init, st)) return amd_fail_prefix(st, "initializer");
     amd_value *val = &g->values[v];
@@ -234,7 +235,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     int v = amd_graph_find_value(g, name);
     if (v >= 0 && g->values[v].is_initializer) continue; /* IR < 4 lists initializers as inputs */
     if (v >= 0) return amd_fail(st, "graph input '%s' is listed twice", name);
-    v = add_value(g, name, &cap, st);
+    v = amd_load_add_value(g, name, &cap, st);
     if (v < 0) return -1;
     if (read_value_info(gp->input[i], &g->values[v], st)) return -1;
     g->values[v].is_graph_input = 1;
@@ -269,7 +270,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
                         g->values[v].producer >= 0 ? "written by another node"
                         : g->values[v].is_initializer ? "an initializer"
                                                       : "a graph input");
-      v = add_value(g, name, &cap, st);
+      v = amd_load_add_value(g, name, &cap, st);
       if (v < 0) return -1;
       g->values[v].producer = (int)i;
       n->out[o] = v;
@@ -309,6 +310,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
     g->outputs[g->n_outputs++] = v;
   }
   if (g->n_outputs == 0) return amd_fail(st, "the graph has no outputs");
+  if (amd_einsum_to_matmul(g, &cap, st)) return -1;
   drop_unread_dropout_masks(g);
   fold_dropout_ratios(g);
   return sort_nodes(g, st);

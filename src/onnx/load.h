@@ -20,4 +20,9 @@ struct Onnx__NodeProto;
  * given opset and parses its attributes; used by the loader and by op tests. */
 int amd_node_bind(amd_node *n, const struct Onnx__NodeProto *p, int opset, amd_status *st);
 
+/* For the loader's rewrite passes: appends a value named name (no producer,
+ * unknown dtype and shape) to g->values, whose capacity is *cap (grown as
+ * needed); its index, or -1 (st set). */
+int amd_load_add_value(amd_graph *g, const char *name, int *cap, amd_status *st);
+
 #endif

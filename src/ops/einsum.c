@@ -15,7 +15,9 @@
  * MatMul's is for a batched product. The products are exact: an Einsum is
  * not one of the GEMM nodes whose products go through --mode (see
  * docs/ARCHITECTURE.md), so a model that writes attention as Einsum (MaxViT)
- * runs its attention products exactly. No CUDA kernel: the host fallback.
+ * runs its attention products exactly, unless the equation is a batched
+ * matrix product: the loader turns those into MatMul (src/onnx/einsum_matmul.c),
+ * whose products go through --mode. No CUDA kernel: the host fallback.
  *
  * Backward (float, double): the same loop, dXj[ij] += dY[out] * prod over the
  * other inputs; a repeated letter adds into its diagonal. */
@@ -265,6 +267,8 @@ static int einsum_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   }
   return 0;
 }
+
+const char *amd_einsum_equation(const amd_node *n) { return ((const einsum_attrs *)n->attrs)->eq; }
 
 const amd_op amd_op_Einsum = {.name = "Einsum",
                               .idx = AMD_OP_IDX_Einsum,

@@ -117,6 +117,10 @@ int amd_attr_auto_pad(const amd_attr_list *p, int *out, amd_status *st);
  * block or NULL (with st set). */
 void *amd_attrs_new(amd_node *n, size_t size, amd_status *st);
 
+/* An Einsum node's equation, spaces removed (einsum.c; for the loader's
+ * Einsum -> MatMul pass, src/onnx/einsum_matmul.c). */
+const char *amd_einsum_equation(const amd_node *n);
+
 /* ---- shared helpers for op files (op_util.c) ---- */
 /* Normalises a possibly negative axis against rank; -1 (with st set) when out of range. */
 int amd_axis(int64_t axis, int rank, amd_status *st);
