@@ -1,0 +1,141 @@
+/* amd_cuda_q8_grad_gemm (cuda/q8_grad.h, the table-derived backward sums of
+ * the q8 modes on the GPU) against the CPU's amd_q8_grad_gemm
+ * (src/ops/q8_grad.h), bit for bit (GPU suite).
+ *
+ * Slope tables: amd_q8_grad_tables of random approximate 8-bit tables (q8s
+ * and q8u, the exact products plus noise: integers and half-integers that fit
+ * the kernels' int16 copy in shared memory), and random half-integer slopes
+ * up to 40000 (which do not fit: read from global memory); each case also
+ * with the shared-memory copy refused. Shapes: 1 x 1 x 1, edges of the 32 x 64
+ * tiles and of the 32-step loops, primes, a ResNet-like convolution chunk.
+ * Random codes (some bunched), G with zeros, -0 and subnormals, cb and ca
+ * positive or negative, dA / dB holding random values (added to), each
+ * computed alone and both together. Exits 1 on any mismatch, 77 without a
+ * GPU. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_common.h"
+
+extern "C" {
+#include "../../src/mult/q8.h"
+#include "../../src/ops/q8_grad.h"
+}
+#include "../../cuda/q8_grad.h"
+
+static long cases, failures;
+
+/* Bit comparison of n floats; prints the first difference. */
+static int same(const char *what, const char *label, const float *want, const float *got, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!gpu_same(gpu_ubits(want[i]), gpu_ubits(got[i]))) {
+      printf("FAIL %s %s: [%lld] of %lld: cpu %.9g (0x%08x) gpu %.9g (0x%08x)\n", label, what, (long long)i,
+             (long long)n, want[i], gpu_ubits(want[i]), got[i], gpu_ubits(got[i]));
+      return 0;
+    }
+  return 1;
+}
+
+static void *dev_copy(const void *h, size_t bytes) {
+  void *d = NULL;
+  GPU_CHECK(cudaMalloc(&d, bytes ? bytes : 4));
+  if (bytes) GPU_CHECK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+/* which: 1 dA, 2 dB, 3 both */
+static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname, int64_t M, int64_t N,
+                  int64_t K, int which) {
+  char label[200];
+  snprintf(label, sizeof label, "%s %lldx%lldx%lld %s", tname, (long long)M, (long long)N, (long long)K,
+           which == 1 ? "dA" : which == 2 ? "dB" : "dA+dB");
+  uint8_t *A = (uint8_t *)malloc((size_t)(M * K + 1)), *B = (uint8_t *)malloc((size_t)(K * N + 1));
+  float *G = (float *)malloc(sizeof(float) * (size_t)(M * N + 1)), *cb = (float *)malloc(sizeof(float) * (size_t)N);
+  float *dA = (float *)malloc(sizeof(float) * (size_t)(M * K + 1)), *dB = (float *)malloc(sizeof(float) * (size_t)(K * N + 1));
+  float *got = (float *)malloc(sizeof(float) * (size_t)((M > N ? M : N) * K + 1));
+  const int skew = gpu_urand() % 2;
+  for (int64_t i = 0; i < M * K; i++) A[i] = skew && gpu_urand() % 4 ? (uint8_t)(120 + gpu_urand() % 16) : (uint8_t)gpu_urand();
+  for (int64_t i = 0; i < K * N; i++) B[i] = (uint8_t)gpu_urand();
+  for (int64_t i = 0; i < M * N; i++) G[i] = gpu_value(SET_NORMAL);
+  for (int64_t j = 0; j < N; j++) cb[j] = (0.001f + 0.01f * (float)(gpu_urand() % 100)) * (gpu_urand() % 5 ? 1.0f : -1.0f);
+  const float ca = 0.0078125f * (float)(1 + gpu_urand() % 50) * (gpu_urand() % 4 ? 1.0f : -0.5f);
+  for (int64_t i = 0; i < M * K; i++) dA[i] = gpu_value(SET_NORMAL);
+  for (int64_t i = 0; i < K * N; i++) dB[i] = gpu_value(SET_NORMAL);
+  uint8_t *dAc = (uint8_t *)dev_copy(A, (size_t)(M * K)), *dBc = (uint8_t *)dev_copy(B, (size_t)(K * N));
+  float *dG = (float *)dev_copy(G, sizeof(float) * (size_t)(M * N)), *dcb = (float *)dev_copy(cb, sizeof(float) * (size_t)N);
+  float *dca = (float *)dev_copy(&ca, sizeof ca);
+  float *ddA = (float *)dev_copy(dA, sizeof(float) * (size_t)(M * K)), *ddB = (float *)dev_copy(dB, sizeof(float) * (size_t)(K * N));
+  amd_status st = {{0}};
+  int ok = 1;
+  if (amd_q8_grad_gemm(M, N, K, A, B, G, cb, ca, ea, eb, which & 1 ? dA : NULL, which & 2 ? dB : NULL)) {
+    printf("FAIL %s: cpu: out of memory\n", label);
+    ok = 0;
+  }
+  if (ok && amd_cuda_q8_grad_gemm(ctx, M, N, K, dAc, dBc, dG, dcb, dca, ea, eb, which & 1 ? ddA : NULL,
+                                  which & 2 ? ddB : NULL, &st)) {
+    printf("FAIL %s: gpu: %s\n", label, st.msg);
+    ok = 0;
+  }
+  GPU_CHECK(cudaDeviceSynchronize());
+  if (ok) {
+    GPU_CHECK(cudaMemcpy(got, ddA, sizeof(float) * (size_t)(M * K), cudaMemcpyDeviceToHost));
+    ok &= same("dA", label, dA, got, M * K);
+    GPU_CHECK(cudaMemcpy(got, ddB, sizeof(float) * (size_t)(K * N), cudaMemcpyDeviceToHost));
+    ok &= same("dB", label, dB, got, K * N);
+  }
+  cases++;
+  if (!ok) failures++;
+  cudaFree(dAc), cudaFree(dBc), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(ddA), cudaFree(ddB);
+  free(A), free(B), free(G), free(cb), free(dA), free(dB), free(got);
+}
+
+static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname) {
+  static const int64_t s[][3] = {{1, 1, 1},    {2, 3, 5},    {31, 63, 33},  {32, 64, 32},  {33, 65, 64},
+                                 {64, 64, 64}, {97, 130, 71}, {5, 300, 257}, {300, 7, 3},   {1, 500, 2},
+                                 {700, 1, 40}, {1024, 64, 72}, {3072, 64, 576}};
+  for (size_t c = 0; c < sizeof s / sizeof s[0]; c++)
+    for (int which = 1; which <= 3; which++) {
+      if (s[c][0] * s[c][1] * s[c][2] > 200000 && which != 3) continue; /* the big one once */
+      check(ctx, ea, eb, tname, s[c][0], s[c][1], s[c][2], which);
+    }
+}
+
+int main(void) {
+  gpu_require_device();
+  amd_status st = {{0}};
+  amd_cuda_q8g_ctx *ctx;
+  if (amd_cuda_q8g_create(&ctx, 0, &st)) {
+    printf("FAIL: %s\n", st.msg);
+    return 1;
+  }
+  int32_t *t = (int32_t *)malloc(sizeof(int32_t) * 65536);
+  float *ea = (float *)malloc(sizeof(float) * 65536), *eb = (float *)malloc(sizeof(float) * 65536);
+  for (int sgn = 0; sgn < 2; sgn++) { /* approximate tables: their slopes fit int16 */
+    for (int a = 0; a < 256; a++)
+      for (int b = 0; b < 256; b++) {
+        int32_t v = amd_q8_value(a, sgn) * amd_q8_value(b, sgn) + (int32_t)(gpu_urand() % 601) - 300;
+        t[a * 256 + b] = sgn || v >= 0 ? v : -v;
+      }
+    amd_q8_grad_tables(sgn, t, ea, eb);
+    for (int smem = 1; smem >= 0; smem--) {
+      char name[64];
+      snprintf(name, sizeof name, "%s table%s", sgn ? "q8s" : "q8u", smem ? "" : " (global memory)");
+      amd_cuda_q8g_allow_smem(ctx, smem);
+      shapes(ctx, ea, eb, name);
+    }
+  }
+  /* slopes that do not fit int16: the global-memory path even where shared memory is allowed */
+  for (int i = 0; i < 65536; i++) {
+    ea[i] = (float)((int32_t)(gpu_urand() % 160001) - 80000) * 0.5f;
+    eb[i] = (float)((int32_t)(gpu_urand() % 160001) - 80000) * 0.5f;
+  }
+  amd_cuda_q8g_allow_smem(ctx, 1);
+  shapes(ctx, ea, eb, "wide slopes");
+  /* the same host arrays changed in place: uploaded again */
+  for (int i = 0; i < 65536; i++) ea[i] = (float)(i % 7) - 3.0f, eb[i] = (float)(i % 5) * 0.5f - 1.0f;
+  check(ctx, ea, eb, "changed in place", 45, 70, 33, 3);
+  amd_cuda_q8g_destroy(ctx);
+  free(t), free(ea), free(eb);
+  printf("%ld cases, %ld failed\n", cases, failures);
+  return failures ? 1 : 0;
+}
