@@ -40,6 +40,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-repro bin/test_cuda_repro
   t cuda-ops bin/test_cuda_ops
   t cuda-q8-gemm bin/test_cuda_q8_gemm
+  t cuda-q8-grad bin/test_cuda_q8_grad
   t cuda-q8f bin/test_cuda_q8f
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
   t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_cuda_ops

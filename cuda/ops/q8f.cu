@@ -32,8 +32,11 @@
  * Backward: the clipped straight-through estimator of the CPU (q8f_backward):
  * the float op's own CUDA backward (conv_backward, gemm_backward,
  * matmul_backward: n->attrs starts with the float op's attributes, bwd_mult
- * is NULL) into a zeroed buffer for dX, then dX (+)= that buffer where lo <= x
- * <= hi, 0 elsewhere (k_q8f_clip). */
+ * is NULL) into a zeroed buffer for dX; with --q8-grad table the table's
+ * terms added to that buffer and to dW (q8f_table_backward: the codes made
+ * again without a calibration call, then the lookup sums of cuda/q8_grad.h
+ * in the CPU's order); then dX (+)= that buffer where lo <= x <= hi, 0
+ * elsewhere (k_q8f_clip). */
 #include "ops_internal.h"
 
 #include "../q8_gemm.h"
