@@ -7,7 +7,9 @@
  * every thread of a warp at once) and B's codes, stored [j][k] so that a warp
  * reads 32 consecutive bytes. Each thread keeps its 8 table rows (a * 256).
  * k_q8g_weight (dB): a tile of 32 k x 64 j, a thread 8 k of one j (its 8 table
- * columns b fixed), i in steps of 32 (A's codes and G's rows staged).
+ * columns b fixed), i in steps of 32 (A's codes and G's rows staged); with
+ * chunks of rows (m_chunk), blockIdx.z is the chunk, its sums go to dB_part
+ * and k_q8g_weight_add adds them to dB in chunk order.
  * Both are templates on where the table lives: shared memory (int16 of 2 *
  * slope, 128 KiB, one block per SM) or global memory (float, __ldg). */
 #include <stdlib.h>
@@ -114,7 +116,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_data(amd_q8g_args p, const 
   }
 }
 
-/* dB: blockIdx.x tiles k, blockIdx.y tiles j. Thread t: column jl = t % 64, rows kl = t / 64 + 4 r. */
+/* dB: blockIdx.x tiles k, blockIdx.y tiles j, blockIdx.z the chunk of rows i. Thread t: column jl = t % 64,
+ * rows kl = t / 64 + 4 r. */
 template <bool SMEM>
 __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, const float *tabf,
                                                             const int16_t *tab16) {
@@ -124,6 +127,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
   const q8g_tab<SMEM> tab = q8g_load_table<SMEM>(tabf, tab16);
   const int t = threadIdx.x, jl = t % QW_TJ, kg = t / QW_TJ;
   const int64_t k0 = (int64_t)blockIdx.x * QW_TK, j0 = (int64_t)blockIdx.y * QW_TJ, j = j0 + jl;
+  const int64_t chunk = p.m_chunk > 0 ? p.m_chunk : p.M, ib = (int64_t)blockIdx.z * chunk;
+  const int64_t ie = p.M - ib < chunk ? p.M : ib + chunk; /* this block's rows [ib, ie) */
   int bcol[Q8G_PER];
   float s[Q8G_PER];
 #pragma unroll
@@ -132,22 +137,22 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
     bcol[r] = k < p.K && j < p.N ? (int)(((uint32_t)p.B[k * p.b_rs + j * p.b_cs] ^ p.code_xor) & 0xFFu) : 0;
     s[r] = 0.0f;
   }
-  for (int64_t i0 = 0; i0 < p.M; i0 += QW_TI) {
+  for (int64_t i0 = ib; i0 < ie; i0 += QW_TI) {
     __syncthreads(); /* the previous step's tiles read (and the table written) */
-    if (t < QW_TI) grow[t] = i0 + t < p.M ? q8g_grow(p, i0 + t) : 0;
+    if (t < QW_TI) grow[t] = i0 + t < ie ? q8g_grow(p, i0 + t) : 0;
     for (int e = t; e < QW_TI * QW_TK; e += Q8G_THREADS) {
       const int il = e / QW_TK, kk = e % QW_TK;
       const int64_t i = i0 + il, k = k0 + kk;
-      as[il][kk] = i < p.M && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
+      as[il][kk] = i < ie && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
     }
     __syncthreads();
     for (int e = t; e < QW_TI * QW_TJ; e += Q8G_THREADS) {
       const int il = e / QW_TJ, jj = e % QW_TJ;
       const int64_t i = i0 + il, jc = j0 + jj;
-      gs[il][jj] = i < p.M && jc < p.N ? p.G[grow[il] + jc * p.g_cs] : 0.0f;
+      gs[il][jj] = i < ie && jc < p.N ? p.G[grow[il] + jc * p.g_cs] : 0.0f;
     }
     __syncthreads();
-    const int in = p.M - i0 < QW_TI ? (int)(p.M - i0) : QW_TI;
+    const int in = ie - i0 < QW_TI ? (int)(ie - i0) : QW_TI;
     for (int il = 0; il < in; il++) {
       const float g = gs[il][jl];
 #pragma unroll
@@ -155,6 +160,14 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
     }
   }
   if (j >= p.N) return;
+  if (p.dB_part) { /* the chunk's sums, added in order by k_q8g_weight_add */
+#pragma unroll
+    for (int r = 0; r < Q8G_PER; r++) {
+      const int64_t k = k0 + kg + 4 * r;
+      if (k < p.K) p.dB_part[((int64_t)blockIdx.z * p.K + k) * p.N + j] = s[r];
+    }
+    return;
+  }
   const float ca = __fmul_rn(p.alpha, p.ca_src[0]);
 #pragma unroll
   for (int r = 0; r < Q8G_PER; r++) {
@@ -164,6 +177,23 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
     if (p.db_via_zero) v = __fadd_rn(0.0f, v);
     float *d = p.dB + k * p.db_rs + j * p.db_cs;
     *d = __fadd_rn(*d, v);
+  }
+}
+
+/* dB[k][j] += ca * part[c][k][j] for the chunks c = 0, 1, ... in order (each scaled and added on its own). */
+__global__ void k_q8g_weight_add(amd_q8g_args p, int64_t chunks) {
+  const float ca = __fmul_rn(p.alpha, p.ca_src[0]);
+  const int64_t n = p.K * p.N;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t k = e / p.N, j = e % p.N;
+    float *d = p.dB + k * p.db_rs + j * p.db_cs;
+    float v = *d;
+    for (int64_t c = 0; c < chunks; c++) {
+      float add = __fmul_rn(ca, p.dB_part[c * n + e]);
+      if (p.db_via_zero) add = __fadd_rn(0.0f, add);
+      v = __fadd_rn(v, add);
+    }
+    *d = v;
   }
 }
 
@@ -312,15 +342,24 @@ extern "C" int amd_cuda_q8g_run(amd_cuda_q8g_ctx *ctx, const amd_q8g_args *a, co
     const q8g_table *t;
     if (q8g_get_table(ctx, eb, &t, st)) return -1;
     const int64_t gx = (a->K + QW_TK - 1) / QW_TK, gy = (a->N + QW_TJ - 1) / QW_TJ;
-    if (gx > 0x7FFFFFFF || gy > 65535)
-      return amd_fail(st, "the q8 weight gradient's %lld x %lld product is too large", (long long)a->K,
-                      (long long)a->N);
-    const dim3 grid((unsigned)gx, (unsigned)gy);
+    const int64_t chunks = a->m_chunk > 0 ? (a->M + a->m_chunk - 1) / a->m_chunk : 1;
+    if (gx > 0x7FFFFFFF || gy > 65535 || chunks > 65535)
+      return amd_fail(st, "the q8 weight gradient's %lld x %lld product (%lld chunks) is too large",
+                      (long long)a->K, (long long)a->N, (long long)chunks);
+    if (chunks > 1 && !a->dB_part) return amd_fail(st, "the q8 weight gradient's chunks need a buffer");
+    amd_q8g_args w = *a;
+    if (chunks == 1) w.m_chunk = 0, w.dB_part = NULL; /* one chunk: added directly */
+    const dim3 grid((unsigned)gx, (unsigned)gy, (unsigned)chunks);
     if (t->dev16 && ctx->allow_smem)
-      k_q8g_weight<true><<<grid, Q8G_THREADS, Q8G_TAB16_BYTES, ctx->stream>>>(*a, t->dev, t->dev16);
+      k_q8g_weight<true><<<grid, Q8G_THREADS, Q8G_TAB16_BYTES, ctx->stream>>>(w, t->dev, t->dev16);
     else
-      k_q8g_weight<false><<<grid, Q8G_THREADS, 0, ctx->stream>>>(*a, t->dev, t->dev16);
+      k_q8g_weight<false><<<grid, Q8G_THREADS, 0, ctx->stream>>>(w, t->dev, t->dev16);
     AMD_CUDA_CHECK_LAUNCH("k_q8g_weight", st);
+    if (chunks > 1) {
+      const int64_t n = a->K * a->N, b = (n + 255) / 256;
+      k_q8g_weight_add<<<(unsigned)(b < 65536 ? b : 65536), 256, 0, ctx->stream>>>(w, chunks);
+      AMD_CUDA_CHECK_LAUNCH("k_q8g_weight_add", st);
+    }
   }
   return 0;
 }

@@ -57,6 +57,12 @@ typedef struct amd_q8g_args {
   float *dB;    /* dB[k][j] at dB[k * db_rs + j * db_cs]; NULL: not computed */
   int64_t db_rs, db_cs;
   int db_via_zero; /* 1: dB += (0 + ca * sum), the CPU's add through a zeroed buffer (only -0 differs) */
+  /* dB in chunks of m_chunk rows i (0: one chunk), as the CPU's Conv sums its chunks of images: each chunk's
+   * sum over its rows, scaled by ca, is added to dB on its own, chunk after chunk. The chunks' sums run in
+   * parallel into dB_part (device, ceil(M / m_chunk) x K x N floats; at most 65535 chunks), then they are
+   * added in order. */
+  int64_t m_chunk;
+  float *dB_part;
 } amd_q8g_args;
 
 int amd_cuda_q8g_create(amd_cuda_q8g_ctx **ctx, cudaStream_t stream, amd_status *st);

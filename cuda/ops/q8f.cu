@@ -660,9 +660,10 @@ static amd_q8g_args q8g_args(int64_t M, int64_t N, int64_t K, const q8f_run &r) 
   return a;
 }
 
-/* Conv: per group, per chunk of images (the CPU's AMD_Q8G_CHUNK chunks: each chunk's dW sum is scaled and
- * added on its own, into a zeroed buffer that is added to dW at the end), the product colT x W_g^T with G =
- * dY^T; the data gradient's columns folded back (k_q8f_col2im_add). */
+/* Conv: per group, the product colT x W_g^T with G = dY^T over passes of several of the CPU's chunks of
+ * images (AMD_Q8G_CHUNK: each chunk's dW sum is scaled and added on its own, into a zeroed buffer that is
+ * added to dW at the end; the chunks of a pass sum in parallel, m_chunk), the data gradient's columns of a
+ * pass (under 2^26 floats) folded back (k_q8f_col2im_add). */
 static int q8f_conv_table(const amd_node *n, const amd_tensor *x, const amd_tensor *w, const float *dy, float *dx,
                           float *dw, amd_status *st) {
   const amd_mult *m = n->mult;
@@ -674,19 +675,23 @@ static int q8f_conv_table(const amd_node *n, const amd_tensor *x, const amd_tens
   if (os == 0 || g.m == 0 || g.n == 0 || kdim == 0) return 0;
   int64_t nbc = AMD_Q8G_CHUNK / (os * kdim);
   nbc = nbc < 1 ? 1 : nbc > g.n ? g.n : nbc;
-  const int64_t rows = nbc * os, ld = round16(kdim), nx = amd_tensor_numel(x);
+  int64_t per = ((int64_t)1 << 26) / (nbc * os * kdim); /* chunks per pass */
+  per = per < 1 ? 1 : per;
+  const int64_t nbp = per * nbc < g.n ? per * nbc : g.n, chunks = (nbp + nbc - 1) / nbc;
+  const int64_t rows = nbp * os, ld = round16(kdim), nx = amd_tensor_numel(x);
   amd_cuda_q8g_ctx *gc = q8_grad_ctx(st);
-  scratch xq, col, sums, dcol, dwt;
+  scratch xq, col, sums, dcol, dwt, part;
   if (!gc || xq.get((size_t)nx, st) || col.get((size_t)(rows * ld), st) ||
       sums.get(sizeof(uint32_t) * (size_t)rows, st) ||
       (dx && dcol.get(sizeof(float) * (size_t)(rows * kdim), st)) ||
-      (dw && dwt.get(sizeof(float) * (size_t)(g.m * kdim), st)))
+      (dw && dwt.get(sizeof(float) * (size_t)(g.m * kdim), st)) ||
+      (dw && chunks > 1 && part.get(sizeof(float) * (size_t)(chunks * kdim * mg), st)))
     return -1;
   if (dw) AMD_CUDA_CHECK(cudaMemsetAsync(dwt.p, 0, sizeof(float) * (size_t)(g.m * kdim), amd_cu.stream), st);
   if (xquant(nx, nx, nx, F(x), r, (uint8_t *)xq.p, st)) return -1;
   for (int64_t gi = 0; gi < g.group; gi++)
-    for (int64_t b0 = 0; b0 < g.n; b0 += nbc) {
-      const int64_t nb = g.n - b0 < nbc ? g.n - b0 : nbc;
+    for (int64_t b0 = 0; b0 < g.n; b0 += nbp) {
+      const int64_t nb = g.n - b0 < nbp ? g.n - b0 : nbp;
       q8f_conv p = {nb,       g.c,       g.cg,      gi,        g.in[0],     g.in[1],     g.k[0],
                     g.k[1],   g.out[0],  g.out[1],  g.stride[0], g.stride[1], g.dil[0], g.dil[1],
                     g.pad0[0], g.pad0[1], kdim,     os,        nb * os,     ld};
@@ -708,6 +713,7 @@ static int q8f_conv_table(const amd_node *n, const amd_tensor *x, const amd_tens
       a.cs = r.ws.f() + gi * mg;
       a.dA = dx ? dcol.f() : NULL, a.da_rs = kdim, a.da_store = 1;
       a.dB = dw ? dwt.f() + gi * mg * kdim : NULL, a.db_rs = 1, a.db_cs = kdim;
+      a.m_chunk = nbc * os, a.dB_part = part.f();
       if (amd_cuda_q8g_run(gc, &a, m->q8_ea, m->q8_eb, st)) return -1;
       if (dx) {
         k_q8f_col2im_add<<<amd_cu_blocks(nb * g.cg * g.isize), 256, 0, amd_cu.stream>>>(p, dcol.f(),

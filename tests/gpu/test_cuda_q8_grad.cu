@@ -10,8 +10,9 @@
  * tiles and of the 32-step loops, primes, a ResNet-like convolution chunk.
  * Random codes (some bunched), G with zeros, -0 and subnormals, cb and ca
  * positive or negative, dA / dB holding random values (added to), each
- * computed alone and both together. Exits 1 on any mismatch, 77 without a
- * GPU. */
+ * computed alone and both together; dB also in chunks of rows summed in
+ * parallel (m_chunk, as Conv's chunks of images) against the CPU's chunk
+ * after chunk. Exits 1 on any mismatch, 77 without a GPU. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,12 +44,12 @@ static void *dev_copy(const void *h, size_t bytes) {
   return d;
 }
 
-/* which: 1 dA, 2 dB, 3 both */
+/* which: 1 dA, 2 dB, 3 both; chunk > 0: in chunks of that many rows (the CPU: one call per chunk) */
 static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname, int64_t M, int64_t N,
-                  int64_t K, int which) {
+                  int64_t K, int which, int64_t chunk = 0) {
   char label[200];
-  snprintf(label, sizeof label, "%s %lldx%lldx%lld %s", tname, (long long)M, (long long)N, (long long)K,
-           which == 1 ? "dA" : which == 2 ? "dB" : "dA+dB");
+  snprintf(label, sizeof label, "%s %lldx%lldx%lld %s%s", tname, (long long)M, (long long)N, (long long)K,
+           which == 1 ? "dA" : which == 2 ? "dB" : "dA+dB", chunk ? " in chunks" : "");
   uint8_t *A = (uint8_t *)malloc((size_t)(M * K + 1)), *B = (uint8_t *)malloc((size_t)(K * N + 1));
   float *G = (float *)malloc(sizeof(float) * (size_t)(M * N + 1)), *cb = (float *)malloc(sizeof(float) * (size_t)N);
   float *dA = (float *)malloc(sizeof(float) * (size_t)(M * K + 1)), *dB = (float *)malloc(sizeof(float) * (size_t)(K * N + 1));
@@ -67,12 +68,35 @@ static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const
   float *ddA = (float *)dev_copy(dA, sizeof(float) * (size_t)(M * K)), *ddB = (float *)dev_copy(dB, sizeof(float) * (size_t)(K * N));
   amd_status st = {{0}};
   int ok = 1;
-  if (amd_q8_grad_gemm(M, N, K, A, B, G, cb, ca, ea, eb, which & 1 ? dA : NULL, which & 2 ? dB : NULL)) {
-    printf("FAIL %s: cpu: out of memory\n", label);
-    ok = 0;
+  const int64_t step = chunk > 0 ? chunk : M;
+  for (int64_t i0 = 0; i0 < M && ok; i0 += step) {
+    const int64_t rows = M - i0 < step ? M - i0 : step;
+    if (amd_q8_grad_gemm(rows, N, K, A + i0 * K, B, G + i0 * N, cb, ca, ea, eb, which & 1 ? dA + i0 * K : NULL,
+                         which & 2 ? dB : NULL)) {
+      printf("FAIL %s: cpu: out of memory\n", label);
+      ok = 0;
+    }
   }
-  if (ok && amd_cuda_q8_grad_gemm(ctx, M, N, K, dAc, dBc, dG, dcb, dca, ea, eb, which & 1 ? ddA : NULL,
-                                  which & 2 ? ddB : NULL, &st)) {
+  float *part = NULL;
+  if (chunk > 0) {
+    const int64_t chunks = (M + chunk - 1) / chunk;
+    GPU_CHECK(cudaMalloc(&part, sizeof(float) * (size_t)(chunks * K * N)));
+    amd_q8g_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M, a.N = N, a.K = K;
+    a.A = dAc, a.a_rs = K, a.a_cs = 1;
+    a.B = dBc, a.b_rs = N, a.b_cs = 1;
+    a.G = dG, a.g_rows = M, a.g_rs = N, a.g_cs = 1;
+    a.cs = dcb, a.ca_src = dca, a.alpha = 1.0f;
+    a.dA = which & 1 ? ddA : NULL, a.da_rs = K;
+    a.dB = which & 2 ? ddB : NULL, a.db_rs = N, a.db_cs = 1;
+    a.m_chunk = chunk, a.dB_part = part;
+    if (ok && amd_cuda_q8g_run(ctx, &a, ea, eb, &st)) {
+      printf("FAIL %s: gpu: %s\n", label, st.msg);
+      ok = 0;
+    }
+  } else if (ok && amd_cuda_q8_grad_gemm(ctx, M, N, K, dAc, dBc, dG, dcb, dca, ea, eb, which & 1 ? ddA : NULL,
+                                         which & 2 ? ddB : NULL, &st)) {
     printf("FAIL %s: gpu: %s\n", label, st.msg);
     ok = 0;
   }
@@ -85,7 +109,7 @@ static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const
   }
   cases++;
   if (!ok) failures++;
-  cudaFree(dAc), cudaFree(dBc), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(ddA), cudaFree(ddB);
+  cudaFree(part), cudaFree(dAc), cudaFree(dBc), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(ddA), cudaFree(ddB);
   free(A), free(B), free(G), free(cb), free(dA), free(dB), free(got);
 }
 
@@ -98,6 +122,10 @@ static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, cons
       if (s[c][0] * s[c][1] * s[c][2] > 200000 && which != 3) continue; /* the big one once */
       check(ctx, ea, eb, tname, s[c][0], s[c][1], s[c][2], which);
     }
+  /* chunks of rows: 3 and 2 chunks, the last short; 33 chunks of one tile's rows */
+  check(ctx, ea, eb, tname, 100, 70, 45, 2, 40);
+  check(ctx, ea, eb, tname, 3072, 64, 576, 3, 2048);
+  check(ctx, ea, eb, tname, 33 * 32, 5, 9, 3, 32);
 }
 
 int main(void) {
