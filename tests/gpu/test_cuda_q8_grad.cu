@@ -12,9 +12,16 @@
  * positive or negative, dA / dB holding random values (added to), each
  * computed alone and both together; dB also in chunks of rows summed in
  * parallel (m_chunk, as Conv's chunks of images) against the CPU's chunk
- * after chunk. Exits 1 on any mismatch, 77 without a GPU. */
+ * after chunk. Exits 1 on any mismatch, 77 without a GPU.
+ *
+ * --bench: time of the two sums (data and weight gradient) as Conv[q8f]
+ * runs them for the 3x3 convolutions of ResNet-18 on 32 x 32 inputs at batch
+ * 128 (rows = images x output positions in one pass, the weight gradient in
+ * the CPU's chunks of images), the slope table in shared memory and read from
+ * global memory; G lookups per second (one lookup = one multiply-add). */
 #include <stdio.h>
 #include <string.h>
+#include <vector>
 
 #include "gpu_common.h"
 
@@ -128,13 +135,89 @@ static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, cons
   check(ctx, ea, eb, tname, 33 * 32, 5, 9, 3, 32);
 }
 
-int main(void) {
+/* --bench: one convolution's sums (os output positions per image, kdim = cg x 9, mg output channels). */
+static void bench_conv(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, int64_t os, int64_t kdim,
+                       int64_t mg) {
+  const int64_t n = 128, M = n * os, nbc0 = AMD_Q8G_CHUNK / (os * kdim), nbc = nbc0 < 1 ? 1 : nbc0 > n ? n : nbc0;
+  const int64_t chunks = (n + nbc - 1) / nbc;
+  std::vector<uint8_t> A((size_t)(M * kdim)), B((size_t)(kdim * mg));
+  for (auto &c : A) c = (uint8_t)(100 + gpu_urand() % 40);
+  for (auto &c : B) c = (uint8_t)gpu_urand();
+  std::vector<float> G((size_t)(M * mg)), cb((size_t)mg, 0.01f);
+  for (auto &g : G) g = gpu_value(SET_NORMAL);
+  const float ca = 0.02f;
+  uint8_t *dA8 = (uint8_t *)dev_copy(A.data(), A.size()), *dB8 = (uint8_t *)dev_copy(B.data(), B.size());
+  float *dG = (float *)dev_copy(G.data(), sizeof(float) * G.size()), *dcb = (float *)dev_copy(cb.data(), sizeof(float) * cb.size());
+  float *dca = (float *)dev_copy(&ca, sizeof ca), *dX = NULL, *dW = NULL, *part = NULL;
+  GPU_CHECK(cudaMalloc(&dX, sizeof(float) * (size_t)(M * kdim)));
+  GPU_CHECK(cudaMalloc(&dW, sizeof(float) * (size_t)(kdim * mg)));
+  GPU_CHECK(cudaMalloc(&part, sizeof(float) * (size_t)(chunks * kdim * mg)));
+  GPU_CHECK(cudaMemset(dW, 0, sizeof(float) * (size_t)(kdim * mg)));
+  amd_q8g_args a;
+  memset(&a, 0, sizeof a);
+  a.M = M, a.N = mg, a.K = kdim;
+  a.A = dA8, a.a_rs = kdim, a.a_cs = 1;
+  a.B = dB8, a.b_rs = 1, a.b_cs = kdim; /* the weight's codes as the q8 GEMM's TN rows */
+  a.G = dG, a.g_rows = os, a.g_img = mg * os, a.g_rs = 1, a.g_cs = os; /* dY in NCHW */
+  a.cs = dcb, a.ca_src = dca, a.alpha = 1.0f;
+  a.da_rs = kdim, a.da_store = 1, a.db_rs = 1, a.db_cs = kdim, a.m_chunk = nbc * os, a.dB_part = part;
+  amd_status st = {{0}};
+  cudaEvent_t e0, e1;
+  GPU_CHECK(cudaEventCreate(&e0));
+  GPU_CHECK(cudaEventCreate(&e1));
+  for (int smem = 1; smem >= 0; smem--) {
+    amd_cuda_q8g_allow_smem(ctx, smem);
+    for (int which = 0; which < 2; which++) {
+      amd_q8g_args r = a;
+      r.dA = which == 0 ? dX : NULL;
+      r.dB = which == 1 ? dW : NULL;
+      float best = 1e30f;
+      for (int rep = 0; rep < 4; rep++) { /* the first warms up (the table's upload) */
+        GPU_CHECK(cudaEventRecord(e0, 0));
+        if (amd_cuda_q8g_run(ctx, &r, ea, eb, &st)) {
+          printf("FAIL bench: %s\n", st.msg);
+          failures++;
+          return;
+        }
+        GPU_CHECK(cudaEventRecord(e1, 0));
+        GPU_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        GPU_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (rep > 0 && ms < best) best = ms;
+      }
+      printf("os %4lld kdim %4lld mg %3lld (M %6lld, %2lld chunks): %s, table in %s memory: %8.3f ms, %6.1f G lookups/s\n",
+             (long long)os, (long long)kdim, (long long)mg, (long long)M, (long long)chunks,
+             which == 0 ? "data gradient  " : "weight gradient", smem ? "shared" : "global", best,
+             (double)M * (double)kdim * (double)mg / (best * 1e6));
+    }
+  }
+  amd_cuda_q8g_allow_smem(ctx, 1);
+  cudaEventDestroy(e0), cudaEventDestroy(e1);
+  cudaFree(dA8), cudaFree(dB8), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(dX), cudaFree(dW), cudaFree(part);
+}
+
+int main(int argc, char **argv) {
   gpu_require_device();
   amd_status st = {{0}};
   amd_cuda_q8g_ctx *ctx;
   if (amd_cuda_q8g_create(&ctx, 0, &st)) {
     printf("FAIL: %s\n", st.msg);
     return 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+    int32_t *t = (int32_t *)malloc(sizeof(int32_t) * 65536);
+    float *ea = (float *)malloc(sizeof(float) * 65536), *eb = (float *)malloc(sizeof(float) * 65536);
+    for (int a = 0; a < 256; a++)
+      for (int b = 0; b < 256; b++) t[a * 256 + b] = a * b + (int32_t)(gpu_urand() % 201) - 100;
+    amd_q8_grad_tables(0, t, ea, eb);
+    /* ResNet-18 on 32 x 32: the stem (3 -> 64), then 3x3 convolutions of the four stages */
+    static const int64_t shapes[][3] = {{1024, 27, 64}, {1024, 576, 64}, {256, 1152, 128}, {64, 2304, 256},
+                                        {16, 4608, 512}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
+      bench_conv(ctx, ea, eb, shapes[c][0], shapes[c][1], shapes[c][2]);
+    amd_cuda_q8g_destroy(ctx);
+    free(t), free(ea), free(eb);
+    return failures ? 1 : 0;
   }
   int32_t *t = (int32_t *)malloc(sizeof(int32_t) * 65536);
   float *ea = (float *)malloc(sizeof(float) * 65536), *eb = (float *)malloc(sizeof(float) * 65536);
