@@ -23,13 +23,18 @@ enum {
   Q8G_ENTRIES = 65536,
   Q8G_TAB16_BYTES = Q8G_ENTRIES * 2,
   /* k_q8g_data */
-  QD_TI = 32, QD_TK = 64, QD_TJ = 32,
+  QD_TI = 32,
+  QD_TK = 64,
+  QD_TJ = 32,
   /* k_q8g_weight */
-  QW_TK = 32, QW_TJ = 64, QW_TI = 32,
+  QW_TK = 32,
+  QW_TJ = 64,
+  QW_TI = 32,
   Q8G_PER = 8 /* outputs per thread: 32 x 64 / 256 */
 };
 
-/* A slope: from the int16 copy of 2 * slope in shared memory (exact: an integer times 0.5), or the float table */
+/* A slope: from the int16 copy of 2 * slope in shared memory (exact: an integer times 0.5), or the float
+ * table */
 template <bool SMEM> struct q8g_tab;
 template <> struct q8g_tab<true> {
   const int16_t *t;
@@ -70,9 +75,10 @@ __device__ __forceinline__ int64_t q8g_grow(const amd_q8g_args &p, int64_t i) {
 
 /* dA: blockIdx.x tiles i, blockIdx.y tiles k. Thread t: column kl = t % 64, rows il = t / 64 + 4 r. */
 template <bool SMEM>
-__global__ void __launch_bounds__(Q8G_THREADS) k_q8g_data(amd_q8g_args p, const float *tabf, const int16_t *tab16) {
-  __shared__ float gs[QD_TI][QD_TJ];            /* G[i][j] * cb[j] */
-  __shared__ uint8_t bs[QD_TJ][QD_TK];          /* B's codes (table columns) */
+__global__ void __launch_bounds__(Q8G_THREADS)
+    k_q8g_data(amd_q8g_args p, const float *tabf, const int16_t *tab16) {
+  __shared__ float gs[QD_TI][QD_TJ];   /* G[i][j] * cb[j] */
+  __shared__ uint8_t bs[QD_TJ][QD_TK]; /* B's codes (table columns) */
   __shared__ int64_t grow[QD_TI];
   const q8g_tab<SMEM> tab = q8g_load_table<SMEM>(tabf, tab16);
   const int t = threadIdx.x, kl = t % QD_TK, ig = t / QD_TK;
@@ -83,7 +89,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_data(amd_q8g_args p, const 
 #pragma unroll
   for (int r = 0; r < Q8G_PER; r++) {
     const int64_t i = i0 + ig + 4 * r;
-    arow[r] = i < p.M && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
+    arow[r] =
+        i < p.M && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
     s[r] = 0.0f;
   }
   for (int64_t j0 = 0; j0 < p.N; j0 += QD_TJ) {
@@ -91,19 +98,22 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_data(amd_q8g_args p, const 
     for (int e = t; e < QD_TI * QD_TJ; e += Q8G_THREADS) {
       const int il = e / QD_TJ, jl = e % QD_TJ;
       const int64_t i = i0 + il, j = j0 + jl;
-      gs[il][jl] = i < p.M && j < p.N ? __fmul_rn(p.G[grow[il] + j * p.g_cs], __fmul_rn(p.alpha, p.cs[j])) : 0.0f;
+      gs[il][jl] =
+          i < p.M && j < p.N ? __fmul_rn(p.G[grow[il] + j * p.g_cs], __fmul_rn(p.alpha, p.cs[j])) : 0.0f;
     }
     for (int e = t; e < QD_TK * QD_TJ; e += Q8G_THREADS) {
       const int kk = e % QD_TK, jl = e / QD_TK;
       const int64_t kc = k0 + kk, j = j0 + jl;
-      bs[jl][kk] = kc < p.K && j < p.N ? (uint8_t)(((uint32_t)p.B[kc * p.b_rs + j * p.b_cs] ^ p.code_xor) & 0xFFu) : 0;
+      bs[jl][kk] =
+          kc < p.K && j < p.N ? (uint8_t)(((uint32_t)p.B[kc * p.b_rs + j * p.b_cs] ^ p.code_xor) & 0xFFu) : 0;
     }
     __syncthreads();
     const int jn = p.N - j0 < QD_TJ ? (int)(p.N - j0) : QD_TJ;
     for (int jl = 0; jl < jn; jl++) {
       const int b = bs[jl][kl];
 #pragma unroll
-      for (int r = 0; r < Q8G_PER; r++) s[r] = __fadd_rn(s[r], __fmul_rn(gs[ig + 4 * r][jl], tab(arow[r] + b)));
+      for (int r = 0; r < Q8G_PER; r++)
+        s[r] = __fadd_rn(s[r], __fmul_rn(gs[ig + 4 * r][jl], tab(arow[r] + b)));
     }
   }
   if (k >= p.K) return;
@@ -119,8 +129,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_data(amd_q8g_args p, const 
 /* dB: blockIdx.x tiles k, blockIdx.y tiles j, blockIdx.z the chunk of rows i. Thread t: column jl = t % 64,
  * rows kl = t / 64 + 4 r. */
 template <bool SMEM>
-__global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, const float *tabf,
-                                                            const int16_t *tab16) {
+__global__ void __launch_bounds__(Q8G_THREADS)
+    k_q8g_weight(amd_q8g_args p, const float *tabf, const int16_t *tab16) {
   __shared__ float gs[QW_TI][QW_TJ]; /* G's rows */
   __shared__ int as[QW_TI][QW_TK];   /* A's codes * 256 (table rows) */
   __shared__ int64_t grow[QW_TI];
@@ -143,7 +153,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
     for (int e = t; e < QW_TI * QW_TK; e += Q8G_THREADS) {
       const int il = e / QW_TK, kk = e % QW_TK;
       const int64_t i = i0 + il, k = k0 + kk;
-      as[il][kk] = i < ie && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
+      as[il][kk] =
+          i < ie && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
     }
     __syncthreads();
     for (int e = t; e < QW_TI * QW_TJ; e += Q8G_THREADS) {
@@ -156,7 +167,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
     for (int il = 0; il < in; il++) {
       const float g = gs[il][jl];
 #pragma unroll
-      for (int r = 0; r < Q8G_PER; r++) s[r] = __fadd_rn(s[r], __fmul_rn(g, tab(as[il][kg + 4 * r] + bcol[r])));
+      for (int r = 0; r < Q8G_PER; r++)
+        s[r] = __fadd_rn(s[r], __fmul_rn(g, tab(as[il][kg + 4 * r] + bcol[r])));
     }
   }
   if (j >= p.N) return;
@@ -184,7 +196,8 @@ __global__ void __launch_bounds__(Q8G_THREADS) k_q8g_weight(amd_q8g_args p, cons
 __global__ void k_q8g_weight_add(amd_q8g_args p, int64_t chunks) {
   const float ca = __fmul_rn(p.alpha, p.ca_src[0]);
   const int64_t n = p.K * p.N;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n;
+       e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t k = e / p.N, j = e % p.N;
     float *d = p.dB + k * p.db_rs + j * p.db_cs;
     float v = *d;
@@ -276,7 +289,8 @@ static int q8g_table_make(amd_cuda_q8g_ctx *ctx, const float *h, q8g_table *t, a
     }
   }
   cudaError_t e = cudaMalloc(&t->dev, sizeof(float) * Q8G_ENTRIES);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(t->dev, h, sizeof(float) * Q8G_ENTRIES, cudaMemcpyHostToDevice, ctx->stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(t->dev, h, sizeof(float) * Q8G_ENTRIES, cudaMemcpyHostToDevice, ctx->stream);
   if (e == cudaSuccess && fits) e = cudaMalloc(&t->dev16, Q8G_TAB16_BYTES);
   if (e == cudaSuccess && fits)
     e = cudaMemcpyAsync(t->dev16, h16, Q8G_TAB16_BYTES, cudaMemcpyHostToDevice, ctx->stream);
@@ -322,15 +336,16 @@ static int q8g_get_table(amd_cuda_q8g_ctx *ctx, const float *h, const q8g_table 
   return 0;
 }
 
-extern "C" int amd_cuda_q8g_run(amd_cuda_q8g_ctx *ctx, const amd_q8g_args *a, const float *ea, const float *eb,
-                                amd_status *st) {
+extern "C" int amd_cuda_q8g_run(amd_cuda_q8g_ctx *ctx, const amd_q8g_args *a, const float *ea,
+                                const float *eb, amd_status *st) {
   if (a->M <= 0 || a->N <= 0 || a->K <= 0) return 0;
   if (a->dA) {
     const q8g_table *t;
     if (q8g_get_table(ctx, ea, &t, st)) return -1;
     const int64_t gx = (a->M + QD_TI - 1) / QD_TI, gy = (a->K + QD_TK - 1) / QD_TK;
     if (gx > 0x7FFFFFFF || gy > 65535)
-      return amd_fail(st, "the q8 data gradient's %lld x %lld product is too large", (long long)a->M, (long long)a->K);
+      return amd_fail(st, "the q8 data gradient's %lld x %lld product is too large", (long long)a->M,
+                      (long long)a->K);
     const dim3 grid((unsigned)gx, (unsigned)gy);
     if (t->dev16 && ctx->allow_smem)
       k_q8g_data<true><<<grid, Q8G_THREADS, Q8G_TAB16_BYTES, ctx->stream>>>(*a, t->dev, t->dev16);

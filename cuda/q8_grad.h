@@ -67,7 +67,8 @@ typedef struct amd_q8g_args {
 
 int amd_cuda_q8g_create(amd_cuda_q8g_ctx **ctx, cudaStream_t stream, amd_status *st);
 void amd_cuda_q8g_destroy(amd_cuda_q8g_ctx *ctx);
-/* 0: the tables always through the read-only cache (tests reach both paths); 1: shared memory where they fit. */
+/* 0: the tables always through the read-only cache (tests reach both paths); 1: shared memory where they fit.
+ */
 void amd_cuda_q8g_allow_smem(amd_cuda_q8g_ctx *ctx, int allow);
 
 /* The sums of a (dA and / or dB), ea and eb the host slope tables (65536 floats each). */

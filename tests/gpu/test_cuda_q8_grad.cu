@@ -52,34 +52,43 @@ static void *dev_copy(const void *h, size_t bytes) {
 }
 
 /* which: 1 dA, 2 dB, 3 both; chunk > 0: in chunks of that many rows (the CPU: one call per chunk) */
-static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname, int64_t M, int64_t N,
-                  int64_t K, int which, int64_t chunk = 0) {
+static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname, int64_t M,
+                  int64_t N, int64_t K, int which, int64_t chunk = 0) {
   char label[200];
   snprintf(label, sizeof label, "%s %lldx%lldx%lld %s%s", tname, (long long)M, (long long)N, (long long)K,
-           which == 1 ? "dA" : which == 2 ? "dB" : "dA+dB", chunk ? " in chunks" : "");
+           which == 1   ? "dA"
+           : which == 2 ? "dB"
+                        : "dA+dB",
+           chunk ? " in chunks" : "");
   uint8_t *A = (uint8_t *)malloc((size_t)(M * K + 1)), *B = (uint8_t *)malloc((size_t)(K * N + 1));
-  float *G = (float *)malloc(sizeof(float) * (size_t)(M * N + 1)), *cb = (float *)malloc(sizeof(float) * (size_t)N);
-  float *dA = (float *)malloc(sizeof(float) * (size_t)(M * K + 1)), *dB = (float *)malloc(sizeof(float) * (size_t)(K * N + 1));
+  float *G = (float *)malloc(sizeof(float) * (size_t)(M * N + 1)),
+        *cb = (float *)malloc(sizeof(float) * (size_t)N);
+  float *dA = (float *)malloc(sizeof(float) * (size_t)(M * K + 1)),
+        *dB = (float *)malloc(sizeof(float) * (size_t)(K * N + 1));
   float *got = (float *)malloc(sizeof(float) * (size_t)((M > N ? M : N) * K + 1));
   const int skew = gpu_urand() % 2;
-  for (int64_t i = 0; i < M * K; i++) A[i] = skew && gpu_urand() % 4 ? (uint8_t)(120 + gpu_urand() % 16) : (uint8_t)gpu_urand();
+  for (int64_t i = 0; i < M * K; i++)
+    A[i] = skew && gpu_urand() % 4 ? (uint8_t)(120 + gpu_urand() % 16) : (uint8_t)gpu_urand();
   for (int64_t i = 0; i < K * N; i++) B[i] = (uint8_t)gpu_urand();
   for (int64_t i = 0; i < M * N; i++) G[i] = gpu_value(SET_NORMAL);
-  for (int64_t j = 0; j < N; j++) cb[j] = (0.001f + 0.01f * (float)(gpu_urand() % 100)) * (gpu_urand() % 5 ? 1.0f : -1.0f);
+  for (int64_t j = 0; j < N; j++)
+    cb[j] = (0.001f + 0.01f * (float)(gpu_urand() % 100)) * (gpu_urand() % 5 ? 1.0f : -1.0f);
   const float ca = 0.0078125f * (float)(1 + gpu_urand() % 50) * (gpu_urand() % 4 ? 1.0f : -0.5f);
   for (int64_t i = 0; i < M * K; i++) dA[i] = gpu_value(SET_NORMAL);
   for (int64_t i = 0; i < K * N; i++) dB[i] = gpu_value(SET_NORMAL);
   uint8_t *dAc = (uint8_t *)dev_copy(A, (size_t)(M * K)), *dBc = (uint8_t *)dev_copy(B, (size_t)(K * N));
-  float *dG = (float *)dev_copy(G, sizeof(float) * (size_t)(M * N)), *dcb = (float *)dev_copy(cb, sizeof(float) * (size_t)N);
+  float *dG = (float *)dev_copy(G, sizeof(float) * (size_t)(M * N)),
+        *dcb = (float *)dev_copy(cb, sizeof(float) * (size_t)N);
   float *dca = (float *)dev_copy(&ca, sizeof ca);
-  float *ddA = (float *)dev_copy(dA, sizeof(float) * (size_t)(M * K)), *ddB = (float *)dev_copy(dB, sizeof(float) * (size_t)(K * N));
+  float *ddA = (float *)dev_copy(dA, sizeof(float) * (size_t)(M * K)),
+        *ddB = (float *)dev_copy(dB, sizeof(float) * (size_t)(K * N));
   amd_status st = {{0}};
   int ok = 1;
   const int64_t step = chunk > 0 ? chunk : M;
   for (int64_t i0 = 0; i0 < M && ok; i0 += step) {
     const int64_t rows = M - i0 < step ? M - i0 : step;
-    if (amd_q8_grad_gemm(rows, N, K, A + i0 * K, B, G + i0 * N, cb, ca, ea, eb, which & 1 ? dA + i0 * K : NULL,
-                         which & 2 ? dB : NULL)) {
+    if (amd_q8_grad_gemm(rows, N, K, A + i0 * K, B, G + i0 * N, cb, ca, ea, eb,
+                         which & 1 ? dA + i0 * K : NULL, which & 2 ? dB : NULL)) {
       printf("FAIL %s: cpu: out of memory\n", label);
       ok = 0;
     }
@@ -116,13 +125,14 @@ static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const
   }
   cases++;
   if (!ok) failures++;
-  cudaFree(part), cudaFree(dAc), cudaFree(dBc), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(ddA), cudaFree(ddB);
+  cudaFree(part), cudaFree(dAc), cudaFree(dBc), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(ddA),
+      cudaFree(ddB);
   free(A), free(B), free(G), free(cb), free(dA), free(dB), free(got);
 }
 
 static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname) {
-  static const int64_t s[][3] = {{1, 1, 1},    {2, 3, 5},    {31, 63, 33},  {32, 64, 32},  {33, 65, 64},
-                                 {64, 64, 64}, {97, 130, 71}, {5, 300, 257}, {300, 7, 3},   {1, 500, 2},
+  static const int64_t s[][3] = {{1, 1, 1},    {2, 3, 5},      {31, 63, 33},   {32, 64, 32}, {33, 65, 64},
+                                 {64, 64, 64}, {97, 130, 71},  {5, 300, 257},  {300, 7, 3},  {1, 500, 2},
                                  {700, 1, 40}, {1024, 64, 72}, {3072, 64, 576}};
   for (size_t c = 0; c < sizeof s / sizeof s[0]; c++)
     for (int which = 1; which <= 3; which++) {
@@ -138,7 +148,10 @@ static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, cons
 /* --bench: one convolution's sums (os output positions per image, kdim = cg x 9, mg output channels). */
 static void bench_conv(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, int64_t os, int64_t kdim,
                        int64_t mg) {
-  const int64_t n = 128, M = n * os, nbc0 = AMD_Q8G_CHUNK / (os * kdim), nbc = nbc0 < 1 ? 1 : nbc0 > n ? n : nbc0;
+  const int64_t n = 128, M = n * os, nbc0 = AMD_Q8G_CHUNK / (os * kdim),
+                nbc = nbc0 < 1   ? 1
+                      : nbc0 > n ? n
+                                 : nbc0;
   const int64_t chunks = (n + nbc - 1) / nbc;
   std::vector<uint8_t> A((size_t)(M * kdim)), B((size_t)(kdim * mg));
   for (auto &c : A) c = (uint8_t)(100 + gpu_urand() % 40);
@@ -147,7 +160,8 @@ static void bench_conv(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, 
   for (auto &g : G) g = gpu_value(SET_NORMAL);
   const float ca = 0.02f;
   uint8_t *dA8 = (uint8_t *)dev_copy(A.data(), A.size()), *dB8 = (uint8_t *)dev_copy(B.data(), B.size());
-  float *dG = (float *)dev_copy(G.data(), sizeof(float) * G.size()), *dcb = (float *)dev_copy(cb.data(), sizeof(float) * cb.size());
+  float *dG = (float *)dev_copy(G.data(), sizeof(float) * G.size()),
+        *dcb = (float *)dev_copy(cb.data(), sizeof(float) * cb.size());
   float *dca = (float *)dev_copy(&ca, sizeof ca), *dX = NULL, *dW = NULL, *part = NULL;
   GPU_CHECK(cudaMalloc(&dX, sizeof(float) * (size_t)(M * kdim)));
   GPU_CHECK(cudaMalloc(&dW, sizeof(float) * (size_t)(kdim * mg)));
@@ -185,7 +199,8 @@ static void bench_conv(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, 
         GPU_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         if (rep > 0 && ms < best) best = ms;
       }
-      printf("os %4lld kdim %4lld mg %3lld (M %6lld, %2lld chunks): %s, table in %s memory: %8.3f ms, %6.1f G lookups/s\n",
+      printf("os %4lld kdim %4lld mg %3lld (M %6lld, %2lld chunks): %s, table in %s memory: %8.3f ms, %6.1f "
+             "G lookups/s\n",
              (long long)os, (long long)kdim, (long long)mg, (long long)M, (long long)chunks,
              which == 0 ? "data gradient  " : "weight gradient", smem ? "shared" : "global", best,
              (double)M * (double)kdim * (double)mg / (best * 1e6));
@@ -193,7 +208,8 @@ static void bench_conv(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, 
   }
   amd_cuda_q8g_allow_smem(ctx, 1);
   cudaEventDestroy(e0), cudaEventDestroy(e1);
-  cudaFree(dA8), cudaFree(dB8), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(dX), cudaFree(dW), cudaFree(part);
+  cudaFree(dA8), cudaFree(dB8), cudaFree(dG), cudaFree(dcb), cudaFree(dca), cudaFree(dX), cudaFree(dW),
+      cudaFree(part);
 }
 
 int main(int argc, char **argv) {
@@ -211,8 +227,8 @@ int main(int argc, char **argv) {
       for (int b = 0; b < 256; b++) t[a * 256 + b] = a * b + (int32_t)(gpu_urand() % 201) - 100;
     amd_q8_grad_tables(0, t, ea, eb);
     /* ResNet-18 on 32 x 32: the stem (3 -> 64), then 3x3 convolutions of the four stages */
-    static const int64_t shapes[][3] = {{1024, 27, 64}, {1024, 576, 64}, {256, 1152, 128}, {64, 2304, 256},
-                                        {16, 4608, 512}};
+    static const int64_t shapes[][3] = {
+        {1024, 27, 64}, {1024, 576, 64}, {256, 1152, 128}, {64, 2304, 256}, {16, 4608, 512}};
     for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
       bench_conv(ctx, ea, eb, shapes[c][0], shapes[c][1], shapes[c][2]);
     amd_cuda_q8g_destroy(ctx);
