@@ -1,8 +1,10 @@
 /* The table-derived backward sums of the q8 modes (q8_grad.h): two lookup
  * GEMM kernels and the slope tables' device copies.
  *
- * k_q8g_data (dA): a block owns a tile of 32 rows i x 64 columns k, a thread
- * 8 rows of one column k (so its 8 sums share B's code of each step j); j runs
+ * k_q8g_data (dA): a block computes tiles of 32 rows i x 64 columns k (about
+ * 8 blocks per multiprocessor, each over every gridDim.x-th tile of rows, so
+ * that one load of the table serves several tiles), a thread 8 rows of one
+ * column k (so its 8 sums share B's code of each step j); j runs
  * in steps of 32 through shared memory: G * cb of the tile's rows (read by
  * every thread of a warp at once) and B's codes, stored [j][k] so that a warp
  * reads 32 consecutive bytes. Each thread keeps its 8 table rows (a * 256).
@@ -73,7 +75,8 @@ __device__ __forceinline__ int64_t q8g_grow(const amd_q8g_args &p, int64_t i) {
   return (i / p.g_rows) * p.g_img + (i % p.g_rows) * p.g_rs;
 }
 
-/* dA: blockIdx.x tiles i, blockIdx.y tiles k. Thread t: column kl = t % 64, rows il = t / 64 + 4 r. */
+/* dA: blockIdx.y tiles k; blockIdx.x the first tile of i, then every gridDim.x-th (so that a block's table
+ * load serves several tiles). Thread t: column kl = t % 64, rows il = t / 64 + 4 r. */
 template <bool SMEM>
 __global__ void __launch_bounds__(Q8G_THREADS)
     k_q8g_data(amd_q8g_args p, const float *tabf, const int16_t *tab16) {
@@ -82,47 +85,52 @@ __global__ void __launch_bounds__(Q8G_THREADS)
   __shared__ int64_t grow[QD_TI];
   const q8g_tab<SMEM> tab = q8g_load_table<SMEM>(tabf, tab16);
   const int t = threadIdx.x, kl = t % QD_TK, ig = t / QD_TK;
-  const int64_t i0 = (int64_t)blockIdx.x * QD_TI, k0 = (int64_t)blockIdx.y * QD_TK, k = k0 + kl;
-  if (t < QD_TI) grow[t] = i0 + t < p.M ? q8g_grow(p, i0 + t) : 0;
-  int arow[Q8G_PER];
-  float s[Q8G_PER];
+  const int64_t tiles = (p.M + QD_TI - 1) / QD_TI, k0 = (int64_t)blockIdx.y * QD_TK, k = k0 + kl;
+  for (int64_t ti = blockIdx.x; ti < tiles; ti += gridDim.x) {
+    const int64_t i0 = ti * QD_TI;
+    /* grow is read only between a step's two barriers: every thread is past the last tile's */
+    if (t < QD_TI) grow[t] = i0 + t < p.M ? q8g_grow(p, i0 + t) : 0;
+    int arow[Q8G_PER];
+    float s[Q8G_PER];
 #pragma unroll
-  for (int r = 0; r < Q8G_PER; r++) {
-    const int64_t i = i0 + ig + 4 * r;
-    arow[r] =
-        i < p.M && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
-    s[r] = 0.0f;
-  }
-  for (int64_t j0 = 0; j0 < p.N; j0 += QD_TJ) {
-    __syncthreads(); /* the previous step's tiles read (and grow / the table written) */
-    for (int e = t; e < QD_TI * QD_TJ; e += Q8G_THREADS) {
-      const int il = e / QD_TJ, jl = e % QD_TJ;
-      const int64_t i = i0 + il, j = j0 + jl;
-      gs[il][jl] =
-          i < p.M && j < p.N ? __fmul_rn(p.G[grow[il] + j * p.g_cs], __fmul_rn(p.alpha, p.cs[j])) : 0.0f;
+    for (int r = 0; r < Q8G_PER; r++) {
+      const int64_t i = i0 + ig + 4 * r;
+      arow[r] =
+          i < p.M && k < p.K ? (int)(((uint32_t)p.A[i * p.a_rs + k * p.a_cs] ^ p.code_xor) & 0xFFu) * 256 : 0;
+      s[r] = 0.0f;
     }
-    for (int e = t; e < QD_TK * QD_TJ; e += Q8G_THREADS) {
-      const int kk = e % QD_TK, jl = e / QD_TK;
-      const int64_t kc = k0 + kk, j = j0 + jl;
-      bs[jl][kk] =
-          kc < p.K && j < p.N ? (uint8_t)(((uint32_t)p.B[kc * p.b_rs + j * p.b_cs] ^ p.code_xor) & 0xFFu) : 0;
-    }
-    __syncthreads();
-    const int jn = p.N - j0 < QD_TJ ? (int)(p.N - j0) : QD_TJ;
-    for (int jl = 0; jl < jn; jl++) {
-      const int b = bs[jl][kl];
+    for (int64_t j0 = 0; j0 < p.N; j0 += QD_TJ) {
+      __syncthreads(); /* the previous step's (or tile's) tiles read; grow and the table written */
+      for (int e = t; e < QD_TI * QD_TJ; e += Q8G_THREADS) {
+        const int il = e / QD_TJ, jl = e % QD_TJ;
+        const int64_t i = i0 + il, j = j0 + jl;
+        gs[il][jl] =
+            i < p.M && j < p.N ? __fmul_rn(p.G[grow[il] + j * p.g_cs], __fmul_rn(p.alpha, p.cs[j])) : 0.0f;
+      }
+      for (int e = t; e < QD_TK * QD_TJ; e += Q8G_THREADS) {
+        const int kk = e % QD_TK, jl = e / QD_TK;
+        const int64_t kc = k0 + kk, j = j0 + jl;
+        bs[jl][kk] = kc < p.K && j < p.N
+                         ? (uint8_t)(((uint32_t)p.B[kc * p.b_rs + j * p.b_cs] ^ p.code_xor) & 0xFFu)
+                         : 0;
+      }
+      __syncthreads();
+      const int jn = p.N - j0 < QD_TJ ? (int)(p.N - j0) : QD_TJ;
+      for (int jl = 0; jl < jn; jl++) {
+        const int b = bs[jl][kl];
 #pragma unroll
-      for (int r = 0; r < Q8G_PER; r++)
-        s[r] = __fadd_rn(s[r], __fmul_rn(gs[ig + 4 * r][jl], tab(arow[r] + b)));
+        for (int r = 0; r < Q8G_PER; r++)
+          s[r] = __fadd_rn(s[r], __fmul_rn(gs[ig + 4 * r][jl], tab(arow[r] + b)));
+      }
     }
-  }
-  if (k >= p.K) return;
+    if (k >= p.K) continue; /* (no barrier follows in this tile) */
 #pragma unroll
-  for (int r = 0; r < Q8G_PER; r++) {
-    const int64_t i = i0 + ig + 4 * r;
-    if (i >= p.M) continue;
-    float *d = p.dA + i * p.da_rs + k;
-    *d = p.da_store ? s[r] : __fadd_rn(*d, s[r]);
+    for (int r = 0; r < Q8G_PER; r++) {
+      const int64_t i = i0 + ig + 4 * r;
+      if (i >= p.M) continue;
+      float *d = p.dA + i * p.da_rs + k;
+      *d = p.da_store ? s[r] : __fadd_rn(*d, s[r]);
+    }
   }
 }
 
@@ -223,6 +231,7 @@ struct q8g_table {
 struct amd_cuda_q8g_ctx {
   cudaStream_t stream;
   int allow_smem;
+  int sms; /* the device's multiprocessors */
   q8g_table *tabs;
   int ntabs, captabs;
 };
@@ -239,7 +248,11 @@ extern "C" int amd_cuda_q8g_create(amd_cuda_q8g_ctx **out, cudaStream_t stream, 
   ctx->stream = stream;
   ctx->allow_smem = 1;
   const int smem = Q8G_TAB16_BYTES;
-  cudaError_t e = cudaFuncSetAttribute(k_q8g_data<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&ctx->sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(k_q8g_data<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e == cudaSuccess)
     e = cudaFuncSetAttribute(k_q8g_weight<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) {
@@ -342,8 +355,11 @@ extern "C" int amd_cuda_q8g_run(amd_cuda_q8g_ctx *ctx, const amd_q8g_args *a, co
   if (a->dA) {
     const q8g_table *t;
     if (q8g_get_table(ctx, ea, &t, st)) return -1;
-    const int64_t gx = (a->M + QD_TI - 1) / QD_TI, gy = (a->K + QD_TK - 1) / QD_TK;
-    if (gx > 0x7FFFFFFF || gy > 65535)
+    /* about 8 blocks per multiprocessor in all, each over several tiles of i when there are more */
+    const int64_t tiles = (a->M + QD_TI - 1) / QD_TI, gy = (a->K + QD_TK - 1) / QD_TK;
+    const int64_t most = (8 * (int64_t)(ctx->sms > 0 ? ctx->sms : 1) + gy - 1) / gy;
+    const int64_t gx = tiles < most ? tiles : most;
+    if (gy > 65535)
       return amd_fail(st, "the q8 data gradient's %lld x %lld product is too large", (long long)a->M,
                       (long long)a->K);
     const dim3 grid((unsigned)gx, (unsigned)gy);

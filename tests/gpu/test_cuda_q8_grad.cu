@@ -7,7 +7,8 @@
  * the kernels' int16 copy in shared memory), and random half-integer slopes
  * up to 40000 (which do not fit: read from global memory); each case also
  * with the shared-memory copy refused. Shapes: 1 x 1 x 1, edges of the 32 x 64
- * tiles and of the 32-step loops, primes, a ResNet-like convolution chunk.
+ * tiles and of the 32-step loops, primes, a ResNet-like convolution chunk,
+ * more tiles of rows than the data kernel has blocks.
  * Random codes (some bunched), G with zeros, -0 and subnormals, cb and ca
  * positive or negative, dA / dB holding random values (added to), each
  * computed alone and both together; dB also in chunks of rows summed in
@@ -131,9 +132,22 @@ static void check(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const
 }
 
 static void shapes(amd_cuda_q8g_ctx *ctx, const float *ea, const float *eb, const char *tname) {
-  static const int64_t s[][3] = {{1, 1, 1},    {2, 3, 5},      {31, 63, 33},   {32, 64, 32}, {33, 65, 64},
-                                 {64, 64, 64}, {97, 130, 71},  {5, 300, 257},  {300, 7, 3},  {1, 500, 2},
-                                 {700, 1, 40}, {1024, 64, 72}, {3072, 64, 576}};
+  static const int64_t s[][3] = {{1, 1, 1},
+                                 {2, 3, 5},
+                                 {31, 63, 33},
+                                 {32, 64, 32},
+                                 {33, 65, 64},
+                                 {64, 64, 64},
+                                 {97, 130, 71},
+                                 {5, 300, 257},
+                                 {300, 7, 3},
+                                 {1, 500, 2},
+                                 {700, 1, 40},
+                                 {1024, 64, 72},
+                                 {3072, 64, 576},
+                                 /* more tiles of rows than the data kernel's blocks (8 per multiprocessor):
+                                  * its blocks run several, the last one short */
+                                 {40001, 9, 70}};
   for (size_t c = 0; c < sizeof s / sizeof s[0]; c++)
     for (int which = 1; which <= 3; which++) {
       if (s[c][0] * s[c][1] * s[c][2] > 200000 && which != 3) continue; /* the big one once */
