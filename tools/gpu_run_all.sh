@@ -40,6 +40,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-repro bin/test_cuda_repro
   t cuda-ops bin/test_cuda_ops
   t cuda-q8-gemm bin/test_cuda_q8_gemm
+  t cuda-q8-grad bin/test_cuda_q8_grad
   t cuda-q8f bin/test_cuda_q8f
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
   t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_cuda_ops
@@ -82,6 +83,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "=== benchmarks"
   [ "${AMD_BENCH_GEMM:-1}" = 0 ] || bin/bench-cuda-gemm  # the mode GEMM alone at ResNet-18 shapes
   bin/test_cuda_q8_gemm --bench  # the 8-bit table GEMM and its tensor-core path at ResNet-18 shapes
+  bin/test_cuda_q8_grad --bench  # the table-derived q8 backward sums (--q8-grad table) at ResNet-18 shapes
   common=(--batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx")
   # LeNet-5: whole epochs of 60000 images (the second is warm)
   for mode in acc32 am16 am32 fp16; do

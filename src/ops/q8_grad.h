@@ -21,6 +21,12 @@
 
 #include <stdint.h>
 
+/* Conv[q8f] runs these sums per group on chunks of images of about this
+ * many im2col elements (each chunk's weight-gradient sum is scaled and added
+ * on its own): the CPU and the CUDA backend chunk alike, so that their sums
+ * are the same. */
+#define AMD_Q8G_CHUNK ((int64_t)1 << 21)
+
 /* 0, or -1 when out of memory. */
 int amd_q8_grad_gemm(int64_t M, int64_t N, int64_t K, const uint8_t *A, const uint8_t *B, const float *G,
                      const float *cb, float ca, const float *ea, const float *eb, float *dA, float *dB);

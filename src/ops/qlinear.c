@@ -980,9 +980,8 @@ static void col2im_t_add(const amd_conv_geom *g, const int64_t *coff, const int6
 /* Conv[q8f]: per group, the data-first product colT (rows: output
  * positions of several batch entries, kdim columns) x W_g^T (kdim x mg) with
  * G = dY^T; the batch entries go in chunks of about AMD_Q8G_CHUNK im2col
- * elements (fewer, larger sums; the chunking does not change any sum's
- * order: each dW element is one sum over the rows in order). */
-#define AMD_Q8G_CHUNK ((int64_t)1 << 21)
+ * elements (q8_grad.h): each chunk's dW sum (over its rows in order) is
+ * scaled and added to a zeroed dW^T on its own, which is then added to dW. */
 static int q8f_conv_table_grad(const amd_node *n, const q8f_in *q, const float *dy, float *dx, float *dw,
                                amd_status *st) {
   const amd_mult *m = n->mult;

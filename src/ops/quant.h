@@ -26,7 +26,7 @@ int amd_q8_float_node(amd_node *n, amd_status *st);
  * and returns 1 for a q8f node, 0 (nothing set) for any other;
  * amd_q8_float_grad reads it (AMD_Q8_GRAD_STE for any other node). A
  * backend's native q8f kernels must leave AMD_Q8_GRAD_TABLE nodes to the
- * host (or implement it). */
+ * host or implement it (the CUDA backend implements it: cuda/ops/q8f.cu). */
 enum { AMD_Q8_GRAD_STE = 0, AMD_Q8_GRAD_TABLE = 1 };
 int amd_q8_float_set_grad(amd_node *n, int grad);
 int amd_q8_float_grad(const amd_node *n);

@@ -14,7 +14,9 @@
 #  - steps queued without waiting for their loss and replayed from a CUDA graph
 #    (the default) and --sync-steps give byte-identical models and the same
 #    printed losses and accuracies;
-#  - a float LeNet-5 in q8u:exact and q8s:exact trains and evaluates on the GPU, its q8 nodes native.
+#  - a float LeNet-5 in q8u:exact and q8s:exact trains and evaluates on the GPU, its q8 nodes native;
+#  - with an approximate 8-bit table and --q8-grad table (the table-derived backward, cuda/q8_grad.h) too:
+#    the loss falls, graph replay = --sync-steps, the first epoch's loss near the CPU's.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -154,5 +156,40 @@ for m in q8u:exact q8s:exact; do
   [ -n "$g" ] && awk -v a="$g" -v b="${c:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' &&
     ok "eval --mode $m: top1 $g% on the GPU, $c% on the CPU" || bad "eval --mode $m: cuda '$g', cpu '$c'"
 done
+# 9. --q8-grad table on the GPU: a truncated 8-bit multiplier (partial products of columns i + j < 4 left out,
+#    as tests/quant/q8_grad_table.py; an AMDQ8TAB file written by python3), LeNet-5 for two epochs of 1024
+#    images: the q8f nodes native (none on the host fallback), the loss falls, replayed steps = --sync-steps byte for
+#    byte, and the first epoch's training loss within 10 % of the CPU's (the same run there)
+if ! command -v python3 >/dev/null; then
+  echo "skip --q8-grad table on the GPU: no python3 to write the table"
+elif python3 -c '
+import struct, sys
+t = [sum(((a >> i) & 1) * ((b >> j) & 1) << (i + j) for i in range(8) for j in range(8) if i + j >= 4)
+     for a in range(256) for b in range(256)]
+with open(sys.argv[1], "wb") as f:
+    f.write(b"AMDQ8TAB" + b"u" + bytes([1]) + bytes(6) + struct.pack("<65536i", *t))
+' "$tmp/trunc4.amdq8"; then
+  tq=(--data "mnist:$idx" --limit 1024 --batch 64 --lr 0.05 --seed 5 --epochs 2 --mode "q8u:$tmp/trunc4.amdq8"
+    --q8-grad table)
+  "$amd" train "$models/lenet5_train.onnx" "${tq[@]}" --device cuda -o "$tmp/tq.onnx" >"$tmp/tq.log" 2>&1
+  rc=$?
+  "$amd" train "$models/lenet5_train.onnx" "${tq[@]}" --device cuda --sync-steps -o "$tmp/tqs.onnx" >"$tmp/tqs.log" 2>&1
+  rc2=$?
+  "$amd" train "$models/lenet5_train.onnx" "${tq[@]}" --device cpu -o "$tmp/tqc.onnx" >"$tmp/tqc.log" 2>&1
+  rc3=$?
+  l1=$(sed -n 's/^epoch 1\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/tq.log")
+  l2=$(sed -n 's/^epoch 2\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/tq.log")
+  lc=$(sed -n 's/^epoch 1\/2  train loss \([0-9.]*\).*/\1/p' "$tmp/tqc.log")
+  if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && grep -q "table-derived q8 gradients" "$tmp/tq.log" &&
+    grep -q "nodes native" "$tmp/tq.log" && ! grep -q "8-bit table nodes" "$tmp/tq.log" && cmp -s "$tmp/tq.onnx" "$tmp/tqs.onnx" &&
+    awk -v a="${l1:-0}" -v b="${l2:-9}" -v c="${lc:--9}" 'BEGIN { d = a - c; exit !(b < a && d < 0.1 * c && d > -0.1 * c) }'; then
+    ok "--q8-grad table on the GPU (q8u truncated table): the q8 nodes native, loss $l1 -> $l2 (CPU epoch 1: $lc), replayed = --sync-steps"
+  else
+    bad "--q8-grad table on the GPU: exits $rc $rc2 $rc3, losses '${l1:-}' '${l2:-}' (CPU '${lc:-}'), $(grep -o 'host fallback:.*' "$tmp/tq.log"), $(cmp "$tmp/tq.onnx" "$tmp/tqs.onnx" 2>&1 | head -1)"
+    tail -3 "$tmp/tq.log"
+  fi
+else
+  bad "--q8-grad table on the GPU: python3 could not write the table"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
