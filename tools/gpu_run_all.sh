@@ -65,6 +65,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t sweep-cli bash tests/cli/test_sweep.sh $amd "$m" data/idx cuda
   t eval-stream-gpu env PYTHON="$(command -v python3)" bash tests/gpu/eval_stream_gpu.sh $amd "$m" data/idx \
     ../tests/data/make_image_folder.py
+  t train-rrc-gpu env PYTHON="$(command -v python3)" bash tests/gpu/train_rrc_gpu.sh $amd "$m" data/idx \
+    ../tests/data/make_image_folder.py
   # a poisoned batch on the GPU (the default device there): its step found one step late, nothing changed by it
   t nan-batch-gpu env PYTHON="$(command -v python3)" bash tests/faults/nan_batch.sh $amd "$m" data/idx
   t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \
