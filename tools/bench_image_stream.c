@@ -6,8 +6,13 @@
  * can be compared on one machine. Built as build/tests/data/bench-image-stream;
  * tools/bench_imagefolder.sh runs it.
  *
+ * --only rrc times what `train --augment rrc,flip` adds instead: the load of
+ * the whole folder with the training images kept resized but uncropped (its
+ * bytes), then the assembly of batches of random resized crops on the host
+ * (amd_dataset_batch on the OpenMP threads; OMP_NUM_THREADS sets them).
+ *
  * usage: bench-image-stream images:DIR [--batch B] [--ring R] [--limit N]
- *            [--split test|train] [--only stream|memory] [--repeat K]
+ *            [--split test|train] [--only stream|memory|rrc] [--repeat K]
  *            [--resize N|HxW] [--crop N|HxW] [--normalize NORM] [--workers N]
  *            [--fast-decode] [--skip-bad]
  * Prints one line per run: the images, the seconds (the stream's header pass
@@ -76,10 +81,47 @@ static int run_memory(const char *spec, const amd_image_opts *o) {
   return 0;
 }
 
+static int run_rrc(const char *spec, amd_image_opts o, int64_t batch) {
+  amd_status st = {{0}};
+  amd_dataset ds;
+  o.only_split = 0, o.max_samples = 0, o.uncropped_train = 1;
+  double t0 = now_s();
+  if (amd_dataset_load_opts(spec, &o, &ds, &st)) {
+    fprintf(stderr, "bench-image-stream: %s\n", st.msg);
+    return -1;
+  }
+  const double load_s = now_s() - t0;
+  const amd_data_split *s = &ds.train;
+  amd_augment aug;
+  if (amd_augment_parse("rrc,flip", &aug, &st)) return -1;
+  int64_t *idx = malloc((size_t)batch * sizeof *idx), *y = malloc((size_t)batch * sizeof *y);
+  float *x = malloc((size_t)(batch * ds.c * ds.h * ds.w) * sizeof *x);
+  if (!idx || !y || !x) return -1;
+  uint64_t rng = 1;
+  t0 = now_s();
+  for (int64_t at = 0; at < s->n; at += batch) {
+    const int64_t n = s->n - at < batch ? s->n - at : batch;
+    for (int64_t i = 0; i < n; i++) idx[i] = at + i;
+    amd_dataset_batch(&ds, s, idx, n, &aug, &rng, x, y);
+    sink += (int64_t)x[0];
+  }
+  const double secs = now_s() - t0;
+  printf("rrc:       %lld training images kept uncropped in %.1f MB (%.0f KB each), loaded in %.2f s; "
+         "batches of "
+         "%lld random resized crops to %lldx%lldx%lld + flip: %.0f images/s\n",
+         (long long)s->n, s->rag_off[s->n] / 1e6, s->rag_off[s->n] / 1e3 / (double)(s->n ? s->n : 1), load_s,
+         (long long)batch, (long long)ds.c, (long long)ds.h, (long long)ds.w,
+         s->n / (secs > 0 ? secs : 1e-9));
+  free(idx), free(y), free(x);
+  amd_dataset_free(&ds);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || strncmp(argv[1], "images:", 7)) {
-    fprintf(stderr, "usage: bench-image-stream images:DIR [--batch B] [--ring R] [--limit N] [--split test|train]\n"
-                    "           [--only stream|memory] [--repeat K] [image options of eval]\n");
+    fprintf(stderr,
+            "usage: bench-image-stream images:DIR [--batch B] [--ring R] [--limit N] [--split test|train]\n"
+            "           [--only stream|memory|rrc] [--repeat K] [image options of eval]\n");
     return 2;
   }
   amd_image_opts o = {0};
@@ -103,7 +145,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--split") && v && (!strcmp(v, "test") || !strcmp(v, "train"))) {
       o.only_split = !strcmp(v, "test") ? 1 : 2;
       i++;
-    } else if (!strcmp(a, "--only") && v && (!strcmp(v, "stream") || !strcmp(v, "memory"))) {
+    } else if (!strcmp(a, "--only") && v &&
+               (!strcmp(v, "stream") || !strcmp(v, "memory") || !strcmp(v, "rrc"))) {
       only = v;
       i++;
     } else {
@@ -123,6 +166,10 @@ int main(int argc, char **argv) {
   if (o.workers == 0) o.workers = (int)sysconf(_SC_NPROCESSORS_ONLN); /* (the default, printed) */
   int rc = 0;
   for (int64_t r = 0; !rc && r < (repeat ? repeat : 1); r++) {
+    if (only && !strcmp(only, "rrc")) {
+      rc = run_rrc(argv[1], o, batch ? batch : 256);
+      continue;
+    }
     if (!only || !strcmp(only, "stream")) rc = run_stream(argv[1], &o, batch ? batch : 256, (int)ring);
     if (!rc && (!only || !strcmp(only, "memory"))) rc = run_memory(argv[1], &o);
   }

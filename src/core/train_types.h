@@ -90,6 +90,9 @@ typedef struct amd_batch_sample {
   int32_t dy, dx,
       mirror; /* output (i, j) reads source (i + dy, (mirror ? W-1-j : j) + dx); outside: padding */
   int32_t cut_y0, cut_x0, cut_y1, cut_x1; /* cutout rows [y0, y1) x columns [x0, x1), set to 0; empty: none */
+  /* a ragged split (host only): the random resized crop's rectangle of the
+   * stored image, resized to H x W; box_h 0: the centre crop */
+  int32_t box_y, box_x, box_h, box_w;
 } amd_batch_sample;
 
 #endif

@@ -8,7 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image_decode.h"
 #include "reader_common.h"
+
+#ifdef _OPENMP
+#define AMD_PRAGMA(x) _Pragma(#x)
+#else
+#define AMD_PRAGMA(x)
+#endif
 
 /* ---------------------------------------------------------------- load / free */
 
@@ -37,6 +44,10 @@ static void split_free(amd_data_split *s) {
   free(s->u8);
   free(s->f32);
   free(s->labels);
+  free(s->rag);
+  free(s->rag_off);
+  free(s->rag_h);
+  free(s->rag_w);
   memset(s, 0, sizeof *s);
 }
 
@@ -94,6 +105,12 @@ int amd_dataset_load_opts(const char *spec, const amd_image_opts *opts, amd_data
     int is_images = formats[i].id == AMD_DATA_IMAGES;
     if (!is_images && (opts->resize || opts->resize_h || opts->crop_h))
       return amd_fail(st, "--resize and --crop apply to images: data only (not %s:)", formats[i].prefix);
+    /* (the other formats' samples have one size already: pad and crop them with crop:P) */
+    if (!is_images && opts->uncropped_train)
+      return amd_fail(st, "--augment rrc applies to images: data only (not %s:; use crop:P)",
+                      formats[i].prefix);
+    if (opts->uncropped_train && !opts->crop_h)
+      return amd_fail(st, "--augment rrc needs --crop N or HxW (the size of the random crops)");
     if ((is_images ? amd_dataset_load_images_opts(arg, opts, ds, st) : formats[i].load(arg, ds, st)) ||
         amd_data_apply_norm(ds, opts, st)) {
       amd_dataset_free(ds);
@@ -124,6 +141,9 @@ const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n) {
     k += (size_t)snprintf(buf + k, n - k, " (only the evaluated images decoded)");
   else if (ds->test_is_train && k < n)
     k += (size_t)snprintf(buf + k, n - k, " (one split: test = train)");
+  if (ds->train.rag && k < n) /* (--augment rrc) */
+    k += (size_t)snprintf(buf + k, n - k, ", training images kept uncropped (%.1f MB)",
+                          (double)ds->train.rag_off[ds->train.n] / 1e6);
   if (ds->skipped && k < n) snprintf(buf + k, n - k, ", %lld bad files skipped", (long long)ds->skipped);
   return buf;
 }
@@ -274,6 +294,69 @@ int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status
   return 0;
 }
 
+/* ---------------------------------------------------------------- augmentation */
+
+int amd_augment_parse(const char *s, amd_augment *a, amd_status *st) {
+  static const char *valid = "valid: crop:P, flip, cutout:S, rrc or rrc:SMIN with 0 < SMIN <= 1";
+  memset(a, 0, sizeof *a);
+  if (!s) return 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    int v;
+    if (strcmp(tok, "flip") == 0) {
+      a->hflip = 1;
+    } else if (sscanf(tok, "crop:%d", &v) == 1 && v > 0) {
+      a->pad_crop = v;
+    } else if (sscanf(tok, "cutout:%d", &v) == 1 && v > 0) {
+      a->cutout = v;
+    } else if (strcmp(tok, "rrc") == 0) {
+      a->rrc = 1;
+      a->rrc_min_scale = 0.08; /* torchvision's default scale=(0.08, 1.0) */
+    } else if (strncmp(tok, "rrc:", 4) == 0) {
+      char *end;
+      double smin = strtod(tok + 4, &end);
+      if (end == tok + 4 || *end || !(smin > 0 && smin <= 1))
+        return amd_fail(st, "--augment: bad item '%s' (%s)", tok, valid);
+      a->rrc = 1;
+      a->rrc_min_scale = smin;
+    } else {
+      return amd_fail(st, "--augment: unknown item '%s' (%s)", tok, valid);
+    }
+  }
+  if (a->rrc && a->pad_crop) return amd_fail(st, "--augment: rrc and crop:P both crop; choose one");
+  return 0;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double rng_unit(uint64_t *rng) { return (double)(amd_rng_next(rng) >> 11) * 0x1.0p-53; }
+
+void amd_rrc_box(int64_t ih, int64_t iw, double min_scale, uint64_t *rng, int32_t *y, int32_t *x, int32_t *h,
+                 int32_t *w) {
+  const double area = (double)ih * (double)iw, lo = log(3.0 / 4.0), hi = log(4.0 / 3.0);
+  for (int t = 0; t < 10; t++) {
+    double target = area * (min_scale + (1.0 - min_scale) * rng_unit(rng));
+    double aspect = exp(lo + (hi - lo) * rng_unit(rng));
+    /* Python's round(): halves to even, as rint in the default rounding mode */
+    int64_t cw = (int64_t)rint(sqrt(target * aspect)), ch = (int64_t)rint(sqrt(target / aspect));
+    if (cw > 0 && cw <= iw && ch > 0 && ch <= ih) {
+      *y = (int32_t)amd_rng_below(rng, (uint64_t)(ih - ch + 1));
+      *x = (int32_t)amd_rng_below(rng, (uint64_t)(iw - cw + 1));
+      *h = (int32_t)ch, *w = (int32_t)cw;
+      return;
+    }
+  }
+  /* the centre crop of the whole image, clamped to the ratio range */
+  double in_ratio = (double)iw / (double)ih;
+  int64_t cw = iw, ch = ih;
+  if (in_ratio < 3.0 / 4.0)
+    ch = (int64_t)rint((double)iw / (3.0 / 4.0));
+  else if (in_ratio > 4.0 / 3.0)
+    cw = (int64_t)rint((double)ih * (4.0 / 3.0));
+  *y = (int32_t)((ih - ch) / 2), *x = (int32_t)((iw - cw) / 2);
+  *h = (int32_t)ch, *w = (int32_t)cw;
+}
+
 /* ---------------------------------------------------------------- batches */
 
 /* The draws of one sample, in amd_dataset_batch's order. */
@@ -285,6 +368,9 @@ static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int6
   AMD_ASSERT(s >= 0 && s < split->n);
   memset(p, 0, sizeof *p);
   p->src = s;
+  if (aug && aug->rrc && split->rag)
+    amd_rrc_box(split->rag_h[s], split->rag_w[s], aug->rrc_min_scale, rng, &p->box_y, &p->box_x, &p->box_h,
+                &p->box_w);
   if (P) {
     p->dy = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
     p->dx = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
@@ -339,9 +425,75 @@ static void fill_sample(const amd_dataset *ds, const amd_data_split *split, cons
   }
 }
 
+void amd_dataset_ragged_pixels(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *p,
+                               uint8_t *pix) {
+  const int64_t C = ds->c, H = ds->h, W = ds->w, s = p->src;
+  AMD_ASSERT(split->rag && s >= 0 && s < split->n);
+  const int64_t ih = split->rag_h[s], iw = split->rag_w[s];
+  const uint8_t *img = split->rag + split->rag_off[s];
+  if (p->box_h > 0) {
+    const int64_t bh = p->box_h, bw = p->box_w;
+    AMD_ASSERT(p->box_y >= 0 && p->box_x >= 0 && p->box_w > 0 && p->box_y + bh <= ih && p->box_x + bw <= iw);
+    uint8_t *box = malloc((size_t)(bh * bw * C));
+    AMD_ASSERT(box != NULL);
+    for (int64_t i = 0; i < bh; i++)
+      memcpy(box + i * bw * C, img + ((p->box_y + i) * iw + p->box_x) * C, (size_t)(bw * C));
+    int rc = amd_img_resize(box, (int)bh, (int)bw, (int)C, pix, (int)H, (int)W);
+    AMD_ASSERT(rc == 0); /* (fails only when out of memory) */
+    free(box);
+    return;
+  }
+  const int64_t oy = amd_img_centre_offset(ih, H), ox = amd_img_centre_offset(iw, W);
+  for (int64_t i = 0; i < H; i++)
+    for (int64_t j = 0; j < W; j++) {
+      const int64_t si = i + oy, sj = j + ox, inside = si >= 0 && si < ih && sj >= 0 && sj < iw;
+      for (int64_t c = 0; c < C; c++) pix[(i * W + j) * C + c] = inside ? img[(si * iw + sj) * C + c] : 0;
+    }
+}
+
+/* The pixels of one planned sample of a ragged split into out [C, H, W]:
+ * amd_dataset_ragged_pixels, then as fill_sample: normalised, mirrored, cut
+ * out. */
+static void fill_ragged(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *p,
+                        float *out) {
+  const int64_t C = ds->c, H = ds->h, W = ds->w, HW = H * W;
+  uint8_t *pix = malloc((size_t)(HW * C)); /* H x W x C */
+  AMD_ASSERT(pix != NULL);
+  amd_dataset_ragged_pixels(ds, split, p, pix);
+  for (int64_t c = 0; c < C; c++) {
+    float *o = out + c * HW;
+    float sc, sh, inv;
+    amd_dataset_batch_norm(ds, c, &sc, &sh, &inv);
+    for (int64_t i = 0; i < H; i++)
+      for (int64_t j = 0; j < W; j++) {
+        const int64_t jj = p->mirror ? W - 1 - j : j;
+        o[i * W + j] = (float)pix[(i * W + jj) * C + c] * sc + sh;
+      }
+    for (int64_t i = p->cut_y0; i < p->cut_y1; i++)
+      for (int64_t j = p->cut_x0; j < p->cut_x1; j++) o[i * W + j] = 0.0f;
+  }
+  free(pix);
+}
+
+/* Samples of a plan into x: a ragged split's on the OpenMP threads (each
+ * sample is independent and the draws are made), the others in order. */
+static void fill_plan(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,
+                      int64_t n, float *x) {
+  const int64_t chw = ds->c * ds->h * ds->w;
+  if (split->rag) {
+    AMD_PRAGMA(omp parallel for schedule(dynamic))
+    for (int64_t b = 0; b < n; b++) fill_ragged(ds, split, &plan[b], x + b * chw);
+    return;
+  }
+  for (int64_t b = 0; b < n; b++) fill_sample(ds, split, &plan[b], x + b * chw);
+}
+
+#define AUG_RANDOM(aug) ((aug) && ((aug)->pad_crop > 0 || (aug)->hflip || (aug)->cutout > 0 || (aug)->rrc))
+
 void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
                             const amd_augment *aug, uint64_t *rng, amd_batch_sample *plan, int64_t *y) {
-  AMD_ASSERT(!(aug && (aug->pad_crop > 0 || aug->hflip || aug->cutout > 0)) || rng);
+  AMD_ASSERT(!AUG_RANDOM(aug) || rng);
+  AMD_ASSERT(!(aug && aug->rrc) || split->rag || n == 0); /* rrc crops stored images of their own sizes */
   for (int64_t b = 0; b < n; b++) {
     plan_sample(ds, split, idx[b], aug, rng, &plan[b]);
     y[b] = split->labels[idx[b]];
@@ -350,14 +502,22 @@ void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, 
 
 void amd_dataset_batch_fill(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,
                             int64_t n, float *x) {
-  AMD_ASSERT(split->u8 || split->f32 || n == 0);
-  for (int64_t b = 0; b < n; b++) fill_sample(ds, split, &plan[b], x + b * ds->c * ds->h * ds->w);
+  AMD_ASSERT(split->u8 || split->f32 || split->rag || n == 0);
+  fill_plan(ds, split, plan, n, x);
 }
 
 void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
                        const amd_augment *aug, uint64_t *rng, float *x, int64_t *y) {
-  AMD_ASSERT(!(aug && (aug->pad_crop > 0 || aug->hflip || aug->cutout > 0)) || rng);
-  AMD_ASSERT(split->u8 || split->f32 || n == 0);
+  AMD_ASSERT(!AUG_RANDOM(aug) || rng);
+  AMD_ASSERT(split->u8 || split->f32 || split->rag || n == 0);
+  if (split->rag) { /* the draws first, then the samples in parallel */
+    amd_batch_sample *plan = malloc((size_t)(n > 0 ? n : 1) * sizeof *plan);
+    AMD_ASSERT(plan != NULL);
+    amd_dataset_batch_plan(ds, split, idx, n, aug, rng, plan, y);
+    fill_plan(ds, split, plan, n, x);
+    free(plan);
+    return;
+  }
   for (int64_t b = 0; b < n; b++) { /* sample by sample: no plan array to allocate */
     amd_batch_sample p;
     plan_sample(ds, split, idx[b], aug, rng, &p);

@@ -60,6 +60,14 @@ typedef struct amd_data_split {
   uint8_t *u8;     /* [n, C, H, W] pixels (image formats), else NULL */
   float *f32;      /* [n, C, H, W] values (tensors:), else NULL */
   int64_t *labels; /* [n], each in [0, n_classes) */
+  /* images: with amd_image_opts.uncropped_train (train --augment rrc), the
+   * training split is kept resized but not cropped, each image of its own
+   * size (u8 NULL): image i is rag_h[i] x rag_w[i] x C pixels, HWC, at
+   * rag + rag_off[i]. Batches crop it: a random resized crop, or the centre
+   * crop of C x H x W that the other images get (evaluation). */
+  uint8_t *rag;
+  int64_t *rag_off;
+  int32_t *rag_h, *rag_w;
 } amd_data_split;
 
 typedef struct amd_dataset {
@@ -97,6 +105,10 @@ typedef struct amd_image_opts {
   int workers;              /* decoding threads; 0: the online CPUs */
   int fast_decode;          /* JPEG: IDCT scaling to the smallest scale >= the resize target */
   int skip_bad;             /* bad files are skipped (counted on stderr) instead of failing */
+  /* 1 (train --augment rrc): the training split is stored after --resize
+   * but not cropped (amd_data_split.rag), for random resized crops of
+   * --crop's size (required); the test split is centre-cropped as always */
+  int uncropped_train;
   /* What a command that evaluates one split needs (eval, sweep): only_split 1
    * (the test split) or 2 (the train split) decodes only that split of a
    * DIR/train + DIR/val folder, and max_samples > 0 only N of its files,
@@ -156,7 +168,8 @@ const char *amd_data_format_name(amd_data_format f);
 const char *amd_dataset_describe(const amd_dataset *ds, char *buf, size_t n);
 
 /* Per-channel mean and population std of x/255 over a uint8 split (exact, via
- * per-channel histograms); a std of 0 is reported as 1. mean/std: [c]. */
+ * per-channel histograms); a std of 0 is reported as 1. mean/std: [c]. A
+ * ragged split (rag): over every pixel of its stored, uncropped images. */
 void amd_data_stats_u8(const amd_data_split *s, int64_t c, int64_t hw, float *mean, float *std);
 
 /* ---- Random numbers: splitmix64, deterministic for a seed. ---- */
@@ -180,13 +193,32 @@ typedef struct amd_augment {
   int cutout;     /* S > 0: a SxS square (centre uniform over the image, clipped at the
                      border) set to 0 after normalisation, all channels */
   int mirror_all; /* 1 (without hflip): mirror every sample, no draw (test-time augmentation) */
+  int rrc;        /* 1: RandomResizedCrop (torchvision's algorithm, amd_rrc_box) from the stored
+                     images of a ragged split (amd_data_split.rag), resized to H x W */
+  double rrc_min_scale; /* rrc: the lower bound of the area fraction (default 0.08); the upper is 1 */
 } amd_augment;
+
+/* "crop:P,flip,cutout:S,rrc[:SMIN]" (any subset, comma-separated; NULL: none)
+ * into a; rrc with crop:P is refused (both crop). */
+int amd_augment_parse(const char *s, amd_augment *a, amd_status *st);
+
+/* RandomResizedCrop's box in an ih x iw image, torchvision's get_params with
+ * ratio (3/4, 4/3): up to 10 tries of an area fraction uniform in
+ * [min_scale, 1] and a log-uniform aspect ratio (w / h), each side rounded
+ * half to even; the first that fits takes a uniform position; after 10
+ * misses the centre crop of the whole image clamped to the ratio range. */
+void amd_rrc_box(int64_t ih, int64_t iw, double min_scale, uint64_t *rng, int32_t *y, int32_t *x, int32_t *h,
+                 int32_t *w);
 
 /* Fills x [n, C, H, W] (normalised, augmented when aug is non-NULL and asks for
  * anything) and y [n] with samples idx[0..n) of split. The random draws per
- * sample, in order: crop dy, crop dx, flip, cutout cy, cutout cx (only those
- * enabled); rng may be NULL when nothing random is enabled. Indices must be in
- * range (checked, always-on assert). */
+ * sample, in order: the rrc box (a variable number), crop dy, crop dx, flip,
+ * cutout cy, cutout cx (only those enabled); rng may be NULL when nothing
+ * random is enabled. Indices must be in range (checked, always-on assert).
+ * A ragged split (rag) is cropped per sample: the rrc box resized to H x W
+ * with PIL's bilinear filter (torchvision's resized_crop on a PIL image), or
+ * without rrc the centre crop; its samples are assembled on the OpenMP
+ * threads after the draws (the same results on any thread count). */
 void amd_dataset_batch(const amd_dataset *ds, const amd_data_split *split, const int64_t *idx, int64_t n,
                        const amd_augment *aug, uint64_t *rng, float *x, int64_t *y);
 
@@ -199,6 +231,10 @@ void amd_dataset_batch_plan(const amd_dataset *ds, const amd_data_split *split, 
                             const amd_augment *aug, uint64_t *rng, amd_batch_sample *plan, int64_t *y);
 void amd_dataset_batch_fill(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *plan,
                             int64_t n, float *x);
+/* A ragged split's planned sample before normalisation and mirroring, as
+ * H x W x C uint8 (HWC): the box resized (PIL's bilinear), or the centre crop. */
+void amd_dataset_ragged_pixels(const amd_dataset *ds, const amd_data_split *split, const amd_batch_sample *p,
+                               uint8_t *pix);
 /* Channel c's normalisation: a uint8 pixel becomes raw * scale + shift (fp32
  * multiply, then add), a float value (raw - mean[c]) * inv, padding shift. */
 void amd_dataset_batch_norm(const amd_dataset *ds, int64_t c, float *scale, float *shift, float *inv);

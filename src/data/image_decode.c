@@ -562,3 +562,10 @@ void amd_img_resize_size(int h, int w, int n, int64_t *oh, int64_t *ow) {
   if (w <= h) *ow = n, *oh = nl;
   else *oh = n, *ow = nl;
 }
+
+int64_t amd_img_centre_offset(int64_t size, int64_t crop) {
+  if (crop > size) return -((crop - size) / 2);
+  /* Python's round(d / 2.0) of an integer d >= 0: halves to even */
+  int64_t d = size - crop, q = d / 2;
+  return (d % 2) && (q % 2) ? q + 1 : q;
+}

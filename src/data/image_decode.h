@@ -65,6 +65,12 @@ int amd_img_resize(const uint8_t *in, int ih, int iw, int c, uint8_t *out, int o
 int amd_img_resize_region(const uint8_t *in, int ih, int iw, int c, int oh, int ow, int y0, int x0, int h, int w,
                           uint8_t *out);
 
+/* torchvision's CenterCrop along one side of `size` pixels cropped to
+ * `crop`: output pixel i is input pixel i + offset (outside the input: zero
+ * padding); offset int(round((size - crop) / 2.0)) (halves to even) when the
+ * crop fits, else -((crop - size) / 2) (the padding before). */
+int64_t amd_img_centre_offset(int64_t size, int64_t crop);
+
 /* torchvision's Resize(N) output size for an h x w image: the shorter side
  * becomes n, the longer int(n * long / short). */
 void amd_img_resize_size(int h, int w, int n, int64_t *oh, int64_t *ow);

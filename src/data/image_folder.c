@@ -491,7 +491,8 @@ typedef struct plan {
   const amd_img_split *fl; /* the files (info: pass 1) */
   const amd_image_opts *o;
   int64_t c, h, w;         /* the sample */
-  uint8_t *u8;             /* [n, c, h, w] */
+  uint8_t *u8;             /* [n, c, h, w], or (off) the uncropped images */
+  const int64_t *off;      /* uncropped: image i at u8 + off[i] */
 } plan;
 
 static void probe_one(amd_img_pool *p, int64_t i, int worker) {
@@ -508,30 +509,32 @@ static void resized_size(const amd_image_opts *o, const amd_img_info *in, int64_
   else *h = in->h, *w = in->w;
 }
 
-/* Python's round() of d / 2.0 for an integer d >= 0: halves to even. */
-static int64_t half_even(int64_t d) {
-  int64_t q = d / 2;
-  return (d % 2) && (q % 2) ? q + 1 : q;
+/* Decodes file path (whose header pass 1 read into in) into a malloc'd HWC
+ * buffer; *rh x *rw: its size after --resize. */
+static int decode_checked(const char *path, const amd_img_info *in, const amd_image_opts *o, void **tj,
+                          uint8_t **pix, int *h, int *w, int *c, int64_t *rh, int64_t *rw, amd_status *st) {
+  resized_size(o, in, rh, rw);
+  int fast = o->fast_decode && (o->resize || o->resize_h) && in->kind == AMD_IMG_JPEG;
+  if (amd_img_decode(path, tj, fast ? (int)*rw : 0, fast ? (int)*rh : 0, pix, h, w, c, st)) return -1;
+  if (!fast && (*h != in->h || *w != in->w)) {
+    free(*pix);
+    *pix = NULL;
+    return amd_fail(st, "%s: decoded %dx%d but the header said %dx%d (file changed while loading?)", path, *w,
+                    *h, in->w, in->h);
+  }
+  return 0;
 }
 
 int amd_img_decode_sample(const char *path, const amd_img_info *in, const amd_image_opts *o, int64_t C, int64_t H,
                           int64_t W, void **tj, uint8_t *dst, amd_status *st) {
   int64_t rh, rw;
-  resized_size(o, in, &rh, &rw);
-  int fast = o->fast_decode && (o->resize || o->resize_h) && in->kind == AMD_IMG_JPEG;
   uint8_t *pix = NULL, *rs = NULL;
   int h, w, c;
-  if (amd_img_decode(path, tj, fast ? (int)rw : 0, fast ? (int)rh : 0, &pix, &h, &w, &c, st)) return -1;
-  if (!fast && (h != in->h || w != in->w)) {
-    free(pix);
-    return amd_fail(st, "%s: decoded %dx%d but the header said %dx%d (file changed while loading?)", path, w, h,
-                    in->w, in->h);
-  }
+  if (decode_checked(path, in, o, tj, &pix, &h, &w, &c, &rh, &rw, st)) return -1;
   /* the centre crop (zero padding where the crop is larger) of the resized
    * image: only its visible rectangle is resized (the same bytes) */
   const int64_t HW = H * W;
-  int64_t pad_t = H > rh ? (H - rh) / 2 : 0, pad_l = W > rw ? (W - rw) / 2 : 0;
-  int64_t oy = half_even((H > rh ? H : rh) - H) - pad_t, ox = half_even((W > rw ? W : rw) - W) - pad_l;
+  int64_t oy = amd_img_centre_offset(rh, H), ox = amd_img_centre_offset(rw, W);
   int64_t vy0 = oy > 0 ? oy : 0, vy1 = H + oy < rh ? H + oy : rh;
   int64_t vx0 = ox > 0 ? ox : 0, vx1 = W + ox < rw ? W + ox : rw;
   int64_t vh = vy1 - vy0, vw = vx1 - vx0;
@@ -556,14 +559,39 @@ int amd_img_decode_sample(const char *path, const amd_img_info *in, const amd_im
   return 0;
 }
 
+/* Pass 2 of one file for an uncropped training split: decode and resize
+ * (not crop) into dst, rh x rw x C (HWC, grey replicated). */
+static int decode_resized(const char *path, const amd_img_info *in, const amd_image_opts *o, int64_t C,
+                          void **tj, uint8_t *dst, amd_status *st) {
+  int64_t rh, rw;
+  uint8_t *pix = NULL;
+  int h, w, c;
+  if (decode_checked(path, in, o, tj, &pix, &h, &w, &c, &rh, &rw, st)) return -1;
+  uint8_t *rs = c == C ? dst : malloc((size_t)(rh * rw * c));
+  if (!rs || amd_img_resize(pix, h, w, c, rs, (int)rh, (int)rw)) {
+    if (rs != dst) free(rs);
+    free(pix);
+    return amd_fail(st, "%s: out of memory resizing %dx%d to %lldx%lld", path, w, h, (long long)rw,
+                    (long long)rh);
+  }
+  free(pix);
+  if (rs != dst) { /* a grey image of an RGB set */
+    for (int64_t i = 0; i < rh * rw; i++)
+      for (int64_t ch = 0; ch < C; ch++) dst[i * C + ch] = rs[i];
+    free(rs);
+  }
+  return 0;
+}
+
 static void decode_one(amd_img_pool *p, int64_t i, int worker) {
   plan *pl = p->ctx;
   const amd_img_info *in = &pl->fl->info[i];
   int64_t bytes = amd_img_work_bytes(in);
   amd_status st;
   amd_img_mem_reserve(p, bytes);
-  if (amd_img_decode_sample(pl->fl->path[i], in, pl->o, pl->c, pl->h, pl->w, &p->tj[worker],
-                            pl->u8 + i * pl->c * pl->h * pl->w, &st))
+  if (pl->off ? decode_resized(pl->fl->path[i], in, pl->o, pl->c, &p->tj[worker], pl->u8 + pl->off[i], &st)
+              : amd_img_decode_sample(pl->fl->path[i], in, pl->o, pl->c, pl->h, pl->w, &p->tj[worker],
+                                      pl->u8 + i * pl->c * pl->h * pl->w, &st))
     pool_fail(p, i, &st);
   amd_img_mem_release(p, bytes);
 }
@@ -765,16 +793,48 @@ void amd_img_folder_note(const amd_img_folder *f, int64_t skipped, const char *f
 
 /* ---------------------------------------------------------------- loading */
 
-/* Decodes split sp's good files into s (pass 2), then drops the files that failed. */
+/* The uncropped images of the good files of `good` (train --augment rrc):
+ * their sizes after --resize, from the headers, and one block for all. */
+static int alloc_uncropped(const amd_img_split *good, const amd_image_opts *o, int64_t C, amd_data_split *s,
+                           amd_status *st) {
+  const int64_t k = good->n;
+  s->rag_off = malloc((size_t)(k + 1) * sizeof *s->rag_off);
+  s->rag_h = malloc((size_t)(k ? k : 1) * sizeof *s->rag_h);
+  s->rag_w = malloc((size_t)(k ? k : 1) * sizeof *s->rag_w);
+  if (!s->rag_off || !s->rag_h || !s->rag_w) return amd_fail(st, "out of memory");
+  int64_t total = 0;
+  for (int64_t i = 0; i < k; i++) {
+    int64_t h, w;
+    resized_size(o, &good->info[i], &h, &w); /* (each within the limits: sample_shape) */
+    s->rag_off[i] = total;
+    s->rag_h[i] = (int32_t)h, s->rag_w[i] = (int32_t)w;
+    total += h * w * C;
+    if (total > AMD_DATA_MAX_BYTES)
+      return amd_fail(st,
+                      "the %lld training images kept uncropped for --augment rrc (%s) exceed the %lld-byte "
+                      "limit; use a smaller --resize",
+                      (long long)k, o->resize || o->resize_h ? "after --resize" : "at full size, no --resize",
+                      (long long)AMD_DATA_MAX_BYTES);
+  }
+  s->rag_off[k] = total;
+  s->rag = malloc((size_t)(total ? total : 1));
+  if (!s->rag)
+    return amd_fail(st, "out of memory (%lld bytes of uncropped training images)", (long long)total);
+  return 0;
+}
+
+/* Decodes split sp's good files into s (pass 2), then drops the files that
+ * failed; uncropped: as images of their own sizes (amd_data_split.rag). */
 static int decode_split(amd_img_pool *p, amd_img_split *sp, const amd_image_opts *o, amd_dataset *ds,
-                        amd_data_split *s, amd_status *st) {
+                        amd_data_split *s, int uncropped, amd_status *st) {
   int64_t n = sp->n, chw = ds->c * ds->h * ds->w;
-  if (n > AMD_DATA_MAX_BYTES / chw)
+  if (!uncropped && n > AMD_DATA_MAX_BYTES / chw)
     return amd_fail(st, "%lld images of %lldx%lldx%lld exceed the %lld-byte limit", (long long)n, (long long)ds->c,
                     (long long)ds->h, (long long)ds->w, (long long)AMD_DATA_MAX_BYTES);
-  s->u8 = malloc((size_t)(n * chw));
+  s->u8 = uncropped ? NULL : malloc((size_t)(n * chw));
   s->labels = malloc((size_t)n * sizeof *s->labels);
-  if (!s->u8 || !s->labels) return amd_fail(st, "out of memory (%lld images of %lld bytes)", (long long)n, (long long)chw);
+  if ((!uncropped && !s->u8) || !s->labels)
+    return amd_fail(st, "out of memory (%lld images of %lld bytes)", (long long)n, (long long)chw);
   /* the files pass 1 found bad are not decoded again */
   amd_img_split good = {0};
   good.info = malloc((size_t)(n ? n : 1) * sizeof *good.info);
@@ -790,8 +850,18 @@ static int decode_split(amd_img_pool *p, amd_img_split *sp, const amd_image_opts
     }
     k++;
   }
+  if (uncropped && alloc_uncropped(&good, o, ds->c, s, st)) {
+    files_free(&good);
+    return -1;
+  }
   uint8_t *bad2 = calloc((size_t)(k ? k : 1), 1);
-  plan pl = {.fl = &good, .o = o, .c = ds->c, .h = ds->h, .w = ds->w, .u8 = s->u8};
+  plan pl = {.fl = &good,
+             .o = o,
+             .c = ds->c,
+             .h = ds->h,
+             .w = ds->w,
+             .u8 = uncropped ? s->rag : s->u8,
+             .off = uncropped ? s->rag_off : NULL};
   int rc = bad2 ? 0 : amd_fail(st, "out of memory");
   if (!rc) {
     p->bad = bad2;
@@ -800,15 +870,21 @@ static int decode_split(amd_img_pool *p, amd_img_split *sp, const amd_image_opts
     rc = pool_run(p, k, decode_one, &pl, st);
   }
   if (!rc) {
-    int64_t m = 0;
+    int64_t m = 0, at = 0; /* at: where the next kept uncropped image goes */
     for (int64_t i = 0; i < k; i++) {
       if (bad2[i]) continue;
-      if (m != i) {
+      if (uncropped) {
+        int64_t bytes = s->rag_off[i + 1] - s->rag_off[i];
+        if (at != s->rag_off[i]) memmove(s->rag + at, s->rag + s->rag_off[i], (size_t)bytes);
+        s->rag_off[m] = at, s->rag_h[m] = s->rag_h[i], s->rag_w[m] = s->rag_w[i];
+        at += bytes;
+      } else if (m != i) {
         memmove(s->u8 + m * chw, s->u8 + i * chw, (size_t)chw);
-        s->labels[m] = s->labels[i];
       }
+      s->labels[m] = s->labels[i];
       m++;
     }
+    if (uncropped) s->rag_off[m] = at;
     sp->n_bad += k - m;
     s->n = m;
   }
@@ -832,8 +908,9 @@ int amd_dataset_load_images_opts(const char *arg, const amd_image_opts *opts, am
   }
   amd_img_split *sp = f.split;
   int two = f.n_splits == 2;
-  int rc = decode_split(&f.pool, &sp[0], o, ds, &ds->train, st);
-  if (!rc && two) rc = decode_split(&f.pool, &sp[1], o, ds, &ds->test, st);
+  /* (split 0 is the training split; only_split, which keeps another, is eval's, not train's) */
+  int rc = decode_split(&f.pool, &sp[0], o, ds, &ds->train, o->uncropped_train && !o->only_split, st);
+  if (!rc && two) rc = decode_split(&f.pool, &sp[1], o, ds, &ds->test, 0, st);
   if (!rc && ds->train.n == 0) rc = amd_fail(st, "%s: every training image is bad", f.dir);
   if (!rc && two && ds->test.n == 0) rc = amd_fail(st, "%s: every test image is bad", f.vdir);
   if (!rc) {

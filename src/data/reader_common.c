@@ -104,11 +104,20 @@ int amd_data_read_all(const char *path, int64_t max_bytes, uint8_t **data, int64
 void amd_data_stats_u8(const amd_data_split *s, int64_t c, int64_t hw, float *mean, float *std) {
   for (int64_t ch = 0; ch < c; ch++) {
     uint64_t hist[256] = {0};
+    double cnt = 0;
     for (int64_t i = 0; i < s->n; i++) {
+      if (s->rag) { /* an uncropped image (HWC): all its pixels */
+        const int64_t np = (int64_t)s->rag_h[i] * s->rag_w[i];
+        const uint8_t *p = s->rag + s->rag_off[i] + ch;
+        for (int64_t k = 0; k < np; k++) hist[p[k * c]]++;
+        cnt += (double)np;
+        continue;
+      }
       const uint8_t *p = s->u8 + (i * c + ch) * hw;
       for (int64_t k = 0; k < hw; k++) hist[p[k]]++;
+      cnt += (double)hw;
     }
-    double cnt = (double)s->n * (double)hw, sum = 0, sum2 = 0;
+    double sum = 0, sum2 = 0;
     for (int v = 0; v < 256; v++) {
       double x = v / 255.0;
       sum += (double)hist[v] * x;

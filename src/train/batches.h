@@ -7,8 +7,9 @@
  * random draws made on the host (amd_dataset_batch_plan, the same sequence as
  * amd_dataset_batch) and one kernel that writes x in backend memory, bit for
  * bit the host's batch. Otherwise (the CPU backend, more than 64 channels, a
- * failed upload, or host_only) x is host memory filled by amd_dataset_batch,
- * and the executor uploads it. */
+ * failed upload, host_only, or a split of uncropped images for --augment rrc,
+ * which the kernel does not crop) x is host memory filled by
+ * amd_dataset_batch, and the executor uploads it. */
 #ifndef AMD_BATCHES_H
 #define AMD_BATCHES_H
 

@@ -98,21 +98,6 @@ static uint64_t file_hash(const char *path) {
   return h;
 }
 
-static int parse_augment(const char *s, amd_augment *a, amd_status *st) {
-  memset(a, 0, sizeof *a);
-  if (!s) return 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    int v;
-    if (strcmp(tok, "flip") == 0) a->hflip = 1;
-    else if (sscanf(tok, "crop:%d", &v) == 1 && v > 0) a->pad_crop = v;
-    else if (sscanf(tok, "cutout:%d", &v) == 1 && v > 0) a->cutout = v;
-    else return amd_fail(st, "--augment: unknown item '%s' (valid: crop:P, flip, cutout:S)", tok);
-  }
-  return 0;
-}
-
 /* The options that a resumed run must share with the run that wrote the checkpoint. */
 static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
@@ -148,7 +133,9 @@ static int setup_inputs(run_state *r, amd_status *st) {
   r->opt.weight_decay = c->wd;
   if (amd_optim_check(&r->opt, st)) return -1;
   if (amd_schedule_parse(c->schedule, c->lr, c->warmup, &r->sched, st)) return -1;
-  if (parse_augment(c->augment, &r->aug, st)) return -1;
+  if (amd_augment_parse(c->augment, &r->aug, st)) return -1;
+  /* random resized crops come from the training images kept resized but uncropped */
+  c->img.uncropped_train = r->aug.rrc;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
   if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
   if (amd_q8_grad_apply(r->g, c->q8_grad, st)) return -1;
@@ -609,7 +596,7 @@ static int start(run_state *r, amd_status *st) {
   }
   if (share_state(r, st)) return -1;
   if (c->sync_bn) amd_dist_sync_bn(dist, &r->t);
-  char desc[256];
+  char desc[512];
   line(r, AMD_TRAIN_INFO, "model %s: %d trainable initializers, %lld parameters; %s", c->model, r->t.n_params,
        (long long)r->t.n_floats, amd_dataset_describe(&r->ds, desc, sizeof desc));
   const int q8_table = c->q8_grad && strcmp(c->q8_grad, "table") == 0;

@@ -1044,6 +1044,98 @@ static void test_rng(void) {
   CHECK(amd_val_split(0, 0, 9, p1, &st) == -1 && st.msg[0], "n = 0 fails");
 }
 
+/* --augment rrc: parsing, torchvision's box (in the image, the fallback,
+ * reproducible), and batches of a hand-made ragged split (plan + fill =
+ * amd_dataset_batch, the centre crop with padding). */
+static void test_rrc(void) {
+  printf("rrc\n");
+  amd_status st = {{0}};
+  amd_augment a;
+  CHECK(amd_augment_parse("rrc", &a, &st) == 0 && a.rrc && a.rrc_min_scale == 0.08 && !a.hflip, "rrc: %s",
+        st.msg);
+  CHECK(amd_augment_parse("flip,rrc:0.25,cutout:3", &a, &st) == 0 && a.rrc && a.rrc_min_scale == 0.25 &&
+            a.hflip && a.cutout == 3,
+        "rrc:0.25 with flip and cutout: %s", st.msg);
+  const char *bad[] = {"rrc:0", "rrc:1.5", "rrc:", "rrc:x", "rrc:0.5x", "rrc,crop:2", "rrcc"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    st.msg[0] = 0;
+    CHECK(amd_augment_parse(bad[i], &a, &st) == -1 && st.msg[0], "'%s' refused", bad[i]);
+  }
+  /* boxes: always inside, the same for the same stream */
+  static const int64_t sizes[][2] = {{1, 1}, {1, 300}, {300, 1}, {7, 5}, {256, 341}, {1000, 10}, {100, 100}};
+  static const double smins[] = {0.08, 0.5, 1.0};
+  int inside = 1, same = 1;
+  double min_frac_s1 = 1.0;
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+    for (size_t m = 0; m < 3; m++) {
+      uint64_t r1 = 11 + k, r2 = 11 + k;
+      for (int t = 0; t < 500; t++) {
+        int32_t y, x, h, w, y2, x2, h2, w2;
+        const int64_t ih = sizes[k][0], iw = sizes[k][1];
+        amd_rrc_box(ih, iw, smins[m], &r1, &y, &x, &h, &w);
+        amd_rrc_box(ih, iw, smins[m], &r2, &y2, &x2, &h2, &w2);
+        same &= y == y2 && x == x2 && h == h2 && w == w2;
+        inside &= y >= 0 && x >= 0 && h > 0 && w > 0 && y + h <= ih && x + w <= iw;
+        if (smins[m] == 1.0 && ih == 100 && iw == 100) {
+          double f = (double)h * w / (ih * iw);
+          if (f < min_frac_s1) min_frac_s1 = f;
+        }
+      }
+    }
+  CHECK(inside, "every box inside its image");
+  CHECK(same, "the same stream, the same boxes");
+  CHECK(min_frac_s1 > 0.98, "rrc:1 on 100x100: area fractions >= %.3f", min_frac_s1);
+  /* 1x300 and 300x1 never fit a drawn box: the centre crop clamped to the ratio range */
+  uint64_t r = 3;
+  int32_t y, x, h, w;
+  amd_rrc_box(1, 300, 0.08, &r, &y, &x, &h, &w);
+  CHECK(y == 0 && x == 149 && h == 1 && w == 1, "1x300 fallback (%d, %d, %d, %d)", y, x, h, w);
+  amd_rrc_box(300, 1, 0.08, &r, &y, &x, &h, &w);
+  CHECK(y == 149 && x == 0 && h == 1 && w == 1, "300x1 fallback (%d, %d, %d, %d)", y, x, h, w);
+
+  /* a ragged split of 4 RGB images, samples of 4x4 */
+  enum { K = 4, C = 3, H = 4, W = 4 };
+  static const int32_t ih[K] = {5, 9, 6, 2}, iw[K] = {7, 4, 6, 3};
+  amd_dataset ds = {.format = AMD_DATA_IMAGES, .c = C, .h = H, .w = W, .n_classes = 2};
+  float mean[C] = {0.5f, 0.4f, 0.3f}, sd[C] = {0.2f, 0.25f, 0.3f};
+  ds.mean = mean, ds.std = sd;
+  amd_data_split sp = {.n = K};
+  int64_t off[K + 1], labels[K] = {0, 1, 0, 1};
+  off[0] = 0;
+  for (int i = 0; i < K; i++) off[i + 1] = off[i] + (int64_t)ih[i] * iw[i] * C;
+  uint8_t pix[1024];
+  for (int64_t i = 0; i < off[K]; i++) pix[i] = (uint8_t)(i * 37 + 11);
+  sp.rag = pix, sp.rag_off = off, sp.rag_h = (int32_t *)ih, sp.rag_w = (int32_t *)iw, sp.labels = labels;
+  int64_t idx[8] = {0, 1, 2, 3, 3, 2, 1, 0}, yb[8], yp[8];
+  static float xb[8 * C * H * W], xp[8 * C * H * W];
+  amd_batch_sample plan[8];
+  CHECK(amd_augment_parse("rrc:0.3,flip,cutout:2", &a, &st) == 0, "parse");
+  uint64_t ra = 5, rb = 5;
+  int equal = 1, finite = 1, boxes = 1;
+  for (int e = 0; e < 50; e++) {
+    amd_dataset_batch(&ds, &sp, idx, 8, &a, &ra, xb, yb);
+    amd_dataset_batch_plan(&ds, &sp, idx, 8, &a, &rb, plan, yp);
+    amd_dataset_batch_fill(&ds, &sp, plan, 8, xp);
+    equal &= ra == rb && !memcmp(xb, xp, sizeof xb) && !memcmp(yb, yp, sizeof yb);
+    for (int i = 0; i < 8 * C * H * W; i++) finite &= isfinite(xb[i]) != 0;
+    for (int b = 0; b < 8; b++) boxes &= plan[b].box_h > 0 && plan[b].box_y + plan[b].box_h <= ih[idx[b]];
+  }
+  CHECK(equal, "amd_dataset_batch = plan + fill, the same stream");
+  CHECK(finite && boxes, "finite values, a box for every sample");
+  /* no augmentation: the centre crop; image 3 (2x3) is padded: rows 1-2 read its rows 0-1, column 3 is
+   * padding */
+  amd_dataset_batch(&ds, &sp, idx, 4, NULL, NULL, xb, yb);
+  const float *s3 = xb + 3 * C * H * W;
+  float sc, sh, inv;
+  amd_dataset_batch_norm(&ds, 1, &sc, &sh, &inv);
+  CHECK(s3[1 * H * W + 0 * W + 0] == sh && s3[1 * H * W + 2 * W + 3] == sh, "padding (channel 1)");
+  CHECK(s3[1 * H * W + 2 * W + 1] == (float)pix[off[3] + (1 * iw[3] + 1) * C + 1] * sc + sh,
+        "image 3 pixel (1, 1)");
+  /* image 0 (5x7): offsets round(1/2) = 0 (half to even) and round(3/2) = 2 */
+  amd_dataset_batch_norm(&ds, 2, &sc, &sh, &inv);
+  CHECK(xb[2 * H * W + 3 * W + 3] == (float)pix[(3 * iw[0] + 5) * C + 2] * sc + sh, "image 0 centre crop");
+}
+
 /* ---------------------------------------------------------------- main */
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -1067,6 +1159,7 @@ int main(void) {
   test_tensors();
   test_batches();
   test_rng();
+  test_rrc();
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """images: against torchvision, and its bad inputs.
 
-usage: test_images.py DUMP_IMAGES FASHION_DIR [compare|bad|speed|model AMDNN_ONNX EXPORT_TOOL]
+usage: test_images.py DUMP_IMAGES FASHION_DIR [compare|bad|rrc|speed|model AMDNN_ONNX EXPORT_TOOL]
 
 compare: a mixed ImageFolder made from Fashion-MNIST (make_image_folder.py:
   JPEGs of 40x50 .. 300x230, qualities 50-95, grey, CMYK, progressive, PNGs)
@@ -13,6 +13,16 @@ compare: a mixed ImageFolder made from Fashion-MNIST (make_image_folder.py:
 bad: every bad-input case (corrupt, truncated, non-image content, empty class
   folder, unreadable file, decompression bombs, labels files that do not
   match, sizes that differ): one line naming the file, and --skip-bad counts.
+rrc: --augment rrc (RandomResizedCrop from the training images kept after
+  --resize, uncropped): the stored images equal torchvision's Resize(N) (or the
+  decoded image without --resize), their centre crops the ordinary load; every
+  drawn box lies in its image with an area fraction and aspect ratio that
+  round from [SMIN, 1] and [3/4, 4/3]; each augmented sample equals
+  torchvision's resized_crop (PIL, bilinear) of the stored image with that box
+  (0 levels), then hflip, ToTensor and Normalize (2e-6); the same seed gives
+  the same bytes, another seed and the next epoch other boxes; the boxes'
+  area fraction and log-ratio means agree with RandomResizedCrop.get_params
+  on the same image sizes (within 4 standard errors).
 speed: images/s of decode + resize 256 + crop 224 on 500x375 JPEGs (printed).
 model: a torchvision ResNet-18 exported to ONNX, `eval` against PyTorch on
   the folder (top-1 and loss), and one epoch of `train` (see model()).
@@ -399,6 +409,184 @@ def model(fashion, tmp):
           ([l for l in p.stdout.splitlines() if l.startswith("epoch")] or p.stderr.strip()))
 
 
+# ---------------------------------------------------------------- RandomResizedCrop
+
+def read_augmented(path):
+    """read_dump's fields plus the --augment section (dump_images.c)."""
+    r = read_dump(path)
+    with open(path, "rb") as f:
+        b = f.read()
+    c, h, w = r["c"], r["h"], r["w"]
+    n_tr, n_te = len(r["splits"][0][1]), len(r["splits"][1][1])
+    off = 64 + 8 * c + sum(n * (c * h * w * 5 + 8) for n in (n_tr, n_te))
+    ragged, = struct.unpack_from("<q", b, off); off += 8
+    stored = []
+    if ragged:
+        hs = np.frombuffer(b, np.int32, n_tr, off); off += 4 * n_tr
+        ws = np.frombuffer(b, np.int32, n_tr, off); off += 4 * n_tr
+        for i in range(n_tr):
+            k = int(hs[i]) * int(ws[i]) * c
+            stored.append(np.frombuffer(b, np.uint8, k, off).reshape(hs[i], ws[i], c)); off += k
+    epochs, = struct.unpack_from("<q", b, off); off += 8
+    eps = []
+    for _ in range(epochs):
+        rec = np.frombuffer(b, np.int32, 8 * n_tr, off).reshape(n_tr, 8); off += 32 * n_tr
+        pix = None
+        if ragged:
+            pix = np.frombuffer(b, np.uint8, n_tr * c * h * w, off).reshape(n_tr, h, w, c); off += n_tr * c * h * w
+        x = np.frombuffer(b, np.float32, n_tr * c * h * w, off).reshape(n_tr, c, h, w); off += 4 * n_tr * c * h * w
+        eps.append((rec, pix, x))
+    check(off == len(b), "dump %s read to its end" % os.path.basename(path))
+    r.update(ragged=ragged, stored=stored, epochs=eps)
+    return r
+
+
+def box_plausible(bh, bw, ih, iw, smin):
+    """A box that torchvision's get_params could return: sides rounded from
+    sqrt(area * s * r) and sqrt(area * s / r) with s in [smin, 1] and r in
+    [3/4, 4/3] (so s and r lie in the intervals the rounding leaves), or the
+    fallback (the whole image clamped to the ratio range, centred)."""
+    area = float(ih * iw)
+    s_lo, s_hi = (bh - 0.5) * (bw - 0.5) / area, (bh + 0.5) * (bw + 0.5) / area
+    r_lo, r_hi = (bw - 0.5) / (bh + 0.5), (bw + 0.5) / (bh - 0.5)
+    drawn = 0 < bh <= ih and 0 < bw <= iw and s_hi >= smin and s_lo <= 1.0 and r_hi >= 0.75 and r_lo <= 4.0 / 3.0
+    ratio = iw / ih
+    fb = (iw, int(round(iw / 0.75))) if ratio < 0.75 else (int(round(ih * 4.0 / 3.0)), ih) if ratio > 4.0 / 3.0 \
+        else (iw, ih)
+    return drawn or (bw, bh) == fb
+
+
+def rrc(fashion, tmp):
+    try:
+        import torch
+        from torchvision import transforms as T
+        from torchvision.transforms import functional as F
+    except ImportError as e:
+        print("SKIP: %s" % e)
+        sys.exit(77)
+    d = os.path.join(tmp, "mixed")
+    make(fashion, d, "mixed", 12)
+    imagenet = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+    cases = [  # (image options, augment list, SMIN, epochs)
+        (["--resize", "64", "--crop", "56", "--normalize", "imagenet"], "rrc,flip", 0.08, 2),
+        (["--crop", "48", "--normalize", "imagenet", "--workers", "1"], "flip,rrc:0.3", 0.3, 2),  # full size
+        (["--resize", "80", "--crop", "40x56", "--normalize", "none"], "rrc", 0.08, 1),  # a non-square output
+    ]
+    for opts, aug, smin, epochs in cases:
+        what = "%s --augment %s" % (" ".join(opts), aug)
+        plain, out, out2 = (os.path.join(tmp, f) for f in ("plain.bin", "rrc.bin", "rrc2.bin"))
+        rc0, _, se0 = run_dump("images:" + d, opts, plain)
+        rc, so, se = run_dump("images:" + d, opts + ["--augment", aug, "--epochs", str(epochs), "--seed", "7"], out)
+        check(rc0 == 0 and rc == 0, "load %s: %s%s" % (what, so.splitlines()[0] if so else "", se0 + se))
+        if rc0 or rc:
+            continue
+        p, r = read_dump(plain), read_augmented(out)
+        c, h, w = r["c"], r["h"], r["w"]
+        check(r["ragged"] == 1 and len(r["stored"]) == len(p["splits"][0][1]), "%s: training images kept uncropped" % what)
+        check(all(np.array_equal(a, b) for a, b in zip(p["splits"][0][:2] + p["splits"][1][:2],
+                                                       r["splits"][0][:2] + r["splits"][1][:2])),
+              "%s: centre crops of the stored images = the ordinary load (train and val, with labels)" % what)
+        # the stored images are torchvision's Resize(N) of the files (or the files)
+        resize = [int(opts[i + 1]) for i in range(len(opts) - 1) if opts[i] == "--resize"]
+        ds = __import__("torchvision").datasets.ImageFolder(os.path.join(d, "train"))
+        worst = 0
+        for i, (path, _) in enumerate(ds.samples):
+            img = Image.open(path).convert("RGB")
+            if resize:
+                img = T.Resize(resize[0])(img)
+            ref = np.asarray(img)
+            st = r["stored"][i]
+            worst = max(worst, 256 if ref.shape != st.shape else int(np.abs(ref.astype(int) - st).max()))
+        check(worst == 0, "%s: stored images = torchvision's %s (max %d levels)" %
+              (what, "Resize(%d)" % resize[0] if resize else "decoded file", worst))
+        norm = imagenet if "imagenet" in opts else ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+        tf = T.Compose([T.ToTensor(), T.Normalize(*norm)])
+        d_u8, d_f, boxes_ok, same, mirrors = 0, 0.0, True, True, 0
+        for rec, pix, x in r["epochs"]:
+            for i in range(len(rec)):
+                by, bx, bh, bw, mirror, dy, dx, s_ok = (int(v) for v in rec[i])
+                ih, iw = r["stored"][i].shape[:2]
+                ok = by >= 0 and bx >= 0 and by + bh <= ih and bx + bw <= iw and dy == 0 and dx == 0 and \
+                    box_plausible(bh, bw, ih, iw, smin)
+                if not ok:
+                    print("     box (%d, %d, %d, %d) in %dx%d" % (by, bx, bh, bw, ih, iw))
+                boxes_ok &= ok
+                same &= s_ok == 1
+                mirrors += mirror
+                ref = F.resized_crop(Image.fromarray(r["stored"][i]), by, bx, bh, bw, [h, w], T.InterpolationMode.BILINEAR)
+                d_u8 = max(d_u8, int(np.abs(np.asarray(ref).astype(int) - pix[i]).max()))
+                if mirror:
+                    ref = F.hflip(ref)
+                d_f = max(d_f, float(np.abs(tf(ref).numpy() - x[i]).max()))
+        n_all = sum(len(e[0]) for e in r["epochs"])
+        print("     %s: %d crops, %d mirrored; max |difference| %d levels, %.3g normalised" %
+              (what, n_all, mirrors, d_u8, d_f))
+        check(boxes_ok, "%s: every box inside its image, area and ratio from torchvision's ranges" % what)
+        check(same, "%s: amd_dataset_batch = plan + fill (values and the stream)" % what)
+        check(d_u8 == 0, "%s: crops equal torchvision's resized_crop of the stored image (PIL bilinear)" % what)
+        check(d_f <= 2e-6, "%s: after hflip, ToTensor, Normalize within 2e-6 of torchvision's" % what)
+        check(("flip" not in aug and mirrors == 0) or 0 < mirrors < n_all, "%s: mirrored about half the time" % what)
+        # reproducibility: the same seed the same bytes; another seed, the next epoch: other boxes
+        run_dump("images:" + d, opts + ["--augment", aug, "--epochs", str(epochs), "--seed", "7"], out2)
+        with open(out, "rb") as f1, open(out2, "rb") as f2:
+            check(f1.read() == f2.read(), "%s: the same seed, the same crops (byte for byte)" % what)
+        run_dump("images:" + d, opts + ["--augment", aug, "--epochs", str(epochs), "--seed", "8"], out2)
+        other = read_augmented(out2)
+        check(not np.array_equal(other["epochs"][0][0][:, :4], r["epochs"][0][0][:, :4]), "%s: another seed, other boxes" % what)
+        if epochs > 1:
+            check(not np.array_equal(r["epochs"][0][0][:, :4], r["epochs"][1][0][:, :4]), "%s: new boxes each epoch" % what)
+
+    # --skip-bad: a JPEG that fails while decoding (pass 2) leaves the others' stored images in place
+    bd = os.path.join(tmp, "skip")
+    shutil.copytree(d, bd)
+    ds = __import__("torchvision").datasets.ImageFolder(os.path.join(bd, "train"))
+    jpgs = [i for i, (pth, _) in enumerate(ds.samples) if open(pth, "rb").read(2) == b"\xff\xd8"]
+    victim = jpgs[len(jpgs) // 2]
+    with open(ds.samples[victim][0], "rb") as f:
+        j = f.read()
+    with open(ds.samples[victim][0], "wb") as f:
+        f.write(j[:len(j) * 7 // 10])
+    out = os.path.join(tmp, "skip.bin")
+    rc, _, se = run_dump("images:" + bd, ["--resize", "64", "--crop", "56", "--skip-bad", "--augment", "rrc"], out)
+    r = read_augmented(out) if rc == 0 else None
+    keep = [i for i in range(len(ds.samples)) if i != victim]
+    ok = r is not None and r["skipped"] == 1 and len(r["stored"]) == len(keep) and \
+        list(r["splits"][0][1]) == [ds.samples[i][1] for i in keep] and \
+        all(np.array_equal(np.asarray(T.Resize(64)(Image.open(ds.samples[i][0]).convert("RGB"))), st)
+            for i, st in zip(keep, r["stored"]))
+    check(ok, "--skip-bad --augment rrc, a JPEG cut short: %d of %d stored images = torchvision's Resize(64), "
+              "labels in order" % (len(keep), len(ds.samples)))
+
+    # statistics: many boxes against torchvision's get_params on the same image sizes
+    for smin in (0.08, 0.5):
+        out = os.path.join(tmp, "stats.bin")
+        rc, _, se = run_dump("images:" + d, ["--resize", "64", "--crop", "8", "--augment", "rrc:%g" % smin,
+                                            "--epochs", "60", "--seed", "3"], out)
+        check(rc == 0, "statistics load: %s" % se.strip())
+        if rc:
+            continue
+        r = read_augmented(out)
+        ours, theirs = [], []
+        torch.manual_seed(0)
+        for rec, _, _ in r["epochs"]:
+            for i in range(len(rec)):
+                ih, iw = r["stored"][i].shape[:2]
+                by, bx, bh, bw = (int(v) for v in rec[i][:4])
+                ours.append((bh * bw / (ih * iw), np.log(bw / bh)))
+                ty, tx, th, tw = T.RandomResizedCrop.get_params(torch.zeros(1, ih, iw), (smin, 1.0), (0.75, 4.0 / 3.0))
+                theirs.append((th * tw / (ih * iw), np.log(tw / th)))
+        a, t = np.array(ours), np.array(theirs)
+        for k, name in ((0, "area fraction"), (1, "log aspect ratio")):
+            se_ = np.sqrt(a[:, k].var() / len(a) + t[:, k].var() / len(t))
+            print("     rrc:%g %s: mean %.4f (sd %.4f), torchvision's get_params %.4f (sd %.4f), %d boxes each" %
+                  (smin, name, a[:, k].mean(), a[:, k].std(), t[:, k].mean(), t[:, k].std(), len(a)))
+            check(abs(a[:, k].mean() - t[:, k].mean()) < 4 * se_, "rrc:%g: mean %s as torchvision's (|d| < 4 se = %.4f)"
+                  % (smin, name, 4 * se_))
+        check(a[:, 0].min() >= smin * 0.8 and a[:, 0].max() <= 1.0 and np.abs(a[:, 1]).max() <= np.log(4 / 3) + 0.1,
+              "rrc:%g: area fractions in [%.3f, %.3f], |log ratio| <= %.3f" %
+              (smin, a[:, 0].min(), a[:, 0].max(), np.abs(a[:, 1]).max()))
+
+
 # ---------------------------------------------------------------- speed
 
 def speed(fashion, tmp):
@@ -437,7 +625,7 @@ def main():
         sys.exit(77)
     tmp = tempfile.mkdtemp()
     try:
-        {"compare": compare, "bad": bad, "speed": speed, "model": model}[what](fashion, tmp)
+        {"compare": compare, "bad": bad, "speed": speed, "model": model, "rrc": rrc}[what](fashion, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d failure(s)" % failures)
