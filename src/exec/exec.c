@@ -66,6 +66,106 @@ static int check_input(const amd_graph *g, const amd_value *v, const amd_tensor 
   return 0;
 }
 
+/* ---- static nodes
+ *
+ * Exports compute shapes at run time: Shape -> Gather -> Concat -> Reshape,
+ * ConstantOfShape, Range, Shape -> Cast -> Sqrt for an attention scale. Those
+ * nodes give the same values on every pass whose graph inputs have the same
+ * shapes, and most of them run on the host (int64 tensors), so on the GPU
+ * each one is a host round trip per step (MaxViT's training export has about
+ * 2,500). A node is static when it draws no random numbers and every output
+ * is a function of the inputs' shapes alone:
+ *   value_static(v): a non-float initializer, a Constant's output, a Shape /
+ *     Size of a value whose shape is static, or an output of a node (not
+ *     random, at least one input) whose inputs are all value_static;
+ *   shape_static(v): a graph input or initializer, a value_static value, or
+ *     an output of a node whose inputs all have static shapes and whose
+ *     shape-determining inputs (Reshape's shape, Slice's starts, ...) are
+ *     value_static; NonZero's shape depends on the data: never.
+ * Float initializers are never value_static (training changes them). The
+ * outputs of static nodes (Constant's excepted: those are kept regardless,
+ * init_owned 3) are kept from the first pass, and used while the graph
+ * inputs keep that pass's shapes; a pass with other shapes (an epoch's last,
+ * smaller batch) computes them as any node, leaving the kept ones alone
+ * (a captured CUDA graph may point at them). */
+static int is_random_op(int idx) {
+  return idx == AMD_OP_IDX_RandomUniform || idx == AMD_OP_IDX_RandomNormal || idx == AMD_OP_IDX_RandomUniformLike ||
+         idx == AMD_OP_IDX_RandomNormalLike || idx == AMD_OP_IDX_Bernoulli || idx == AMD_OP_IDX_Dropout;
+}
+
+/* Input k of a node of op idx determines its output's shape by its value. */
+static int shape_input(int idx, int k) {
+  switch (idx) {
+  case AMD_OP_IDX_ConstantOfShape:
+  case AMD_OP_IDX_Range: return 1;
+  case AMD_OP_IDX_Reshape: case AMD_OP_IDX_Squeeze: case AMD_OP_IDX_Unsqueeze: case AMD_OP_IDX_OneHot:
+  case AMD_OP_IDX_TopK: case AMD_OP_IDX_Pad: case AMD_OP_IDX_Slice: case AMD_OP_IDX_Split:
+  case AMD_OP_IDX_Expand: case AMD_OP_IDX_Tile: case AMD_OP_IDX_ReduceMean: case AMD_OP_IDX_ReduceSum:
+  case AMD_OP_IDX_ReduceMax: case AMD_OP_IDX_ReduceMin: case AMD_OP_IDX_ReduceProd: case AMD_OP_IDX_ReduceL1:
+  case AMD_OP_IDX_ReduceL2: case AMD_OP_IDX_ReduceLogSum: case AMD_OP_IDX_ReduceLogSumExp:
+  case AMD_OP_IDX_ReduceSumSquare: return k >= 1;
+  default: return 0;
+  }
+}
+
+/* node_static[i] for every node (g->nodes in topological order). */
+static int mark_static_nodes(const amd_graph *g, unsigned char *node_static) {
+  unsigned char *vstat = calloc((size_t)g->n_values + 1, 1), *sstat = calloc((size_t)g->n_values + 1, 1);
+  if (!vstat || !sstat) {
+    free(vstat), free(sstat);
+    return -1;
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    const amd_value *x = &g->values[v];
+    sstat[v] = (unsigned char)(x->is_initializer || x->is_graph_input);
+    vstat[v] = (unsigned char)(x->is_initializer && x->init.dtype != AMD_FLOAT);
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    const int idx = n->op->idx;
+    int all_v = n->n_in > 0, all_s = 1, shape_args_v = 1;
+    for (int k = 0; k < n->n_in; k++) {
+      const int v = n->in[k];
+      if (v < 0) continue;
+      all_v &= vstat[v];
+      all_s &= sstat[v];
+      if (shape_input(idx, k)) shape_args_v &= vstat[v];
+    }
+    int vs;
+    if (idx == AMD_OP_IDX_Constant) vs = 1;
+    else if (idx == AMD_OP_IDX_Shape || idx == AMD_OP_IDX_Size) vs = n->n_in > 0 && n->in[0] >= 0 && sstat[n->in[0]];
+    else vs = all_v && !is_random_op(idx);
+    const int ss = vs || (all_s && shape_args_v && idx != AMD_OP_IDX_NonZero);
+    node_static[i] = (unsigned char)(vs && idx != AMD_OP_IDX_Constant);
+    for (int o = 0; o < n->n_out; o++)
+      if (n->out[o] >= 0) {
+        vstat[n->out[o]] = (unsigned char)vs;
+        sstat[n->out[o]] = (unsigned char)ss;
+      }
+  }
+  free(vstat), free(sstat);
+  return 0;
+}
+
+/* 1 when the graph inputs have the shapes recorded in static_dims. */
+static int same_input_shapes(const amd_run *r, const amd_tensor *inputs) {
+  for (int i = 0; i < r->g->n_inputs; i++) {
+    const int64_t *d = r->static_dims + (size_t)i * (AMD_MAX_RANK + 1);
+    if (d[0] != inputs[i].rank) return 0;
+    for (int k = 0; k < inputs[i].rank; k++)
+      if (d[1 + k] != inputs[i].dims[k]) return 0;
+  }
+  return 1;
+}
+
+static void record_input_shapes(amd_run *r, const amd_tensor *inputs) {
+  for (int i = 0; i < r->g->n_inputs; i++) {
+    int64_t *d = r->static_dims + (size_t)i * (AMD_MAX_RANK + 1);
+    d[0] = inputs[i].rank;
+    for (int k = 0; k < inputs[i].rank; k++) d[1 + k] = inputs[i].dims[k];
+  }
+}
+
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   memset(r, 0, sizeof *r);
   r->g = g;
@@ -80,7 +180,10 @@ int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   r->inits = calloc(nv, sizeof *r->inits);
   r->init_owned = calloc(nv, 1);
   r->in_dev = calloc((size_t)g->n_inputs + 1, sizeof *r->in_dev);
-  if (!r->vals || !r->owned || !r->readers || !r->bwd_reads || !r->node_rng || !r->inits || !r->init_owned || !r->in_dev) {
+  r->node_static = calloc((size_t)g->n_nodes + 1, 1);
+  r->static_dims = calloc((size_t)(g->n_inputs + 1) * (AMD_MAX_RANK + 1), sizeof *r->static_dims);
+  if (!r->vals || !r->owned || !r->readers || !r->bwd_reads || !r->node_rng || !r->inits || !r->init_owned ||
+      !r->in_dev || !r->node_static || !r->static_dims || mark_static_nodes(g, r->node_static)) {
     amd_run_free(r);
     return amd_fail(st, "out of memory");
   }
@@ -95,12 +198,14 @@ static void free_val(const amd_backend *be, amd_tensor *t) {
 
 /* init_owned: 0 = use the graph's initializer, 1 = a backend copy the run
  * owns, 2 = set by amd_run_set_init (borrowed), 3 = a Constant node's output,
- * kept by the run from its first pass (see amd_run_forward). */
+ * 4 = a static node's output, each kept by the run from its first pass (see
+ * amd_run_forward). */
 static void free_inits(amd_run *r, int keep_preset) {
+  r->static_filled = 0;
   for (int i = 0; r->inits && i < r->g->n_values; i++) {
     if (r->init_owned[i] == 2 && keep_preset) continue;
     if (r->init_owned[i] == 1) r->be->buf->free(&r->inits[i]);
-    if (r->init_owned[i] == 3) free_val(r->be, &r->inits[i]);
+    if (r->init_owned[i] == 3 || r->init_owned[i] == 4) free_val(r->be, &r->inits[i]);
     r->init_owned[i] = 0;
     memset(&r->inits[i], 0, sizeof r->inits[i]);
   }
@@ -157,6 +262,8 @@ void amd_run_free(amd_run *r) {
   free(r->inits);
   free(r->init_owned);
   free(r->in_dev);
+  free(r->node_static);
+  free(r->static_dims);
   memset(r, 0, sizeof *r);
 }
 
@@ -201,6 +308,14 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       if (g->nodes[i].in[k] >= 0) r->readers[g->nodes[i].in[k]]++;
   if (keep) mark_bwd_reads(g, r->bwd_reads);
 
+  /* static nodes: reuse the kept outputs (same shapes as when kept), or keep this pass's */
+  const int use_static = r->static_filled && same_input_shapes(r, inputs);
+  const int fill_static = !r->static_filled && !ctx->shapes_only;
+  for (int v = 0; fill_static && v < g->n_values; v++) /* left by a pass that failed midway */
+    if (r->init_owned[v] == 4) {
+      free_val(be, &r->inits[v]);
+      r->init_owned[v] = 0;
+    }
   const amd_tensor *in[64];
   amd_tensor out[16];
   for (int i = 0; i < g->n_nodes; i++) {
@@ -223,6 +338,15 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       if (ctx->on_node) ctx->on_node(ctx->user, n, in, &vals[cv]);
       continue;
     }
+    if (use_static && r->node_static[i]) {
+      for (int o = 0; o < n->n_out; o++)
+        if (n->out[o] >= 0) vals[n->out[o]] = r->inits[n->out[o]];
+      if (ctx->on_node) {
+        for (int o = 0; o < n->n_out; o++) out[o] = n->out[o] >= 0 ? vals[n->out[o]] : (amd_tensor){0};
+        ctx->on_node(ctx->user, n, in, out);
+      }
+      continue;
+    }
     double t0 = AMD_PROF_T0;
     if (amd_backend_forward_node(be, n, ctx, in, out, ctx->shapes_only, st))
       return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
@@ -242,6 +366,14 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       r->init_owned[cv] = 3;
       r->owned[cv] = 0;
     }
+    if (fill_static && r->node_static[i])
+      for (int o = 0; o < n->n_out; o++) {
+        const int v = n->out[o];
+        if (v < 0) continue;
+        r->inits[v] = vals[v];
+        r->init_owned[v] = 4;
+        r->owned[v] = 0;
+      }
     /* free intermediates after their last reader (training: those backward does not read; the shape stays) */
     for (int k = 0; k < n->n_in; k++) {
       int v = n->in[k];
@@ -251,6 +383,10 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
         r->owned[v] = 0;
       }
     }
+  }
+  if (fill_static) {
+    record_input_shapes(r, inputs);
+    r->static_filled = 1;
   }
   return 0;
 }

@@ -32,6 +32,13 @@ typedef struct amd_run {
   int keep_all;             /* keep = 1 keeps every intermediate (tests compare with it) */
   uint64_t *node_rng;     /* ctx->rng before each node's forward (Dropout's backward) */
   int pinned;             /* a value kept even when keep = 0 (-1: none), e.g. the logits */
+  /* Shape-derived nodes (exec.c, "static nodes"): per node, 1 when every
+   * output is a function of the graph inputs' shapes alone; their outputs are
+   * kept from the first pass (inits[], init_owned 4) and reused while the
+   * inputs have the shapes of that pass (static_dims). */
+  unsigned char *node_static;
+  int static_filled;
+  int64_t *static_dims;   /* per graph input: rank, then AMD_MAX_RANK dims */
 } amd_run;
 
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st);
