@@ -65,8 +65,8 @@ static void percentile_rule(void) {
     CHECK(lo <= want_lo && lo > want_lo - width, "P %g: lo %.9g against value %g", p, lo, want_lo);
     /* edges on the grid of the bins */
     const double jh = (hi - mn) / width, jl = (lo - mn) / width;
-    CHECK(fabs(jh - rint(jh)) < 1e-9 && fabs(jl - rint(jl)) < 1e-9, "P %g: edges off the grid (%.12g, %.12g)", p,
-          jh, jl);
+    CHECK(fabs(jh - rint(jh)) < 1e-9 && fabs(jl - rint(jl)) < 1e-9, "P %g: edges off the grid (%.12g, %.12g)",
+          p, jh, jl);
     /* the order of the values and NaNs among them change nothing */
     float *y = malloc(sizeof(float) * (size_t)(n + 3));
     AMD_ASSERT(y);
@@ -74,8 +74,8 @@ static void percentile_rule(void) {
     y[n] = y[0], y[0] = NAN, y[n + 1] = NAN;
     double lo2 = 0, hi2 = 0;
     const int64_t c2 = amd_q8f_percentile_range(y, n + 2, p / 100, &lo2, &hi2);
-    CHECK(c2 == n && lo2 == lo && hi2 == hi, "P %g: reordered with NaN: %lld [%.9g, %.9g]", p,
-          (long long)c2, lo2, hi2);
+    CHECK(c2 == n && lo2 == lo && hi2 == hi, "P %g: reordered with NaN: %lld [%.9g, %.9g]", p, (long long)c2,
+          lo2, hi2);
     free(y);
   }
   double lo = 0, hi = 0;
@@ -83,14 +83,15 @@ static void percentile_rule(void) {
   CHECK(lo == mn && hi == mx, "P 100: [%.9g, %.9g] is not the min and max", lo, hi);
   /* one value; infinities: the min and max; no value: untouched */
   float one[3] = {2.5f, NAN, 2.5f};
-  CHECK(amd_q8f_percentile_range(one, 3, 0.99, &lo, &hi) == 2 && lo == 2.5 && hi == 2.5, "one value: [%g, %g]", lo,
-        hi);
+  CHECK(amd_q8f_percentile_range(one, 3, 0.99, &lo, &hi) == 2 && lo == 2.5 && hi == 2.5,
+        "one value: [%g, %g]", lo, hi);
   float inf[3] = {1.0f, INFINITY, -3.0f};
   CHECK(amd_q8f_percentile_range(inf, 3, 0.99, &lo, &hi) == 3 && lo == -3.0 && isinf(hi) && hi > 0,
         "infinity: [%g, %g]", lo, hi);
   float nan[2] = {NAN, NAN};
   lo = -7, hi = 7;
-  CHECK(amd_q8f_percentile_range(nan, 2, 0.99, &lo, &hi) == 0 && lo == -7 && hi == 7, "all NaN: [%g, %g]", lo, hi);
+  CHECK(amd_q8f_percentile_range(nan, 2, 0.99, &lo, &hi) == 0 && lo == -7 && hi == 7, "all NaN: [%g, %g]", lo,
+        hi);
   free(x);
   free(sorted);
 }
@@ -117,8 +118,10 @@ static int run_gemm(amd_tensor *data, amd_tensor *b, double pct, amd_q8f_state *
       rc = gc_forward(&g.node, in, out, NULL, NULL, &st);
       amd_q8f_get_state(&g.node, &states[c]);
       if (rc) break;
-      if (c == CALLS - 1) *last = out[0];
-      else gc_free_outs(out, 1);
+      if (c == CALLS - 1)
+        *last = out[0];
+      else
+        gc_free_outs(out, 1);
     }
     free(g.node.attrs);
   }
@@ -158,11 +161,12 @@ static void node_calibration(void) {
       plo = clo < plo ? clo : plo, phi = chi > phi ? chi : phi;
     }
     const int calls = c < 4 ? c + 1 : 4;
-    CHECK(mm[c].calls == calls && memcmp(&mm[c].lo, &lo, sizeof lo) == 0 && memcmp(&mm[c].hi, &hi, sizeof hi) == 0,
-          "call %d: min / max state (%d, %.9g, %.9g), want (%d, %.9g, %.9g)", c, mm[c].calls, mm[c].lo, mm[c].hi,
-          calls, lo, hi);
-    CHECK(memcmp(&p100[c], &mm[c], sizeof mm[c]) == 0, "call %d: percentile:100 (%.9g, %.9g) is not min / max's", c,
-          p100[c].lo, p100[c].hi);
+    CHECK(mm[c].calls == calls && memcmp(&mm[c].lo, &lo, sizeof lo) == 0 &&
+              memcmp(&mm[c].hi, &hi, sizeof hi) == 0,
+          "call %d: min / max state (%d, %.9g, %.9g), want (%d, %.9g, %.9g)", c, mm[c].calls, mm[c].lo,
+          mm[c].hi, calls, lo, hi);
+    CHECK(memcmp(&p100[c], &mm[c], sizeof mm[c]) == 0,
+          "call %d: percentile:100 (%.9g, %.9g) is not min / max's", c, p100[c].lo, p100[c].hi);
     CHECK(p99[c].calls == calls && p99[c].lo == plo && p99[c].hi == phi,
           "call %d: percentile:99 state (%d, %.9g, %.9g), want (%d, %.9g, %.9g)", c, p99[c].calls, p99[c].lo,
           p99[c].hi, calls, plo, phi);
@@ -170,7 +174,8 @@ static void node_calibration(void) {
   printf("min / max range [%.6f, %.6f], percentile:99 [%.6f, %.6f]\n", lo, hi, plo, phi);
   CHECK(plo > lo / 10 && phi < hi / 10, "percentile:99 did not cut the outliers off: [%g, %g]", plo, phi);
   CHECK(memcmp(out_mm.data, out_100.data, amd_tensor_nbytes(&out_mm)) == 0, "percentile:100 output differs");
-  CHECK(memcmp(out_mm.data, out_99.data, amd_tensor_nbytes(&out_mm)) != 0, "percentile:99 output = min / max's");
+  CHECK(memcmp(out_mm.data, out_99.data, amd_tensor_nbytes(&out_mm)) != 0,
+        "percentile:99 output = min / max's");
   amd_tensor_free(&out_mm), amd_tensor_free(&out_100), amd_tensor_free(&out_99), amd_tensor_free(&b);
   for (int c = 0; c < CALLS; c++) amd_tensor_free(&data[c]);
 }
@@ -181,20 +186,32 @@ static void parse(void) {
   static const struct {
     const char *s;
     double pct; /* -1: an error */
-  } cases[] = {{NULL, 0},          {"minmax", 0},         {"percentile", 99.99},    {"percentile:99.9", 99.9},
-               {"percentile:100", 100}, {"percentile:50.5", 50.5}, {"percentile:50", -1}, {"percentile:100.01", -1},
-               {"percentile:", -1},     {"percentile:abc", -1},    {"percentile:99x", -1}, {"percentile:nan", -1},
-               {"percentile:-99", -1},  {"percentile99", -1},      {"max", -1},           {"", -1}};
+  } cases[] = {{NULL, 0},
+               {"minmax", 0},
+               {"percentile", 99.99},
+               {"percentile:99.9", 99.9},
+               {"percentile:100", 100},
+               {"percentile:50.5", 50.5},
+               {"percentile:50", -1},
+               {"percentile:100.01", -1},
+               {"percentile:", -1},
+               {"percentile:abc", -1},
+               {"percentile:99x", -1},
+               {"percentile:nan", -1},
+               {"percentile:-99", -1},
+               {"percentile99", -1},
+               {"max", -1},
+               {"", -1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     amd_status st = {{0}};
     double pct = -5;
     const int rc = amd_q8_calib_parse(cases[i].s, &pct, &st);
     if (cases[i].pct < 0)
-      CHECK(rc != 0 && strstr(st.msg, "expected minmax or percentile[:P] with 50 < P <= 100"), "'%s' accepted (%s)",
-            cases[i].s, st.msg);
+      CHECK(rc != 0 && strstr(st.msg, "expected minmax or percentile[:P] with 50 < P <= 100"),
+            "'%s' accepted (%s)", cases[i].s, st.msg);
     else
-      CHECK(rc == 0 && pct == cases[i].pct, "'%s': rc %d, pct %g (%s)", cases[i].s ? cases[i].s : "(null)", rc, pct,
-            st.msg);
+      CHECK(rc == 0 && pct == cases[i].pct, "'%s': rc %d, pct %g (%s)", cases[i].s ? cases[i].s : "(null)",
+            rc, pct, st.msg);
   }
 }
 
