@@ -7,8 +7,12 @@
  * the same bits:
  *   - data range: while calibrating (the first amd_q8f_calib_calls() calls),
  *     a min / max reduction of the data (NaN ignored) widens [lo, hi] (double)
- *     on the device; k_q8f_state then makes the data scale and zero point from
- *     it (q8f_params's float / double steps);
+ *     on the device; with a percentile (--q8-calib percentile:P) the call's
+ *     min and max bound a histogram (k_q8f_hist: integer counts, atomics in
+ *     any order give the same counts) and k_q8f_state takes the percentile's
+ *     edges from it with amd_q8f_percentile_range's double operations, each
+ *     rounded once (__dmul_rn ..., no FMA); k_q8f_state then makes the data
+ *     scale and zero point from the range (q8f_params's float / double steps);
  *   - weights: per output channel, the range, the scale and zero point
  *     (k_q8f_wparams), then the codes (k_q8f_wquant) in the GEMM's TN layout
  *     (a row of K codes per output channel);
@@ -197,15 +201,89 @@ __global__ void __launch_bounds__(Q8F_THREADS) k_q8f_minmax(int64_t n, const flo
   if (threadIdx.x == 0) part[2 * blockIdx.x] = mn, part[2 * blockIdx.x + 1] = mx;
 }
 
+/* The percentile calibration (amd_q8f_percentile_range, src/ops/q8f.h). */
+enum { Q8F_BINS = AMD_Q8F_BINS };
+
+/* One thread: the call's min and max from the blocks' parts into mm[0], mm[1]. */
+__global__ void k_q8f_callrange(const q8f_dev *s, int calib, const float *part, int nparts, float *mm) {
+  if (s->calls >= calib) return;
+  float mn = INFINITY, mx = -INFINITY;
+  for (int i = 0; i < nparts; i++) mn = fminf(mn, part[2 * i]), mx = fmaxf(mx, part[2 * i + 1]);
+  mm[0] = mn, mm[1] = mx;
+}
+
+/* Whether the call's range [mn, mx] takes a histogram (finite, not one value). */
+__device__ __forceinline__ bool q8f_binned(float mn, float mx) { return mn < mx && !isinf(mn) && !isinf(mx); }
+
+/* bins[b] += the count of the values (NaN ignored) in bin b of [mm[0], mm[1]] (bins zeroed before) */
+__global__ void __launch_bounds__(Q8F_THREADS) k_q8f_hist(int64_t n, const float *x, const q8f_dev *s, int calib,
+                                                          const float *mm, unsigned long long *bins) {
+  if (s->calls >= calib || !q8f_binned(mm[0], mm[1])) return; /* the same for the whole block */
+  __shared__ unsigned int sb[Q8F_BINS];
+  for (int i = threadIdx.x; i < Q8F_BINS; i += blockDim.x) sb[i] = 0;
+  __syncthreads();
+  const double mn = mm[0], inv = __ddiv_rn((double)Q8F_BINS, __dsub_rn((double)mm[1], mn));
+  AMD_CU_LOOP(i, n) {
+    const float v = x[i];
+    if (isnan(v)) continue;
+    const int b = (int)__dmul_rn(__dsub_rn((double)v, mn), inv);
+    atomicAdd(&sb[b < Q8F_BINS ? b : Q8F_BINS - 1], 1u);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < Q8F_BINS; i += blockDim.x)
+    if (sb[i]) atomicAdd(&bins[i], (unsigned long long)sb[i]);
+}
+
+/* edge j of the bins of [mn, mx] (q8f_edge of qlinear.c) */
+__device__ __forceinline__ double q8f_edge(double mn, double mx, double range, int j) {
+  return j == Q8F_BINS ? mx : __dadd_rn(mn, __ddiv_rn(__dmul_rn(range, (double)j), (double)Q8F_BINS));
+}
+
+/* The call's percentile range [*lo, *hi] from its min, max and bins (amd_q8f_percentile_range's steps);
+ * false when it had no value. */
+__device__ bool q8f_percentile(float fmn, float fmx, const unsigned long long *bins, double q, double *lo,
+                               double *hi) {
+  if (!(fmn <= fmx)) return false; /* every value NaN (or none) */
+  if (!q8f_binned(fmn, fmx)) {
+    *lo = fmn, *hi = fmx;
+    return true;
+  }
+  unsigned long long count = 0;
+  for (int b = 0; b < Q8F_BINS; b++) count += bins[b];
+  const double mn = fmn, mx = fmx, range = __dsub_rn(mx, mn);
+  long long k = (long long)ceil(__dmul_rn(q, (double)count));
+  if (k < 1) k = 1;
+  if (k > (long long)count) k = (long long)count;
+  long long c = 0;
+  int b = 0;
+  while (b < Q8F_BINS - 1 && (c += (long long)bins[b]) < k) b++;
+  *hi = q8f_edge(mn, mx, range, b + 1);
+  c = 0;
+  b = Q8F_BINS - 1;
+  while (b > 0 && (c += (long long)bins[b]) < k) b--;
+  *lo = q8f_edge(mn, mx, range, b);
+  return true;
+}
+
 /* One thread: while calibrating, [lo, hi] widened by the blocks' min and max
- * and the call counted (the CPU's `if (x < lo) lo = x`, in double); then the
- * data scale and zero point. */
-__global__ void k_q8f_state(q8f_dev *s, const float *part, int nparts, int calib, int32_t qmin, int32_t qmax) {
+ * (the CPU's `if (x < lo) lo = x`, in double) or, with percentile q > 0, by
+ * the call's percentile range (mm: its min and max, bins: its histogram),
+ * and the call counted; then the data scale and zero point. */
+__global__ void k_q8f_state(q8f_dev *s, const float *part, int nparts, int calib, double q, const float *mm,
+                            const unsigned long long *bins, int32_t qmin, int32_t qmax) {
   if (part && s->calls < calib) {
-    float mn = INFINITY, mx = -INFINITY;
-    for (int i = 0; i < nparts; i++) mn = fminf(mn, part[2 * i]), mx = fmaxf(mx, part[2 * i + 1]);
-    if ((double)mn < s->lo) s->lo = mn;
-    if ((double)mx > s->hi) s->hi = mx;
+    if (q > 0) {
+      double lo, hi;
+      if (q8f_percentile(mm[0], mm[1], bins, q, &lo, &hi)) {
+        if (lo < s->lo) s->lo = lo;
+        if (hi > s->hi) s->hi = hi;
+      }
+    } else {
+      float mn = INFINITY, mx = -INFINITY;
+      for (int i = 0; i < nparts; i++) mn = fminf(mn, part[2 * i]), mx = fmaxf(mx, part[2 * i + 1]);
+      if ((double)mn < s->lo) s->lo = mn;
+      if ((double)mx > s->hi) s->hi = mx;
+    }
     s->calls++;
   }
   q8f_params(s->lo, s->hi, qmin, qmax, &s->scale, &s->zp);
@@ -375,7 +453,7 @@ struct q8f_run {
   int32_t qmin, qmax;
   uint32_t x;     /* XOR of the stored codes (0x80: AMD_Q8_U8X) */
   amd_q8_fmt fmt; /* of both operands' codes */
-  scratch ws, wz, wq, part;
+  scratch ws, wz, wq, part, bins;
   int64_t ldw;
 };
 
@@ -398,14 +476,28 @@ static int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w
   r.calibrating = !frozen && hs.calls < calib;
   const int64_t nx = amd_tensor_numel(x), nw = amd_tensor_numel(w);
   int parts = 0;
+  const double q = amd_q8f_calib_q(n);
+  float *mm = NULL; /* the call's min and max, after the parts (percentile) */
+  unsigned long long *bins = NULL;
   if (r.calibrating) {
     int64_t b = (nx + Q8F_THREADS - 1) / Q8F_THREADS;
     parts = (int)(b < 1 ? 1 : b > (int64_t)Q8F_PARTS ? (int64_t)Q8F_PARTS : b);
-    if (r.part.get(sizeof(float) * 2 * (size_t)parts, st)) return -1;
+    if (r.part.get(sizeof(float) * (2 * (size_t)parts + 2), st)) return -1;
     k_q8f_minmax<<<parts, Q8F_THREADS, 0, amd_cu.stream>>>(nx, F(x), r.e->dev, calib, r.part.f());
     AMD_CUDA_CHECK_LAUNCH("k_q8f_minmax", st);
+    if (q > 0) {
+      mm = r.part.f() + 2 * parts;
+      if (r.bins.get(sizeof(unsigned long long) * Q8F_BINS, st)) return -1;
+      bins = (unsigned long long *)r.bins.p;
+      k_q8f_callrange<<<1, 1, 0, amd_cu.stream>>>(r.e->dev, calib, r.part.f(), parts, mm);
+      AMD_CUDA_CHECK_LAUNCH("k_q8f_callrange", st);
+      AMD_CUDA_CHECK(cudaMemsetAsync(bins, 0, sizeof(unsigned long long) * Q8F_BINS, amd_cu.stream), st);
+      k_q8f_hist<<<parts, Q8F_THREADS, 0, amd_cu.stream>>>(nx, F(x), r.e->dev, calib, mm, bins);
+      AMD_CUDA_CHECK_LAUNCH("k_q8f_hist", st);
+    }
   }
-  k_q8f_state<<<1, 1, 0, amd_cu.stream>>>(r.e->dev, r.calibrating ? r.part.f() : NULL, parts, calib, r.qmin, r.qmax);
+  k_q8f_state<<<1, 1, 0, amd_cu.stream>>>(r.e->dev, r.calibrating ? r.part.f() : NULL, parts, calib, q, mm, bins,
+                                          r.qmin, r.qmax);
   AMD_CUDA_CHECK_LAUNCH("k_q8f_state", st);
   /* the weight */
   r.ldw = round16(K > 0 ? K : 1);

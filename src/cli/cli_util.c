@@ -16,6 +16,7 @@
 #include "../data/image_stream.h"
 #include "../exec/backend.h"
 #include "../exec/exec.h"
+#include "../exec/mode_apply.h"
 #include "../ops/op.h"
 #include "../gemm/gemm.h"
 #include "../train/kernels.h"
@@ -300,4 +301,12 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
     return amd_fail(st, "the data set has %lld classes but the model has %lld outputs", (long long)ds->n_classes,
                     (long long)n_out);
   return 0;
+}
+
+int amd_cli_check_q8_calib(const char *prog, const char *calib) {
+  double pct;
+  amd_status st;
+  if (!amd_q8_calib_parse(calib, &pct, &st)) return 0;
+  fprintf(stderr, "%s: %s\n", prog, st.msg);
+  return 2;
 }

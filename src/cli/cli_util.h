@@ -91,4 +91,8 @@ int amd_cli_eval_setup(const char *cmd, struct amd_graph *g, const char *data, s
  * command's name (e.g. "amdnn-onnx eval"). */
 void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total);
 
+/* --q8-calib's value checked while parsing the arguments (amd_q8_calib_parse,
+ * exec/mode_apply.h): 0 when valid, else 2 after "prog: why" on stderr. */
+int amd_cli_check_q8_calib(const char *prog, const char *calib);
+
 #endif

@@ -27,6 +27,7 @@ static const char usage[] =
     "usage: amdnn-onnx bench MODEL.onnx [--batch N] [--steps K] [--warmup W] [--infer]\n"
     "                        [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                        [--backward-mode exact|MODE] [--q8-grad ste|table]\n"
+    "                        [--q8-calib minmax|percentile[:P]]\n"
     "                        [--profile FILE.tsv] [--seed S]\n"
     "                        [--device cpu|cuda[:N]] [--debug-sync] [--sync-steps] [--no-graph]\n"
     "\n"
@@ -44,8 +45,8 @@ static const char usage[] =
     "loading is timed. Defaults: --batch 128 --warmup 5 --seed 1, --steps 20 on\n"
     "the CPU and 100 on a GPU (where the first timed step's start-up and the\n"
     "last one's drain would weigh a few percent in 20 short steps).\n"
-    "--mode, --mode-map, --backward-mode and --q8-grad choose the multipliers and\n"
-    "the q8 backward as for train;\n"
+    "--mode, --mode-map, --backward-mode, --q8-grad and --q8-calib choose the\n"
+    "multipliers, the q8 backward and calibration as for train;\n"
     "--profile FILE.tsv prints where the time of the K steps went (per GEMM stage\n"
     "with multiply-accumulates per second, per op family; on a GPU timed with\n"
     "CUDA events) and writes the same rows to FILE.tsv.\n"
@@ -90,7 +91,7 @@ static int random_input(const amd_graph *g, int64_t n, uint64_t seed, amd_tensor
 }
 
 typedef struct bench_args {
-  const char *model, *mode, *bmode, *map, *device, *profile, *q8_grad;
+  const char *model, *mode, *bmode, *map, *device, *profile, *q8_grad, *q8_calib;
   int64_t batch, steps, warmup, seed;
   int infer, debug_sync, sync_steps, no_graph;
 } bench_args;
@@ -110,6 +111,7 @@ static int parse_args(int argc, char **argv, bench_args *b) {
                        : !strcmp(a, "--backward-mode") ? &b->bmode
                        : !strcmp(a, "--mode-map")      ? &b->map
                        : !strcmp(a, "--q8-grad")       ? &b->q8_grad
+                       : !strcmp(a, "--q8-calib")      ? &b->q8_calib
                        : !strcmp(a, "--device")        ? &b->device
                        : !strcmp(a, "--profile")       ? &b->profile
                                                        : NULL;
@@ -143,6 +145,7 @@ static int parse_args(int argc, char **argv, bench_args *b) {
     fprintf(stderr, "amdnn-onnx bench: MODEL is required\n\n%s", usage);
     return 2;
   }
+  if (amd_cli_check_q8_calib("amdnn-onnx bench", b->q8_calib)) return 2;
   return 0;
 }
 
@@ -209,7 +212,7 @@ int amd_cmd_bench(int argc, char **argv) {
     goto fail;
   }
   if (amd_graph_load(b.model, 0, &g, &st) || amd_mode_apply(g, b.mode, b.map, b.bmode, &modes, &st) ||
-      amd_q8_grad_apply(g, b.q8_grad, &st))
+      amd_q8_grad_apply(g, b.q8_grad, &st) || amd_q8_calib_apply(g, b.q8_calib, &st))
     goto fail;
   if (g->n_inputs != 1) {
     amd_fail(&st, "bench needs a model with one input (this one has %d)", g->n_inputs);

@@ -18,6 +18,7 @@
 
 static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                       [--q8-calib minmax|percentile[:P]]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
     "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
     "                       [--resize N|HxW] [--crop N|HxW] [--normalize NORM] [--workers N]\n"
@@ -26,7 +27,9 @@ static const char usage[] =
     "Evaluates MODEL on the test split (or the training split) of SPEC (the forms\n"
     "of `amdnn-onnx train --help`) with every Conv/Gemm/MatMul product computed by\n"
     "MODE (default acc32; --mode-map overrides nodes by name or op type; q8u:FILE and q8s:FILE\n"
-    "are 8-bit product tables for quantized models, docs/quantized.md), and prints top-1 and top-5 accuracy, the mean\n"
+    "are 8-bit product tables for quantized models, docs/quantized.md; --q8-calib how the\n"
+    "float nodes they quantize on the fly calibrate their data range on the first 4\n"
+    "batches, as for train), and prints top-1 and top-5 accuracy, the mean\n"
     "cross-entropy, images/s, the accuracy of each class and the confusion matrix\n"
     "(rows: label, columns: prediction). A model that ends in Softmax or\n"
     "LogSoftmax is scored on that node's input. --limit N scores only the first N\n"
@@ -81,7 +84,7 @@ static void print_confusion(const int64_t *confusion, int64_t c, char **class_na
 
 int amd_cmd_eval(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
-             *profile = NULL, *device = NULL;
+             *profile = NULL, *device = NULL, *q8_calib = NULL;
   int debug_sync = 0, tta = 0, in_memory = 0;
   int64_t batch = 256, limit = 0;
   amd_image_opts img = {0}; /* images: decoding and preprocessing, the normalisation */
@@ -95,6 +98,10 @@ int amd_cmd_eval(int argc, char **argv) {
     } else if (!strcmp(a, "--data") && v) data = argv[++i];
     else if (!strcmp(a, "--mode") && v) mode = argv[++i];
     else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
+    else if (!strcmp(a, "--q8-calib") && v) {
+      q8_calib = argv[++i];
+      if (amd_cli_check_q8_calib("amdnn-onnx eval", q8_calib)) return 2;
+    }
     else if (!strcmp(a, "--device") && v) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
     else if (!strcmp(a, "--tta")) tta = 1;
@@ -143,6 +150,7 @@ int amd_cmd_eval(int argc, char **argv) {
   int64_t *confusion = NULL;
   int rc = 1;
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
+      amd_q8_calib_apply(g, q8_calib, &st) ||
       amd_cli_eval_setup("amdnn-onnx eval", g, data, &img, strcmp(split, "test") == 0, limit, batch,
                          in_memory ? NULL : &stream, device, debug_sync, tta, &ds, &t, &st))
     goto fail;

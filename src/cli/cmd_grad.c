@@ -17,6 +17,7 @@ static const char usage[] =
     "usage: amdnn-onnx grad MODEL.onnx --input X.pb --labels Y.pb --output-dir DIR\n"
     "                       [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--backward-mode exact|MODE] [--q8-grad ste|table]\n"
+    "                       [--q8-calib minmax|percentile[:P]]\n"
     "                       [--label-smoothing EPS]\n"
     "                       [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
@@ -30,7 +31,9 @@ static const char usage[] =
     "--mode-map overrides it for nodes named, or of an op type (Conv, Gemm, MatMul);\n"
     "--backward-mode sets both backward GEMMs (default: each node's forward mode).\n"
     "--q8-grad: the backward of the nodes a q8 mode quantizes on the fly, as for\n"
-    "train (ste: straight-through, the default; table: the table's own slopes).\n"
+    "train (ste: straight-through, the default; table: the table's own slopes);\n"
+    "--q8-calib: how they calibrate their data range, as for train (minmax, the\n"
+    "default, or percentile[:P], P default 99.99; docs/quantized.md).\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
     "--debug-sync synchronises after every GPU kernel.\n";
 
@@ -52,7 +55,7 @@ static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *s
 
 int amd_cmd_grad(int argc, char **argv) {
   const char *model = NULL, *xin = NULL, *yin = NULL, *outdir = NULL, *mode = "acc32", *bmode = NULL, *map = NULL,
-             *device = NULL, *q8_grad = NULL;
+             *device = NULL, *q8_grad = NULL, *q8_calib = NULL;
   int debug_sync = 0;
   float smoothing = 0;
   for (int i = 1; i < argc; i++) {
@@ -68,6 +71,10 @@ int amd_cmd_grad(int argc, char **argv) {
     else if (!strcmp(a, "--backward-mode") && has) bmode = argv[++i];
     else if (!strcmp(a, "--mode-map") && has) map = argv[++i];
     else if (!strcmp(a, "--q8-grad") && has) q8_grad = argv[++i];
+    else if (!strcmp(a, "--q8-calib") && has) {
+      q8_calib = argv[++i];
+      if (amd_cli_check_q8_calib("amdnn-onnx grad", q8_calib)) return 2;
+    }
     else if (!strcmp(a, "--device") && has) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
     else if (!strcmp(a, "--label-smoothing") && has) {
@@ -92,7 +99,9 @@ int amd_cmd_grad(int argc, char **argv) {
   amd_mode_set modes = {0};
   int rc = 1;
   if (amd_graph_load(model, 0, &g, &st)) goto fail;
-  if (amd_mode_apply(g, mode, map, bmode, &modes, &st) || amd_q8_grad_apply(g, q8_grad, &st)) goto fail;
+  if (amd_mode_apply(g, mode, map, bmode, &modes, &st) || amd_q8_grad_apply(g, q8_grad, &st) ||
+      amd_q8_calib_apply(g, q8_calib, &st))
+    goto fail;
   if (amd_tensor_read_file(xin, &x, NULL, &st)) goto fail;
   if (x.rank < 1) {
     amd_fail(&st, "%s: the input needs a batch dimension", xin);

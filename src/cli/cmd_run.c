@@ -17,6 +17,7 @@
 static const char usage[] =
     "usage: amdnn-onnx run MODEL.onnx --input [NAME=]FILE.pb ... --output-dir DIR\n"
     "                      [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
+    "                      [--q8-calib minmax|percentile[:P]]\n"
     "                      [--device cpu|cuda[:N]] [--debug-sync]\n"
     "\n"
     "Runs MODEL on the CPU or a GPU (--device; default cuda when a GPU is\n"
@@ -29,14 +30,17 @@ static const char usage[] =
     "The 8-bit table modes q8u:FILE / q8s:FILE (or q8u:exact, q8s:exact) run\n"
     "the integer products of a quantized model (QLinearConv, QLinearMatMul,\n"
     "ConvInteger, MatMulInteger, QDQ Conv / Gemm / MatMul) through a 256 x 256\n"
-    "product table (docs/quantized.md).\n"
+    "product table (docs/quantized.md); a float Conv / Gemm / MatMul is quantized\n"
+    "on the fly, its data range calibrated on this one call (--q8-calib, as for\n"
+    "train: minmax, the default, or percentile[:P]).\n"
     "The model runs with its own ONNX semantics (a BatchNormalization exported in\n"
     "training mode normalises with the batch's statistics).\n";
 
 #define MAX_INPUTS 64
 
 int amd_cmd_run(int argc, char **argv) {
-  const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL, *device = NULL;
+  const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL, *device = NULL,
+             *q8_calib = NULL;
   int debug_sync = 0;
   const char *in_spec[MAX_INPUTS];
   int n_spec = 0;
@@ -56,6 +60,9 @@ int amd_cmd_run(int argc, char **argv) {
       mode = argv[++i];
     } else if (strcmp(argv[i], "--mode-map") == 0 && i + 1 < argc) {
       map = argv[++i];
+    } else if (strcmp(argv[i], "--q8-calib") == 0 && i + 1 < argc) {
+      q8_calib = argv[++i];
+      if (amd_cli_check_q8_calib("amdnn-onnx run", q8_calib)) return 2;
     } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       device = argv[++i];
     } else if (strcmp(argv[i], "--debug-sync") == 0) {
@@ -81,7 +88,9 @@ int amd_cmd_run(int argc, char **argv) {
   int have[MAX_INPUTS] = {0}, rc = 1;
   amd_mode_set modes = {0};
   memset(inputs, 0, sizeof inputs);
-  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st)) goto fail;
+  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
+      amd_q8_calib_apply(g, q8_calib, &st))
+    goto fail;
   if (g->n_inputs > MAX_INPUTS) {
     amd_fail(&st, "the model has %d inputs (at most %d supported)", g->n_inputs, MAX_INPUTS);
     goto fail;

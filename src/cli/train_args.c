@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/mode_apply.h"
 #include "../report/plot.h"
 #include "../train/optim.h"
 #include "cli_util.h"
@@ -89,6 +90,12 @@ static const char usage[] =
     "                         central difference quotients along each operand at the\n"
     "                         forward's codes, minus the exact product's), on the\n"
     "                         CPU and the GPU alike; see docs/quantized.md\n"
+    "  --q8-calib minmax|percentile[:P]\n"
+    "                         the data range of those nodes, calibrated on their first\n"
+    "                         4 batches: minmax (default) their min and max;\n"
+    "                         percentile[:P] (P default 99.99, 50 < P <= 100) each\n"
+    "                         batch's (100-P)-th and P-th percentile (2048-bin\n"
+    "                         histogram), the widest over the batches\n"
     "output:\n"
     "  -o FILE                the trained model: the original graph with the trained\n"
     "                         initializers and BN statistics, for inference\n"
@@ -169,6 +176,15 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
       if (strcmp(v, "ste") != 0 && strcmp(v, "table") != 0) {
         fprintf(stderr, "amdnn-onnx train: --q8-grad '%s': expected ste (the straight-through estimator) or table "
                         "(the multiplier table's own difference quotients)\n", v);
+        return -1;
+      }
+    }
+    else if (OPT("--q8-calib")) {
+      c->q8_calib = v;
+      double pct;
+      amd_status cst;
+      if (amd_q8_calib_parse(v, &pct, &cst)) {
+        fprintf(stderr, "amdnn-onnx train: %s\n", cst.msg);
         return -1;
       }
     }

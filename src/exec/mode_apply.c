@@ -22,9 +22,12 @@
  *     (blocked, weights per another axis, transA) is an error;
  *   - --backward-mode q8... is an error (the q8 modes have no backward).
  * amd_q8_grad_apply then picks the backward of the q8f nodes (train
- * --q8-grad ste|table). */
+ * --q8-grad ste|table), amd_q8_calib_apply their calibration (--q8-calib
+ * minmax|percentile[:P]). */
 #include "mode_apply.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,5 +131,38 @@ int amd_q8_grad_apply(amd_graph *g, const char *grad, amd_status *st) {
   if (kind == AMD_Q8_GRAD_TABLE && !any)
     return amd_fail(st, "--q8-grad table: no node is quantized on the fly (the option applies to float Conv, "
                         "Gemm and MatMul nodes in a q8 mode, --mode q8u:FILE or q8s:FILE)");
+  return 0;
+}
+
+int amd_q8_calib_parse(const char *calib, double *pct, amd_status *st) {
+  static const char pre[] = "percentile";
+  const size_t np = sizeof pre - 1;
+  *pct = 0;
+  if (!calib || strcmp(calib, "minmax") == 0) return 0;
+  if (strcmp(calib, pre) == 0) {
+    *pct = 99.99;
+    return 0;
+  }
+  if (strncmp(calib, pre, np) == 0 && calib[np] == ':' && calib[np + 1]) {
+    char *end;
+    errno = 0;
+    const double p = strtod(calib + np + 1, &end);
+    if (errno == 0 && *end == '\0' && isfinite(p) && p > 50 && p <= 100) {
+      *pct = p;
+      return 0;
+    }
+  }
+  return amd_fail(st, "--q8-calib '%s': expected minmax or percentile[:P] with 50 < P <= 100 (default P 99.99)",
+                  calib);
+}
+
+int amd_q8_calib_apply(amd_graph *g, const char *calib, amd_status *st) {
+  double pct;
+  if (amd_q8_calib_parse(calib, &pct, st)) return -1;
+  int any = 0;
+  for (int i = 0; i < g->n_nodes; i++) any += amd_q8_float_set_calib(&g->nodes[i], pct);
+  if (pct > 0 && !any)
+    return amd_fail(st, "--q8-calib %s: no node is quantized on the fly (the option applies to float Conv, Gemm "
+                        "and MatMul nodes in a q8 mode, --mode q8u:FILE or q8s:FILE)", calib);
   return 0;
 }

@@ -21,4 +21,13 @@ int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *
  * MatMul in a q8 mode). */
 int amd_q8_grad_apply(amd_graph *g, const char *grad, amd_status *st);
 
+/* The data range's calibration of those nodes (`--q8-calib`,
+ * docs/quantized.md): "minmax" (or NULL, the default) sets *pct = 0,
+ * "percentile" *pct = 99.99, "percentile:P" *pct = P (50 < P <= 100);
+ * another value is an error. */
+int amd_q8_calib_parse(const char *calib, double *pct, amd_status *st);
+/* Parses calib and sets it on every node quantized on the fly. Call after
+ * amd_mode_apply; a percentile with no such node is an error. */
+int amd_q8_calib_apply(amd_graph *g, const char *calib, amd_status *st);
+
 #endif

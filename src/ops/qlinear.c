@@ -658,7 +658,9 @@ static int qdqgemm_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
  * [qmin, qmax]) and then computes exactly as Conv[q8] / Gemm[q8] / MatMul[q8]:
  *   data (input 0), per tensor, asymmetric: [lo, hi] = the min and max of
  *     the inputs of the first AMD_Q8_CALIB_CALLS forward calls (batches),
- *     widened to include 0, then frozen (later values saturate);
+ *     widened to include 0, then frozen (later values saturate); with
+ *     --q8-calib percentile:P the min of the calls' lower and the max of
+ *     their upper percentile edges instead (amd_q8f_percentile_range);
  *     scale = (hi - lo) / (qmax - qmin) (float32; 1 when hi = lo),
  *     zp = saturate(round_half_even(qmin - lo / scale)),
  *     code = saturate(round_half_even(x / scale) + zp);
@@ -677,6 +679,7 @@ typedef struct q8f_attrs {
   int calls;     /* forward calls seen (calibration while < AMD_Q8_CALIB_CALLS) */
   double lo, hi; /* the data range so far (includes 0) */
   int grad;      /* the backward: AMD_Q8_GRAD_STE or AMD_Q8_GRAD_TABLE (amd_q8_float_set_grad) */
+  double calib_q; /* the calibration: 0 min / max, else the percentile's P / 100 (amd_q8_float_set_calib) */
 } q8f_attrs;
 
 extern const amd_op amd_op_Gemm, amd_op_MatMul;
@@ -723,9 +726,17 @@ static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor
   const int64_t nx = amd_tensor_numel(x), nw = amd_tensor_numel(w);
   const float *xd = x->data, *wd = w->data;
   if (a->calls < AMD_Q8_CALIB_CALLS) {
-    for (int64_t i = 0; i < nx; i++) {
-      if (xd[i] < a->lo) a->lo = xd[i];
-      if (xd[i] > a->hi) a->hi = xd[i];
+    if (a->calib_q > 0) {
+      double clo, chi;
+      if (amd_q8f_percentile_range(xd, nx, a->calib_q, &clo, &chi)) {
+        if (clo < a->lo) a->lo = clo;
+        if (chi > a->hi) a->hi = chi;
+      }
+    } else {
+      for (int64_t i = 0; i < nx; i++) {
+        if (xd[i] < a->lo) a->lo = xd[i];
+        if (xd[i] > a->hi) a->hi = xd[i];
+      }
     }
     a->calls++;
   }
@@ -776,6 +787,49 @@ static int q8f_quantize(const amd_node *n, const amd_tensor *x, const amd_tensor
 
 /* The state accessors of q8f.h (for the CUDA kernels of these ops). */
 int amd_q8f_calib_calls(void) { return AMD_Q8_CALIB_CALLS; }
+
+double amd_q8f_calib_q(const amd_node *n) { return ((const q8f_attrs *)n->attrs)->calib_q; }
+
+/* The bin edge e(j) of amd_q8f_percentile_range. */
+static double q8f_edge(double mn, double mx, double range, int j) {
+  return j == AMD_Q8F_BINS ? mx : mn + range * (double)j / (double)AMD_Q8F_BINS;
+}
+
+int64_t amd_q8f_percentile_range(const float *x, int64_t n, double q, double *lo, double *hi) {
+  float mn = INFINITY, mx = -INFINITY;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(x[i])) continue;
+    if (x[i] < mn) mn = x[i];
+    if (x[i] > mx) mx = x[i];
+    count++;
+  }
+  if (count == 0) return 0;
+  if (!isfinite(mn) || !isfinite(mx) || mn == mx) {
+    *lo = mn, *hi = mx;
+    return count;
+  }
+  /* the bins over [mn, mx]: the same double operations as the CUDA kernel */
+  int64_t bins[AMD_Q8F_BINS] = {0};
+  const double dmn = mn, range = (double)mx - dmn, inv = (double)AMD_Q8F_BINS / range;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(x[i])) continue;
+    int b = (int)(((double)x[i] - dmn) * inv);
+    bins[b < AMD_Q8F_BINS ? b : AMD_Q8F_BINS - 1]++;
+  }
+  int64_t k = (int64_t)ceil(q * (double)count);
+  if (k < 1) k = 1;
+  if (k > count) k = count;
+  int64_t c = 0;
+  int b = 0;
+  while (b < AMD_Q8F_BINS - 1 && (c += bins[b]) < k) b++;
+  *hi = q8f_edge(dmn, mx, range, b + 1);
+  c = 0;
+  b = AMD_Q8F_BINS - 1;
+  while (b > 0 && (c += bins[b]) < k) b--;
+  *lo = q8f_edge(dmn, mx, range, b);
+  return count;
+}
 
 void amd_q8f_get_state(const amd_node *n, amd_q8f_state *s) {
   const q8f_attrs *a = n->attrs;
@@ -1196,6 +1250,12 @@ int amd_q8_float_node(amd_node *n, amd_status *st) {
 int amd_q8_float_set_grad(amd_node *n, int grad) {
   if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return 0;
   ((q8f_attrs *)n->attrs)->grad = grad;
+  return 1;
+}
+
+int amd_q8_float_set_calib(amd_node *n, double pct) {
+  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return 0;
+  ((q8f_attrs *)n->attrs)->calib_q = pct > 0 ? pct / 100.0 : 0.0;
   return 1;
 }
 

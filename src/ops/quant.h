@@ -30,6 +30,11 @@ int amd_q8_float_node(amd_node *n, amd_status *st);
 enum { AMD_Q8_GRAD_STE = 0, AMD_Q8_GRAD_TABLE = 1 };
 int amd_q8_float_set_grad(amd_node *n, int grad);
 int amd_q8_float_grad(const amd_node *n);
+/* Their data range's calibration (--q8-calib, docs/quantized.md): pct 0 for
+ * min / max (the default), else the percentile P (50 < P <= 100; q8f.h,
+ * amd_q8f_percentile_range). Returns 1 for a q8f node, 0 (nothing set) for
+ * any other. */
+int amd_q8_float_set_calib(amd_node *n, double pct);
 
 /* A DequantizeLinear node's axis (normalised against rank when rank >= 0)
  * and block_size. */

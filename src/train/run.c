@@ -111,6 +111,14 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
     size_t k = strlen(buf);
     snprintf(buf + k, n - k, " q8grad=%s", c->q8_grad);
   }
+  /* the percentile calibration (only when chosen: older checkpoints resume); P as a number, so that
+   * "percentile" and "percentile:99.99" are the same run */
+  double pct = 0;
+  amd_status ignored;
+  if (!amd_q8_calib_parse(c->q8_calib, &pct, &ignored) && pct > 0) {
+    size_t k = strlen(buf);
+    snprintf(buf + k, n - k, " q8calib=percentile:%.10g", pct);
+  }
   /* the image options that change the data (only when set: older checkpoints resume) */
   amd_image_opts io = c->img;
   io.workers = 0;
@@ -138,7 +146,7 @@ static int setup_inputs(run_state *r, amd_status *st) {
   c->img.uncropped_train = r->aug.rrc;
   if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
   if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
-  if (amd_q8_grad_apply(r->g, c->q8_grad, st)) return -1;
+  if (amd_q8_grad_apply(r->g, c->q8_grad, st) || amd_q8_calib_apply(r->g, c->q8_calib, st)) return -1;
   if (amd_dataset_load_opts(c->data, &c->img, &r->ds, st)) return -1;
   if (r->ds.note[0]) line(r, AMD_TRAIN_WARNING, "%s", r->ds.note);
   if (c->limit) {
@@ -600,9 +608,14 @@ static int start(run_state *r, amd_status *st) {
   line(r, AMD_TRAIN_INFO, "model %s: %d trainable initializers, %lld parameters; %s", c->model, r->t.n_params,
        (long long)r->t.n_floats, amd_dataset_describe(&r->ds, desc, sizeof desc));
   const int q8_table = c->q8_grad && strcmp(c->q8_grad, "table") == 0;
-  line(r, AMD_TRAIN_INFO_FLUSHED, "training %lld epochs, batch %lld, %s lr %g (%s), mode %s%s%s%s, %lld training samples%s",
+  double q8_pct = 0;
+  amd_status ignored;
+  char calib[64] = "";
+  if (!amd_q8_calib_parse(c->q8_calib, &q8_pct, &ignored) && q8_pct > 0)
+    snprintf(calib, sizeof calib, ", q8 data ranges at the %.10g-th percentile", q8_pct);
+  line(r, AMD_TRAIN_INFO_FLUSHED, "training %lld epochs, batch %lld, %s lr %g (%s), mode %s%s%s%s%s, %lld training samples%s",
        (long long)c->epochs, (long long)c->batch, amd_optim_name(&r->opt), c->lr, c->schedule, c->mode,
-       c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", q8_table ? ", table-derived q8 gradients" : "",
+       c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", q8_table ? ", table-derived q8 gradients" : "", calib,
        (long long)r->n_train, c->val ? " (+ validation)" : "");
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);

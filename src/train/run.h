@@ -28,6 +28,7 @@ typedef struct amd_train_cfg {
   const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
       *schedule, *augment, *freeze, *device;
   const char *q8_grad; /* the q8f nodes' backward: NULL or "ste", "table" (exec/mode_apply.h) */
+  const char *q8_calib; /* their data range's calibration: NULL, "minmax", "percentile[:P]" (exec/mode_apply.h) */
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;

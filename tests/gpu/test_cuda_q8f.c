@@ -24,8 +24,14 @@
  * both, and the table's sums, kept in the CPU's order on the GPU, make the
  * whole gradient the same bits. With an approximate table the test also
  * checks that the table's terms moved the CPU's gradients away from the
- * straight-through ones (so that a GPU that left them out fails). Exits 1 on
- * any failure, 77 without a GPU. */
+ * straight-through ones (so that a GPU that left them out fails).
+ *
+ * The percentile calibration (--q8-calib percentile:P, amd_q8f_percentile_range):
+ * the straight-through cases again with P = 99 and 99.99 on both nodes and a
+ * few outliers in the data of every calibrating call (and in the wild case a
+ * huge one): the calibration state must be the same bits after every call (the
+ * device's histogram and edges against the CPU's), and the range must lie
+ * inside the min / max one's. Exits 1 on any failure, 77 without a GPU. */
 #include "../grad/gradcheck.h"
 
 #include "../../cuda/backend_cuda.h"
@@ -39,6 +45,8 @@ static const amd_backend *gpu;
 static int passed, failed;
 /* forward calls before the backward: 6, or fewer for a backward while the data range still calibrates */
 static int fwd_calls = 6;
+/* the calibration: 0 min / max, else the percentile P (amd_q8_float_set_calib) */
+static double calib_pct = 0;
 
 static void fill(amd_tensor *t, double lo, double hi) {
   for (int64_t i = 0; i < amd_tensor_numel(t); i++) ((float *)t->data)[i] = (float)(lo + (hi - lo) * gc_uniform());
@@ -132,6 +140,9 @@ static void q8f_case(const char *label, const char *op, Onnx__AttributeProto **a
   const int table = grad == AMD_Q8_GRAD_TABLE;
   amd_q8_float_set_grad(&gcpu.node, grad);
   amd_q8_float_set_grad(&ggpu.node, grad);
+  amd_q8_float_set_calib(&gcpu.node, calib_pct);
+  amd_q8_float_set_calib(&ggpu.node, calib_pct);
+  double data_lo = 0, data_hi = 0; /* the min / max calibration's range, for the percentile's */
   if (table) to_grid(in[1], 0.25f);
   amd_tensor dev[8], *dev_in[8] = {0}, cpu_out = {0}, gpu_out = {0};
   memset(dev, 0, sizeof dev);
@@ -146,7 +157,19 @@ static void q8f_case(const char *label, const char *op, Onnx__AttributeProto **a
       const int64_t nx = amd_tensor_numel(in[0]);
       x[0] = NAN, x[1 % nx] = -0.0f;
       if (call == 4) x[2 % nx] = 1e30f, x[3 % nx] = -1e30f, x[4 % nx] = INFINITY;
+      if (calib_pct > 0 && call == 2) x[2 % nx] = 1e30f; /* one huge outlier in the histogram */
     }
+    if (calib_pct > 0 && call < 4) { /* outliers, for the percentile to cut off */
+      float *x = in[0]->data;
+      const int64_t nx = amd_tensor_numel(in[0]);
+      x[(nx / 2 + 5) % nx] = (float)(-20 * r), x[(nx / 3 + 7) % nx] = (float)(30 * r);
+    }
+    if (call < 4)
+      for (int64_t i = 0; i < amd_tensor_numel(in[0]); i++) {
+        const float v = ((const float *)in[0]->data)[i];
+        if (v < data_lo) data_lo = v;
+        if (v > data_hi) data_hi = v;
+      }
     ((float *)in[1]->data)[0] = w0 + 0.25f * (float)call; /* the weights' ranges move */
     for (int k = 0; k < n_in; k++) {
       if (dev_in[k]) gpu->buf->free(&dev[k]);
@@ -181,6 +204,11 @@ static void q8f_case(const char *label, const char *op, Onnx__AttributeProto **a
     if (sc.calls != sg.calls || sc.lo != sg.lo || sc.hi != sg.hi) {
       printf("FAIL %s: call %d: calibration state cpu (%d, %.17g, %.17g) gpu (%d, %.17g, %.17g)\n", label, call,
              sc.calls, sc.lo, sc.hi, sg.calls, sg.lo, sg.hi);
+      ok = 0;
+    }
+    if (calib_pct > 0 && !(sc.lo >= data_lo && sc.hi <= data_hi && sc.lo <= 0 && sc.hi >= 0)) {
+      printf("FAIL %s: call %d: percentile range [%.9g, %.9g] not inside the data's [%.9g, %.9g] with 0\n", label,
+             call, sc.lo, sc.hi, data_lo, data_hi);
       ok = 0;
     }
   }
@@ -444,6 +472,13 @@ int main(int argc, char **argv) {
     cases(&msa, "q8s approximate", grad, 1);
     cases(&ms32, "q8s int32 table", grad, 1);
   }
+  calib_pct = 99; /* the percentile calibration, both nodes */
+  cases(&mu, "q8u:exact --q8-calib percentile:99", AMD_Q8_GRAD_STE, 0);
+  cases(&msa, "q8s approximate --q8-calib percentile:99", AMD_Q8_GRAD_STE, 0);
+  calib_pct = 99.99;
+  cases(&mua, "q8u approximate --q8-calib percentile:99.99", AMD_Q8_GRAD_STE, 0);
+  cases(&ms, "q8s:exact --q8-calib percentile:99.99", AMD_Q8_GRAD_TABLE, 0);
+  calib_pct = 0;
   amd_mult_free(&mu), amd_mult_free(&ms), amd_mult_free(&mua), amd_mult_free(&msa), amd_mult_free(&ms32);
   amd_cuda_backend_close();
   printf("%d passed, %d failed\n", passed, failed);
