@@ -10,7 +10,11 @@
  *
  * The multipliers come from the --mode machinery (mult/mode_map.h): MODE is
  * parsed once into a mode set and each row points the GEMM nodes' forward
- * (and backward) multiplier at it or at acc32 (NULL).
+ * (and backward) multiplier at it or at acc32 (NULL). An 8-bit table mode
+ * (q8u:FILE, q8s:FILE) turns the nodes it applies to into other ops (their
+ * q8 internal ops: amd_mode_apply_q8), so there each row loads the model
+ * again and starts a new evaluator on it (the data stays loaded); the
+ * quantized nodes calibrate on the row's first batches, as `eval` does.
  *
  * --tsv FILE is written a row at a time (flushed), after a first comment line
  * naming the run (model, data, mode, limit, tta). A FILE that exists with the
@@ -29,6 +33,7 @@
 
 #include "../data/dataset.h"
 #include "../exec/backend.h"
+#include "../exec/mode_apply.h"
 #include "../mult/mode_map.h"
 #include "../onnx/load.h"
 #include "../ops/op.h"
@@ -332,11 +337,30 @@ int amd_cmd_sweep(int argc, char **argv) {
       amd_fail(&st, "internal: the baseline row is missing");
       goto fail;
     }
+    const int q8 = modes.def && modes.def->q8;
+    if (q8 && k > 0) { /* a fresh model and evaluator (the last row's nodes were rewritten) */
+      amd_trainer_free(&t);
+      amd_graph_free(g);
+      g = NULL;
+      if (amd_graph_load(model, 0, &g, &st)) goto fail;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
       amd_node *nd = &g->nodes[i];
       if (!nd->op->is_gemm) continue;
       int on = k == n_rows - 1 || i == r->node;
       nd->mult = nd->bwd_mult = on ? modes.def : NULL;
+    }
+    if (q8 && k > 0) {
+      const amd_trainer_opts eval_opts = {.inference_only = 1};
+      const amd_backend *be;
+      if (amd_mode_apply_q8(g, &st) || amd_trainer_init(&t, g, &eval_opts, &st) ||
+          amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st))
+        goto fail;
+      t.tta = tta;
+      /* the probe of the model's outputs, as eval's set-up runs it (the quantized
+       * nodes count it among their calibration calls there too) */
+      int64_t n_out;
+      if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
     }
     amd_batch_stats bs = {0};
     int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);

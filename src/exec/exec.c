@@ -211,6 +211,17 @@ static void free_inits(amd_run *r, int keep_preset) {
   }
 }
 
+void amd_run_forget_static(amd_run *r) {
+  amd_run_clear(r, NULL); /* the last pass's vals may point at them */
+  for (int v = 0; v < r->g->n_values; v++)
+    if (r->init_owned[v] == 4) {
+      free_val(r->be, &r->inits[v]);
+      memset(&r->inits[v], 0, sizeof r->inits[v]);
+      r->init_owned[v] = 0;
+    }
+  r->static_filled = 0;
+}
+
 void amd_run_set_init(amd_run *r, int v, const amd_tensor *t) {
   if (r->init_owned[v] == 1) r->be->buf->free(&r->inits[v]);
   r->inits[v] = *t;

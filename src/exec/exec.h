@@ -55,6 +55,10 @@ void amd_run_set_init(amd_run *r, int v, const amd_tensor *t);
  * frees each after its last reader (graph outputs stay). The previous pass's
  * tensors are freed first. */
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st);
+/* Drops the static nodes' kept outputs (exec.c): the next pass keeps its
+ * own. For a pass whose shapes are not the ones that follow (a probe with a
+ * batch of 1); not while a captured CUDA graph may read them. */
+void amd_run_forget_static(amd_run *r);
 /* Frees the tensors of the last pass (ctx is not used). */
 void amd_run_clear(amd_run *r, const amd_ctx *ctx);
 void amd_run_free(amd_run *r);

@@ -120,6 +120,14 @@ int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *
   return amd_mode_set_check_used(set, st);
 }
 
+int amd_mode_apply_q8(amd_graph *g, amd_status *st) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    amd_node *nd = &g->nodes[i];
+    if (nd->op->is_gemm && nd->mult && nd->mult->q8 && rewrite_qdq(g, nd, st)) return -1;
+  }
+  return 0;
+}
+
 int amd_q8_grad_apply(amd_graph *g, const char *grad, amd_status *st) {
   int kind;
   if (!grad || strcmp(grad, "ste") == 0) kind = AMD_Q8_GRAD_STE;

@@ -13,6 +13,11 @@
 int amd_mode_apply(amd_graph *g, const char *mode, const char *map, const char *backward, amd_mode_set *set,
                    amd_status *st);
 
+/* The q8 step of amd_mode_apply alone, for a caller that set node->mult
+ * itself (`sweep`): every Conv / Gemm / MatMul whose mult is an 8-bit table
+ * mode becomes its q8 internal op (QDQ form) or is quantized on the fly. */
+int amd_mode_apply_q8(amd_graph *g, amd_status *st);
+
 /* The backward of the nodes quantized on the fly (Conv[q8f], Gemm[q8f],
  * MatMul[q8f]; `train --q8-grad`, docs/quantized.md): grad "ste" (or NULL)
  * the clipped straight-through estimator, "table" the table-derived

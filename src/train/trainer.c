@@ -829,6 +829,7 @@ int amd_trainer_n_outputs(amd_trainer *t, const amd_dataset *ds, int64_t *n_out,
   int rc = amd_run_forward(&t->run, &ctx, &x, 0, st);
   int64_t n = 0, c = 0;
   if (rc == 0) rc = logits_shape(&t->run.vals[t->logits_value], &n, &c, st);
+  amd_run_forget_static(&t->run); /* kept for a batch of 1: the real batches keep their own */
   amd_tensor_free(&x);
   *n_out = c;
   return rc;

@@ -117,7 +117,7 @@ static void check_model(const char *dir, const char *file, int expect_static) {
   printf("%s: %d of %d nodes static\n", file, n_static, g->n_nodes);
 
   amd_tensor x3 = make_input(g, 3, 1), x5 = make_input(g, 5, 2), x3b = make_input(g, 3, 3);
-  amd_tensor a, b, c, d, f3, f5, f3b;
+  amd_tensor a, b, c, d, f3, f5 = {0}, f3b;
   if (forward(&r, &x3, &a) || forward(&r, &x3b, &b) || forward(&r, &x5, &c) || forward(&r, &x3, &d) ||
       fresh(g, &x3, &f3) || fresh(g, &x5, &f5) || fresh(g, &x3b, &f3b)) {
     failures++;
@@ -131,8 +131,22 @@ static void check_model(const char *dir, const char *file, int expect_static) {
     CHECK(same(&c, &f5) && c.dims[0] == 5, "%s: batch 5 after batch 3 = a fresh run of batch 5", file);
     CHECK(same(&d, &f3), "%s: batch 3 again = the first pass", file);
     amd_tensor_free(&a), amd_tensor_free(&b), amd_tensor_free(&c), amd_tensor_free(&d);
-    amd_tensor_free(&f3), amd_tensor_free(&f5), amd_tensor_free(&f3b);
+    amd_tensor_free(&f3), amd_tensor_free(&f3b);
   }
+  /* a probe of batch 1, forgotten: the next pass keeps the outputs of its own shapes */
+  amd_tensor x1 = make_input(g, 1, 4), p, q;
+  amd_run_forget_static(&r);
+  CHECK(r.static_filled == 0, "%s: nothing kept after amd_run_forget_static", file);
+  if (forward(&r, &x1, &p) == 0) {
+    amd_run_forget_static(&r);
+    if (forward(&r, &x5, &q) == 0) {
+      CHECK(r.static_filled == 1 && r.static_dims[1] == 5, "%s: after the forgotten probe, batch 5's kept", file);
+      CHECK(same(&q, &f5) || !expect_static, "%s: batch 5 after the probe = a fresh run", file);
+      amd_tensor_free(&q);
+    } else failures++;
+    amd_tensor_free(&p);
+  } else failures++;
+  amd_tensor_free(&x1), amd_tensor_free(&f5);
   amd_tensor_free(&x3), amd_tensor_free(&x5), amd_tensor_free(&x3b);
   amd_run_free(&r);
   amd_graph_free(g);
