@@ -112,7 +112,8 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
       int depth = b[24], ctype = b[25];
       info->kind = AMD_IMG_PNG;
       info->colour = (ctype & 2) != 0; /* 2 RGB, 3 palette, 6 RGBA; 0 grey, 4 grey+alpha */
-      if (depth > 8) rc = amd_fail(st, "%s: %d-bit PNG not supported (8-bit or less expected)", path, depth);
+      if (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16)
+        rc = amd_fail(st, "%s: bad PNG bit depth %d", path, depth);
       else if (ctype != 0 && ctype != 2 && ctype != 3 && ctype != 4 && ctype != 6)
         rc = amd_fail(st, "%s: bad PNG colour type %d", path, ctype);
       else rc = check_size(path, w, h, st);
@@ -313,10 +314,11 @@ static int decode_png(const char *path, uint8_t **pix, int *h, int *w, int *c, a
   /* Everything assigned after setjmp and read after a longjmp is volatile. */
   uint8_t *volatile buf = NULL;
   png_bytep *volatile rows = NULL;
-  volatile int bad_depth = 0;
+  uint8_t *volatile wide = NULL; /* a 16-bit grey image's rows */
   if (setjmp(err.jmp)) {
     free(rows);
     free(buf);
+    free(wide);
     png_destroy_read_struct(&png, &info, NULL);
     fclose(fp);
     return amd_fail(st, "%s: bad PNG: %s", path, err.msg);
@@ -329,33 +331,39 @@ static int decode_png(const char *path, uint8_t **pix, int *h, int *w, int *c, a
   png_uint_32 pw = png_get_image_width(png, info), ph = png_get_image_height(png, info);
   int depth = png_get_bit_depth(png, info), ctype = png_get_color_type(png, info);
   if ((int64_t)pw * ph > AMD_IMG_MAX_PIXELS) png_error(png, "image has too many pixels");
-  if (depth > 8) {
-    bad_depth = depth;
-  } else {
-    if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
-    if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-    /* png_set_palette_to_rgb also turns a tRNS chunk into an alpha channel
-     * (gray and RGB tRNS are not expanded): strip that too */
-    if ((ctype & PNG_COLOR_MASK_ALPHA) || (ctype == PNG_COLOR_TYPE_PALETTE && png_get_valid(png, info, PNG_INFO_tRNS)))
-      png_set_strip_alpha(png);
-    png_set_interlace_handling(png); /* Adam7 images are de-interlaced by png_read_image */
-    png_read_update_info(png, info);
-    int ch = png_get_channels(png, info);
-    size_t rowbytes = png_get_rowbytes(png, info);
-    if ((ch != 1 && ch != 3) || rowbytes != (size_t)pw * (size_t)ch)
-      png_error(png, "unsupported pixel format after conversion");
-    buf = malloc(rowbytes * ph);
-    rows = malloc(ph * sizeof *rows);
-    if (!buf || !rows) png_error(png, "out of memory");
-    for (png_uint_32 i = 0; i < ph; i++) rows[i] = buf + i * rowbytes;
-    png_read_image(png, rows);
-    png_read_end(png, NULL);
-    *c = ch;
-  }
+  /* 16 bits as PIL 9.4 reads them (then convert('RGB')): a grey image becomes
+   * a 32-bit integer image whose conversion clips at 255 (the value, not its
+   * high byte: 256 and more are white); the other types keep the high byte
+   * of each sample (png_set_strip_16 does the same) */
+  const int grey16 = depth == 16 && ctype == PNG_COLOR_TYPE_GRAY;
+  if (depth == 16 && !grey16) png_set_strip_16(png);
+  if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (ctype == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  /* png_set_palette_to_rgb also turns a tRNS chunk into an alpha channel
+   * (gray and RGB tRNS are not expanded): strip that too */
+  if ((ctype & PNG_COLOR_MASK_ALPHA) || (ctype == PNG_COLOR_TYPE_PALETTE && png_get_valid(png, info, PNG_INFO_tRNS)))
+    png_set_strip_alpha(png);
+  png_set_interlace_handling(png); /* Adam7 images are de-interlaced by png_read_image */
+  png_read_update_info(png, info);
+  int ch = png_get_channels(png, info);
+  size_t rowbytes = png_get_rowbytes(png, info);
+  if ((ch != 1 && ch != 3) || rowbytes != (size_t)pw * (size_t)ch * (grey16 ? 2 : 1))
+    png_error(png, "unsupported pixel format after conversion");
+  buf = malloc((size_t)pw * ch * ph);
+  if (grey16) wide = malloc(rowbytes * ph);
+  rows = malloc(ph * sizeof *rows);
+  if (!buf || !rows || (grey16 && !wide)) png_error(png, "out of memory");
+  uint8_t *dst = grey16 ? wide : buf;
+  for (png_uint_32 i = 0; i < ph; i++) rows[i] = dst + i * rowbytes;
+  png_read_image(png, rows);
+  png_read_end(png, NULL);
+  if (grey16) /* big-endian samples, clipped */
+    for (size_t i = 0; i < (size_t)pw * ph; i++) buf[i] = wide[2 * i] ? 255 : wide[2 * i + 1];
+  *c = ch;
+  free(wide);
   free(rows);
   png_destroy_read_struct(&png, &info, NULL);
   fclose(fp);
-  if (bad_depth) return amd_fail(st, "%s: %d-bit PNG not supported (8-bit or less expected)", path, bad_depth);
   *pix = buf;
   *h = (int)ph;
   *w = (int)pw;

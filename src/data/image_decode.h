@@ -32,7 +32,7 @@ int64_t amd_img_work_bytes(const amd_img_info *info);
 
 /* Reads the header (the JPEG frame header or the PNG IHDR; the content
  * decides, not the name): kind, size, grey or colour. Fails on a file that is
- * not a JPEG or PNG, a truncated header, 16-bit PNG, 12-bit JPEG, a size
+ * not a JPEG or PNG, a truncated header, a bad PNG bit depth, 12-bit JPEG, a size
  * beyond the limits above, and a PNG whose file is too short to hold its
  * pixels (deflate compresses at most about 1032:1: a decompression bomb or a
  * truncated file, refused before anything is allocated). */

@@ -162,6 +162,14 @@ static void write_cifar_dir(const char *dir) {
 
 /* PNG writer: w x h, color type, bit depth; pixel(x, y, ch) from a formula. */
 static uint8_t png_pix(int seed, int x, int y, int ch) { return (uint8_t)(seed * 29 + y * 17 + x * 5 + ch * 60 + 1); }
+/* A 16-bit PNG's sample: grey alone has values below 256 (every other pixel)
+ * and above; the other types png_pix as the high byte over a low byte that
+ * is not zero. */
+static unsigned png_pix16(int seed, int x, int y, int ch, int ctype) {
+  const unsigned v = png_pix(seed, x, y, ch);
+  if (ctype == PNG_COLOR_TYPE_GRAY) return (x + y) % 2 ? v * 256 + 7 : v;
+  return v * 256 + (v * 7 + 3) % 256;
+}
 
 static void write_png_il(const char *path, int w, int h, int ctype, int depth, int seed, int interlace) {
   FILE *f = fopen(path, "wb");
@@ -196,8 +204,9 @@ static void write_png_il(const char *path, int w, int h, int ctype, int depth, i
       for (int c = 0; c < ch; c++) {
         uint8_t v = ctype == PNG_COLOR_TYPE_PALETTE ? (uint8_t)((x + y) % 4) : png_pix(seed, x, y, c);
         if (depth == 16) {
-          row[(x * ch + c) * 2] = v;
-          row[(x * ch + c) * 2 + 1] = 0;
+          const unsigned v16 = png_pix16(seed, x, y, c, ctype);
+          row[(x * ch + c) * 2] = (png_byte)(v16 >> 8);
+          row[(x * ch + c) * 2 + 1] = (png_byte)(v16 & 255);
         } else {
           row[x * ch + c] = v;
         }
@@ -628,11 +637,28 @@ static void test_png(void) {
   snprintf(spec, sizeof spec, "images:%s", d);
   expect_fail(spec, "image of another size");
 
-  d = P("png_depth");
-  write_png_tree(d);
-  write_png(P("png_depth/train/dog/c.png"), 5, 4, PNG_COLOR_TYPE_RGB, 16, 1);
-  snprintf(spec, sizeof spec, "images:%s", d);
-  expect_fail(spec, "16-bit PNG");
+  /* 16-bit PNGs as PIL 9.4 + convert('RGB'): colour, RGBA and grey+alpha the
+   * high byte, grey alone clipped at 255 */
+  static const int types16[4] = {PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGBA, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                 PNG_COLOR_TYPE_GRAY};
+  for (int k = 0; k < 4; k++) {
+    mkdirs(P("png16_%d/0", k)); /* one split: a class folder */
+    write_png_il(P("png16_%d/0/a.png", k), 5, 4, types16[k], 16, 3, k == 3); /* the grey one interlaced */
+    snprintf(spec, sizeof spec, "images:%s", P("png16_%d", k));
+    const int colour = types16[k] & PNG_COLOR_MASK_COLOR;
+    if (!load_ok(spec, &ds)) {
+      int bad = 0;
+      for (int ch = 0; ch < (colour ? 3 : 1); ch++)
+        for (int y = 0; y < 4; y++)
+          for (int x = 0; x < 5; x++) {
+            const unsigned v16 = png_pix16(3, x, y, ch, types16[k]);
+            const unsigned want = types16[k] == PNG_COLOR_TYPE_GRAY ? (v16 > 255 ? 255 : v16) : v16 >> 8;
+            bad += ds.train.u8[ch * 20 + y * 5 + x] != want;
+          }
+      CHECK(ds.c == (colour ? 3 : 1) && bad == 0, "16-bit PNG colour type %d: %d pixels differ", types16[k], bad);
+      amd_dataset_free(&ds);
+    }
+  }
 
   d = P("png_chan");
   write_png_tree(d);

@@ -141,6 +141,25 @@ def compare(fashion, tmp):
         worst_u8, worst_f = max(worst_u8, d_u8), max(worst_f, d_f)
     print("     all cases: max %d levels, %.3g normalised" % (worst_u8, worst_f))
 
+    # 16-bit PNGs (written here: PIL writes none in colour): grey, grey+alpha, RGB, RGBA
+    d16 = os.path.join(tmp, "png16")
+    rng = np.random.default_rng(16)
+    for k, (ctype, ch) in enumerate([(0, 1), (4, 2), (2, 3), (6, 4), (0, 1), (2, 3)]):
+        h, w = int(rng.integers(20, 60)), int(rng.integers(20, 60))
+        hi = 600 if ctype == 0 else 65536  # grey: values on both sides of 255 (PIL clips there)
+        png16(os.path.join(d16, "c%d" % (k % 2), "p%d.png" % k), rng.integers(0, hi, (h, w, ch)), ctype)
+    out = os.path.join(tmp, "dump16.bin")
+    rc, so, se = run_dump("images:" + d16, ["--resize", "24", "--crop", "20", "--normalize", "none"], out)
+    check(rc == 0, "load 16-bit PNGs: %s" % se.strip())
+    if rc == 0:
+        u8 = read_dump(out)["splits"][0][0]
+        ds16 = torchvision.datasets.ImageFolder(d16, transform=T.Compose([T.Resize(24), T.CenterCrop(20)]))
+        diff = max(int(np.abs(np.asarray(ds16[i][0].convert("RGB")).transpose(2, 0, 1).astype(np.int32) -
+                              u8[i].astype(np.int32)).max()) for i in range(len(ds16)))
+        check(len(ds16) == len(u8) and diff == 0,
+              "16-bit PNGs (grey, grey+alpha, RGB, RGBA): %d images equal to torchvision's (max %d levels)" %
+              (len(u8), diff))
+
     # --fast-decode: measured, not required to match
     for opts, tfs in [(["--resize", "64", "--crop", "56"], [T.Resize(64), T.CenterCrop(56)]),
                       (["--resize", "128", "--crop", "112"], [T.Resize(128), T.CenterCrop(112)])]:
@@ -157,6 +176,21 @@ def compare(fashion, tmp):
         allv = np.concatenate([q.ravel() for q in diffs])
         print("     --fast-decode %s: max |difference| %d levels, mean %.2f, %.1f%% of values differ by > 2" %
               (" ".join(opts), allv.max(), allv.mean(), 100.0 * (allv > 2).mean()))
+
+
+def png16(path, a, ctype):
+    """A 16-bit PNG of the uint16 samples a [h, w, channels], colour type ctype."""
+    import zlib
+    h, w = a.shape[:2]
+    raw = b"".join(b"\x00" + a[y].astype(">u2").tobytes() for y in range(h))
+
+    def chunk(t, data):
+        return struct.pack(">I", len(data)) + t + data + struct.pack(">I", zlib.crc32(t + data) & 0xffffffff)
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, ctype, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 # ---------------------------------------------------------------- bad inputs
