@@ -276,13 +276,10 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
     fprintf(stderr, "%s: %s; loaded in %.2f s (%.0f samples/s)\n", cmd, amd_dataset_describe(ds, desc, sizeof desc),
             secs, (double)(ds->train.n + (ds->test_is_train ? 0 : ds->test.n)) / (secs > 0 ? secs : 1e-9));
   }
-  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
-  if (amd_trainer_init(t, g, &eval_opts, st)) return -1;
   /* (a stream's note is complete at its end: the caller prints it then) */
   if (ds->note[0] && !(stream && *stream)) fprintf(stderr, "%s: warning: %s\n", cmd, ds->note);
   const amd_backend *be;
-  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
-  if (amd_cli_backend(device, debug_sync, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;
+  if (amd_cli_eval_trainer(g, device, debug_sync, tta, t, &be, st)) return -1;
   if (stream && *stream) {
     /* on the CPU the model's threads need every core: decoding between batches */
     const int overlap = be->device != AMD_DEVICE_CPU;
@@ -294,7 +291,20 @@ int amd_cli_eval_setup(const char *cmd, amd_graph *g, const char *data, amd_imag
             overlap ? "while the model runs" : "between the model's batches (CPU)");
   }
   amd_cli_backend_note(strncmp(cmd, "amdnn-onnx ", 11) ? cmd : cmd + 11, g, be);
+  return amd_cli_check_outputs(t, ds, st);
+}
+
+int amd_cli_eval_trainer(amd_graph *g, const char *device, int debug_sync, int tta, amd_trainer *t,
+                         const amd_backend **be, amd_status *st) {
+  const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
+  if (amd_trainer_init(t, g, &eval_opts, st)) return -1;
+  /* (--profile on a GPU times with CUDA events on the stream: report/profile.h) */
+  if (amd_cli_backend(device, debug_sync, be, st) || amd_trainer_set_backend(t, *be, st)) return -1;
   t->tta = tta;
+  return 0;
+}
+
+int amd_cli_check_outputs(amd_trainer *t, const amd_dataset *ds, amd_status *st) {
   int64_t n_out;
   if (amd_trainer_n_outputs(t, ds, &n_out, st)) return -1;
   if (ds->n_classes > n_out)

@@ -87,6 +87,15 @@ int amd_cli_eval_setup(const char *cmd, struct amd_graph *g, const char *data, s
                        const char *device, int debug_sync, int tta, struct amd_dataset *ds, struct amd_trainer *t,
                        struct amd_status *st);
 
+/* The two halves of amd_cli_eval_setup's evaluator, for a caller that makes
+ * it again on another graph (sweep, per row): an inference-only trainer on
+ * --device's backend (*be) scoring with tta; then the probe of the model's
+ * outputs (one zero image: the nodes quantized on the fly count it among
+ * their calibration calls) and the check that there is one per class. */
+int amd_cli_eval_trainer(struct amd_graph *g, const char *device, int debug_sync, int tta, struct amd_trainer *t,
+                         const struct amd_backend **be, struct amd_status *st);
+int amd_cli_check_outputs(struct amd_trainer *t, const struct amd_dataset *ds, struct amd_status *st);
+
 /* amd_image_opts.progress for the commands: a line on stderr, user is the
  * command's name (e.g. "amdnn-onnx eval"). */
 void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t total);

@@ -353,17 +353,11 @@ int amd_cmd_sweep(int argc, char **argv) {
       int on = k == n_rows - 1 || i == r->node;
       nd->mult = nd->bwd_mult = on ? modes.def : NULL;
     }
-    if (q8 && k > 0) {
-      const amd_trainer_opts eval_opts = {.inference_only = 1};
+    if (q8 && k > 0) { /* the evaluator as eval's set-up makes it, its outputs probe included */
       const amd_backend *be;
-      if (amd_mode_apply_q8(g, &st) || amd_trainer_init(&t, g, &eval_opts, &st) ||
-          amd_cli_backend(device, debug_sync, &be, &st) || amd_trainer_set_backend(&t, be, &st))
+      if (amd_mode_apply_q8(g, &st) || amd_cli_eval_trainer(g, device, debug_sync, tta, &t, &be, &st) ||
+          amd_cli_check_outputs(&t, &ds, &st))
         goto fail;
-      t.tta = tta;
-      /* the probe of the model's outputs, as eval's set-up runs it (the quantized
-       * nodes count it among their calibration calls there too) */
-      int64_t n_out;
-      if (amd_trainer_n_outputs(&t, &ds, &n_out, &st)) goto fail;
     }
     amd_batch_stats bs = {0};
     int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);

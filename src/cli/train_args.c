@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../exec/mode_apply.h"
 #include "../report/plot.h"
 #include "../train/optim.h"
 #include "cli_util.h"
@@ -181,12 +180,7 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
     }
     else if (OPT("--q8-calib")) {
       c->q8_calib = v;
-      double pct;
-      amd_status cst;
-      if (amd_q8_calib_parse(v, &pct, &cst)) {
-        fprintf(stderr, "amdnn-onnx train: %s\n", cst.msg);
-        return -1;
-      }
+      if (amd_cli_check_q8_calib("amdnn-onnx train", v)) return -1;
     }
     else if (OPT("--optimizer")) c->optimizer = v;
     else if (OPT("--schedule")) c->schedule = v;
