@@ -469,6 +469,14 @@ extern "C" void amd_cuda_poison_outputs(int on) {
   amd_cu.poison_outputs = on;
 }
 
+/* amd_cuda_gemm_exact's setting, applied when the backend opens */
+static int gemm_exact;
+
+extern "C" void amd_cuda_gemm_exact(int exact) {
+  gemm_exact = exact;
+  if (amd_cu.gemm) amd_cuda_gemm_set_tier(amd_cu.gemm, exact ? AMD_GEMM_TIER_EXACT : AMD_GEMM_TIER_FAST);
+}
+
 extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backend **be, amd_status *st) {
   amd_cuda_debug_sync = debug_sync;
   if (amd_cu.open) {
@@ -480,6 +488,7 @@ extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backen
   AMD_CUDA_CHECK(cudaSetDevice(index), st);
   AMD_CUDA_CHECK(cudaStreamCreateWithFlags(&amd_cu.stream, cudaStreamNonBlocking), st);
   if (amd_cuda_gemm_create(&amd_cu.gemm, amd_cu.stream, st)) return -1;
+  amd_cuda_gemm_exact(gemm_exact);
   cudaDeviceProp prop;
   AMD_CUDA_CHECK(cudaGetDeviceProperties(&prop, index), st);
   snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);

@@ -37,6 +37,9 @@ int amd_cuda_has_kernel(int op_idx);
 /* on = 1: native outputs start as NaN instead of unset, so that a kernel that
  * leaves an element unwritten shows (AMD_CUDA_POISON_OUTPUTS=1, tests). */
 void amd_cuda_poison_outputs(int on);
+/* exact = 1: am16 and mbm14 GEMMs take the exact tier instead of the fast
+ * one (--gemm exact; cuda/mode_gemm.h), now and when the backend opens. */
+void amd_cuda_gemm_exact(int exact);
 /* Frees the cached device memory and the context (at exit; optional). */
 void amd_cuda_backend_close(void);
 /* Bytes the caching allocator holds from cudaMalloc now and at most so far

@@ -108,6 +108,8 @@ struct Params {
   int tab_words;             /* words of tab to copy into shared memory */
   const uint8_t *lut;        /* lut: the raw byte table (exact path) */
   int lut_bits;              /* m of lut: */
+  const float *corr;         /* fast tier: the correction sums, [batch][M][N], or NULL */
+  const uint32_t *range;     /* fast tier: the operands' range words (see range_ok) */
 };
 
 /* ---- per-mode arithmetic ------------------------------------------------ */
@@ -122,9 +124,25 @@ struct ModeRow {
 constexpr ModeRow mode_rows[AMD_MODE_COUNT] = {AMD_MODE_LIST(AMD_MODE_ROW)};
 #undef AMD_MODE_ROW
 
+/* The fast tier's Mitchell kernels (see the file comment): pseudo modes after
+ * the list, MIT on the forced-bit fractions of am16 (MBM_7) and mbm14
+ * (MBM_5), whose exact path (a GEMM outside the fast range) is the real
+ * mode's. */
+constexpr int TIER_AM16 = AMD_MODE_COUNT, TIER_MBM14 = AMD_MODE_COUNT + 1;
+constexpr ModeRow row_of(int mode) {
+  return mode == TIER_AM16    ? ModeRow{AMD_KIND_MIT_FORCED, 7}
+         : mode == TIER_MBM14 ? ModeRow{AMD_KIND_MIT_FORCED, 5}
+                              : mode_rows[mode];
+}
+constexpr int exact_mode_of(int mode) {
+  return mode == TIER_AM16 ? AMD_MODE_AM16 : mode == TIER_MBM14 ? AMD_MODE_MBM14 : mode;
+}
+
 template <int MODE> struct ModeTraits {
-  static constexpr amd_mode_kind kind = mode_rows[MODE].kind;
-  static constexpr int m = mode_rows[MODE].m; /* kept fraction bits (lut: 0, the table's m at run time) */
+  static constexpr amd_mode_kind kind = row_of(MODE).kind;
+  static constexpr int m = row_of(MODE).m; /* kept fraction bits (lut: 0, the table's m at run time) */
+  /* a fast tier's Mitchell part: adds the correction sums of Params::corr */
+  static constexpr bool tier = MODE >= AMD_MODE_COUNT;
   static constexpr bool check = kind != AMD_KIND_ACC16 && kind != AMD_KIND_FP16;
   static constexpr bool masks = check;
   static constexpr bool mbm1 = kind == AMD_KIND_MBM;
@@ -174,7 +192,7 @@ template <int MODE, bool IS_A> __device__ __forceinline__ uint32_t encode(uint32
     return AMD_MODE_CALL_##ARGS(BITS, a, b, lut, m);
 template <int MODE>
 __device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uint8_t *lut, int m) {
-  switch (MODE) {
+  switch (exact_mode_of(MODE)) {
     AMD_MODE_LIST(AMD_MODE_EXACT)
   }
   return 0;
@@ -498,6 +516,120 @@ __device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4
   }
 }
 
+/* ---- the fast tier (am16, mbm14) ---------------------------------------- */
+
+/* The range words that tier_extend fills for a GEMM (zeroed before it):
+ * [0] max of 255 - E(a) over A's normal operands (0: none), [1] max E(a),
+ * [2], [3] the same for B, [4] 1 when an operand is Inf or NaN. The fast tier
+ * holds when every product of normal operands stays normal: E(a) + E(b) in
+ * [128, 380] for the extremes, and nothing is Inf or NaN. */
+constexpr int RANGE_WORDS = 5;
+__device__ __forceinline__ bool range_ok(const uint32_t *w) {
+  const uint32_t a_lo = w[0], a_hi = w[1], b_lo = w[2], b_hi = w[3];
+  if (w[4]) return false;
+  if (a_lo == 0u || b_lo == 0u) return true; /* a side of zeros and subnormals: every product is zero */
+  return (255u - a_lo) + (255u - b_lo) >= 128u && a_hi + b_hi <= 380u;
+}
+
+/* The correction GEMM's operands of one matrix of A (IS_A) or B, and its
+ * share of the range words. An MBM_m product of normal a, b in the fast range
+ * is MIT(a', b') + c p(a) p(b), p(x) = s(x) 2^(E(x)-127), c = 0.078125 (am16)
+ * or 0.0625 (mbm14), except, for am16, on the kept-fraction pairs (in units of
+ * 2^-7, forced bit included) (125, 127), (127, 125) and (127, 127), where the
+ * spec keeps plain Mitchell. So the correction sum is sum_k c (p(a) p(b) -
+ * p(a)[a=125] p(b)[b=127] - p(a)[a=127] p(b)[b in {125, 127}]): a GEMM over
+ * J K terms (J = 3 for am16, 1 for mbm14) of signed powers of two and zeros,
+ * exact in bf16, every product exact in fp32. Block j of the J is the k range
+ * [j K, (j+1) K) of the extended operand, which keeps the input's layout:
+ * rows x cols stored with leading dimension ld becomes (k along the columns)
+ * rows x J cols, or (k along the rows) J rows x cols, compact. p(x) is 0 for
+ * a zero, subnormal, Inf or NaN (the range words send the last two to the
+ * exact path). grid: x over the columns, y over nb * rows. */
+/* The J values of one operand u (see tier_extend), as bf16 bits, and its
+ * share of the range statistics. */
+template <int J, bool IS_A>
+__device__ __forceinline__ void tier_values(uint32_t u, uint16_t (&v)[J], uint32_t &lo, uint32_t &hi, uint32_t &sp) {
+  const uint32_t e = (u >> 23) & 0xFFu;
+  const bool normal = e != 0u && e != 255u;
+  if (e == 255u) sp = 1u;
+  if (normal) {
+    lo = max(lo, 255u - e);
+    hi = max(hi, e);
+  }
+  const uint16_t pw = normal ? (uint16_t)(u >> 16 & 0xFF80u) : (uint16_t)0u; /* p(x) in bf16 */
+  const uint32_t f7 = (u >> 16 & 0x7Fu) | 1u;                                /* kept fraction, am16 */
+  v[0] = pw;
+  if constexpr (J == 3) {
+    if (IS_A) {
+      v[1] = f7 == 125u ? (uint16_t)(pw ^ 0x8000u) : (uint16_t)0u;
+      v[2] = f7 == 127u ? (uint16_t)(pw ^ 0x8000u) : (uint16_t)0u;
+    } else {
+      v[1] = f7 == 127u ? pw : (uint16_t)0u;
+      v[2] = f7 >= 125u ? pw : (uint16_t)0u; /* odd: 125 or 127 */
+    }
+  }
+}
+
+/* grid: x over the columns, y over nb * rows (looped). VEC4: 4 columns a
+ * thread (cols, ld and the pointers multiples of 4 floats). The range
+ * words take one atomic per block, and only when it raises them. */
+template <int J, bool IS_A, bool VEC4>
+__global__ void tier_extend(const float *X, int64_t ld, int64_t stride, int rows, int cols, int nb, bool kcols,
+                            uint16_t *out, uint32_t *range) {
+  __shared__ uint32_t red[3][NT / 32];
+  uint32_t lo = 0u, hi = 0u, sp = 0u;
+  const int64_t nrows = (int64_t)nb * rows;
+  constexpr int W = VEC4 ? 4 : 1;
+  for (int64_t rr = blockIdx.y; rr < nrows; rr += gridDim.y) {
+    const int64_t b = rr / rows, r = rr % rows;
+    const float *x = X + b * stride + r * ld;
+    uint16_t *o = out + b * J * (int64_t)rows * cols;
+    for (int c = (blockIdx.x * blockDim.x + threadIdx.x) * W; c < cols; c += gridDim.x * blockDim.x * W) {
+      uint16_t v[W][J];
+      if constexpr (VEC4) {
+        const uint4 q = *reinterpret_cast<const uint4 *>(x + c);
+        tier_values<J, IS_A>(q.x, v[0], lo, hi, sp);
+        tier_values<J, IS_A>(q.y, v[1], lo, hi, sp);
+        tier_values<J, IS_A>(q.z, v[2], lo, hi, sp);
+        tier_values<J, IS_A>(q.w, v[3], lo, hi, sp);
+      } else {
+        tier_values<J, IS_A>(__float_as_uint(x[c]), v[0], lo, hi, sp);
+      }
+#pragma unroll
+      for (int j = 0; j < J; j++) {
+        uint16_t *dst = kcols ? o + r * J * cols + (int64_t)j * cols + c : o + ((int64_t)j * rows + r) * cols + c;
+        if constexpr (VEC4)
+          *reinterpret_cast<uint2 *>(dst) = make_uint2((uint32_t)v[0][j] | (uint32_t)v[1][j] << 16,
+                                                       (uint32_t)v[2][j] | (uint32_t)v[3][j] << 16);
+        else
+          *dst = v[0][j];
+      }
+    }
+  }
+  const unsigned full = 0xFFFFFFFFu;
+  lo = __reduce_max_sync(full, lo);
+  hi = __reduce_max_sync(full, hi);
+  sp = __reduce_or_sync(full, sp);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) {
+    red[0][warp] = lo;
+    red[1][warp] = hi;
+    red[2][warp] = sp;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < NT / 32; w++) {
+      lo = max(lo, red[0][w]);
+      hi = max(hi, red[1][w]);
+      sp |= red[2][w];
+    }
+    const int w = IS_A ? 0 : 2;
+    if (lo > *(volatile uint32_t *)(range + w)) atomicMax(range + w, lo);
+    if (hi > *(volatile uint32_t *)(range + w + 1)) atomicMax(range + w + 1, hi);
+    if (sp && !*(volatile uint32_t *)(range + 4)) atomicOr(range + 4, 1u);
+  }
+}
+
 /* Block-wide decision for a tile pair: reduce the exponent ranges over the
  * warps (red: this stage's 8 x 4 words). Contains a barrier. scaled: am32's
  * V * scale(b) (V < 4) must also stay finite, E(b) <= 253. */
@@ -559,6 +691,10 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
 
   const int r0 = blockIdx.y * BM, c0 = blockIdx.x * BN;
   const bool kca = !p.trans_a, kcb = p.trans_b; /* k contiguous in memory */
+  /* fast tier: every tile takes the Mitchell path when the whole GEMM is in
+   * the fast range (the correction sums assume it), else the exact one */
+  bool tier_ok = true;
+  if constexpr (ModeTraits<MODE>::tier) tier_ok = range_ok(p.range);
 
   for (int z = blockIdx.z; z < p.batch * p.splits; z += gridDim.z) {
     const int b = z / p.splits, s = z % p.splits;
@@ -584,6 +720,7 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
         exp_range(vb, blo, bhi, sp);
         const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
         fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled, z, &zab);
+        if constexpr (ModeTraits<MODE>::tier) fast = tier_ok;
       }
       store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
       store_tile<MODE, false, BN>(stages + BOFF, stages + BOFF + PLANE, vb, kcb, fast, m);
@@ -620,6 +757,7 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
           const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
           fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4,
                            ModeTraits<MODE>::scaled, z, &zab);
+          if constexpr (ModeTraits<MODE>::tier) fast = tier_ok;
         }
         store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
         store_tile<MODE, false, BN>(nxt + BOFF, nxt + BOFF + PLANE, vb, kcb, fast, m);
@@ -639,12 +777,15 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
         const int c = c0 + (j >> 2) * 64 + tx * 4 + (j & 3);
         if (c >= p.N) continue;
         float *out = C + (int64_t)r * ldc + c;
+        float sum = acc[i][j];
+        if constexpr (ModeTraits<MODE>::tier)
+          if (tier_ok && !p.ws) sum = fadd(sum, p.corr[((int64_t)b * p.M + r) * p.N + c]);
         if (p.ws)
-          *out = acc[i][j];
+          *out = sum;
         else if (p.beta == 0.0f)
-          *out = __fmul_rn(p.alpha, acc[i][j]);
+          *out = __fmul_rn(p.alpha, sum);
         else
-          *out = fadd(__fmul_rn(p.alpha, acc[i][j]), __fmul_rn(p.beta, *out));
+          *out = fadd(__fmul_rn(p.alpha, sum), __fmul_rn(p.beta, *out));
       }
     }
   }
@@ -793,6 +934,7 @@ __global__ void split_reduce(const Params p) {
     }
     float sum = p.ws[b * mn + rc];
     for (int s = 1; s < p.splits; s++) sum = fadd(sum, p.ws[((int64_t)s * p.batch + b) * mn + rc]);
+    if (p.corr && range_ok(p.range)) sum = fadd(sum, p.corr[b * mn + rc]); /* fast tier */
     if (p.beta == 0.0f)
       *out = __fmul_rn(p.alpha, sum);
     else
@@ -824,7 +966,14 @@ struct amd_cuda_gemm_ctx {
   float *ws;
   size_t ws_bytes;
   amd_gemm_tile tile;
+  amd_gemm_tier tier;
   void *cublas_ws; /* cuBLAS's workspace, ours: a CUDA graph of a step holds its address */
+  char *tier_ws;   /* fast tier: range words, extended operands, correction sums */
+  size_t tier_ws_bytes;
+  /* workspaces outgrown: kept until destroy, since a captured CUDA graph of an
+   * earlier step may still point at them */
+  void *retired[64];
+  int nretired;
 };
 
 static const size_t cublas_ws_bytes = (size_t)32 << 20;
@@ -869,6 +1018,8 @@ extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream
 
 extern "C" void amd_cuda_gemm_set_tile(amd_cuda_gemm_ctx *ctx, amd_gemm_tile tile) { ctx->tile = tile; }
 
+extern "C" void amd_cuda_gemm_set_tier(amd_cuda_gemm_ctx *ctx, amd_gemm_tier tier) { ctx->tier = tier; }
+
 extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   if (!ctx) return;
   if (ctx->stream || ctx->ntabs || ctx->ws) cudaStreamSynchronize(ctx->stream);
@@ -879,6 +1030,8 @@ extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   }
   free(ctx->tabs);
   cudaFree(ctx->ws);
+  cudaFree(ctx->tier_ws);
+  for (int i = 0; i < ctx->nretired; i++) cudaFree(ctx->retired[i]);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
   cudaFree(ctx->cublas_ws);
   free(ctx);
@@ -992,18 +1145,37 @@ static int get_table(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const table_e
   return 0;
 }
 
-static int ensure_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
-  if (bytes <= ctx->ws_bytes) return 0;
+/* Grows a workspace to at least bytes (by 1.5 at a time). The old one is
+ * retired, not freed: a CUDA graph captured earlier may still use it (the
+ * last few are kept; older ones are freed). */
+static int grow_ws(amd_cuda_gemm_ctx *ctx, void **buf, size_t *cap, size_t bytes, const char *what,
+                   amd_status *st) {
+  if (bytes <= *cap) return 0;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(ctx->stream, &capturing) == cudaSuccess &&
       capturing != cudaStreamCaptureStatusNone)
-    return amd_fail(st, "the split-K workspace would grow in a captured step");
-  if (ctx->ws) AMD_CUDA_CHECK(cudaFreeAsync(ctx->ws, ctx->stream), st);
-  ctx->ws = NULL;
-  ctx->ws_bytes = 0;
-  AMD_CUDA_CHECK(cudaMallocAsync((void **)&ctx->ws, bytes, ctx->stream), st);
-  ctx->ws_bytes = bytes;
+    return amd_fail(st, "the %s would grow in a captured step", what);
+  if (*buf) {
+    if (ctx->nretired == (int)(sizeof ctx->retired / sizeof ctx->retired[0])) {
+      AMD_CUDA_CHECK(cudaFreeAsync(ctx->retired[0], ctx->stream), st);
+      memmove(ctx->retired, ctx->retired + 1, (size_t)(ctx->nretired - 1) * sizeof ctx->retired[0]);
+      ctx->nretired--;
+    }
+    ctx->retired[ctx->nretired++] = *buf;
+  }
+  const size_t want = bytes + (*cap ? bytes / 2 : 0); /* the first size as asked: often the only one */
+  *buf = NULL;
+  *cap = 0;
+  AMD_CUDA_CHECK(cudaMallocAsync(buf, want, ctx->stream), st);
+  *cap = want;
   return 0;
+}
+
+static int ensure_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
+  void *b = ctx->ws;
+  const int rc = grow_ws(ctx, &b, &ctx->ws_bytes, bytes, "split-K workspace", st);
+  ctx->ws = (float *)b;
+  return rc;
 }
 
 /* Sets p's split-K slices (splits slices of kslice, a multiple of bk) and
@@ -1079,6 +1251,74 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
   return reduce_splits(ctx, p, st);
 }
 
+static int ensure_tier_ws(amd_cuda_gemm_ctx *ctx, size_t bytes, amd_status *st) {
+  void *b = ctx->tier_ws;
+  const int rc = grow_ws(ctx, &b, &ctx->tier_ws_bytes, bytes, "fast GEMM tier's workspace", st);
+  ctx->tier_ws = (char *)b;
+  return rc;
+}
+
+static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+/* Queues tier_extend for one operand stored rows x cols (ld, batch stride;
+ * stride 0: one matrix for every batch entry). */
+template <int J, bool IS_A>
+static int launch_extend(amd_cuda_gemm_ctx *ctx, const float *X, int64_t ld, int64_t stride, int batch, int rows,
+                         int cols, bool kcols, uint16_t *out, uint32_t *range, amd_status *st) {
+  const int nb = stride ? batch : 1;
+  const bool vec4 = cols % 4 == 0 && ld % 4 == 0 && (stride % 4 == 0 || nb == 1) && ((uintptr_t)X & 15u) == 0;
+  const int64_t per_block = (int64_t)NT * (vec4 ? 4 : 1);
+  const int64_t gx = (cols + per_block - 1) / per_block, ny = (int64_t)nb * rows;
+  /* about 16 blocks per SM in all: rows are looped over */
+  const int64_t gy_max = (16 * (int64_t)ctx->sms + gx - 1) / gx;
+  const dim3 grid((unsigned)gx, (unsigned)(ny < gy_max ? ny : gy_max));
+  if (vec4)
+    tier_extend<J, IS_A, true><<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
+  else
+    tier_extend<J, IS_A, false><<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
+  AMD_CUDA_CHECK_LAUNCH("tier_extend", st);
+  return 0;
+}
+
+/* The fast tier of am16 and mbm14 (see the file comment and tier_extend):
+ * the correction GEMM on bf16 tensor cores (cuBLAS, fp32 sums, alpha = c)
+ * into the workspace, then the Mitchell kernel, which adds it to its sums
+ * when the range words allow, else computes every product exactly. */
+template <int MODE, int TIER_MODE, int MI> static int launch_tier(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
+  constexpr int J = MODE == AMD_MODE_AM16 ? 3 : 1;
+  const float c = MODE == AMD_MODE_AM16 ? 0.078125f : 0.0625f, zero = 0.0f;
+  const int64_t M = p.M, N = p.N, K = p.K, JK = J * K;
+  const int64_t nba = p.sa ? p.batch : 1, nbb = p.sb ? p.batch : 1;
+  const size_t range_bytes = align256(RANGE_WORDS * sizeof(uint32_t));
+  const size_t a_bytes = align256((size_t)(nba * M * JK) * 2), b_bytes = align256((size_t)(nbb * JK * N) * 2);
+  const size_t t_bytes = (size_t)p.batch * M * N * sizeof(float);
+  if (ensure_tier_ws(ctx, range_bytes + a_bytes + b_bytes + t_bytes, st)) return -1;
+  uint32_t *range = (uint32_t *)ctx->tier_ws;
+  uint16_t *a_ext = (uint16_t *)(ctx->tier_ws + range_bytes);
+  uint16_t *b_ext = (uint16_t *)(ctx->tier_ws + range_bytes + a_bytes);
+  float *corr = (float *)(ctx->tier_ws + range_bytes + a_bytes + b_bytes);
+  AMD_CUDA_CHECK(cudaMemsetAsync(range, 0, RANGE_WORDS * sizeof(uint32_t), ctx->stream), st);
+  /* A: M x K (k along the columns), or stored K x M; B: K x N, or stored N x K */
+  if (launch_extend<J, true>(ctx, p.A, p.lda, p.sa, p.batch, p.trans_a ? p.K : p.M, p.trans_a ? p.M : p.K,
+                             !p.trans_a, a_ext, range, st) ||
+      launch_extend<J, false>(ctx, p.B, p.ldb, p.sb, p.batch, p.trans_b ? p.N : p.K, p.trans_b ? p.K : p.N,
+                              p.trans_b, b_ext, range, st))
+    return -1;
+  /* column-major view as in run_acc32: corr^T (N x M) = op(B_ext)^T op(A_ext)^T */
+  const cublasOperation_t ob = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = p.trans_a ? M : JK, ldb = p.trans_b ? JK : N;
+  AMD_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx->cublas, ob, oa, N, M, JK, &c, b_ext, CUDA_R_16BF, ldb,
+                                                 nbb > 1 ? JK * N : 0, a_ext, CUDA_R_16BF, lda,
+                                                 nba > 1 ? M * JK : 0, &zero, corr, CUDA_R_32F, N, M * N,
+                                                 p.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   st);
+  p.corr = corr;
+  p.range = range;
+  p.tab = NULL;
+  p.tab_words = 0;
+  return launch_mode<TIER_MODE, MI>(ctx, p, st);
+}
+
 /* Launches the small-tile kernel: enough slices to give every SM two
  * rounds of blocks, each slice at least 4 K steps deep. */
 template <int MODE> static int launch_small(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
@@ -1126,6 +1366,13 @@ template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p
   const int small =
       ctx->tile == AMD_GEMM_TILE_SMALL || (ctx->tile == AMD_GEMM_TILE_AUTO && large_tile_use(p) < 0.3);
   if (small) return launch_small<MODE>(ctx, p, st);
+  if constexpr (MODE == AMD_MODE_AM16 || MODE == AMD_MODE_MBM14) {
+    if (ctx->tier == AMD_GEMM_TIER_FAST && p.K > 0) {
+      constexpr int TM = MODE == AMD_MODE_AM16 ? TIER_AM16 : TIER_MBM14;
+      if (large_tile_rows(p) == 64) return launch_tier<MODE, TM, 1>(ctx, p, st);
+      return launch_tier<MODE, TM, 2>(ctx, p, st);
+    }
+  }
   /* am32's 128-row tile runs out of registers (its five planes' operands
    * beside 64 sums): 64 rows, 1.3 to 1.4 times faster on the 128-row shapes */
   if constexpr (ModeTraits<MODE>::scaled) return launch_mode<MODE, 1>(ctx, p, st);

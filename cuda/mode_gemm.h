@@ -38,6 +38,16 @@ void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx);
 typedef enum { AMD_GEMM_TILE_AUTO, AMD_GEMM_TILE_LARGE, AMD_GEMM_TILE_SMALL } amd_gemm_tile;
 void amd_cuda_gemm_set_tile(amd_cuda_gemm_ctx *ctx, amd_gemm_tile tile);
 
+/* The GEMM tier of am16 and mbm14 on the large tile (docs/multipliers.md,
+ * "GEMM tiers"). FAST (the default): the Mitchell products on the SIMT kernel
+ * plus their correction terms on bf16 tensor cores: the same sum of the
+ * spec's products, rounded differently (not bit for bit the CPU's); a GEMM
+ * with an operand pair outside the fast range, or an Inf/NaN, computes every
+ * product exactly. EXACT: every product materialised, fp32 sums in k order,
+ * the CPU's bits. Every other mode has one tier. */
+typedef enum { AMD_GEMM_TIER_FAST, AMD_GEMM_TIER_EXACT } amd_gemm_tier;
+void amd_cuda_gemm_set_tier(amd_cuda_gemm_ctx *ctx, amd_gemm_tier tier);
+
 int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b, int64_t M,
                   int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
                   const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,

@@ -7,6 +7,8 @@
  * T multiply-accumulates/s per mode and shape and the ratio to cuBLAS.
  * Then the shapes that the large tile mostly pads (LeNet-5's convolutions,
  * ResNet-18's first weight gradient): ms with each tile forced and as picked.
+ * am16 and mbm14 run in both GEMM tiers: the fast one (the default, column
+ * am16) and the exact one (column am16/ex).
  *
  * usage: bench_cuda_gemm [MODE,MODE,...]   (default: all; lut = lut: with
  * the MBM_7 table of amd_mult_make_table) */
@@ -137,29 +139,39 @@ int main(int argc, char **argv) {
          "(TF32 off)\n",
          prop.name, prop.multiProcessorCount);
 
-  double tmacs[12][AMD_MODE_COUNT];
+  /* the columns: every mode asked for, am16 and mbm14 also in the exact tier */
+  int col_mode[2 * AMD_MODE_COUNT], col_exact[2 * AMD_MODE_COUNT], ncol = 0;
+  static char col_name[2 * AMD_MODE_COUNT][24];
+  for (int i = 0; i < nall; i++) {
+    if (!use[i]) continue;
+    for (int ex = 0; ex < 1 + (i == AMD_MODE_AM16 || i == AMD_MODE_MBM14); ex++) {
+      col_mode[ncol] = i;
+      col_exact[ncol] = ex;
+      snprintf(col_name[ncol], sizeof col_name[ncol], "%s%s", all[i], ex ? "/ex" : "");
+      ncol++;
+    }
+  }
+  double tmacs[12][2 * AMD_MODE_COUNT];
   for (int s = 0; s < 12; s++) {
     const shape *sh = &shapes[s];
     const double macs = (double)sh->M * sh->N * sh->K;
-    for (int i = 0; i < nall; i++) {
-      tmacs[s][i] = 0;
-      if (!use[i]) continue;
-      const float ms = time_gemm(ctx, stream, e0, e1, &mults[i], sh, A, B, C);
-      tmacs[s][i] = macs / (ms * 1e-3) / 1e12;
-      printf("%s M %5lld N %6lld K %6lld ta %d tb %d  %-6s %8.3f ms  %6.2f T MAC/s  %5.3f x cuBLAS\n",
-             sh->name, sh->M, sh->N, sh->K, sh->ta, sh->tb, all[i], ms, tmacs[s][i],
-             tmacs[s][i] / tmacs[s][0]);
+    for (int c = 0; c < ncol; c++) {
+      amd_cuda_gemm_set_tier(ctx, col_exact[c] ? AMD_GEMM_TIER_EXACT : AMD_GEMM_TIER_FAST);
+      const float ms = time_gemm(ctx, stream, e0, e1, &mults[col_mode[c]], sh, A, B, C);
+      tmacs[s][c] = macs / (ms * 1e-3) / 1e12;
+      printf("%s M %5lld N %6lld K %6lld ta %d tb %d  %-8s %8.3f ms  %6.2f T MAC/s  %5.3f x cuBLAS\n",
+             sh->name, sh->M, sh->N, sh->K, sh->ta, sh->tb, col_name[c], ms, tmacs[s][c],
+             tmacs[s][c] / tmacs[s][0]);
       fflush(stdout);
     }
   }
+  amd_cuda_gemm_set_tier(ctx, AMD_GEMM_TIER_FAST);
   printf("\nT MAC/s (ratio to cuBLAS SGEMM)\n%-8s", "shape");
-  for (int i = 0; i < nall; i++)
-    if (use[i]) printf(" %13s", all[i]);
+  for (int c = 0; c < ncol; c++) printf(" %13s", col_name[c]);
   printf("\n");
   for (int s = 0; s < 12; s++) {
     printf("%-8s", shapes[s].name);
-    for (int i = 0; i < nall; i++)
-      if (use[i]) printf("  %5.2f (%4.2f)", tmacs[s][i], tmacs[s][i] / tmacs[s][0]);
+    for (int c = 0; c < ncol; c++) printf("  %5.2f (%4.2f)", tmacs[s][c], tmacs[s][c] / tmacs[s][0]);
     printf("\n");
   }
   /* shapes the large tile mostly pads: each tile forced, and the pick */

@@ -82,6 +82,18 @@ int amd_parse_float(const char *s, float *out) {
   return 0;
 }
 
+int amd_cli_gemm_tier(const char *prog, const char *value) {
+  const int exact = !strcmp(value, "exact");
+  if (!exact && strcmp(value, "fast")) {
+    fprintf(stderr, "%s: --gemm %s: expected fast or exact\n", prog, value);
+    return 2;
+  }
+#ifdef AMD_HAVE_CUDA
+  amd_cuda_gemm_exact(exact);
+#endif
+  return 0;
+}
+
 int amd_cli_backend(const char *spec, int debug_sync, const amd_backend **be, amd_status *st) {
   return amd_cli_backend_rank(spec, debug_sync, 0, be, st);
 }

@@ -104,4 +104,13 @@ void amd_cli_image_progress(void *user, const char *stage, int64_t done, int64_t
  * exec/mode_apply.h): 0 when valid, else 2 after "prog: why" on stderr. */
 int amd_cli_check_q8_calib(const char *prog, const char *calib);
 
+/* --gemm fast|exact: the GPU's GEMM tier for am16 and mbm14 (docs/multipliers.md,
+ * "GEMM tiers"), applied to the CUDA backend now and when it opens; the CPU
+ * has only the exact one. 0 when valid, else 2 after "prog: why" on stderr. */
+int amd_cli_gemm_tier(const char *prog, const char *value);
+#define AMD_CLI_GEMM_HELP                                                                                   \
+  "--gemm fast|exact (GPU): am16 and mbm14 GEMMs as Mitchell products plus their correction on\n"            \
+  "tensor cores, the spec's products summed in another order (fast, the default), or every product\n"       \
+  "materialised and summed in k order, the CPU's bits (exact). Other modes have one tier.\n"
+
 #endif

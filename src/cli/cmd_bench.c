@@ -29,7 +29,8 @@ static const char usage[] =
     "                        [--backward-mode exact|MODE] [--q8-grad ste|table]\n"
     "                        [--q8-calib minmax|percentile[:P]]\n"
     "                        [--profile FILE.tsv] [--seed S]\n"
-    "                        [--device cpu|cuda[:N]] [--debug-sync] [--sync-steps] [--no-graph]\n"
+    "                        [--device cpu|cuda[:N]] [--gemm fast|exact] [--debug-sync]\n"
+    "                        [--sync-steps] [--no-graph]\n"
     "\n"
     "Times K training steps (forward, softmax cross-entropy, backward, SGD with\n"
     "momentum 0.9 and lr 0.01; BatchNormalization on batch statistics) after W\n"
@@ -51,7 +52,7 @@ static const char usage[] =
     "with multiply-accumulates per second, per op family; on a GPU timed with\n"
     "CUDA events) and writes the same rows to FILE.tsv.\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
-    "--debug-sync synchronises after every GPU kernel.\n";
+    "--debug-sync synchronises after every GPU kernel.\n" AMD_CLI_GEMM_HELP;
 
 static double now_s(void) {
   struct timespec ts;
@@ -123,6 +124,8 @@ static int parse_args(int argc, char **argv, bench_args *b) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(usage, stdout);
       return 1;
+    } else if (!strcmp(a, "--gemm") && has) {
+      if (amd_cli_gemm_tier("amdnn-onnx bench", argv[++i])) return 2;
     } else if (num && has) {
       *num = strcmp(a, "--warmup") == 0 && strcmp(argv[i + 1], "0") == 0 ? 0 : positive(argv[i + 1]);
       if (*num < 0) {

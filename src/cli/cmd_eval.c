@@ -20,7 +20,8 @@ static const char usage[] =
     "usage: amdnn-onnx eval MODEL.onnx --data SPEC [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                       [--q8-calib minmax|percentile[:P]]\n"
     "                       [--batch N] [--split test|train] [--limit N] [--confusion FILE.png]\n"
-    "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                       [--tta] [--profile FILE.tsv] [--device cpu|cuda[:N]] [--gemm fast|exact]\n"
+    "                       [--debug-sync]\n"
     "                       [--resize N|HxW] [--crop N|HxW] [--normalize NORM] [--workers N]\n"
     "                       [--fast-decode] [--skip-bad] [--in-memory]\n"
     "\n"
@@ -40,6 +41,7 @@ static const char usage[] =
     "(on a GPU timed with CUDA events) and writes the same rows to FILE.tsv.\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
     "--debug-sync synchronises after every GPU kernel.\n"
+    AMD_CLI_GEMM_HELP
     "images: data (JPEG/PNG folders) and the normalisation of any data set:\n"
     "%s"
     "e.g. a torchvision ImageNet model: --data images:DIR --resize 256 --crop 224\n"
@@ -104,6 +106,9 @@ int amd_cmd_eval(int argc, char **argv) {
     }
     else if (!strcmp(a, "--device") && v) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
+    else if (!strcmp(a, "--gemm") && v) {
+      if (amd_cli_gemm_tier("amdnn-onnx eval", argv[++i])) return 2;
+    }
     else if (!strcmp(a, "--tta")) tta = 1;
     else if (!strcmp(a, "--in-memory")) in_memory = 1;
     else if (!strcmp(a, "--confusion") && v) {

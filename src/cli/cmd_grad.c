@@ -19,7 +19,7 @@ static const char usage[] =
     "                       [--backward-mode exact|MODE] [--q8-grad ste|table]\n"
     "                       [--q8-calib minmax|percentile[:P]]\n"
     "                       [--label-smoothing EPS]\n"
-    "                       [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                       [--device cpu|cuda[:N]] [--gemm fast|exact] [--debug-sync]\n"
     "\n"
     "Runs one batch X (TensorProto, the model's input) with labels Y (int64 or\n"
     "int32 [N]) in training mode, takes the mean softmax cross-entropy of the\n"
@@ -35,7 +35,7 @@ static const char usage[] =
     "--q8-calib: how they calibrate their data range, as for train (minmax, the\n"
     "default, or percentile[:P], P default 99.99; docs/quantized.md).\n"
     "--device runs it on the CPU or a GPU (default: cuda when a GPU is present);\n"
-    "--debug-sync synchronises after every GPU kernel.\n";
+    "--debug-sync synchronises after every GPU kernel.\n" AMD_CLI_GEMM_HELP;
 
 /* Reads labels as int64 [N] (from int64 or int32, [N] or [N,1]). */
 static int read_labels(const char *path, int64_t n, int64_t **out, amd_status *st) {
@@ -77,6 +77,9 @@ int amd_cmd_grad(int argc, char **argv) {
     }
     else if (!strcmp(a, "--device") && has) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
+    else if (!strcmp(a, "--gemm") && has) {
+      if (amd_cli_gemm_tier("amdnn-onnx grad", argv[++i])) return 2;
+    }
     else if (!strcmp(a, "--label-smoothing") && has) {
       if (amd_parse_float(argv[++i], &smoothing) || smoothing < 0 || smoothing >= 1) {
         fprintf(stderr, "amdnn-onnx grad: --label-smoothing needs a number in [0, 1)\n");

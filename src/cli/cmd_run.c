@@ -18,7 +18,7 @@ static const char usage[] =
     "usage: amdnn-onnx run MODEL.onnx --input [NAME=]FILE.pb ... --output-dir DIR\n"
     "                      [--mode MODE] [--mode-map NAME_OR_OPTYPE=MODE,...]\n"
     "                      [--q8-calib minmax|percentile[:P]]\n"
-    "                      [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                      [--device cpu|cuda[:N]] [--gemm fast|exact] [--debug-sync]\n"
     "\n"
     "Runs MODEL on the CPU or a GPU (--device; default cuda when a GPU is\n"
     "present; --debug-sync synchronises after every GPU kernel). Each --input gives one graph input\n"
@@ -34,7 +34,7 @@ static const char usage[] =
     "on the fly, its data range calibrated on this one call (--q8-calib, as for\n"
     "train: minmax, the default, or percentile[:P]).\n"
     "The model runs with its own ONNX semantics (a BatchNormalization exported in\n"
-    "training mode normalises with the batch's statistics).\n";
+    "training mode normalises with the batch's statistics).\n" AMD_CLI_GEMM_HELP;
 
 #define MAX_INPUTS 64
 
@@ -67,6 +67,8 @@ int amd_cmd_run(int argc, char **argv) {
       device = argv[++i];
     } else if (strcmp(argv[i], "--debug-sync") == 0) {
       debug_sync = 1;
+    } else if (strcmp(argv[i], "--gemm") == 0 && i + 1 < argc) {
+      if (amd_cli_gemm_tier("amdnn-onnx run", argv[++i])) return 2;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "amdnn-onnx run: unknown or incomplete option '%s'\n\n%s", argv[i], usage);
       return 2;

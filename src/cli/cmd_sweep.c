@@ -45,7 +45,7 @@
 static const char usage[] =
     "usage: amdnn-onnx sweep MODEL.onnx --data SPEC --mode MODE [--batch N] [--limit N]\n"
     "                        [--tsv FILE.tsv] [--plot FILE.png] [--tta]\n"
-    "                        [--device cpu|cuda[:N]] [--debug-sync]\n"
+    "                        [--device cpu|cuda[:N]] [--gemm fast|exact] [--debug-sync]\n"
     "\n"
     "Per-layer sensitivity: evaluates MODEL on the test split of SPEC (the forms of\n"
     "`amdnn-onnx train --help`) first with every product exact (acc32, the\n"
@@ -71,6 +71,8 @@ static const char usage[] =
     "  --device DEV      cpu or cuda[:N] (default: cuda when a GPU is present);\n"
     "                    --backend is the same option\n"
     "  --debug-sync      synchronise after every GPU kernel\n"
+    "  --gemm fast|exact the GPU's GEMM tier of am16 and mbm14 (see eval --help;\n"
+    "                    exact is named in the TSV's first line)\n"
     "The image options of `eval` (images: folders; only the test split is decoded,\n"
     "and with --limit only those N images, unless --normalize is dataset):\n"
     "%s"
@@ -204,6 +206,7 @@ static void fmt_secs(double s, char *buf, size_t n) {
 int amd_cmd_sweep(int argc, char **argv) {
   const char *model = NULL, *data = NULL, *mode = NULL, *tsv = NULL, *png = NULL, *device = NULL;
   int debug_sync = 0, tta = 0;
+  const char *gemm = NULL; /* --gemm */
   int64_t batch = 256, limit = 0, stop_after = 0;
   amd_image_opts img = {0};
   amd_status img_st = {{0}};
@@ -220,6 +223,10 @@ int amd_cmd_sweep(int argc, char **argv) {
     else if (!strcmp(a, "--plot") && v) png = argv[++i];
     else if ((!strcmp(a, "--device") || !strcmp(a, "--backend")) && v) device = argv[++i];
     else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
+    else if (!strcmp(a, "--gemm") && v) {
+      gemm = argv[++i];
+      if (amd_cli_gemm_tier(PROG, gemm)) return 2;
+    }
     else if (!strcmp(a, "--tta")) tta = 1;
     else if (!strcmp(a, "--batch") && v) bad = amd_parse_i64(argv[++i], &batch) || batch < 1;
     else if (!strcmp(a, "--limit") && v) bad = amd_parse_i64(argv[++i], &limit) || limit < 1;
@@ -320,8 +327,9 @@ int amd_cmd_sweep(int argc, char **argv) {
     char header[2048];
     char imgdesc[160] = "";
     if (!strncmp(data, "images:", 7)) amd_image_opts_describe(&img, imgdesc, sizeof imgdesc);
-    snprintf(header, sizeof header, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s", model,
-             data, mode, (long long)limit, tta, imgdesc[0] ? " " : "", imgdesc);
+    snprintf(header, sizeof header, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s%s", model,
+             data, mode, (long long)limit, tta, imgdesc[0] ? " " : "", imgdesc,
+             gemm && !strcmp(gemm, "exact") ? " gemm=exact" : "");
     if (open_tsv(tsv, header, rows, n_rows, &out, &kept, &st)) goto fail;
     if (kept)
       fprintf(stderr, PROG ": resuming %s: %d of %d rows kept, %d to go\n", tsv, kept, n_rows, n_rows - kept);

@@ -115,6 +115,10 @@ static const char usage[] =
     "  --device DEV           cpu or cuda[:N] (default: cuda when a GPU is present; under\n"
     "                         mpirun each rank takes GPU local-rank mod GPU-count)\n"
     "  --debug-sync           synchronise after every GPU kernel (finds a faulting kernel)\n"
+    "  --gemm fast|exact      the GPU's GEMM tier of am16 and mbm14: Mitchell products plus\n"
+    "                         their correction on tensor cores, the spec's products summed in\n"
+    "                         another order (fast, the default), or each product materialised\n"
+    "                         and summed in k order, the CPU's bits (exact)\n"
     "several processes (launched by mpirun or srun; see the README): CPU ranks sum\n"
     "their gradients with MPI, GPU ranks (one GPU each) with NCCL; AMD_DIST=mpi,\n"
     "nccl or none overrides the choice\n"
@@ -188,6 +192,9 @@ int amd_train_parse_args(int argc, char **argv, amd_train_cfg *c) {
     else if (OPT("--freeze")) c->freeze = v;
     else if (OPT("--device")) c->device = v;
     else if (!strcmp(a, "--debug-sync")) c->debug_sync = 1;
+    else if (OPT("--gemm")) {
+      if (amd_cli_gemm_tier("amdnn-onnx train", v)) return -1;
+    }
     else if (OPT("--epochs")) bad = amd_parse_i64(v, &c->epochs) || c->epochs < 1;
     else if (OPT("--batch")) bad = amd_parse_i64(v, &c->batch) || c->batch < 1;
     else if (OPT("--seed")) bad = amd_parse_i64(v, &c->seed);

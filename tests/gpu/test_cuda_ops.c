@@ -1210,6 +1210,9 @@ int main(int argc, char **argv) {
   }
   gemm_ops(NULL, "acc32");
   gemm_ops(&am16, "am16");
+  amd_cuda_gemm_exact(1); /* am16's other GEMM tier */
+  gemm_ops(&am16, "am16, exact tier");
+  amd_cuda_gemm_exact(0);
   other_ops();
   train_kernels();
   /* no kernel untested: every op the backend has kernels for ran natively in some case above */
