@@ -67,7 +67,17 @@
  *   a NaN stays a NaN). No range check (IEEE arithmetic).
  * - fp16: enc = half(x) as a float; the products are packed half multiplies
  *   (correctly rounded binary16, subnormals and overflow included), converted
- *   back to fp32. No range check. */
+ *   back to fp32. No range check.
+ *
+ * The fast tier of am16 and mbm14 (amd_cuda_gemm_set_tier, the default; the
+ * identity is in docs/multipliers.md section 8), on the large tile:
+ * tier_extend writes each operand's correction operands in bf16 (J = 3
+ * blocks of K for am16, 1 for mbm14) and the range words; cuBLAS sums the
+ * correction terms on tensor cores into a workspace; then mode_kernel runs as
+ * a pseudo mode (TIER_AM16, TIER_MBM14: MIT on the forced-bit fractions) and
+ * adds the correction to its sums, or, when the range words say that a pair
+ * leaves the fast range (or an operand is Inf/NaN), takes the exact path for
+ * every tile and ignores it. */
 #include <cuda_fp16.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -630,6 +640,16 @@ __global__ void tier_extend(const float *X, int64_t ld, int64_t stride, int rows
   }
 }
 
+/* The fast tier's per-tile question, zeros in the A tile (bit 0) or the B
+ * tile (bit 1): two barrier ORs instead of tile_fast's range reduction (the
+ * range was settled for the whole GEMM). */
+template <int NA, int NB>
+__device__ __forceinline__ uint32_t tier_zeros(const uint32_t (&va)[NA], const uint32_t (&vb)[NB]) {
+  const uint32_t za = __syncthreads_or((int)any_zero(va)) ? 1u : 0u;
+  const uint32_t zb = __syncthreads_or((int)any_zero(vb)) ? 2u : 0u;
+  return za | zb;
+}
+
 /* Block-wide decision for a tile pair: reduce the exponent ranges over the
  * warps (red: this stage's 8 x 4 words). Contains a barrier. scaled: am32's
  * V * scale(b) (V < 4) must also stay finite, E(b) <= 253. */
@@ -714,13 +734,15 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
     if (ntiles > 0) {
       load_tile<BM, ModeTraits<MODE>::mit>(A, p.lda, kca, p.M, r0, kbeg, kend, va);
       load_tile<BN, ModeTraits<MODE>::mit>(B, p.ldb, kcb, p.N, c0, kbeg, kend, vb);
-      if (ModeTraits<MODE>::check) {
+      if constexpr (ModeTraits<MODE>::tier) {
+        fast = tier_ok;
+        zab = tier_zeros(va, vb);
+      } else if (ModeTraits<MODE>::check) {
         uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
         exp_range(va, alo, ahi, sp);
         exp_range(vb, blo, bhi, sp);
         const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
         fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled, z, &zab);
-        if constexpr (ModeTraits<MODE>::tier) fast = tier_ok;
       }
       store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
       store_tile<MODE, false, BN>(stages + BOFF, stages + BOFF + PLANE, vb, kcb, fast, m);
@@ -750,14 +772,15 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
       } else
         compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       if (more) {
-        if (ModeTraits<MODE>::check) {
+        if constexpr (ModeTraits<MODE>::tier) {
+          zab = tier_zeros(va, vb);
+        } else if (ModeTraits<MODE>::check) {
           uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
           exp_range(va, alo, ahi, sp);
           exp_range(vb, blo, bhi, sp);
           const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
           fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4,
                            ModeTraits<MODE>::scaled, z, &zab);
-          if constexpr (ModeTraits<MODE>::tier) fast = tier_ok;
         }
         store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
         store_tile<MODE, false, BN>(nxt + BOFF, nxt + BOFF + PLANE, vb, kcb, fast, m);
