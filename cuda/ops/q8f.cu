@@ -551,6 +551,21 @@ static amd_q8_operand operand(const uint8_t *p, int64_t ld, amd_q8_fmt fmt, cons
   return o;
 }
 
+/* Queues the im2col of p's images of the codes xs (nx codes in all) into col,
+ * with the row sums (zeroed first) that the GEMM's zero-point terms read. */
+static int q8f_im2col(const q8f_conv &p, const uint8_t *xs, int64_t nx, const q8f_run &r, uint8_t *col,
+                      uint32_t *sums, amd_status *st) {
+  const int64_t threads = p.L * (p.ld / Q8F_COLV);
+  AMD_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(uint32_t) * (size_t)p.L, amd_cu.stream), st);
+  if (fits32(p.L * p.ld) && fits32(nx))
+    k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn, col, sums);
+  else
+    k_q8f_im2col<int64_t><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn, col,
+                                                                             sums);
+  AMD_CUDA_CHECK_LAUNCH("k_q8f_im2col", st);
+  return 0;
+}
+
 /* Images per chunk so that the im2col codes stay under 512 MB. */
 static int64_t q8f_conv_chunk(const amd_conv_geom *g, int64_t ld) {
   const double per = (double)g->osize * (double)ld;
@@ -586,16 +601,8 @@ static int q8fconv_forward(FWD_ARGS) {
       for (int64_t gi = 0; gi < g.group; gi++) {
         p.g0 = gi;
         const uint8_t *xs = (const uint8_t *)xq.p + n0 * g.c * g.isize;
-        const int64_t threads = p.L * (ld / Q8F_COLV);
         uint32_t *cs = (uint32_t *)sums.p;
-        AMD_CUDA_CHECK(cudaMemsetAsync(cs, 0, sizeof(uint32_t) * (size_t)p.L, amd_cu.stream), st);
-        if (fits32(p.L * ld) && fits32(nx))
-          k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
-                                                                               (uint8_t *)col.p, cs);
-        else
-          k_q8f_im2col<int64_t><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
-                                                                                   (uint8_t *)col.p, cs);
-        AMD_CUDA_CHECK_LAUNCH("k_q8f_im2col", st);
+        if (q8f_im2col(p, xs, nx, r, (uint8_t *)col.p, cs, st)) return -1;
         const amd_q8_operand A = operand((const uint8_t *)r.wq.p + gi * g.mg * r.ldw, r.ldw, r.fmt,
                                          (const int32_t *)r.wz.p + gi * g.mg, 1);
         const amd_q8_operand B = operand((const uint8_t *)col.p, ld, r.fmt, xz, 0, cs);
@@ -788,16 +795,8 @@ static int q8f_conv_table(const amd_node *n, const amd_tensor *x, const amd_tens
                     g.k[1],   g.out[0],  g.out[1],  g.stride[0], g.stride[1], g.dil[0], g.dil[1],
                     g.pad0[0], g.pad0[1], kdim,     os,        nb * os,     ld};
       const uint8_t *xs = (const uint8_t *)xq.p + b0 * g.c * g.isize;
-      const int64_t threads = p.L * (ld / Q8F_COLV);
       uint32_t *cs = (uint32_t *)sums.p;
-      AMD_CUDA_CHECK(cudaMemsetAsync(cs, 0, sizeof(uint32_t) * (size_t)p.L, amd_cu.stream), st);
-      if (fits32(p.L * ld) && fits32(nx))
-        k_q8f_im2col<int><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
-                                                                             (uint8_t *)col.p, cs);
-      else
-        k_q8f_im2col<int64_t><<<amd_cu_blocks(threads), 256, 0, amd_cu.stream>>>(p, xs, r.e->dev, r.x, r.sgn,
-                                                                                 (uint8_t *)col.p, cs);
-      AMD_CUDA_CHECK_LAUNCH("k_q8f_im2col", st);
+      if (q8f_im2col(p, xs, nx, r, (uint8_t *)col.p, cs, st)) return -1;
       amd_q8g_args a = q8g_args(nb * os, mg, kdim, r);
       a.A = (const uint8_t *)col.p, a.a_rs = ld, a.a_cs = 1;
       a.B = (const uint8_t *)r.wq.p + gi * mg * r.ldw, a.b_rs = 1, a.b_cs = r.ldw;

@@ -125,32 +125,8 @@ same_eval "--skip-bad with that JPEG, batch 16" "$models/resnet8.onnx" --data "i
 grep -q "warning: 1 bad files skipped, e.g. .*$victim" "$tmp/s.err" && grep -q ": 199 images" "$tmp/s.log" \
   && ok "--skip-bad while streaming: 199 images, the count on stderr" || { bad "--skip-bad while streaming"; cat "$tmp/s.err"; }
 
-# 6. train --augment rrc: reproducible, resumable, refused where it makes no sense
+# 6. train --augment rrc refused where it makes no sense (reproducible and resumable: train_rrc.sh)
 $py "$here/make_image_folder.py" "$fashion" "$tmp/rrc" rgb32 20 4 || { bad "make rgb folder"; exit 1; }
-rrc=(--data "images:$tmp/rrc" --resize 40 --crop 32 --normalize imagenet --augment rrc,flip --epochs 2 --batch 32
-  --lr 0.02 --val 20 --device cpu)
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" -o "$tmp/rrc1.onnx" >"$tmp/r1.log" 2>&1
-rc1=$?
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" -o "$tmp/rrc2.onnx" >/dev/null 2>&1
-rc2=$?
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" --seed 2 -o "$tmp/rrc3.onnx" >/dev/null 2>&1
-rc3=$?
-[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && grep -q "^epoch 2/2 .* val loss" "$tmp/r1.log" \
-  && cmp -s "$tmp/rrc1.onnx" "$tmp/rrc2.onnx" && ! cmp -s "$tmp/rrc1.onnx" "$tmp/rrc3.onnx" \
-  && ok "train --augment rrc,flip: the same seed, the same model byte for byte; --seed 2 another" \
-  || { bad "rrc reproducibility (exits $rc1 $rc2 $rc3)"; cat "$tmp/r1.log"; }
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" --checkpoint-dir "$tmp/rck" --stop-after 4 \
-  -o "$tmp/rrcp.onnx" >/dev/null 2>&1
-rc1=$?
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" --checkpoint-dir "$tmp/rck" --stop-after 9 --resume \
-  -o "$tmp/rrcp.onnx" >/dev/null 2>&1
-rc2=$?
-"$amd" train "$models/resnet8_train.onnx" "${rrc[@]}" --checkpoint-dir "$tmp/rck" --resume -o "$tmp/rrcp.onnx" \
-  >"$tmp/r2.log" 2>&1
-rc3=$?
-[ $rc1 -eq 3 ] && [ $rc2 -eq 3 ] && [ $rc3 -eq 0 ] && cmp -s "$tmp/rrc1.onnx" "$tmp/rrcp.onnx" \
-  && ok "train --augment rrc,flip stopped at steps 4 (epoch 1) and 9 (epoch 2), resumed: the uninterrupted model" \
-  || { bad "rrc resume (exits $rc1 $rc2 $rc3)"; cat "$tmp/r2.log"; }
 refused() { # WHAT WORDS TRAIN-ARGS...: exit 1, one line holding WORDS
   local what=$1 words=$2
   shift 2

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# train --augment rrc,flip on the GPU (random resized crops, assembled on the
-# host from the training images kept uncropped, then uploaded): the same
+# train --augment rrc,flip on the CPU or the GPU (random resized crops,
+# assembled on the host from the training images kept uncropped; on the GPU
+# then uploaded): the same
 # seed gives the same model byte for byte, another seed another; a run
 # stopped twice and resumed ends with the uninterrupted run's model; with
-# --val and a two-split folder (the test split centre-cropped on the device).
+# --val and a two-split folder (on the GPU the test split is centre-cropped on
+# the device).
 # The folders are made from an IDX set at test time
 # (tests/data/make_image_folder.py: PIL and numpy for /usr/bin/python3, else
 # skipped).
-# usage: train_rrc_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR MAKE_IMAGE_FOLDER_PY [DEVICE (cuda)]
+# usage: train_rrc.sh AMDNN_ONNX MODELS_DIR IDX_DIR MAKE_IMAGE_FOLDER_PY [DEVICE (cuda)]
 set -u
 amd=$1 models=$2 idx=$3 make=$4 dev=${5:-cuda}
 py=${PYTHON:-/usr/bin/python3}
