@@ -71,6 +71,7 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Max] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
   t.at[AMD_OP_IDX_Sum] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
   t.at[AMD_OP_IDX_Mean] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
+  t.at[AMD_OP_IDX_PRelu] = {ew_forward, ew_backward, 0, 0x3u, NULL, NULL};
   t.at[AMD_OP_IDX_Where] = {where_forward, where_backward, 0x1u, 0x6u, NULL, NULL};
   t.at[AMD_OP_IDX_Flatten] = {copy_forward, copy_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Reshape] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL, NULL};
@@ -86,6 +87,7 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_SpaceToDepth] = {space_forward, space_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_CumSum] = {cumsum_forward, cumsum_backward, 0x2u, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Pad] = {pad_forward, pad_backward, 0xEu, 0x1u, pad_supported, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported,
                               dropout_host_inputs};
@@ -101,6 +103,9 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_ReduceL2] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_ReduceMin] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_ReduceLogSumExp] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceL1] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceLogSum] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceProd] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_Slice] = {slice_forward, slice_backward, 0x1eu, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Split] = {split_forward, split_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Expand] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL, NULL};

@@ -158,16 +158,19 @@ int pool_backward(BWD_ARGS);
 int pool_supported(const amd_node *n, const amd_tensor *const *in);
 int global_forward(FWD_ARGS);
 int global_backward(BWD_ARGS);
-/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported) */
+/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported),
+ * PRelu */
 int ew_forward(FWD_ARGS);
 int ew_backward(BWD_ARGS);
 int minmax_supported(const amd_node *n, const amd_tensor *const *in);
 /* logic.cu: Where (the condition read on the host) */
 int where_forward(FWD_ARGS);
 int where_backward(BWD_ARGS);
-/* softmax.cu: Softmax, LogSoftmax */
+/* softmax.cu: Softmax, LogSoftmax; CumSum (the axis on the host) */
 int sm_forward(FWD_ARGS);
 int sm_backward(BWD_ARGS);
+int cumsum_forward(FWD_ARGS);
+int cumsum_backward(BWD_ARGS);
 /* shape.cu: the copies (Flatten, Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout,
  * Transpose, Gather (float data; the indices read on the host) */
 int copy_forward(FWD_ARGS);
@@ -189,8 +192,8 @@ int gather_backward(BWD_ARGS);
 int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
 int random_supported(const amd_node *n, const amd_tensor *const *in);
-/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp
- * over trailing axes */
+/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp,
+ * ReduceL1, ReduceLogSum, ReduceProd over trailing axes */
 int red_forward(FWD_ARGS);
 int red_backward(BWD_ARGS);
 int red_supported(const amd_node *n, const amd_tensor *const *in);

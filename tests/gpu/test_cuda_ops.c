@@ -11,6 +11,11 @@
  * another order; Dropout, the random ops and the pools' gradients are compared
  * exactly: the random ops draw the same numbers on both). The
  * GEMM ops run in acc32 and in am16 (forward and both backward GEMMs).
+ * Where an op has several float outputs the test can give each its own dY
+ * (dy_all_outputs: SoftmaxCrossEntropyLoss's log_prob). Bad attributes,
+ * shapes and indices must fail cleanly, on the GPU as on the CPU, at load,
+ * in the forward or in the backward (run_fail_case); the cases after them
+ * run on the same GPU state.
  *
  * The training kernels (src/exec/train_kernels.h) the same way: the CUDA set
  * against the CPU reference on random inputs (softmax cross-entropy with and
@@ -37,6 +42,8 @@
 
 static const amd_backend *gpu;
 static int passed, failed;
+/* set: run_case gives a random dY to every float output, not only output 0 */
+static int dy_all_outputs;
 /* ops that some case ran on the GPU's own kernels (native) */
 static int covered[AMD_OP_COUNT];
 
@@ -119,8 +126,17 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     ok = 0;
   }
   if (grad_mask && g.node.op->backward) {
-    amd_tensor dy = gc_tensor(AMD_FLOAT, cpu_out[0].rank, cpu_out[0].dims, -1, 1), ddy = {0};
-    AMD_ASSERT(amd_backend_upload(gpu, &dy, &ddy, &st) == 0);
+    amd_tensor dy[8], ddy[8];
+    const amd_tensor *cdo[8] = {0}, *gdo[8] = {0};
+    memset(dy, 0, sizeof dy);
+    memset(ddy, 0, sizeof ddy);
+    for (int o = 0; o < n_out; o++) {
+      if (o > 0 && !(dy_all_outputs && cpu_out[o].dtype == AMD_FLOAT)) continue;
+      dy[o] = gc_tensor(AMD_FLOAT, cpu_out[o].rank, cpu_out[o].dims, -1, 1);
+      AMD_ASSERT(amd_backend_upload(gpu, &dy[o], &ddy[o], &st) == 0);
+      cdo[o] = &dy[o];
+      gdo[o] = &ddy[o];
+    }
     amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
     memset(cg, 0, sizeof cg);
     memset(gg, 0, sizeof gg);
@@ -131,7 +147,6 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
       cdin[k] = &cg[k];
       gdin[k] = &gg[k];
     }
-    const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
     cctx.rng = gctx.rng = 777;
     int rc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
                                        cpu_out, cdo, cdin, &st);
@@ -181,14 +196,98 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
       amd_tensor_free(&cg[k]);
       if (gg[k].data) gpu->buf->free(&gg[k]);
     }
-    amd_tensor_free(&dy);
-    gpu->buf->free(&ddy);
+    for (int o = 0; o < n_out; o++) {
+      if (!cdo[o]) continue;
+      amd_tensor_free(&dy[o]);
+      gpu->buf->free(&ddy[o]);
+    }
   }
   ok ? passed++ : failed++;
 done:
   for (int o = 0; o < n_out; o++) {
     amd_tensor_free(&cpu_out[o]);
     if (gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
+  }
+  for (int k = 0; k < n_in; k++)
+    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
+  free(g.node.attrs);
+}
+
+/* A case that must fail cleanly, on the GPU as on the CPU: stage -1, the
+ * node refused at load (a bad attribute); stage 0, its forward fails (a bad
+ * shape or index) on both backends with a message; stage 1, the forward
+ * runs and the backward (dY into the inputs of grad_mask) fails on both.
+ * want_native: whether the GPU's kernels (1) or the host fallback (0) take
+ * the node (-1: either). The cases after it run on the same GPU state. */
+static void run_fail_case(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs,
+                          int n_attrs, amd_tensor **in, int n_in, int n_out, int stage, unsigned grad_mask,
+                          int want_native) {
+  amd_status st = {{0}}, sc = {{0}}, sg = {{0}};
+  gc_node g;
+  const int bind_rc = gc_bind(&g, op, opset, attrs, n_attrs, in, n_in, n_out, &st);
+  if (stage < 0 || bind_rc) {
+    const int ok = stage < 0 && bind_rc != 0 && st.msg[0];
+    printf("%s %s: refused at load: %s\n", ok ? "ok  " : "FAIL", label, bind_rc ? st.msg : "(loaded)");
+    ok ? passed++ : failed++;
+    if (!bind_rc) free(g.node.attrs);
+    return;
+  }
+  amd_tensor din_in[8], *dev_in[8] = {0}, cpu_out[8], gpu_out[8];
+  memset(din_in, 0, sizeof din_in);
+  memset(cpu_out, 0, sizeof cpu_out);
+  memset(gpu_out, 0, sizeof gpu_out);
+  for (int k = 0; k < n_in; k++) {
+    if (!in[k]) continue;
+    dev_in[k] = &din_in[k];
+    if (in[k]->dtype == AMD_FLOAT)
+      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
+    else
+      din_in[k] = *in[k];
+  }
+  const int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
+  if (native) covered[g.node.op->idx] = 1;
+  int ok = want_native < 0 || native == want_native;
+  amd_ctx cctx = {.training = 1, .rng = 777}, gctx = cctx;
+  const int fc = amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
+                                          cpu_out, 0, &sc);
+  const int fg =
+      amd_backend_forward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out, 0, &sg);
+  if (stage == 0) {
+    ok = ok && fc != 0 && fg != 0 && sg.msg[0];
+  } else if (fc || fg) {
+    ok = 0;
+  } else { /* stage 1: the backward must fail */
+    amd_tensor dy = gc_tensor(AMD_FLOAT, cpu_out[0].rank, cpu_out[0].dims, -1, 1), ddy = {0};
+    AMD_ASSERT(amd_backend_upload(gpu, &dy, &ddy, &st) == 0);
+    amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
+    memset(cg, 0, sizeof cg);
+    memset(gg, 0, sizeof gg);
+    for (int k = 0; k < n_in; k++) {
+      if (!((grad_mask >> k) & 1) || !in[k]) continue;
+      cg[k] = gc_tensor(AMD_FLOAT, in[k]->rank, in[k]->dims, 0, 0);
+      AMD_ASSERT(amd_backend_upload(gpu, &cg[k], &gg[k], &st) == 0);
+      cdin[k] = &cg[k];
+      gdin[k] = &gg[k];
+    }
+    const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
+    const int bc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
+                                             cpu_out, cdo, cdin, &sc);
+    const int bg = amd_backend_backward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out,
+                                             gdo, gdin, &sg);
+    ok = ok && bc != 0 && bg != 0 && sg.msg[0];
+    for (int k = 0; k < n_in; k++) {
+      amd_tensor_free(&cg[k]);
+      if (gg[k].data) gpu->buf->free(&gg[k]);
+    }
+    amd_tensor_free(&dy);
+    gpu->buf->free(&ddy);
+  }
+  printf("%s %s: %s fails (native() = %d): cpu \"%s\", cuda \"%s\"\n", ok ? "ok  " : "FAIL", label,
+         stage ? "backward" : "forward", native, sc.msg, sg.msg);
+  ok ? passed++ : failed++;
+  for (int o = 0; o < n_out; o++) {
+    if (!fc) amd_tensor_free(&cpu_out[o]);
+    if (!fg && gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
   for (int k = 0; k < n_in; k++)
     if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
@@ -851,6 +950,101 @@ static void other_ops(void) {
   amd_tensor_free(&x);
 }
 
+/* ================================================================ the ops of issue 16 */
+
+/* An int64 tensor of the given shape holding v (an index input, on the host). */
+static amd_tensor IDX(int rank, const int64_t *dims, const int64_t *v) {
+  amd_tensor t = gc_tensor(AMD_INT64, rank, dims, 0, 0);
+  memcpy(t.data, v, (size_t)amd_tensor_numel(&t) * sizeof *v);
+  return t;
+}
+/* The float ops that issue 16 gave CUDA kernels (the training step's path):
+ * forward and backward against the CPU with their broadcast, axis and
+ * attribute variants, and per op a bad attribute, shape or index that must
+ * fail cleanly on both. */
+static void training_path_ops(void) {
+  char label[128];
+  int64_t xd[4] = {4, 3, 6, 6};
+  amd_tensor x = T(4, xd, -2, 2);
+  { /* PRelu: the slope per channel (as PyTorch exports it), a scalar, X's own shape, one row, and a slope
+       [4,1,6,1] whose gradient is the generic broadcast reduction */
+    int64_t cd[3] = {3, 1, 1}, one[1] = {1}, rd[1] = {6}, gd[4] = {4, 1, 6, 1}, bad[1] = {5};
+    amd_tensor sc = T(3, cd, 0.05, 0.5), s1 = T(1, one, 0.05, 0.5), sf = T(4, xd, -0.5, 0.5),
+               sr = T(1, rd, 0.1, 1), sg = T(4, gd, 0.1, 1), sb = T(1, bad, 0.1, 1);
+    amd_tensor *pc[2] = {&x, &sc}, *p1[2] = {&x, &s1}, *pf[2] = {&x, &sf}, *pr[2] = {&x, &sr},
+               *pg[2] = {&x, &sg}, *pb[2] = {&x, &sb};
+    run_case("PRelu-16 slope [3,1,1] (per channel)", "PRelu", 16, NULL, 0, pc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-9 slope [3,1,1]", "PRelu", 9, NULL, 0, pc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [1] (scalar)", "PRelu", 16, NULL, 0, p1, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope of X's shape", "PRelu", 16, NULL, 0, pf, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [6] (a row)", "PRelu", 16, NULL, 0, pr, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [4,1,6,1]", "PRelu", 16, NULL, 0, pg, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_fail_case("PRelu-16 slope [5] against X [4,3,6,6]", "PRelu", 16, NULL, 0, pb, 2, 1, 0, 0, -1);
+    amd_tensor *all[6] = {&sc, &s1, &sf, &sr, &sg, &sb};
+    FREE(all, 6);
+  }
+  { /* CumSum: axis as an int64 scalar or an int32 [1], negative, each exclusive / reverse combination */
+    int64_t cd[3] = {3, 4, 5}, ax1 = 1, axm = -1, ax0 = 0, ax3 = 3, ad[1] = {1};
+    amd_tensor c = T(3, cd, -1, 1), a1 = IDX(0, NULL, &ax1), am = gc_tensor(AMD_INT32, 1, ad, 0, 0),
+               a0 = IDX(0, NULL, &ax0), a3 = IDX(0, NULL, &ax3);
+    amd_tensor_set_i64(&am, 0, axm);
+    amd_tensor *i1[2] = {&c, &a1}, *im[2] = {&c, &am}, *i0[2] = {&c, &a0}, *i3[2] = {&c, &a3};
+    for (int e = 0; e < 2; e++)
+      for (int r = 0; r < 2; r++) {
+        Onnx__AttributeProto *at[2] = {gc_attr_int("exclusive", e), gc_attr_int("reverse", r)};
+        snprintf(label, sizeof label, "CumSum-14 axis 1 exclusive %d reverse %d", e, r);
+        run_case(label, "CumSum", 14, at, 2, i1, 2, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "CumSum-11 axis -1 (int32) exclusive %d reverse %d", e, r);
+        run_case(label, "CumSum", 11, at, 2, im, 2, 1, NULL, 1, 1, 1, 1e-6);
+        gc_attrs_free(at, 2);
+      }
+    run_case("CumSum-14 axis 0", "CumSum", 14, NULL, 0, i0, 2, 1, NULL, 1, 1, 1, 1e-6);
+    run_fail_case("CumSum-14 axis 3 of a rank-3 input", "CumSum", 14, NULL, 0, i3, 2, 1, 0, 0, -1);
+    Onnx__AttributeProto *bad[1] = {gc_attr_int("exclusive", 2)};
+    run_fail_case("CumSum-14 exclusive 2", "CumSum", 14, bad, 1, i1, 2, 1, -1, 0, -1);
+    gc_attrs_free(bad, 1);
+    amd_tensor *all[5] = {&c, &a1, &am, &a0, &a3};
+    FREE(all, 5);
+  }
+  { /* ReduceL1, ReduceLogSum (a positive input), ReduceProd (magnitudes near 1, mixed signs, a row with one
+       zero and a row with two: the gradient exact with zeros) over trailing axes, as the other kernels */
+    amd_tensor xp = T(4, xd, 0.1, 2), xq = T(4, xd, 0.8, 1.25);
+    for (int64_t i = 0; i < amd_tensor_numel(&xq); i++)
+      if (gc_uniform() < 0.3) amd_tensor_set_f64(&xq, i, -amd_tensor_get_f64(&xq, i));
+    amd_tensor_set_f64(&xq, 5, 0);  /* row 0 of the axes-2,3 view: one zero */
+    amd_tensor_set_f64(&xq, 40, 0); /* row 1: two zeros */
+    amd_tensor_set_f64(&xq, 41, 0);
+    static const char *reds[3] = {"ReduceL1", "ReduceLogSum", "ReduceProd"};
+    amd_tensor *xs[3] = {&x, &xp, &xq};
+    int64_t sp[2] = {2, 3}, mid[1] = {1}, ld[1] = {1};
+    amd_tensor ax18 = gc_tensor(AMD_INT64, 1, ld, 0, 0);
+    amd_tensor_set_i64(&ax18, 0, -1);
+    Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)},
+                         *q[1] = {gc_attr_ints("axes", 1, mid)};
+    for (int k = 0; k < 3; k++) {
+      amd_tensor *in1[1] = {xs[k]}, *in18[2] = {xs[k], &ax18};
+      snprintf(label, sizeof label, "%s-13 all axes (native)", reds[k]);
+      run_case(label, reds[k], 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axes 2,3 keepdims 0 (native)", reds[k]);
+      run_case(label, reds[k], 13, r2, 2, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s opset 18 axes input [-1] (native)", reds[k]);
+      run_case(label, reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axis 1 (host fallback)", reds[k]);
+      run_case(label, reds[k], 13, q, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
+    }
+    int64_t bad[1] = {4};
+    Onnx__AttributeProto *rb[1] = {gc_attr_ints("axes", 1, bad)};
+    amd_tensor *inq[1] = {&xq};
+    run_fail_case("ReduceProd-13 axis 4 of a rank-4 input", "ReduceProd", 13, rb, 1, inq, 1, 1, 0, 0, -1);
+    gc_attrs_free(rb, 1);
+    gc_attrs_free(r2, 2);
+    gc_attrs_free(q, 1);
+    amd_tensor *all[3] = {&xp, &xq, &ax18};
+    FREE(all, 3);
+  }
+  amd_tensor_free(&x);
+}
+
 /* ================================================================ training kernels */
 
 static const amd_train_kernels *cpu_tk, *gpu_tk;
@@ -1211,6 +1405,7 @@ int main(int argc, char **argv) {
   gemm_ops(NULL, "acc32");
   gemm_ops(&am16, "am16");
   other_ops();
+  training_path_ops();
   train_kernels();
   /* no kernel untested: every op the backend has kernels for ran natively in some case above */
   for (int i = 0; i < AMD_OP_COUNT; i++) {
