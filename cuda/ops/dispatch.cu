@@ -82,6 +82,10 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Transpose] = {transpose_forward, transpose_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Gather] = {gather_forward, gather_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_GatherND] = {gathernd_forward, gathernd_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_GatherElements] = {gathernd_forward, gathernd_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_ScatterElements] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_Scatter] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_ScatterND] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Trilu] = {trilu_forward, trilu_backward, 0x2u, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_DepthToSpace] = {space_forward, space_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_SpaceToDepth] = {space_forward, space_backward, 0, 0x1u, NULL, NULL};

@@ -211,9 +211,13 @@ int split_backward(BWD_ARGS);
 int view_launch(const amd_view &v, int64_t xcount, const float *src, float *dst, bool scatter, amd_status *st);
 int bcast_forward(FWD_ARGS);
 int bcast_backward(BWD_ARGS);
-/* index.cu: GatherND (indices on the host), Trilu (k on the host), DepthToSpace and SpaceToDepth (space_) */
+/* index.cu: GatherND and GatherElements (gathernd_; indices on the host), ScatterElements, Scatter and
+ * ScatterND (scatter_; float data and updates, indices on the host), Trilu (k on the host), DepthToSpace
+ * and SpaceToDepth (space_) */
 int gathernd_forward(FWD_ARGS);
 int gathernd_backward(BWD_ARGS);
+int scatter_forward(FWD_ARGS);
+int scatter_backward(BWD_ARGS);
 int trilu_forward(FWD_ARGS);
 int trilu_backward(BWD_ARGS);
 int space_forward(FWD_ARGS);

@@ -748,7 +748,7 @@ static void other_ops(void) {
     amd_tensor tx = T(4, td, -1, 1), tr = I64(4, reps), *tin[2] = {&tx, &tr};
     run_case("Tile [2,3,2,3] by 2, 1, 3, 2", "Tile", 13, NULL, 0, tin, 2, 1, NULL, 1, 1, 1, 1e-6);
     FREE(tin, 2);
-    /* ScatterND: the host fallback (data and updates gradients) */
+    /* ScatterND: native (data and updates gradients); more cases in training_path_ops */
     int64_t ud[4] = {2, 3, 6, 6}, ix[2] = {3, 1};
     amd_tensor idx = {0}, upd = T(4, ud, -1, 1), *scin[3] = {&x, &idx, &upd};
     int64_t idd[2] = {2, 1};
@@ -756,7 +756,7 @@ static void other_ops(void) {
     amd_status st;
     AMD_ASSERT(amd_tensor_alloc(&idx, &st) == 0);
     memcpy(idx.data, ix, sizeof ix);
-    run_case("ScatterND-11 (host fallback)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 0, 0);
+    run_case("ScatterND-11 (native)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 1, 0);
     FREE(scin + 1, 2);
   }
   { /* index.cu: GatherND (indices on the host; repeated tuples: the scatter-add in tuple order, the
@@ -958,6 +958,14 @@ static amd_tensor IDX(int rank, const int64_t *dims, const int64_t *v) {
   memcpy(t.data, v, (size_t)amd_tensor_numel(&t) * sizeof *v);
   return t;
 }
+/* Random int64 indices in [-dim, dim) (negative ones count from the back). */
+static amd_tensor IDX_RAND(int rank, const int64_t *dims, int64_t dim) {
+  amd_tensor t = gc_tensor(AMD_INT64, rank, dims, 0, 0);
+  for (int64_t i = 0; i < amd_tensor_numel(&t); i++)
+    amd_tensor_set_i64(&t, i, (int64_t)(gc_uniform() * (double)(2 * dim)) - dim);
+  return t;
+}
+
 /* The float ops that issue 16 gave CUDA kernels (the training step's path):
  * forward and backward against the CPU with their broadcast, axis and
  * attribute variants, and per op a bad attribute, shape or index that must
@@ -1005,6 +1013,76 @@ static void training_path_ops(void) {
     gc_attrs_free(bad, 1);
     amd_tensor *all[5] = {&c, &a1, &am, &a0, &a3};
     FREE(all, 5);
+  }
+  { /* GatherElements: repeated and negative indices (their gradients add up in index order: the CPU's
+       bits), along a middle axis, the last axis (indices smaller than data on the other axes), axis 0 */
+    int64_t dd[3] = {4, 5, 6}, i1d[3] = {4, 3, 6}, i2d[3] = {2, 5, 3}, i0d[3] = {6, 5, 6};
+    amd_tensor d = T(3, dd, -1, 1), g1 = IDX_RAND(3, i1d, 5), g2 = IDX_RAND(3, i2d, 6),
+               g0 = IDX_RAND(3, i0d, 4), gb = IDX_RAND(3, i1d, 5);
+    amd_tensor_set_i64(&gb, 7, 5); /* axis 1 has 5 elements */
+    amd_tensor *in1[2] = {&d, &g1}, *in2[2] = {&d, &g2}, *in0[2] = {&d, &g0}, *inb[2] = {&d, &gb};
+    Onnx__AttributeProto *a1[1] = {gc_attr_int("axis", 1)}, *am[1] = {gc_attr_int("axis", -1)};
+    run_case("GatherElements-13 axis 1, repeated and negative indices", "GatherElements", 13, a1, 1, in1, 2,
+             1, NULL, 1, 1, 1, 0);
+    run_case("GatherElements-11 axis -1, indices [2,5,3]", "GatherElements", 11, am, 1, in2, 2, 1, NULL, 1, 1,
+             1, 0);
+    run_case("GatherElements-13 axis 0, indices [6,5,6]", "GatherElements", 13, NULL, 0, in0, 2, 1, NULL, 1,
+             1, 1, 0);
+    run_fail_case("GatherElements-13 index 5 on an axis of 5", "GatherElements", 13, a1, 1, inb, 2, 1, 0, 0,
+                  1);
+    gc_attrs_free(a1, 1);
+    gc_attrs_free(am, 1);
+    amd_tensor *all[5] = {&d, &g1, &g2, &g0, &gb};
+    FREE(all, 5);
+  }
+  { /* ScatterElements (each reduction), Scatter-9, ScatterND (slices and single elements): repeated
+       indices, applied in index order as the CPU does (the same bits); backward for none and add */
+    int64_t dd[3] = {4, 5, 6}, id[3] = {4, 3, 6}, sd[3] = {3, 5, 6};
+    amd_tensor d = T(3, dd, -1, 1), ix = IDX_RAND(3, id, 5), up = T(3, id, -1, 1), ix0 = IDX_RAND(3, sd, 4),
+               up0 = T(3, sd, -1, 1), ixb = IDX_RAND(3, id, 5);
+    amd_tensor_set_i64(&ixb, 11, -6);
+    amd_tensor *in[3] = {&d, &ix, &up}, *in0[3] = {&d, &ix0, &up0}, *inb[3] = {&d, &ixb, &up};
+    static const char *reds[5] = {"none", "add", "mul", "max", "min"};
+    for (int r = 0; r < 5; r++) {
+      Onnx__AttributeProto *at[2] = {gc_attr_int("axis", 1), gc_attr_string("reduction", reds[r])};
+      snprintf(label, sizeof label, "ScatterElements-18 axis 1 reduction %s", reds[r]);
+      run_case(label, "ScatterElements", 18, at, 2, in, 3, 1, NULL, r < 2 ? 5 : 0, 1, 1, 0);
+      gc_attrs_free(at, 2);
+    }
+    Onnx__AttributeProto *a1[1] = {gc_attr_int("axis", 1)};
+    run_case("ScatterElements-11 axis 1", "ScatterElements", 11, a1, 1, in, 3, 1, NULL, 5, 1, 1, 0);
+    run_case("Scatter-9 axis 0", "Scatter", 9, NULL, 0, in0, 3, 1, NULL, 5, 1, 1, 0);
+    run_fail_case("ScatterElements-13 index -6 on an axis of 5", "ScatterElements", 13, a1, 1, inb, 3, 1, 0,
+                  0, 1);
+    gc_attrs_free(a1, 1);
+    Onnx__AttributeProto *mul[2] = {gc_attr_int("axis", 1), gc_attr_string("reduction", "mul")},
+                         *foo[1] = {gc_attr_string("reduction", "foo")};
+    run_fail_case("ScatterElements-16 reduction mul: no backward", "ScatterElements", 16, mul, 2, in, 3, 1, 1,
+                  5, 1);
+    run_fail_case("ScatterElements-18 reduction foo", "ScatterElements", 18, foo, 1, in, 3, 1, -1, 0, -1);
+    /* ScatterND: k = 2 (slices of 6), the tuples (0,1), (3,-1), (0,1), (2,2), (-4,1) (three to one slice) */
+    int64_t nd_id[2] = {5, 2}, nd_iv[10] = {0, 1, 3, -1, 0, 1, 2, 2, -4, 1}, nd_ud[2] = {5, 6};
+    int64_t e_id[2] = {4, 3}, e_iv[12] = {1, 2, 3, 0, 0, 0, 1, 2, 3, 3, 4, 5}, e_ud[1] = {4};
+    int64_t b_iv[10] = {0, 1, 4, 0, 0, 1, 2, 2, -4, 1};
+    amd_tensor ni = IDX(2, nd_id, nd_iv), nu = T(2, nd_ud, -1, 1), ei = IDX(2, e_id, e_iv),
+               eu = T(1, e_ud, -1, 1), bi = IDX(2, nd_id, b_iv);
+    amd_tensor *nin[3] = {&d, &ni, &nu}, *ein[3] = {&d, &ei, &eu}, *bin[3] = {&d, &bi, &nu};
+    for (int r = 0; r < 5; r++) {
+      Onnx__AttributeProto *at[1] = {gc_attr_string("reduction", reds[r])};
+      snprintf(label, sizeof label, "ScatterND-18 k 2, repeated tuples, reduction %s", reds[r]);
+      run_case(label, "ScatterND", 18, at, 1, nin, 3, 1, NULL, r < 2 ? 5 : 0, 1, 1, 0);
+      gc_attrs_free(at, 1);
+    }
+    run_case("ScatterND-13 k 3 (elements), repeated", "ScatterND", 13, NULL, 0, ein, 3, 1, NULL, 5, 1, 1, 0);
+    run_fail_case("ScatterND-13 index 4 on an axis of 4", "ScatterND", 13, NULL, 0, bin, 3, 1, 0, 0, 1);
+    Onnx__AttributeProto *nmax[1] = {gc_attr_string("reduction", "max")};
+    run_fail_case("ScatterND-18 reduction max: no backward", "ScatterND", 18, nmax, 1, nin, 3, 1, 1, 5, 1);
+    run_fail_case("ScatterND-16 reduction max (from 18)", "ScatterND", 16, nmax, 1, nin, 3, 1, -1, 0, -1);
+    gc_attrs_free(nmax, 1);
+    gc_attrs_free(mul, 2);
+    gc_attrs_free(foo, 1);
+    amd_tensor *all[11] = {&d, &ix, &up, &ix0, &up0, &ixb, &ni, &nu, &ei, &eu, &bi};
+    FREE(all, 11);
   }
   { /* ReduceL1, ReduceLogSum (a positive input), ReduceProd (magnitudes near 1, mixed signs, a row with one
        zero and a row with two: the gradient exact with zeros) over trailing axes, as the other kernels */
