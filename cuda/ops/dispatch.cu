@@ -20,6 +20,9 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported, NULL};
   t.at[AMD_OP_IDX_LayerNormalization] = {layernorm_forward, layernorm_backward, 0, 0x7u, layernorm_supported, NULL};
   t.at[AMD_OP_IDX_InstanceNormalization] = {in_forward, in_backward, 0, 0, in_supported, NULL};
+  t.at[AMD_OP_IDX_MeanVarianceNormalization] = {grp_forward, grp_backward, 0, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_LpNormalization] = {grp_forward, grp_backward, 0, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_LRN] = {lrn_forward, lrn_backward, 0, 0x1u, lrn_supported, NULL};
   t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};

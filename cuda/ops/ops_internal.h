@@ -197,10 +197,16 @@ int random_supported(const amd_node *n, const amd_tensor *const *in);
 int red_forward(FWD_ARGS);
 int red_backward(BWD_ARGS);
 int red_supported(const amd_node *n, const amd_tensor *const *in);
-/* instnorm.cu: InstanceNormalization */
+/* instnorm.cu: InstanceNormalization (in_); MeanVarianceNormalization and LpNormalization (grp_) */
 int in_forward(FWD_ARGS);
 int in_backward(BWD_ARGS);
 int in_supported(const amd_node *n, const amd_tensor *const *in);
+int grp_forward(FWD_ARGS);
+int grp_backward(BWD_ARGS);
+/* lrn.cu: LRN */
+int lrn_forward(FWD_ARGS);
+int lrn_backward(BWD_ARGS);
+int lrn_supported(const amd_node *n, const amd_tensor *const *in);
 /* slice.cu: Slice, Split, and Expand and Tile (bcast_) */
 int slice_forward(FWD_ARGS);
 int slice_backward(BWD_ARGS);

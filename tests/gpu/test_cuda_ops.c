@@ -897,7 +897,7 @@ static void other_ops(void) {
       FREE(int_, 2);
     }
     Onnx__AttributeProto *l[1] = {gc_attr_int("size", 3)};
-    run_case("LRN (host fallback)", "LRN", 13, l, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
+    run_case("LRN size 3 (native)", "LRN", 13, l, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(l, 1);
     int64_t xd1[3] = {2, 3, 10}, wd1[3] = {4, 3, 3};
     amd_tensor x1 = T(3, xd1, -1, 1), w1 = T(3, wd1, -1, 1), *in2[2] = {&x1, &w1};
@@ -1084,6 +1084,23 @@ static void training_path_ops(void) {
     amd_tensor *all[11] = {&d, &ix, &up, &ix0, &up0, &ixb, &ni, &nu, &ei, &eu, &bi};
     FREE(all, 11);
   }
+  { /* LRN: an even size (the window one further up), a rank-3 input, beta 0.5 and a beta through pow() */
+    int64_t d3[3] = {2, 7, 10}, d4[4] = {3, 8, 5, 5};
+    amd_tensor a = T(3, d3, -2, 2), b = T(4, d4, -2, 2), *ia[1] = {&a}, *ib[1] = {&b};
+    Onnx__AttributeProto *l4[4] = {gc_attr_int("size", 4), gc_attr_float("alpha", 0.02f),
+                                   gc_attr_float("beta", 0.5f), gc_attr_float("bias", 2.0f)};
+    Onnx__AttributeProto *l5[2] = {gc_attr_int("size", 5), gc_attr_float("beta", 0.6f)};
+    Onnx__AttributeProto *l0[1] = {gc_attr_int("size", 0)};
+    run_case("LRN-13 size 4 (even) beta 0.5 bias 2, [2,7,10]", "LRN", 13, l4, 4, ia, 1, 1, NULL, 1, 1, 1,
+             1e-6);
+    run_case("LRN-1 size 5 beta 0.6 (pow), [3,8,5,5]", "LRN", 1, l5, 2, ib, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_fail_case("LRN-13 size 0", "LRN", 13, l0, 1, ib, 1, 1, -1, 0, -1);
+    gc_attrs_free(l4, 4);
+    gc_attrs_free(l5, 2);
+    gc_attrs_free(l0, 1);
+    FREE(ia, 1);
+    FREE(ib, 1);
+  }
   { /* ReduceL1, ReduceLogSum (a positive input), ReduceProd (magnitudes near 1, mixed signs, a row with one
        zero and a row with two: the gradient exact with zeros) over trailing axes, as the other kernels */
     amd_tensor xp = T(4, xd, 0.1, 2), xq = T(4, xd, 0.8, 1.25);
@@ -1119,6 +1136,39 @@ static void training_path_ops(void) {
     gc_attrs_free(q, 1);
     amd_tensor *all[3] = {&xp, &xq, &ax18};
     FREE(all, 3);
+  }
+  { /* MeanVarianceNormalization over its default axes [0,2,3], a middle axis, two apart and the last;
+       LpNormalization p = 1 and 2 along the last axis and a middle one, with an all-zero group (norm 0) */
+    int64_t md[4] = {2, 3, 4, 5}, m1[1] = {1}, m03[2] = {0, 3}, mlast[1] = {-1}, mbad[1] = {5},
+            ld[3] = {3, 4, 5};
+    amd_tensor mx = T(4, md, 1, 3), lx = T(3, ld, -2, 2), *im[1] = {&mx}, *il[1] = {&lx};
+    for (int i = 0; i < 5; i++) amd_tensor_set_f64(&lx, i, 0); /* lx[0,0,:] */
+    Onnx__AttributeProto *a1[1] = {gc_attr_ints("axes", 1, m1)}, *a03[1] = {gc_attr_ints("axes", 2, m03)},
+                         *al[1] = {gc_attr_ints("axes", 1, mlast)}, *ab[1] = {gc_attr_ints("axes", 1, mbad)};
+    run_case("MeanVarianceNormalization-13 default axes [0,2,3]", "MeanVarianceNormalization", 13, NULL, 0,
+             im, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-13 axes [1]", "MeanVarianceNormalization", 13, a1, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-9 axes [0,3]", "MeanVarianceNormalization", 9, a03, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-13 axes [-1]", "MeanVarianceNormalization", 13, al, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_fail_case("MeanVarianceNormalization-13 axes [5] of rank 4", "MeanVarianceNormalization", 13, ab, 1,
+                  im, 1, 1, 0, 0, -1);
+    Onnx__AttributeProto *p2[1] = {gc_attr_int("p", 2)},
+                         *p1[2] = {gc_attr_int("p", 1), gc_attr_int("axis", 1)},
+                         *p3[1] = {gc_attr_int("p", 3)};
+    run_case("LpNormalization-22 p 2 axis -1, a zero row", "LpNormalization", 22, p2, 1, il, 1, 1, NULL, 1, 1,
+             1, 1e-5);
+    run_case("LpNormalization-1 p 1 axis 1", "LpNormalization", 1, p1, 2, il, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("LpNormalization-22 p 1 axis -1, a zero row", "LpNormalization", 22, p1, 1, il, 1, 1, NULL, 1, 1,
+             1, 1e-5);
+    run_fail_case("LpNormalization-22 p 3", "LpNormalization", 22, p3, 1, il, 1, 1, -1, 0, -1);
+    Onnx__AttributeProto *aall[4] = {a1[0], a03[0], al[0], ab[0]}, *pall[4] = {p2[0], p1[0], p1[1], p3[0]};
+    gc_attrs_free(aall, 4);
+    gc_attrs_free(pall, 4);
+    FREE(im, 1);
+    FREE(il, 1);
   }
   amd_tensor_free(&x);
 }
