@@ -95,6 +95,8 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_CumSum] = {cumsum_forward, cumsum_backward, 0x2u, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_NegativeLogLikelihoodLoss] = {loss_forward, loss_backward, 0x6u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_SoftmaxCrossEntropyLoss] = {loss_forward, loss_backward, 0x6u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Pad] = {pad_forward, pad_backward, 0xEu, 0x1u, pad_supported, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported,
                               dropout_host_inputs};

@@ -207,6 +207,9 @@ int grp_backward(BWD_ARGS);
 int lrn_forward(FWD_ARGS);
 int lrn_backward(BWD_ARGS);
 int lrn_supported(const amd_node *n, const amd_tensor *const *in);
+/* loss.cu: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (target and weight on the host) */
+int loss_forward(FWD_ARGS);
+int loss_backward(BWD_ARGS);
 /* slice.cu: Slice, Split, and Expand and Tile (bcast_) */
 int slice_forward(FWD_ARGS);
 int slice_backward(BWD_ARGS);

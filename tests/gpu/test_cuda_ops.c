@@ -1170,6 +1170,51 @@ static void training_path_ops(void) {
     FREE(im, 1);
     FREE(il, 1);
   }
+  { /* the losses: classes with ignore_index, a weight (on the host), every reduction, [N, C] and
+       [N, C, d1, d2]; SCE's log_prob output with its own dY */
+    int64_t sd[2] = {6, 5}, td[1] = {6}, wd[1] = {5}, tv[6] = {0, 4, 2, 3, 2, 1}, bv[6] = {0, 4, 7, 3, 2, 1};
+    int64_t s4[4] = {2, 5, 3, 4}, t4[3] = {2, 3, 4};
+    amd_tensor sc = T(2, sd, -3, 3), tg = IDX(1, td, tv), w = T(1, wd, 0.5, 2), tb = IDX(1, td, bv),
+               sc4 = T(4, s4, -3, 3), tg4 = IDX_RAND(3, t4, 5);
+    for (int64_t i = 0; i < amd_tensor_numel(&tg4); i++) /* classes in [0, 5) */
+      amd_tensor_set_i64(&tg4, i,
+                         amd_tensor_get_i64(&tg4, i) < 0 ? amd_tensor_get_i64(&tg4, i) + 5
+                                                         : amd_tensor_get_i64(&tg4, i));
+    amd_tensor *i2[2] = {&sc, &tg}, *i3[3] = {&sc, &tg, &w}, *ib[2] = {&sc, &tb}, *i4[3] = {&sc4, &tg4, &w};
+    static const char *reds[3] = {"none", "sum", "mean"};
+    static const char *ops[2] = {"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"};
+    for (int o = 0; o < 2; o++)
+      for (int r = 0; r < 3; r++) {
+        Onnx__AttributeProto *at[2] = {gc_attr_string("reduction", reds[r]), gc_attr_int("ignore_index", 2)};
+        snprintf(label, sizeof label, "%s-13 [6,5] reduction %s", ops[o], reds[r]);
+        run_case(label, ops[o], 13, at, 1, i2, 2, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "%s-13 [6,5] reduction %s, weight, ignore_index 2", ops[o], reds[r]);
+        run_case(label, ops[o], 13, at, 2, i3, 3, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "%s-12 [2,5,3,4] reduction %s, weight", ops[o], reds[r]);
+        run_case(label, ops[o], 12, at, 1, i4, 3, 1, NULL, 1, 1, 1, 1e-6);
+        gc_attrs_free(at, 2);
+      }
+    dy_all_outputs = 1;
+    Onnx__AttributeProto *mean[1] = {gc_attr_string("reduction", "mean")},
+                         *none[2] = {gc_attr_string("reduction", "none"), gc_attr_int("ignore_index", 2)};
+    run_case("SoftmaxCrossEntropyLoss-13 mean, log_prob out (dY on both)", "SoftmaxCrossEntropyLoss", 13,
+             mean, 1, i3, 3, 2, NULL, 1, 1, 1, 1e-6);
+    run_case("SoftmaxCrossEntropyLoss-13 [2,5,3,4] none, ignore_index 2, log_prob out (dY on both)",
+             "SoftmaxCrossEntropyLoss", 13, none, 2, i4, 3, 2, NULL, 1, 1, 1, 1e-6);
+    dy_all_outputs = 0;
+    run_fail_case("SoftmaxCrossEntropyLoss-13 target 7 of 5 classes", "SoftmaxCrossEntropyLoss", 13, mean, 1,
+                  ib, 2, 1, 0, 0, 1);
+    run_fail_case("NegativeLogLikelihoodLoss-13 target 7 of 5 classes", "NegativeLogLikelihoodLoss", 13, mean,
+                  1, ib, 2, 1, 0, 0, 1);
+    Onnx__AttributeProto *avg[1] = {gc_attr_string("reduction", "avg")};
+    run_fail_case("NegativeLogLikelihoodLoss-13 reduction avg", "NegativeLogLikelihoodLoss", 13, avg, 1, i2,
+                  2, 1, -1, 0, -1);
+    gc_attrs_free(avg, 1);
+    gc_attrs_free(mean, 1);
+    gc_attrs_free(none, 2);
+    amd_tensor *all[6] = {&sc, &tg, &w, &tb, &sc4, &tg4};
+    FREE(all, 6);
+  }
   amd_tensor_free(&x);
 }
 
