@@ -193,7 +193,7 @@ int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
 int random_supported(const amd_node *n, const amd_tensor *const *in);
 /* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp,
- * ReduceL1, ReduceLogSum, ReduceProd over trailing axes */
+ * ReduceL1, ReduceLogSum, ReduceProd over adjacent axes */
 int red_forward(FWD_ARGS);
 int red_backward(BWD_ARGS);
 int red_supported(const amd_node *n, const amd_tensor *const *in);

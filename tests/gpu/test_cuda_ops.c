@@ -905,14 +905,17 @@ static void other_ops(void) {
     FREE(in2, 2);
     amd_tensor *in3[1] = {&x};
     run_case("ReduceMean all axes (native)", "ReduceMean", 13, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
-    int64_t sp[2] = {2, 3}, mid[1] = {1};
+    int64_t sp[2] = {2, 3}, mid[1] = {1}, lead[2] = {0, 1}, apart[2] = {1, 3};
     Onnx__AttributeProto *r[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
     run_case("ReduceMean axes 2,3 (native)", "ReduceMean", 13, r, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(r, 2);
-    Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)};
-    run_case("ReduceMean axis 1 (host fallback)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)}, *qa[1] = {gc_attr_ints("axes", 2, apart)},
+                         *ql[2] = {gc_attr_ints("axes", 2, lead), gc_attr_int("keepdims", 0)};
+    run_case("ReduceMean axis 1 (native, at stride 36)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("ReduceMean axes 0,1 keepdims 0 (native)", "ReduceMean", 13, ql, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("ReduceMean axes 1,3 (host fallback)", "ReduceMean", 13, qa, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
     /* the other reductions with kernels: all axes, axes 2,3 without keepdims, opset 18's axes input [-1],
-     * and a middle axis on the host */
+     * a middle axis, and two axes apart on the host */
     static const char *reds[] = {"ReduceSum", "ReduceMax", "ReduceSumSquare", "ReduceL2", "ReduceMin",
                                  "ReduceLogSumExp"};
     int64_t last = -1, ld[1] = {1};
@@ -921,19 +924,23 @@ static void other_ops(void) {
     Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
     for (int k = 0; k < 6; k++) {
       const int oa = strcmp(reds[k], "ReduceSum") == 0 ? 11 : 13; /* an opset with the axes attribute */
-      char lb[4][96];
+      char lb[5][96];
       snprintf(lb[0], sizeof lb[0], "%s-%d all axes (native)", reds[k], oa);
       snprintf(lb[1], sizeof lb[1], "%s-%d axes 2,3 keepdims 0 (native)", reds[k], oa);
       snprintf(lb[2], sizeof lb[2], "%s opset 18 axes input [-1] (native)", reds[k]);
-      snprintf(lb[3], sizeof lb[3], "%s-%d axis 1 (host fallback)", reds[k], oa);
+      snprintf(lb[3], sizeof lb[3], "%s-%d axis 1 (native)", reds[k], oa);
+      snprintf(lb[4], sizeof lb[4], "%s-%d axes 1,3 (host fallback)", reds[k], oa);
       run_case(lb[0], reds[k], oa, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
       run_case(lb[1], reds[k], oa, r2, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
       run_case(lb[2], reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
-      run_case(lb[3], reds[k], oa, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+      run_case(lb[3], reds[k], oa, q, 1, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+      run_case(lb[4], reds[k], oa, qa, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
     }
     gc_attrs_free(r2, 2);
     amd_tensor_free(&ax18);
     gc_attrs_free(q, 1);
+    gc_attrs_free(qa, 1);
+    gc_attrs_free(ql, 2);
     /* InstanceNormalization: [4,3,6,6], and [2,5,1000] (many threads per plane, mean far from zero) */
     int64_t cd[1] = {3}, cd5[1] = {5}, ld3[3] = {2, 5, 1000};
     amd_tensor s = T(1, cd, 0.5, 1.5), b = T(1, cd, -1, 1), *inn[3] = {&x, &s, &b};
@@ -1102,7 +1109,7 @@ static void training_path_ops(void) {
     FREE(ib, 1);
   }
   { /* ReduceL1, ReduceLogSum (a positive input), ReduceProd (magnitudes near 1, mixed signs, a row with one
-       zero and a row with two: the gradient exact with zeros) over trailing axes, as the other kernels */
+       zero and a row with two: the gradient exact with zeros) over adjacent axes, as the other kernels */
     amd_tensor xp = T(4, xd, 0.1, 2), xq = T(4, xd, 0.8, 1.25);
     for (int64_t i = 0; i < amd_tensor_numel(&xq); i++)
       if (gc_uniform() < 0.3) amd_tensor_set_f64(&xq, i, -amd_tensor_get_f64(&xq, i));
@@ -1111,11 +1118,11 @@ static void training_path_ops(void) {
     amd_tensor_set_f64(&xq, 41, 0);
     static const char *reds[3] = {"ReduceL1", "ReduceLogSum", "ReduceProd"};
     amd_tensor *xs[3] = {&x, &xp, &xq};
-    int64_t sp[2] = {2, 3}, mid[1] = {1}, ld[1] = {1};
+    int64_t sp[2] = {2, 3}, mid[1] = {1}, apart[2] = {1, 3}, ld[1] = {1};
     amd_tensor ax18 = gc_tensor(AMD_INT64, 1, ld, 0, 0);
     amd_tensor_set_i64(&ax18, 0, -1);
     Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)},
-                         *q[1] = {gc_attr_ints("axes", 1, mid)};
+                         *q[1] = {gc_attr_ints("axes", 1, mid)}, *qa[1] = {gc_attr_ints("axes", 2, apart)};
     for (int k = 0; k < 3; k++) {
       amd_tensor *in1[1] = {xs[k]}, *in18[2] = {xs[k], &ax18};
       snprintf(label, sizeof label, "%s-13 all axes (native)", reds[k]);
@@ -1124,8 +1131,10 @@ static void training_path_ops(void) {
       run_case(label, reds[k], 13, r2, 2, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
       snprintf(label, sizeof label, "%s opset 18 axes input [-1] (native)", reds[k]);
       run_case(label, reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
-      snprintf(label, sizeof label, "%s-13 axis 1 (host fallback)", reds[k]);
-      run_case(label, reds[k], 13, q, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axis 1 (native)", reds[k]);
+      run_case(label, reds[k], 13, q, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axes 1,3 (host fallback)", reds[k]);
+      run_case(label, reds[k], 13, qa, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
     }
     int64_t bad[1] = {4};
     Onnx__AttributeProto *rb[1] = {gc_attr_ints("axes", 1, bad)};
@@ -1134,6 +1143,7 @@ static void training_path_ops(void) {
     gc_attrs_free(rb, 1);
     gc_attrs_free(r2, 2);
     gc_attrs_free(q, 1);
+    gc_attrs_free(qa, 1);
     amd_tensor *all[3] = {&xp, &xq, &ax18};
     FREE(all, 3);
   }
