@@ -20,6 +20,9 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_BatchNormalization] = {bn_forward, bn_backward, 0, 0x1u, bn_supported, NULL};
   t.at[AMD_OP_IDX_LayerNormalization] = {layernorm_forward, layernorm_backward, 0, 0x7u, layernorm_supported, NULL};
   t.at[AMD_OP_IDX_InstanceNormalization] = {in_forward, in_backward, 0, 0, in_supported, NULL};
+  t.at[AMD_OP_IDX_MeanVarianceNormalization] = {grp_forward, grp_backward, 0, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_LpNormalization] = {grp_forward, grp_backward, 0, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_LRN] = {lrn_forward, lrn_backward, 0, 0x1u, lrn_supported, NULL};
   t.at[AMD_OP_IDX_Relu] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_LeakyRelu] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Sigmoid] = {act_forward, act_backward, 0, 0x1u, NULL, NULL};
@@ -71,6 +74,7 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Max] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
   t.at[AMD_OP_IDX_Sum] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
   t.at[AMD_OP_IDX_Mean] = {ew_forward, ew_backward, 0, 0x3u, minmax_supported, NULL};
+  t.at[AMD_OP_IDX_PRelu] = {ew_forward, ew_backward, 0, 0x3u, NULL, NULL};
   t.at[AMD_OP_IDX_Where] = {where_forward, where_backward, 0x1u, 0x6u, NULL, NULL};
   t.at[AMD_OP_IDX_Flatten] = {copy_forward, copy_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Reshape] = {copy_forward, copy_backward, 0x2u, 0x1u, NULL, NULL};
@@ -81,11 +85,18 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_Transpose] = {transpose_forward, transpose_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Gather] = {gather_forward, gather_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_GatherND] = {gathernd_forward, gathernd_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_GatherElements] = {gathernd_forward, gathernd_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_ScatterElements] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_Scatter] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_ScatterND] = {scatter_forward, scatter_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Trilu] = {trilu_forward, trilu_backward, 0x2u, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_DepthToSpace] = {space_forward, space_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_SpaceToDepth] = {space_forward, space_backward, 0, 0x1u, NULL, NULL};
   t.at[AMD_OP_IDX_Softmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
   t.at[AMD_OP_IDX_LogSoftmax] = {sm_forward, sm_backward, 0, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_CumSum] = {cumsum_forward, cumsum_backward, 0x2u, 0x1u, NULL, NULL};
+  t.at[AMD_OP_IDX_NegativeLogLikelihoodLoss] = {loss_forward, loss_backward, 0x6u, 0, NULL, NULL};
+  t.at[AMD_OP_IDX_SoftmaxCrossEntropyLoss] = {loss_forward, loss_backward, 0x6u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Pad] = {pad_forward, pad_backward, 0xEu, 0x1u, pad_supported, NULL};
   t.at[AMD_OP_IDX_Dropout] = {dropout_forward, dropout_backward, 0x6u, 0, dropout_supported,
                               dropout_host_inputs};
@@ -101,6 +112,9 @@ static constexpr cu_op_table cu_op_table_make() {
   t.at[AMD_OP_IDX_ReduceL2] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_ReduceMin] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_ReduceLogSumExp] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceL1] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceLogSum] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
+  t.at[AMD_OP_IDX_ReduceProd] = {red_forward, red_backward, 0x2u, 0, red_supported, NULL};
   t.at[AMD_OP_IDX_Slice] = {slice_forward, slice_backward, 0x1eu, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Split] = {split_forward, split_backward, 0x2u, 0, NULL, NULL};
   t.at[AMD_OP_IDX_Expand] = {bcast_forward, bcast_backward, 0x2u, 0x1u, NULL, NULL};

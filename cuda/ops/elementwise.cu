@@ -1,9 +1,12 @@
 /* CUDA kernels of Add, Sub, Mul, Div, Pow, the two-input Min and Max
- * (src/ops/elementwise.c) and the two-input Sum and Mean (src/ops/arith.c:
+ * (src/ops/elementwise.c), the two-input Sum and Mean (src/ops/arith.c:
  * Sum is Add; Mean (x + y) / 2, its gradient dY / 2 to both, reading neither
- * operand): one set of broadcast kernels, the op a switch in
- * ew_apply / ew_grad. Pow, Min and Max use the CPU's formulas: x^2 as x * x,
- * PyTorch's zeros in Pow's gradients, Min / Max choosing the second input
+ * operand) and PRelu (src/ops/activation.c: y = x < 0 ? slope x : x, the
+ * slope broadcast to X; dX = x < 0 ? slope dY : dY, dSlope the sum of
+ * x < 0 ? x dY : 0 over the positions that share a slope element): one set
+ * of broadcast kernels, the op a switch in ew_apply / ew_grad. Pow, Min
+ * and Max use the CPU's formulas: x^2 as x * x, PyTorch's zeros in Pow's
+ * gradients, Min / Max choosing the second input
  * only where it is strictly smaller / greater or NaN (ties: the first). A Pow
  * with a non-float exponent and a Min / Max of one or of three or more inputs
  * take the host fallback, and so do a Sum or Mean of one or of three or more. */
@@ -14,7 +17,7 @@
 /* ================================================================ Add, Sub, Mul, Div, Pow, Min, Max */
 
 /* the ops from EW_MUL on read their operands in the backward */
-enum { EW_ADD, EW_SUB, EW_MEAN, EW_MUL, EW_DIV, EW_POW, EW_MIN, EW_MAX };
+enum { EW_ADD, EW_SUB, EW_MEAN, EW_MUL, EW_DIV, EW_POW, EW_MIN, EW_MAX, EW_PRELU };
 
 __device__ __forceinline__ float ew_pow(float x, float e) { return e == 2.0f ? x * x : powf(x, e); }
 /* Min / Max: 1 where the second operand y is the one chosen */
@@ -41,6 +44,8 @@ __device__ __forceinline__ float ew_apply(int op, float x, float y) {
     return x / y;
   case EW_POW:
     return ew_pow(x, y);
+  case EW_PRELU: /* y is the slope */
+    return x < 0 ? y * x : x;
   default:
     return ew_second(op, x, y) ? y : x;
   }
@@ -70,6 +75,10 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
     return y == 0.0f ? 0.0f : g * y * ew_pow(x, y - 1.0f);
   case EW_POW * 2 + 1: /* 0 where x == 0 and the exponent >= 0 */
     return (x == 0.0f && y >= 0.0f) ? 0.0f : g * ew_pow(x, y) * logf(x);
+  case EW_PRELU * 2: /* the x >= 0 branch at the kink, as the CPU */
+    return x < 0 ? y * g : g;
+  case EW_PRELU * 2 + 1:
+    return x < 0 ? x * g : 0.0f;
   default: /* Min, Max */
     return ew_second(op, x, y) == (which == 1) ? g : 0.0f;
   }
@@ -293,6 +302,8 @@ static int ew_op(const amd_node *n) {
     return EW_POW;
   case AMD_OP_IDX_Min:
     return EW_MIN;
+  case AMD_OP_IDX_PRelu:
+    return EW_PRELU;
   default:
     return EW_MAX;
   }

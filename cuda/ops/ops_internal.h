@@ -158,16 +158,19 @@ int pool_backward(BWD_ARGS);
 int pool_supported(const amd_node *n, const amd_tensor *const *in);
 int global_forward(FWD_ARGS);
 int global_backward(BWD_ARGS);
-/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported) */
+/* elementwise.cu: Add, Sub, Mul, Div, Pow, Min, Max, Sum and Mean (the last four: two inputs, minmax_supported),
+ * PRelu */
 int ew_forward(FWD_ARGS);
 int ew_backward(BWD_ARGS);
 int minmax_supported(const amd_node *n, const amd_tensor *const *in);
 /* logic.cu: Where (the condition read on the host) */
 int where_forward(FWD_ARGS);
 int where_backward(BWD_ARGS);
-/* softmax.cu: Softmax, LogSoftmax */
+/* softmax.cu: Softmax, LogSoftmax; CumSum (the axis on the host) */
 int sm_forward(FWD_ARGS);
 int sm_backward(BWD_ARGS);
+int cumsum_forward(FWD_ARGS);
+int cumsum_backward(BWD_ARGS);
 /* shape.cu: the copies (Flatten, Reshape, Identity, Squeeze, Unsqueeze), Concat, Dropout,
  * Transpose, Gather (float data; the indices read on the host) */
 int copy_forward(FWD_ARGS);
@@ -189,15 +192,24 @@ int gather_backward(BWD_ARGS);
 int random_forward(FWD_ARGS);
 int random_backward(BWD_ARGS);
 int random_supported(const amd_node *n, const amd_tensor *const *in);
-/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp
- * over trailing axes */
+/* reduce.cu: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceLogSumExp,
+ * ReduceL1, ReduceLogSum, ReduceProd over adjacent axes */
 int red_forward(FWD_ARGS);
 int red_backward(BWD_ARGS);
 int red_supported(const amd_node *n, const amd_tensor *const *in);
-/* instnorm.cu: InstanceNormalization */
+/* instnorm.cu: InstanceNormalization (in_); MeanVarianceNormalization and LpNormalization (grp_) */
 int in_forward(FWD_ARGS);
 int in_backward(BWD_ARGS);
 int in_supported(const amd_node *n, const amd_tensor *const *in);
+int grp_forward(FWD_ARGS);
+int grp_backward(BWD_ARGS);
+/* lrn.cu: LRN */
+int lrn_forward(FWD_ARGS);
+int lrn_backward(BWD_ARGS);
+int lrn_supported(const amd_node *n, const amd_tensor *const *in);
+/* loss.cu: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (target and weight on the host) */
+int loss_forward(FWD_ARGS);
+int loss_backward(BWD_ARGS);
 /* slice.cu: Slice, Split, and Expand and Tile (bcast_) */
 int slice_forward(FWD_ARGS);
 int slice_backward(BWD_ARGS);
@@ -208,9 +220,13 @@ int split_backward(BWD_ARGS);
 int view_launch(const amd_view &v, int64_t xcount, const float *src, float *dst, bool scatter, amd_status *st);
 int bcast_forward(FWD_ARGS);
 int bcast_backward(BWD_ARGS);
-/* index.cu: GatherND (indices on the host), Trilu (k on the host), DepthToSpace and SpaceToDepth (space_) */
+/* index.cu: GatherND and GatherElements (gathernd_; indices on the host), ScatterElements, Scatter and
+ * ScatterND (scatter_; float data and updates, indices on the host), Trilu (k on the host), DepthToSpace
+ * and SpaceToDepth (space_) */
 int gathernd_forward(FWD_ARGS);
 int gathernd_backward(BWD_ARGS);
+int scatter_forward(FWD_ARGS);
+int scatter_backward(BWD_ARGS);
 int trilu_forward(FWD_ARGS);
 int trilu_backward(BWD_ARGS);
 int space_forward(FWD_ARGS);

@@ -140,6 +140,22 @@ typedef struct amd_sm_attrs {
 int amd_sm_view(const amd_node *n, const amd_tensor *x, int64_t *outer, int64_t *len, int64_t *inner,
                 amd_status *st);
 
+/* ---- CumSum (softmax.c) ---- */
+typedef struct amd_cumsum_attrs {
+  int exclusive, reverse;
+} amd_cumsum_attrs;
+
+/* The [outer, len, inner] view of in[0] around the axis that input 1 (an
+ * int32 / int64 scalar on the host) names. */
+int amd_cumsum_view(const amd_tensor *const *in, int64_t *outer, int64_t *len, int64_t *inner,
+                    amd_status *st);
+
+/* ---- LRN (lrn.c) ---- */
+typedef struct amd_lrn_attrs {
+  double alpha, beta, bias;
+  int64_t size;
+} amd_lrn_attrs;
+
 /* ---- the reductions ReduceMean ... ReduceSumSquare (reduce.c) ---- */
 typedef struct amd_red_attrs {
   int keepdims;
@@ -161,6 +177,29 @@ typedef struct amd_grp_attrs {
   int64_t axis; /* LpNormalization */
   int p;
 } amd_grp_attrs;
+
+/* mask[d] = 1 for the dims a group spans (checks the rank and the axes). */
+int amd_grp_mask(const amd_node *n, const amd_tensor *x, int *mask, amd_status *st);
+
+/* ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (loss.c) ---- */
+enum { AMD_LOSS_NONE, AMD_LOSS_SUM, AMD_LOSS_MEAN };
+typedef struct amd_loss_attrs {
+  int reduction;
+  int has_ii;
+  int64_t ignore_index;
+} amd_loss_attrs;
+
+/* The input as [n, c, d] (d: the product of the trailing axes), after
+ * checking input, target and weight. */
+typedef struct amd_loss_geom {
+  int64_t n, c, d;
+} amd_loss_geom;
+int amd_loss_check(const amd_node *n, const amd_tensor *const *in, amd_loss_geom *g, amd_status *st);
+/* Each of the n * d positions' class cls[p] (-1: ignored) and weight wt[p]
+ * (the weight input, on the host, or 1), and their sum *wsum; a target out of
+ * range fails. */
+int amd_loss_targets(const amd_node *n, const amd_tensor *const *in, const amd_loss_geom *g, int64_t *cls,
+                     double *wt, double *wsum, amd_status *st);
 
 /* ---- shape ops (shape.c) ---- */
 /* A single int64 axis attribute (Flatten, Concat, Gather). */

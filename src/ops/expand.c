@@ -20,13 +20,15 @@
  *   reduction none: dData = dY where no update landed, dUpdates = dY at the
  *   update's slice (where indices repeat, only the last one, which forward
  *   kept); add: dData = dY, dUpdates = dY at each slice. Mul, max and min
- *   have no backward (it fails saying so). No CUDA kernel: the host fallback.
+ *   have no backward (it fails saying so). The CUDA kernels are index.cu's
+ *   (float data; index.h's amd_scatternd_geometry).
  *
  * Expand, Tile and ScatterND's "none" move elements by their byte size, so
  * int64 / bool shape tensors work too (on the host). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "shape_util.h"
 
 /* ---------------------------------------------------------------- Expand / Tile geometry */
@@ -224,12 +226,11 @@ const amd_op amd_op_Tile = {.name = "Tile",
 
 /* ---------------------------------------------------------------- ScatterND */
 
-enum { SND_NONE, SND_ADD, SND_MUL, SND_MAX, SND_MIN };
+enum { SND_NONE = AMD_SCATTER_NONE, SND_ADD = AMD_SCATTER_ADD, SND_MUL = AMD_SCATTER_MUL,
+       SND_MAX = AMD_SCATTER_MAX, SND_MIN = AMD_SCATTER_MIN };
 static const char *const snd_names[] = {"none", "add", "mul", "max", "min"};
 
-typedef struct scatternd_attrs {
-  int reduction;
-} scatternd_attrs;
+typedef amd_scatternd_attrs scatternd_attrs;
 
 static int scatternd_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   scatternd_attrs *a = amd_attrs_new(n, sizeof *a, st);
@@ -288,6 +289,14 @@ static int scatternd_geom(const amd_tensor *const *in, snd_geom *g, int64_t *slo
     }
     slot[u] = s;
   }
+  return 0;
+}
+
+int amd_scatternd_geometry(const amd_tensor *const *in, int64_t *cnt, int64_t *slice, int64_t *slots, int64_t *slot,
+                           amd_status *st) {
+  snd_geom g;
+  if (scatternd_geom(in, &g, slot, st)) return -1;
+  *cnt = g.cnt, *slice = g.slice, *slots = g.slots;
   return 0;
 }
 

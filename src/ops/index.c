@@ -187,13 +187,11 @@ const amd_op amd_op_GatherND = {.name = "GatherND",
 
 /* ================================================================ GatherElements, ScatterElements */
 
-enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+enum { RED_NONE = AMD_SCATTER_NONE, RED_ADD = AMD_SCATTER_ADD, RED_MUL = AMD_SCATTER_MUL,
+       RED_MAX = AMD_SCATTER_MAX, RED_MIN = AMD_SCATTER_MIN };
 static const char *const red_names[] = {"none", "add", "mul", "max", "min"};
 
-typedef struct elements_attrs {
-  int64_t axis;
-  int reduction;
-} elements_attrs;
+typedef amd_elements_attrs elements_attrs;
 
 static int elements_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   elements_attrs *a = amd_attrs_new(n, sizeof *a, st);
@@ -213,9 +211,9 @@ static int elements_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
 }
 
 /* Checks indices against data x along axis (and, when off is given, fills
- * off[i]: the element of x that index element i names). */
-static int elements_geom(const amd_tensor *x, const amd_tensor *idx, int64_t axis_attr, int64_t *off,
-                         amd_status *st) {
+ * off[i]: the element of x that index element i names; index.h). */
+int amd_elements_geometry(const amd_tensor *x, const amd_tensor *idx, int64_t axis_attr, int64_t *off,
+                          amd_status *st) {
   if (index_dtype(idx, "indices", st)) return -1;
   if (x->rank < 1) return amd_fail(st, "data must have rank >= 1");
   if (idx->rank != x->rank) return amd_fail(st, "indices have rank %d, data %d", idx->rank, x->rank);
@@ -255,7 +253,7 @@ static int64_t *elements_offsets(const amd_node *n, const amd_tensor *x, const a
     amd_fail(st, "out of memory");
     return NULL;
   }
-  if (elements_geom(x, idx, a->axis, off, st)) {
+  if (amd_elements_geometry(x, idx, a->axis, off, st)) {
     free(off);
     return NULL;
   }
@@ -266,7 +264,7 @@ static int gather_el_infer(const amd_node *n, const amd_tensor *const *in, amd_t
   const elements_attrs *a = n->attrs;
   if (need_in(n, in, 0, "data", st) || need_in(n, in, 1, "indices", st)) return -1;
   size_t es;
-  if (elem_size(in[0], "data", &es, st) || elements_geom(in[0], in[1], a->axis, NULL, st)) return -1;
+  if (elem_size(in[0], "data", &es, st) || amd_elements_geometry(in[0], in[1], a->axis, NULL, st)) return -1;
   amd_tensor_set_shape(&out[0], in[0]->dtype, in[1]->rank, in[1]->dims);
   return 0;
 }
@@ -320,7 +318,7 @@ static int scatter_el_infer(const amd_node *n, const amd_tensor *const *in, amd_
     return -1;
   const amd_tensor *x = in[0];
   size_t es;
-  if (elem_size(x, "data", &es, st) || elements_geom(x, in[1], a->axis, NULL, st)) return -1;
+  if (elem_size(x, "data", &es, st) || amd_elements_geometry(x, in[1], a->axis, NULL, st)) return -1;
   if (in[2]->dtype != x->dtype)
     return amd_fail(st, "updates have dtype %s, data %s", amd_dtype_name(in[2]->dtype), amd_dtype_name(x->dtype));
   if (!amd_same_shape(in[1], in[2])) {

@@ -32,6 +32,39 @@ typedef struct amd_gathernd_attrs {
 int amd_gathernd_geometry(const amd_tensor *x, const amd_tensor *idx, int64_t batch_dims, int64_t *off,
                           int64_t *cnt, int64_t *slice, int64_t *out_dims, int *out_rank, amd_status *st);
 
+/* GatherElements, ScatterElements, Scatter (index.c) and ScatterND
+ * (expand.c): the reduction that combines an update with its element. */
+enum { AMD_SCATTER_NONE, AMD_SCATTER_ADD, AMD_SCATTER_MUL, AMD_SCATTER_MAX, AMD_SCATTER_MIN };
+typedef struct amd_elements_attrs {
+  int64_t axis;
+  int reduction; /* ScatterElements from 16 */
+} amd_elements_attrs;
+
+/* GatherElements / ScatterElements of data x by indices idx (int32 / int64,
+ * on the host) along axis: checks the shapes, and when off is given fills
+ * off[i], the element of x that index element i names (negative indices add
+ * the axis size, others out of range fail). */
+int amd_elements_geometry(const amd_tensor *x, const amd_tensor *idx, int64_t axis, int64_t *off,
+                          amd_status *st);
+
+typedef struct amd_scatternd_attrs {
+  int reduction; /* from 16 */
+} amd_scatternd_attrs;
+
+/* ScatterND of in[2] (updates) into in[0] (data) at in[1] (indices, on the
+ * host): *cnt updates of *slice contiguous elements each, into data of
+ * *slots slots (the elements of its first k axes); slot[u] (when not NULL)
+ * is update u's slot (index values checked). Checks the shapes. */
+int amd_scatternd_geometry(const amd_tensor *const *in, int64_t *cnt, int64_t *slice, int64_t *slots,
+                           int64_t *slot, amd_status *st);
+
+/* The combination of element y with update v, as the CPU folds them. */
+#define AMD_SCATTER_COMBINE(red, y, v)                                                                       \
+  ((red) == AMD_SCATTER_ADD   ? (y) + (v)                                                                    \
+   : (red) == AMD_SCATTER_MUL ? (y) * (v)                                                                    \
+   : (red) == AMD_SCATTER_MAX ? ((y) >= (v) ? (y) : (v))                                                     \
+                              : ((y) <= (v) ? (y) : (v)))
+
 /* Trilu: upper (1) or lower (0); the diagonal k from input 1 (host) or 0. */
 typedef struct amd_trilu_attrs {
   int upper;

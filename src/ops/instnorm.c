@@ -64,8 +64,8 @@ static int kind_of(const amd_node *n) {
                                                               : NK_LP;
 }
 
-/* mask[d] = 1 for the dims a group spans. */
-static int grp_mask(const amd_node *n, const amd_tensor *x, int *mask, amd_status *st) {
+/* mask[d] = 1 for the dims a group spans (attrs.h). */
+int amd_grp_mask(const amd_node *n, const amd_tensor *x, int *mask, amd_status *st) {
   const amd_grp_attrs *a = n->attrs;
   for (int d = 0; d < x->rank; d++) mask[d] = 0;
   switch (kind_of(n)) {
@@ -100,7 +100,7 @@ static int grp_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor 
   const amd_tensor *x = in[0];
   if (!float_like(x->dtype)) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(x->dtype));
   int mask[AMD_MAX_RANK];
-  if (grp_mask(n, x, mask, st)) return -1;
+  if (amd_grp_mask(n, x, mask, st)) return -1;
   if (kind_of(n) == NK_INSTANCE) {
     if (n->n_in < 3 || !in[1] || !in[2]) return amd_fail(st, "InstanceNormalization takes X, scale and B");
     for (int k = 1; k <= 2; k++) {
@@ -194,7 +194,7 @@ static int grp_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   const amd_tensor *x = in[0];
   const amd_grp_attrs *a = n->attrs;
   int kind = kind_of(n), mask[AMD_MAX_RANK];
-  if (grp_mask(n, x, mask, st)) return -1;
+  if (amd_grp_mask(n, x, mask, st)) return -1;
   grp_map g;
   if (grp_build(x, mask, &g, st)) return -1;
   grp_stats(n, &g);
@@ -228,7 +228,7 @@ static int grp_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(x->dtype));
   const amd_grp_attrs *a = n->attrs;
   int kind = kind_of(n), mask[AMD_MAX_RANK];
-  if (grp_mask(n, x, mask, st)) return -1;
+  if (amd_grp_mask(n, x, mask, st)) return -1;
   grp_map g;
   if (grp_build(x, mask, &g, st)) return -1;
   grp_stats(n, &g);

@@ -24,13 +24,8 @@
 
 #include "shape_util.h"
 
-enum { LOSS_NONE, LOSS_SUM, LOSS_MEAN };
-
-typedef struct loss_attrs {
-  int reduction;
-  int has_ii;
-  int64_t ignore_index;
-} loss_attrs;
+enum { LOSS_NONE = AMD_LOSS_NONE, LOSS_SUM = AMD_LOSS_SUM, LOSS_MEAN = AMD_LOSS_MEAN };
+typedef amd_loss_attrs loss_attrs;
 
 static int loss_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   loss_attrs *a = amd_attrs_new(n, sizeof *a, st);
@@ -50,12 +45,10 @@ static int loss_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return 0;
 }
 
-/* [N, C, D] with D the product of the trailing axes. */
-typedef struct loss_geom {
-  int64_t n, c, d;
-} loss_geom;
+/* [N, C, D] with D the product of the trailing axes (attrs.h). */
+typedef amd_loss_geom loss_geom;
 
-static int loss_check(const amd_node *n, const amd_tensor *const *in, loss_geom *g, amd_status *st) {
+int amd_loss_check(const amd_node *n, const amd_tensor *const *in, amd_loss_geom *g, amd_status *st) {
   if (need_in(n, in, 0, "input", st) || need_in(n, in, 1, "target", st)) return -1;
   const amd_tensor *x = in[0], *t = in[1], *w = n->n_in > 2 ? in[2] : NULL;
   if (x->dtype != AMD_FLOAT && x->dtype != AMD_DOUBLE)
@@ -87,9 +80,9 @@ static void st_add(amd_tensor *t, int64_t i, double v) {
     ((double *)t->data)[i] += v;
 }
 
-/* Each position's class (-1: ignored) and weight; the weight sum in *wsum. */
-static int loss_targets(const amd_node *n, const amd_tensor *const *in, const loss_geom *g, int64_t *cls,
-                        double *wt, double *wsum, amd_status *st) {
+/* Each position's class (-1: ignored) and weight; the weight sum in *wsum (attrs.h). */
+int amd_loss_targets(const amd_node *n, const amd_tensor *const *in, const amd_loss_geom *g, int64_t *cls,
+                     double *wt, double *wsum, amd_status *st) {
   const loss_attrs *a = n->attrs;
   const amd_tensor *w = n->n_in > 2 ? in[2] : NULL;
   double s = 0;
@@ -113,7 +106,7 @@ static int loss_targets(const amd_node *n, const amd_tensor *const *in, const lo
 static int loss_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const loss_attrs *a = n->attrs;
   loss_geom g;
-  if (loss_check(n, in, &g, st)) return -1;
+  if (amd_loss_check(n, in, &g, st)) return -1;
   if (a->reduction == LOSS_NONE)
     amd_tensor_set_shape(&out[0], in[0]->dtype, in[1]->rank, in[1]->dims);
   else
@@ -141,7 +134,7 @@ static void work_free(loss_work *w) {
 
 static int work_init(const amd_node *n, const amd_tensor *const *in, loss_work *w, amd_status *st) {
   memset(w, 0, sizeof *w);
-  if (loss_check(n, in, &w->g, st)) return -1;
+  if (amd_loss_check(n, in, &w->g, st)) return -1;
   int64_t np = w->g.n * w->g.d, nx = np * w->g.c;
   w->cls = malloc((size_t)(np > 0 ? np : 1) * sizeof *w->cls);
   w->wt = malloc((size_t)(np > 0 ? np : 1) * sizeof *w->wt);
@@ -151,7 +144,7 @@ static int work_init(const amd_node *n, const amd_tensor *const *in, loss_work *
     work_free(w);
     return amd_fail(st, "out of memory");
   }
-  if (loss_targets(n, in, &w->g, w->cls, w->wt, &w->wsum, st)) {
+  if (amd_loss_targets(n, in, &w->g, w->cls, w->wt, &w->wsum, st)) {
     work_free(w);
     return -1;
   }

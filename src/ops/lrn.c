@@ -28,19 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "op.h"
+#include "attrs.h"
 
 /* Spatial positions per tile: 3 buffers of C * LRN_TILE doubles in backward. */
 #define LRN_TILE 128
 
-typedef struct lrn_attrs {
-  double alpha, beta, bias;
-  int64_t size;
-} lrn_attrs;
-
 static int lrn_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   if (!amd_attr_find(p, "size")) return amd_fail(st, "attribute size is required");
-  lrn_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_lrn_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   a->alpha = amd_attr_float(p, "alpha", 1e-4f);
   a->beta = amd_attr_float(p, "beta", 0.75f);
@@ -116,7 +111,7 @@ static inline double lrn_pow_neg(double s, double beta) {
 }
 
 /* The window half-widths: W(c) = [c - lo, c + hi]. */
-static void lrn_window(const lrn_attrs *a, int64_t *lo, int64_t *hi) {
+static void lrn_window(const amd_lrn_attrs *a, int64_t *lo, int64_t *hi) {
   *lo = (a->size - 1) / 2;
   *hi = a->size / 2; /* ceil((size - 1) / 2) */
 }
@@ -161,7 +156,7 @@ static void lrn_sum_slide(double *acc, const double *v, int sq, int64_t add, int
 static int lrn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
   (void)ctx;
-  const lrn_attrs *a = n->attrs;
+  const amd_lrn_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   int64_t batch = x->dims[0], ch = x->dims[1], inner = 1, lo, hi;
   for (int i = 2; i < x->rank; i++) inner *= x->dims[i];
@@ -193,7 +188,7 @@ static int lrn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
 static int lrn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, const amd_tensor *out,
                         const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   (void)ctx, (void)out;
-  const lrn_attrs *a = n->attrs;
+  const amd_lrn_attrs *a = n->attrs;
   const amd_tensor *x = in[0], *dy = dout[0];
   amd_tensor *dx = din[0];
   if (!dy || !dx) return 0;

@@ -303,12 +303,8 @@ const amd_op amd_op_Hardmax = {.name = "Hardmax",
  * Backward (float, double; ACCUMULATES): dx = the CumSum of dy with the same
  * exclusive and the opposite reverse (each x_i feeds the sums after it, or
  * before it when reversed). The axis input gets no gradient. */
-typedef struct cumsum_attrs {
-  int exclusive, reverse;
-} cumsum_attrs;
-
 static int cumsum_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
-  cumsum_attrs *a = amd_attrs_new(n, sizeof *a, st);
+  amd_cumsum_attrs *a = amd_attrs_new(n, sizeof *a, st);
   if (!a) return -1;
   int64_t e = amd_attr_int(p, "exclusive", 0), r = amd_attr_int(p, "reverse", 0);
   if ((e != 0 && e != 1) || (r != 0 && r != 1))
@@ -317,9 +313,9 @@ static int cumsum_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return 0;
 }
 
-/* The [outer, len, inner] view around the axis of input 1. */
-static int cumsum_view(const amd_tensor *const *in, int64_t *outer, int64_t *len, int64_t *inner,
-                       amd_status *st) {
+/* The [outer, len, inner] view around the axis of input 1 (attrs.h). */
+int amd_cumsum_view(const amd_tensor *const *in, int64_t *outer, int64_t *len, int64_t *inner,
+                    amd_status *st) {
   const amd_tensor *x = in[0], *ax = in[1];
   if (!ax) return amd_fail(st, "missing axis input");
   if ((ax->dtype != AMD_INT32 && ax->dtype != AMD_INT64) || ax->rank > 1 || amd_tensor_numel(ax) != 1)
@@ -345,7 +341,7 @@ static int cumsum_infer(const amd_node *n, const amd_tensor *const *in, amd_tens
   default: return amd_fail(st, "unsupported dtype %s", amd_dtype_name(in[0]->dtype));
   }
   int64_t o, l, i;
-  if (cumsum_view(in, &o, &l, &i, st)) return -1;
+  if (amd_cumsum_view(in, &o, &l, &i, st)) return -1;
   amd_tensor_set_shape(&out[0], in[0]->dtype, in[0]->rank, in[0]->dims);
   return 0;
 }
@@ -377,10 +373,10 @@ CUMSUM_KERNEL(u64, uint64_t, uint64_t)
 static int cumsum_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                           amd_status *st) {
   (void)ctx;
-  const cumsum_attrs *a = n->attrs;
+  const amd_cumsum_attrs *a = n->attrs;
   const amd_tensor *x = in[0];
   int64_t outer, len, inner;
-  if (cumsum_view(in, &outer, &len, &inner, st)) return -1;
+  if (amd_cumsum_view(in, &outer, &len, &inner, st)) return -1;
   int e = a->exclusive, r = a->reverse;
   switch (x->dtype) {
   case AMD_FLOAT: cumsum_f32(x->data, out[0].data, outer, len, inner, e, r, 0); break;
@@ -407,9 +403,9 @@ static int cumsum_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
                            amd_status *st) {
   (void)ctx, (void)out;
   if (!dout[0] || !din[0]) return 0;
-  const cumsum_attrs *a = n->attrs;
+  const amd_cumsum_attrs *a = n->attrs;
   int64_t outer, len, inner;
-  if (cumsum_view(in, &outer, &len, &inner, st)) return -1;
+  if (amd_cumsum_view(in, &outer, &len, &inner, st)) return -1;
   if (in[0]->dtype == AMD_FLOAT)
     cumsum_f32(dout[0]->data, din[0]->data, outer, len, inner, a->exclusive, !a->reverse, 1);
   else if (in[0]->dtype == AMD_DOUBLE)

@@ -11,6 +11,11 @@
  * another order; Dropout, the random ops and the pools' gradients are compared
  * exactly: the random ops draw the same numbers on both). The
  * GEMM ops run in acc32 and in am16 (forward and both backward GEMMs).
+ * Where an op has several float outputs the test can give each its own dY
+ * (dy_all_outputs: SoftmaxCrossEntropyLoss's log_prob). Bad attributes,
+ * shapes and indices must fail cleanly, on the GPU as on the CPU, at load,
+ * in the forward or in the backward (run_fail_case); the cases after them
+ * run on the same GPU state.
  *
  * The training kernels (src/exec/train_kernels.h) the same way: the CUDA set
  * against the CPU reference on random inputs (softmax cross-entropy with and
@@ -37,6 +42,8 @@
 
 static const amd_backend *gpu;
 static int passed, failed;
+/* set: run_case gives a random dY to every float output, not only output 0 */
+static int dy_all_outputs;
 /* ops that some case ran on the GPU's own kernels (native) */
 static int covered[AMD_OP_COUNT];
 
@@ -119,8 +126,17 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     ok = 0;
   }
   if (grad_mask && g.node.op->backward) {
-    amd_tensor dy = gc_tensor(AMD_FLOAT, cpu_out[0].rank, cpu_out[0].dims, -1, 1), ddy = {0};
-    AMD_ASSERT(amd_backend_upload(gpu, &dy, &ddy, &st) == 0);
+    amd_tensor dy[8], ddy[8];
+    const amd_tensor *cdo[8] = {0}, *gdo[8] = {0};
+    memset(dy, 0, sizeof dy);
+    memset(ddy, 0, sizeof ddy);
+    for (int o = 0; o < n_out; o++) {
+      if (o > 0 && !(dy_all_outputs && cpu_out[o].dtype == AMD_FLOAT)) continue;
+      dy[o] = gc_tensor(AMD_FLOAT, cpu_out[o].rank, cpu_out[o].dims, -1, 1);
+      AMD_ASSERT(amd_backend_upload(gpu, &dy[o], &ddy[o], &st) == 0);
+      cdo[o] = &dy[o];
+      gdo[o] = &ddy[o];
+    }
     amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
     memset(cg, 0, sizeof cg);
     memset(gg, 0, sizeof gg);
@@ -131,7 +147,6 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
       cdin[k] = &cg[k];
       gdin[k] = &gg[k];
     }
-    const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
     cctx.rng = gctx.rng = 777;
     int rc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
                                        cpu_out, cdo, cdin, &st);
@@ -181,14 +196,98 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
       amd_tensor_free(&cg[k]);
       if (gg[k].data) gpu->buf->free(&gg[k]);
     }
-    amd_tensor_free(&dy);
-    gpu->buf->free(&ddy);
+    for (int o = 0; o < n_out; o++) {
+      if (!cdo[o]) continue;
+      amd_tensor_free(&dy[o]);
+      gpu->buf->free(&ddy[o]);
+    }
   }
   ok ? passed++ : failed++;
 done:
   for (int o = 0; o < n_out; o++) {
     amd_tensor_free(&cpu_out[o]);
     if (gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
+  }
+  for (int k = 0; k < n_in; k++)
+    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
+  free(g.node.attrs);
+}
+
+/* A case that must fail cleanly, on the GPU as on the CPU: stage -1, the
+ * node refused at load (a bad attribute); stage 0, its forward fails (a bad
+ * shape or index) on both backends with a message; stage 1, the forward
+ * runs and the backward (dY into the inputs of grad_mask) fails on both.
+ * want_native: whether the GPU's kernels (1) or the host fallback (0) take
+ * the node (-1: either). The cases after it run on the same GPU state. */
+static void run_fail_case(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs,
+                          int n_attrs, amd_tensor **in, int n_in, int n_out, int stage, unsigned grad_mask,
+                          int want_native) {
+  amd_status st = {{0}}, sc = {{0}}, sg = {{0}};
+  gc_node g;
+  const int bind_rc = gc_bind(&g, op, opset, attrs, n_attrs, in, n_in, n_out, &st);
+  if (stage < 0 || bind_rc) {
+    const int ok = stage < 0 && bind_rc != 0 && st.msg[0];
+    printf("%s %s: refused at load: %s\n", ok ? "ok  " : "FAIL", label, bind_rc ? st.msg : "(loaded)");
+    ok ? passed++ : failed++;
+    free(g.node.attrs); /* a parse that failed may have made them */
+    return;
+  }
+  amd_tensor din_in[8], *dev_in[8] = {0}, cpu_out[8], gpu_out[8];
+  memset(din_in, 0, sizeof din_in);
+  memset(cpu_out, 0, sizeof cpu_out);
+  memset(gpu_out, 0, sizeof gpu_out);
+  for (int k = 0; k < n_in; k++) {
+    if (!in[k]) continue;
+    dev_in[k] = &din_in[k];
+    if (in[k]->dtype == AMD_FLOAT)
+      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
+    else
+      din_in[k] = *in[k];
+  }
+  const int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
+  if (native) covered[g.node.op->idx] = 1;
+  int ok = want_native < 0 || native == want_native;
+  amd_ctx cctx = {.training = 1, .rng = 777}, gctx = cctx;
+  const int fc = amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
+                                          cpu_out, 0, &sc);
+  const int fg =
+      amd_backend_forward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out, 0, &sg);
+  if (stage == 0) {
+    ok = ok && fc != 0 && fg != 0 && sg.msg[0];
+  } else if (fc || fg) {
+    ok = 0;
+  } else { /* stage 1: the backward must fail */
+    amd_tensor dy = gc_tensor(AMD_FLOAT, cpu_out[0].rank, cpu_out[0].dims, -1, 1), ddy = {0};
+    AMD_ASSERT(amd_backend_upload(gpu, &dy, &ddy, &st) == 0);
+    amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
+    memset(cg, 0, sizeof cg);
+    memset(gg, 0, sizeof gg);
+    for (int k = 0; k < n_in; k++) {
+      if (!((grad_mask >> k) & 1) || !in[k]) continue;
+      cg[k] = gc_tensor(AMD_FLOAT, in[k]->rank, in[k]->dims, 0, 0);
+      AMD_ASSERT(amd_backend_upload(gpu, &cg[k], &gg[k], &st) == 0);
+      cdin[k] = &cg[k];
+      gdin[k] = &gg[k];
+    }
+    const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
+    const int bc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
+                                             cpu_out, cdo, cdin, &sc);
+    const int bg = amd_backend_backward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out,
+                                             gdo, gdin, &sg);
+    ok = ok && bc != 0 && bg != 0 && sg.msg[0];
+    for (int k = 0; k < n_in; k++) {
+      amd_tensor_free(&cg[k]);
+      if (gg[k].data) gpu->buf->free(&gg[k]);
+    }
+    amd_tensor_free(&dy);
+    gpu->buf->free(&ddy);
+  }
+  printf("%s %s: %s fails (native() = %d): cpu \"%s\", cuda \"%s\"\n", ok ? "ok  " : "FAIL", label,
+         stage ? "backward" : "forward", native, sc.msg, sg.msg);
+  ok ? passed++ : failed++;
+  for (int o = 0; o < n_out; o++) {
+    if (!fc) amd_tensor_free(&cpu_out[o]);
+    if (!fg && gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
   for (int k = 0; k < n_in; k++)
     if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
@@ -649,7 +748,7 @@ static void other_ops(void) {
     amd_tensor tx = T(4, td, -1, 1), tr = I64(4, reps), *tin[2] = {&tx, &tr};
     run_case("Tile [2,3,2,3] by 2, 1, 3, 2", "Tile", 13, NULL, 0, tin, 2, 1, NULL, 1, 1, 1, 1e-6);
     FREE(tin, 2);
-    /* ScatterND: the host fallback (data and updates gradients) */
+    /* ScatterND: native (data and updates gradients); more cases in training_path_ops */
     int64_t ud[4] = {2, 3, 6, 6}, ix[2] = {3, 1};
     amd_tensor idx = {0}, upd = T(4, ud, -1, 1), *scin[3] = {&x, &idx, &upd};
     int64_t idd[2] = {2, 1};
@@ -657,7 +756,7 @@ static void other_ops(void) {
     amd_status st;
     AMD_ASSERT(amd_tensor_alloc(&idx, &st) == 0);
     memcpy(idx.data, ix, sizeof ix);
-    run_case("ScatterND-11 (host fallback)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 0, 0);
+    run_case("ScatterND-11 (native)", "ScatterND", 11, NULL, 0, scin, 3, 1, NULL, 5, 1, 1, 0);
     FREE(scin + 1, 2);
   }
   { /* index.cu: GatherND (indices on the host; repeated tuples: the scatter-add in tuple order, the
@@ -798,7 +897,7 @@ static void other_ops(void) {
       FREE(int_, 2);
     }
     Onnx__AttributeProto *l[1] = {gc_attr_int("size", 3)};
-    run_case("LRN (host fallback)", "LRN", 13, l, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
+    run_case("LRN size 3 (native)", "LRN", 13, l, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(l, 1);
     int64_t xd1[3] = {2, 3, 10}, wd1[3] = {4, 3, 3};
     amd_tensor x1 = T(3, xd1, -1, 1), w1 = T(3, wd1, -1, 1), *in2[2] = {&x1, &w1};
@@ -806,14 +905,17 @@ static void other_ops(void) {
     FREE(in2, 2);
     amd_tensor *in3[1] = {&x};
     run_case("ReduceMean all axes (native)", "ReduceMean", 13, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
-    int64_t sp[2] = {2, 3}, mid[1] = {1};
+    int64_t sp[2] = {2, 3}, mid[1] = {1}, lead[2] = {0, 1}, apart[2] = {1, 3};
     Onnx__AttributeProto *r[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
     run_case("ReduceMean axes 2,3 (native)", "ReduceMean", 13, r, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
     gc_attrs_free(r, 2);
-    Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)};
-    run_case("ReduceMean axis 1 (host fallback)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+    Onnx__AttributeProto *q[1] = {gc_attr_ints("axes", 1, mid)}, *qa[1] = {gc_attr_ints("axes", 2, apart)},
+                         *ql[2] = {gc_attr_ints("axes", 2, lead), gc_attr_int("keepdims", 0)};
+    run_case("ReduceMean axis 1 (native, at stride 36)", "ReduceMean", 13, q, 1, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("ReduceMean axes 0,1 keepdims 0 (native)", "ReduceMean", 13, ql, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_case("ReduceMean axes 1,3 (host fallback)", "ReduceMean", 13, qa, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
     /* the other reductions with kernels: all axes, axes 2,3 without keepdims, opset 18's axes input [-1],
-     * and a middle axis on the host */
+     * a middle axis, and two axes apart on the host */
     static const char *reds[] = {"ReduceSum", "ReduceMax", "ReduceSumSquare", "ReduceL2", "ReduceMin",
                                  "ReduceLogSumExp"};
     int64_t last = -1, ld[1] = {1};
@@ -822,19 +924,23 @@ static void other_ops(void) {
     Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)};
     for (int k = 0; k < 6; k++) {
       const int oa = strcmp(reds[k], "ReduceSum") == 0 ? 11 : 13; /* an opset with the axes attribute */
-      char lb[4][96];
+      char lb[5][96];
       snprintf(lb[0], sizeof lb[0], "%s-%d all axes (native)", reds[k], oa);
       snprintf(lb[1], sizeof lb[1], "%s-%d axes 2,3 keepdims 0 (native)", reds[k], oa);
       snprintf(lb[2], sizeof lb[2], "%s opset 18 axes input [-1] (native)", reds[k]);
-      snprintf(lb[3], sizeof lb[3], "%s-%d axis 1 (host fallback)", reds[k], oa);
+      snprintf(lb[3], sizeof lb[3], "%s-%d axis 1 (native)", reds[k], oa);
+      snprintf(lb[4], sizeof lb[4], "%s-%d axes 1,3 (host fallback)", reds[k], oa);
       run_case(lb[0], reds[k], oa, NULL, 0, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
       run_case(lb[1], reds[k], oa, r2, 2, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
       run_case(lb[2], reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
-      run_case(lb[3], reds[k], oa, q, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
+      run_case(lb[3], reds[k], oa, q, 1, in3, 1, 1, NULL, 1, 1, 1, 1e-6);
+      run_case(lb[4], reds[k], oa, qa, 1, in3, 1, 1, NULL, 1, 1, 0, 1e-6);
     }
     gc_attrs_free(r2, 2);
     amd_tensor_free(&ax18);
     gc_attrs_free(q, 1);
+    gc_attrs_free(qa, 1);
+    gc_attrs_free(ql, 2);
     /* InstanceNormalization: [4,3,6,6], and [2,5,1000] (many threads per plane, mean far from zero) */
     int64_t cd[1] = {3}, cd5[1] = {5}, ld3[3] = {2, 5, 1000};
     amd_tensor s = T(1, cd, 0.5, 1.5), b = T(1, cd, -1, 1), *inn[3] = {&x, &s, &b};
@@ -847,6 +953,277 @@ static void other_ops(void) {
              7, 1, 1, 1e-5);
     FREE(inn + 1, 2);
     FREE(inl, 3);
+  }
+  amd_tensor_free(&x);
+}
+
+/* ================================================================ the ops of issue 16 */
+
+/* An int64 tensor of the given shape holding v (an index input, on the host). */
+static amd_tensor IDX(int rank, const int64_t *dims, const int64_t *v) {
+  amd_tensor t = gc_tensor(AMD_INT64, rank, dims, 0, 0);
+  memcpy(t.data, v, (size_t)amd_tensor_numel(&t) * sizeof *v);
+  return t;
+}
+/* Random int64 indices in [-dim, dim) (negative ones count from the back). */
+static amd_tensor IDX_RAND(int rank, const int64_t *dims, int64_t dim) {
+  amd_tensor t = gc_tensor(AMD_INT64, rank, dims, 0, 0);
+  for (int64_t i = 0; i < amd_tensor_numel(&t); i++)
+    amd_tensor_set_i64(&t, i, (int64_t)(gc_uniform() * (double)(2 * dim)) - dim);
+  return t;
+}
+
+/* The float ops that issue 16 gave CUDA kernels (the training step's path):
+ * forward and backward against the CPU with their broadcast, axis and
+ * attribute variants, and per op a bad attribute, shape or index that must
+ * fail cleanly on both. */
+static void training_path_ops(void) {
+  char label[128];
+  int64_t xd[4] = {4, 3, 6, 6};
+  amd_tensor x = T(4, xd, -2, 2);
+  { /* PRelu: the slope per channel (as PyTorch exports it), a scalar, X's own shape, one row, and a slope
+       [4,1,6,1] whose gradient is the generic broadcast reduction */
+    int64_t cd[3] = {3, 1, 1}, one[1] = {1}, rd[1] = {6}, gd[4] = {4, 1, 6, 1}, bad[1] = {5};
+    amd_tensor sc = T(3, cd, 0.05, 0.5), s1 = T(1, one, 0.05, 0.5), sf = T(4, xd, -0.5, 0.5),
+               sr = T(1, rd, 0.1, 1), sg = T(4, gd, 0.1, 1), sb = T(1, bad, 0.1, 1);
+    amd_tensor *pc[2] = {&x, &sc}, *p1[2] = {&x, &s1}, *pf[2] = {&x, &sf}, *pr[2] = {&x, &sr},
+               *pg[2] = {&x, &sg}, *pb[2] = {&x, &sb};
+    run_case("PRelu-16 slope [3,1,1] (per channel)", "PRelu", 16, NULL, 0, pc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-9 slope [3,1,1]", "PRelu", 9, NULL, 0, pc, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [1] (scalar)", "PRelu", 16, NULL, 0, p1, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope of X's shape", "PRelu", 16, NULL, 0, pf, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [6] (a row)", "PRelu", 16, NULL, 0, pr, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_case("PRelu-16 slope [4,1,6,1]", "PRelu", 16, NULL, 0, pg, 2, 1, NULL, 3, 1, 1, 1e-6);
+    run_fail_case("PRelu-16 slope [5] against X [4,3,6,6]", "PRelu", 16, NULL, 0, pb, 2, 1, 0, 0, -1);
+    amd_tensor *all[6] = {&sc, &s1, &sf, &sr, &sg, &sb};
+    FREE(all, 6);
+  }
+  { /* CumSum: axis as an int64 scalar or an int32 [1], negative, each exclusive / reverse combination */
+    int64_t cd[3] = {3, 4, 5}, ax1 = 1, axm = -1, ax0 = 0, ax3 = 3, ad[1] = {1};
+    amd_tensor c = T(3, cd, -1, 1), a1 = IDX(0, NULL, &ax1), am = gc_tensor(AMD_INT32, 1, ad, 0, 0),
+               a0 = IDX(0, NULL, &ax0), a3 = IDX(0, NULL, &ax3);
+    amd_tensor_set_i64(&am, 0, axm);
+    amd_tensor *i1[2] = {&c, &a1}, *im[2] = {&c, &am}, *i0[2] = {&c, &a0}, *i3[2] = {&c, &a3};
+    for (int e = 0; e < 2; e++)
+      for (int r = 0; r < 2; r++) {
+        Onnx__AttributeProto *at[2] = {gc_attr_int("exclusive", e), gc_attr_int("reverse", r)};
+        snprintf(label, sizeof label, "CumSum-14 axis 1 exclusive %d reverse %d", e, r);
+        run_case(label, "CumSum", 14, at, 2, i1, 2, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "CumSum-11 axis -1 (int32) exclusive %d reverse %d", e, r);
+        run_case(label, "CumSum", 11, at, 2, im, 2, 1, NULL, 1, 1, 1, 1e-6);
+        gc_attrs_free(at, 2);
+      }
+    run_case("CumSum-14 axis 0", "CumSum", 14, NULL, 0, i0, 2, 1, NULL, 1, 1, 1, 1e-6);
+    run_fail_case("CumSum-14 axis 3 of a rank-3 input", "CumSum", 14, NULL, 0, i3, 2, 1, 0, 0, -1);
+    Onnx__AttributeProto *bad[1] = {gc_attr_int("exclusive", 2)};
+    run_fail_case("CumSum-14 exclusive 2", "CumSum", 14, bad, 1, i1, 2, 1, -1, 0, -1);
+    gc_attrs_free(bad, 1);
+    amd_tensor *all[5] = {&c, &a1, &am, &a0, &a3};
+    FREE(all, 5);
+  }
+  { /* GatherElements: repeated and negative indices (their gradients add up in index order: the CPU's
+       bits), along a middle axis, the last axis (indices smaller than data on the other axes), axis 0 */
+    int64_t dd[3] = {4, 5, 6}, i1d[3] = {4, 3, 6}, i2d[3] = {2, 5, 3}, i0d[3] = {6, 5, 6};
+    amd_tensor d = T(3, dd, -1, 1), g1 = IDX_RAND(3, i1d, 5), g2 = IDX_RAND(3, i2d, 6),
+               g0 = IDX_RAND(3, i0d, 4), gb = IDX_RAND(3, i1d, 5);
+    amd_tensor_set_i64(&gb, 7, 5); /* axis 1 has 5 elements */
+    amd_tensor *in1[2] = {&d, &g1}, *in2[2] = {&d, &g2}, *in0[2] = {&d, &g0}, *inb[2] = {&d, &gb};
+    Onnx__AttributeProto *a1[1] = {gc_attr_int("axis", 1)}, *am[1] = {gc_attr_int("axis", -1)};
+    run_case("GatherElements-13 axis 1, repeated and negative indices", "GatherElements", 13, a1, 1, in1, 2,
+             1, NULL, 1, 1, 1, 0);
+    run_case("GatherElements-11 axis -1, indices [2,5,3]", "GatherElements", 11, am, 1, in2, 2, 1, NULL, 1, 1,
+             1, 0);
+    run_case("GatherElements-13 axis 0, indices [6,5,6]", "GatherElements", 13, NULL, 0, in0, 2, 1, NULL, 1,
+             1, 1, 0);
+    run_fail_case("GatherElements-13 index 5 on an axis of 5", "GatherElements", 13, a1, 1, inb, 2, 1, 0, 0,
+                  1);
+    gc_attrs_free(a1, 1);
+    gc_attrs_free(am, 1);
+    amd_tensor *all[5] = {&d, &g1, &g2, &g0, &gb};
+    FREE(all, 5);
+  }
+  { /* ScatterElements (each reduction), Scatter-9, ScatterND (slices and single elements): repeated
+       indices, applied in index order as the CPU does (the same bits); backward for none and add */
+    int64_t dd[3] = {4, 5, 6}, id[3] = {4, 3, 6}, sd[3] = {3, 5, 6};
+    amd_tensor d = T(3, dd, -1, 1), ix = IDX_RAND(3, id, 5), up = T(3, id, -1, 1), ix0 = IDX_RAND(3, sd, 4),
+               up0 = T(3, sd, -1, 1), ixb = IDX_RAND(3, id, 5);
+    amd_tensor_set_i64(&ixb, 11, -6);
+    amd_tensor *in[3] = {&d, &ix, &up}, *in0[3] = {&d, &ix0, &up0}, *inb[3] = {&d, &ixb, &up};
+    static const char *reds[5] = {"none", "add", "mul", "max", "min"};
+    for (int r = 0; r < 5; r++) {
+      Onnx__AttributeProto *at[2] = {gc_attr_int("axis", 1), gc_attr_string("reduction", reds[r])};
+      snprintf(label, sizeof label, "ScatterElements-18 axis 1 reduction %s", reds[r]);
+      run_case(label, "ScatterElements", 18, at, 2, in, 3, 1, NULL, r < 2 ? 5 : 0, 1, 1, 0);
+      gc_attrs_free(at, 2);
+    }
+    Onnx__AttributeProto *a1[1] = {gc_attr_int("axis", 1)};
+    run_case("ScatterElements-11 axis 1", "ScatterElements", 11, a1, 1, in, 3, 1, NULL, 5, 1, 1, 0);
+    run_case("Scatter-9 axis 0", "Scatter", 9, NULL, 0, in0, 3, 1, NULL, 5, 1, 1, 0);
+    run_fail_case("ScatterElements-13 index -6 on an axis of 5", "ScatterElements", 13, a1, 1, inb, 3, 1, 0,
+                  0, 1);
+    gc_attrs_free(a1, 1);
+    Onnx__AttributeProto *mul[2] = {gc_attr_int("axis", 1), gc_attr_string("reduction", "mul")},
+                         *foo[1] = {gc_attr_string("reduction", "foo")};
+    run_fail_case("ScatterElements-16 reduction mul: no backward", "ScatterElements", 16, mul, 2, in, 3, 1, 1,
+                  5, 1);
+    run_fail_case("ScatterElements-18 reduction foo", "ScatterElements", 18, foo, 1, in, 3, 1, -1, 0, -1);
+    /* ScatterND: k = 2 (slices of 6), the tuples (0,1), (3,-1), (0,1), (2,2), (-4,1) (three to one slice) */
+    int64_t nd_id[2] = {5, 2}, nd_iv[10] = {0, 1, 3, -1, 0, 1, 2, 2, -4, 1}, nd_ud[2] = {5, 6};
+    int64_t e_id[2] = {4, 3}, e_iv[12] = {1, 2, 3, 0, 0, 0, 1, 2, 3, 3, 4, 5}, e_ud[1] = {4};
+    int64_t b_iv[10] = {0, 1, 4, 0, 0, 1, 2, 2, -4, 1};
+    amd_tensor ni = IDX(2, nd_id, nd_iv), nu = T(2, nd_ud, -1, 1), ei = IDX(2, e_id, e_iv),
+               eu = T(1, e_ud, -1, 1), bi = IDX(2, nd_id, b_iv);
+    amd_tensor *nin[3] = {&d, &ni, &nu}, *ein[3] = {&d, &ei, &eu}, *bin[3] = {&d, &bi, &nu};
+    for (int r = 0; r < 5; r++) {
+      Onnx__AttributeProto *at[1] = {gc_attr_string("reduction", reds[r])};
+      snprintf(label, sizeof label, "ScatterND-18 k 2, repeated tuples, reduction %s", reds[r]);
+      run_case(label, "ScatterND", 18, at, 1, nin, 3, 1, NULL, r < 2 ? 5 : 0, 1, 1, 0);
+      gc_attrs_free(at, 1);
+    }
+    run_case("ScatterND-13 k 3 (elements), repeated", "ScatterND", 13, NULL, 0, ein, 3, 1, NULL, 5, 1, 1, 0);
+    run_fail_case("ScatterND-13 index 4 on an axis of 4", "ScatterND", 13, NULL, 0, bin, 3, 1, 0, 0, 1);
+    Onnx__AttributeProto *nmax[1] = {gc_attr_string("reduction", "max")};
+    run_fail_case("ScatterND-18 reduction max: no backward", "ScatterND", 18, nmax, 1, nin, 3, 1, 1, 5, 1);
+    run_fail_case("ScatterND-16 reduction max (from 18)", "ScatterND", 16, nmax, 1, nin, 3, 1, -1, 0, -1);
+    gc_attrs_free(nmax, 1);
+    gc_attrs_free(mul, 2);
+    gc_attrs_free(foo, 1);
+    amd_tensor *all[11] = {&d, &ix, &up, &ix0, &up0, &ixb, &ni, &nu, &ei, &eu, &bi};
+    FREE(all, 11);
+  }
+  { /* LRN: an even size (the window one further up), a rank-3 input, beta 0.5 and a beta through pow() */
+    int64_t d3[3] = {2, 7, 10}, d4[4] = {3, 8, 5, 5};
+    amd_tensor a = T(3, d3, -2, 2), b = T(4, d4, -2, 2), *ia[1] = {&a}, *ib[1] = {&b};
+    Onnx__AttributeProto *l4[4] = {gc_attr_int("size", 4), gc_attr_float("alpha", 0.02f),
+                                   gc_attr_float("beta", 0.5f), gc_attr_float("bias", 2.0f)};
+    Onnx__AttributeProto *l5[2] = {gc_attr_int("size", 5), gc_attr_float("beta", 0.6f)};
+    Onnx__AttributeProto *l0[1] = {gc_attr_int("size", 0)};
+    run_case("LRN-13 size 4 (even) beta 0.5 bias 2, [2,7,10]", "LRN", 13, l4, 4, ia, 1, 1, NULL, 1, 1, 1,
+             1e-6);
+    run_case("LRN-1 size 5 beta 0.6 (pow), [3,8,5,5]", "LRN", 1, l5, 2, ib, 1, 1, NULL, 1, 1, 1, 1e-6);
+    run_fail_case("LRN-13 size 0", "LRN", 13, l0, 1, ib, 1, 1, -1, 0, -1);
+    gc_attrs_free(l4, 4);
+    gc_attrs_free(l5, 2);
+    gc_attrs_free(l0, 1);
+    FREE(ia, 1);
+    FREE(ib, 1);
+  }
+  { /* ReduceL1, ReduceLogSum (a positive input), ReduceProd (magnitudes near 1, mixed signs, a row with one
+       zero and a row with two: the gradient exact with zeros) over adjacent axes, as the other kernels */
+    amd_tensor xp = T(4, xd, 0.1, 2), xq = T(4, xd, 0.8, 1.25);
+    for (int64_t i = 0; i < amd_tensor_numel(&xq); i++)
+      if (gc_uniform() < 0.3) amd_tensor_set_f64(&xq, i, -amd_tensor_get_f64(&xq, i));
+    amd_tensor_set_f64(&xq, 5, 0);  /* row 0 of the axes-2,3 view: one zero */
+    amd_tensor_set_f64(&xq, 40, 0); /* row 1: two zeros */
+    amd_tensor_set_f64(&xq, 41, 0);
+    static const char *reds[3] = {"ReduceL1", "ReduceLogSum", "ReduceProd"};
+    amd_tensor *xs[3] = {&x, &xp, &xq};
+    int64_t sp[2] = {2, 3}, mid[1] = {1}, apart[2] = {1, 3}, ld[1] = {1};
+    amd_tensor ax18 = gc_tensor(AMD_INT64, 1, ld, 0, 0);
+    amd_tensor_set_i64(&ax18, 0, -1);
+    Onnx__AttributeProto *r2[2] = {gc_attr_ints("axes", 2, sp), gc_attr_int("keepdims", 0)},
+                         *q[1] = {gc_attr_ints("axes", 1, mid)}, *qa[1] = {gc_attr_ints("axes", 2, apart)};
+    for (int k = 0; k < 3; k++) {
+      amd_tensor *in1[1] = {xs[k]}, *in18[2] = {xs[k], &ax18};
+      snprintf(label, sizeof label, "%s-13 all axes (native)", reds[k]);
+      run_case(label, reds[k], 13, NULL, 0, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axes 2,3 keepdims 0 (native)", reds[k]);
+      run_case(label, reds[k], 13, r2, 2, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s opset 18 axes input [-1] (native)", reds[k]);
+      run_case(label, reds[k], 18, NULL, 0, in18, 2, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axis 1 (native)", reds[k]);
+      run_case(label, reds[k], 13, q, 1, in1, 1, 1, NULL, 1, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s-13 axes 1,3 (host fallback)", reds[k]);
+      run_case(label, reds[k], 13, qa, 1, in1, 1, 1, NULL, 1, 1, 0, 1e-6);
+    }
+    int64_t bad[1] = {4};
+    Onnx__AttributeProto *rb[1] = {gc_attr_ints("axes", 1, bad)};
+    amd_tensor *inq[1] = {&xq};
+    run_fail_case("ReduceProd-13 axis 4 of a rank-4 input", "ReduceProd", 13, rb, 1, inq, 1, 1, 0, 0, -1);
+    gc_attrs_free(rb, 1);
+    gc_attrs_free(r2, 2);
+    gc_attrs_free(q, 1);
+    gc_attrs_free(qa, 1);
+    amd_tensor *all[3] = {&xp, &xq, &ax18};
+    FREE(all, 3);
+  }
+  { /* MeanVarianceNormalization over its default axes [0,2,3], a middle axis, two apart and the last;
+       LpNormalization p = 1 and 2 along the last axis and a middle one, with an all-zero group (norm 0) */
+    int64_t md[4] = {2, 3, 4, 5}, m1[1] = {1}, m03[2] = {0, 3}, mlast[1] = {-1}, mbad[1] = {5},
+            ld[3] = {3, 4, 5};
+    amd_tensor mx = T(4, md, 1, 3), lx = T(3, ld, -2, 2), *im[1] = {&mx}, *il[1] = {&lx};
+    for (int i = 0; i < 5; i++) amd_tensor_set_f64(&lx, i, 0); /* lx[0,0,:] */
+    Onnx__AttributeProto *a1[1] = {gc_attr_ints("axes", 1, m1)}, *a03[1] = {gc_attr_ints("axes", 2, m03)},
+                         *al[1] = {gc_attr_ints("axes", 1, mlast)}, *ab[1] = {gc_attr_ints("axes", 1, mbad)};
+    run_case("MeanVarianceNormalization-13 default axes [0,2,3]", "MeanVarianceNormalization", 13, NULL, 0,
+             im, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-13 axes [1]", "MeanVarianceNormalization", 13, a1, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-9 axes [0,3]", "MeanVarianceNormalization", 9, a03, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_case("MeanVarianceNormalization-13 axes [-1]", "MeanVarianceNormalization", 13, al, 1, im, 1, 1, NULL,
+             1, 1, 1, 1e-5);
+    run_fail_case("MeanVarianceNormalization-13 axes [5] of rank 4", "MeanVarianceNormalization", 13, ab, 1,
+                  im, 1, 1, 0, 0, -1);
+    Onnx__AttributeProto *p2[1] = {gc_attr_int("p", 2)},
+                         *p1[2] = {gc_attr_int("p", 1), gc_attr_int("axis", 1)},
+                         *p3[1] = {gc_attr_int("p", 3)};
+    run_case("LpNormalization-22 p 2 axis -1, a zero row", "LpNormalization", 22, p2, 1, il, 1, 1, NULL, 1, 1,
+             1, 1e-5);
+    run_case("LpNormalization-1 p 1 axis 1", "LpNormalization", 1, p1, 2, il, 1, 1, NULL, 1, 1, 1, 1e-5);
+    run_case("LpNormalization-22 p 1 axis -1, a zero row", "LpNormalization", 22, p1, 1, il, 1, 1, NULL, 1, 1,
+             1, 1e-5);
+    run_fail_case("LpNormalization-22 p 3", "LpNormalization", 22, p3, 1, il, 1, 1, -1, 0, -1);
+    Onnx__AttributeProto *aall[4] = {a1[0], a03[0], al[0], ab[0]}, *pall[4] = {p2[0], p1[0], p1[1], p3[0]};
+    gc_attrs_free(aall, 4);
+    gc_attrs_free(pall, 4);
+    FREE(im, 1);
+    FREE(il, 1);
+  }
+  { /* the losses: classes with ignore_index, a weight (on the host), every reduction, [N, C] and
+       [N, C, d1, d2]; SCE's log_prob output with its own dY */
+    int64_t sd[2] = {6, 5}, td[1] = {6}, wd[1] = {5}, tv[6] = {0, 4, 2, 3, 2, 1}, bv[6] = {0, 4, 7, 3, 2, 1};
+    int64_t s4[4] = {2, 5, 3, 4}, t4[3] = {2, 3, 4};
+    amd_tensor sc = T(2, sd, -3, 3), tg = IDX(1, td, tv), w = T(1, wd, 0.5, 2), tb = IDX(1, td, bv),
+               sc4 = T(4, s4, -3, 3), tg4 = IDX_RAND(3, t4, 5);
+    for (int64_t i = 0; i < amd_tensor_numel(&tg4); i++) /* classes in [0, 5) */
+      amd_tensor_set_i64(&tg4, i,
+                         amd_tensor_get_i64(&tg4, i) < 0 ? amd_tensor_get_i64(&tg4, i) + 5
+                                                         : amd_tensor_get_i64(&tg4, i));
+    amd_tensor *i2[2] = {&sc, &tg}, *i3[3] = {&sc, &tg, &w}, *ib[2] = {&sc, &tb}, *i4[3] = {&sc4, &tg4, &w};
+    static const char *reds[3] = {"none", "sum", "mean"};
+    static const char *ops[2] = {"SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"};
+    for (int o = 0; o < 2; o++)
+      for (int r = 0; r < 3; r++) {
+        Onnx__AttributeProto *at[2] = {gc_attr_string("reduction", reds[r]), gc_attr_int("ignore_index", 2)};
+        snprintf(label, sizeof label, "%s-13 [6,5] reduction %s", ops[o], reds[r]);
+        run_case(label, ops[o], 13, at, 1, i2, 2, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "%s-13 [6,5] reduction %s, weight, ignore_index 2", ops[o], reds[r]);
+        run_case(label, ops[o], 13, at, 2, i3, 3, 1, NULL, 1, 1, 1, 1e-6);
+        snprintf(label, sizeof label, "%s-12 [2,5,3,4] reduction %s, weight", ops[o], reds[r]);
+        run_case(label, ops[o], 12, at, 1, i4, 3, 1, NULL, 1, 1, 1, 1e-6);
+        gc_attrs_free(at, 2);
+      }
+    dy_all_outputs = 1;
+    Onnx__AttributeProto *mean[1] = {gc_attr_string("reduction", "mean")},
+                         *none[2] = {gc_attr_string("reduction", "none"), gc_attr_int("ignore_index", 2)};
+    run_case("SoftmaxCrossEntropyLoss-13 mean, log_prob out (dY on both)", "SoftmaxCrossEntropyLoss", 13,
+             mean, 1, i3, 3, 2, NULL, 1, 1, 1, 1e-6);
+    run_case("SoftmaxCrossEntropyLoss-13 [2,5,3,4] none, ignore_index 2, log_prob out (dY on both)",
+             "SoftmaxCrossEntropyLoss", 13, none, 2, i4, 3, 2, NULL, 1, 1, 1, 1e-6);
+    dy_all_outputs = 0;
+    run_fail_case("SoftmaxCrossEntropyLoss-13 target 7 of 5 classes", "SoftmaxCrossEntropyLoss", 13, mean, 1,
+                  ib, 2, 1, 0, 0, 1);
+    run_fail_case("NegativeLogLikelihoodLoss-13 target 7 of 5 classes", "NegativeLogLikelihoodLoss", 13, mean,
+                  1, ib, 2, 1, 0, 0, 1);
+    Onnx__AttributeProto *avg[1] = {gc_attr_string("reduction", "avg")};
+    run_fail_case("NegativeLogLikelihoodLoss-13 reduction avg", "NegativeLogLikelihoodLoss", 13, avg, 1, i2,
+                  2, 1, -1, 0, -1);
+    gc_attrs_free(avg, 1);
+    gc_attrs_free(mean, 1);
+    gc_attrs_free(none, 2);
+    amd_tensor *all[6] = {&sc, &tg, &w, &tb, &sc4, &tg4};
+    FREE(all, 6);
   }
   amd_tensor_free(&x);
 }
@@ -1214,6 +1591,7 @@ int main(int argc, char **argv) {
   gemm_ops(&am16, "am16, exact tier");
   amd_cuda_gemm_exact(0);
   other_ops();
+  training_path_ops();
   train_kernels();
   /* no kernel untested: every op the backend has kernels for ran natively in some case above */
   for (int i = 0; i < AMD_OP_COUNT; i++) {
