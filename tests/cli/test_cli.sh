@@ -35,6 +35,15 @@ check "unknown command" 2 "unknown command 'frobnicate'" "$amd" frobnicate
 for c in info run lut; do check "$c --help" 0 "" "$amd" "$c" --help; done
 check "run without output dir" 2 "--output-dir" "$amd" run "$node/test_relu/model.onnx"
 check "run unknown option" 2 "unknown or incomplete option '--bogus'" "$amd" run x.onnx --bogus
+# --gemm fast|exact (the GPU's tier of am16 / mbm14): a bad value is refused by every command that takes it;
+# on the CPU either value is accepted (the CPU has only the exact tier)
+for c in train eval bench sweep grad run; do
+  check "$c --gemm bogus" 2 "--gemm bogus: expected fast or exact" "$amd" "$c" "$models/lenet5.onnx" --gemm bogus
+  "$amd" "$c" --help | grep -q -- "--gemm fast|exact" && { echo "ok   $c --help names --gemm"; pass=$((pass + 1)); } ||
+    { echo "FAIL $c --help lacks --gemm"; fail=$((fail + 1)); }
+done
+check "bench --gemm exact on the CPU" 0 "" "$amd" bench "$models/lenet5_train.onnx" --device cpu --steps 1 --warmup 0 \
+  --batch 4 --mode am16 --gemm exact
 
 check "missing model" 1 "cannot open" "$amd" info "$tmp/missing.onnx"
 printf 'not a model at all\n' >"$tmp/text.onnx"
