@@ -4,9 +4,10 @@
 # TOL * max |cpu|), and both must write the same set of files.
 # TIER: the GPU's --gemm (fast, the default, or exact; docs/multipliers.md
 # section 8). In am16 the exact tier is the CPU's arithmetic; the fast one sums
-# the same products in another order, which cancellation in short sums (the
-# data gradients of ResNet-8's first stage, K = 16) lifts to about 4e-4 of the
-# largest gradient of the first layers: it runs at a looser TOL.
+# the same products in another order, and a last-bit difference in a sum can
+# move a later operand across one of am16's truncation steps (2^-7): in
+# ResNet-8's first layers that reaches about 4e-4 of the largest gradient, so
+# it runs at a looser TOL.
 # usage: grad_cpu_vs_cuda.sh AMDNN COMPARE MODEL.onnx GOLDEN_DIR OUTDIR MODE TOL [TIER]
 set -u
 if [ $# -ne 7 ] && [ $# -ne 8 ]; then
