@@ -101,7 +101,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
     python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
     r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}")
-    for mode in acc32 am16 acc16 fp16 am32 mit16; do
+    for mode in acc32 am16 "am16 --gemm exact" acc16 fp16 am32 mit16; do # (unquoted below: "--mode am16 --gemm exact")
       echo "--- resnet18 $mode"
       $amd train "${r18[@]}" --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
     done
