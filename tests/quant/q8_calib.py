@@ -18,26 +18,12 @@
 usage: q8_calib.py AMDNN_ONNX MODELS_DIR FASHION_DIR   (77 without the data)
 """
 import os
-import subprocess
 import sys
 import tempfile
 
-amd, models, fashion = sys.argv[1], sys.argv[2], sys.argv[3]
-if not os.path.exists(os.path.join(fashion, "train-images-idx3-ubyte.gz")):
-    print("SKIP: no Fashion-MNIST in " + fashion)
-    sys.exit(77)
-failures = 0
+from fashion_cli import check, finish, run, start
 
-
-def check(cond, what):
-    global failures
-    print(("ok   " if cond else "FAIL ") + what)
-    failures += 0 if cond else 1
-
-
-def run(*args):
-    p = subprocess.run([amd, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+_, models, fashion = start()
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -107,5 +93,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and "--q8-calib percentile: no node is quantized on the fly" in log,
           f"run --q8-calib percentile in acc32: exit {rc}: {log.strip()[-200:]}")
 
-print("%s" % ("all passed" if failures == 0 else f"{failures} failed"))
-sys.exit(1 if failures else 0)
+finish()

@@ -14,9 +14,10 @@ usage: q8_train.py AMDNN_ONNX MODELS_DIR FASHION_DIR   (77 without onnx/numpy or
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+from fashion_cli import check, finish, run, start
 
 try:
     import numpy as np
@@ -26,22 +27,7 @@ except ImportError:
     print("SKIP: needs onnx and numpy")
     sys.exit(77)
 
-amd, models, fashion = sys.argv[1], sys.argv[2], sys.argv[3]
-if not os.path.exists(os.path.join(fashion, "train-images-idx3-ubyte.gz")):
-    print("SKIP: no Fashion-MNIST in " + fashion)
-    sys.exit(77)
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok   " if cond else "FAIL ") + what)
-    failures += 0 if cond else 1
-
-
-def run(*args):
-    p = subprocess.run([amd, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+_, models, fashion = start()
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -78,5 +64,4 @@ with tempfile.TemporaryDirectory() as tmp:
                   "--mode", "q8u:exact", "--device", "cpu")
     check(rc == 0 and re.search(r"^top1 ", log, re.M) is not None, f"eval of the written model in q8u:exact: exit {rc}")
 
-print("%s" % ("all passed" if failures == 0 else f"{failures} failed"))
-sys.exit(1 if failures else 0)
+finish()
