@@ -13,7 +13,8 @@
  * (wrapping); the zero-point corrections are added when a tile is written.
  *
  * IMMA path: cublasGemmEx (int8 x int8 -> int32, CUBLAS_COMPUTE_32I) writes
- * P = sum a*b of the int8 values into C, then k_q8_fix adds the corrections. */
+ * P = sum a*b of the int8 values into C, then k_q8_fix adds the zero-point
+ * terms (skipped where none is left; left to the caller with defer). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,13 +158,13 @@ template <int TAB> __global__ void __launch_bounds__(Q8_NT, 1) q8_table_kernel(c
     for (int i = 0; i < 8; i++) {
       const int64_t row = m0 + w * 8 + i;
       if (row >= p.M) continue;
-      const uint32_t rsi = p.rs[row], zai = (uint32_t)p.za[row * p.za_inc];
+      const uint32_t rsi = p.rs ? p.rs[row] : 0u, zai = p.za ? (uint32_t)p.za[row * p.za_inc] : 0u;
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         const int64_t col = n0 + l * 4 + j;
         if (col >= p.N) continue;
-        const uint32_t zbj = (uint32_t)p.zb[col * p.zb_inc];
-        const uint32_t v = acc[i][j] - zbj * rsi - zai * p.cs[col] + k32 * zai * zbj;
+        const uint32_t zbj = p.zb ? (uint32_t)p.zb[col * p.zb_inc] : 0u, csj = p.cs ? p.cs[col] : 0u;
+        const uint32_t v = acc[i][j] - zbj * rsi - zai * csj + k32 * zai * zbj;
         p.C[row * p.ldc + col] = (int32_t)v;
       }
     }
@@ -206,20 +207,22 @@ __global__ void k_q8_copy_out(int64_t M, int64_t N, const int32_t *W, int64_t ld
       C[i * ldc + j] = W[i * ldw + j];
 }
 
-/* C[i][j] += the corrections (uint32) after the tensor cores' P: rs, cs are the raw codes' sums, less
- * rs_adj / cs_adj for the int8 values (128 K for uint8 codes), za, zb shifted by a_shift / b_shift (128) */
-__global__ void k_q8_fix(int64_t M, int64_t N, int64_t K, int32_t *C, int64_t ldc, const uint32_t *rs,
-                         uint32_t rs_adj, const uint32_t *cs, uint32_t cs_adj, const int32_t *za, int za_inc,
-                         int32_t a_shift, const int32_t *zb, int zb_inc, int32_t b_shift) {
-  const uint32_t k32 = (uint32_t)K;
-  /* rows along y, columns along x: no division per element */
+/* C[i][j] = amd_q8_fixed(P[i][j]) after the tensor cores: rows along y,
+ * columns along x (no division per element), four at a time where C's rows
+ * allow 16-byte accesses */
+template <int V> __global__ void k_q8_fix(int64_t M, int64_t N, int32_t *C, int64_t ldc, const amd_q8_fix f) {
   for (int64_t i = blockIdx.y; i < M; i += gridDim.y) {
-    const uint32_t zai = (uint32_t)za[i * za_inc] - (uint32_t)a_shift, rsi = rs[i] - rs_adj;
     int32_t *c = C + i * ldc;
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < N; j += (int64_t)gridDim.x * blockDim.x) {
-      const uint32_t zbj = (uint32_t)zb[j * zb_inc] - (uint32_t)b_shift;
-      const uint32_t p = K == 0 ? 0u : (uint32_t)c[j];
-      c[j] = (int32_t)(p - zbj * rsi - zai * (cs[j] - cs_adj) + k32 * zai * zbj);
+    for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V; j < N;
+         j += (int64_t)gridDim.x * blockDim.x * V) {
+      if (V == 4) {
+        int4 v = *(int4 *)(c + j);
+        v.x = amd_q8_fixed(f, i, j, v.x), v.y = amd_q8_fixed(f, i, j + 1, v.y);
+        v.z = amd_q8_fixed(f, i, j + 2, v.z), v.w = amd_q8_fixed(f, i, j + 3, v.w);
+        *(int4 *)(c + j) = v;
+      } else {
+        c[j] = amd_q8_fixed(f, i, j, c[j]);
+      }
     }
   }
 }
@@ -471,11 +474,12 @@ template <int TAB> static int q8_launch(amd_cuda_q8_ctx *ctx, const Q8Params &p,
 
 static bool aligned(const void *p, int n) { return ((uintptr_t)p % (uintptr_t)n) == 0; }
 
-/* The tensor cores: P = A8 B8^T into C, then the corrections; B is in the TN layout, rs and cs the raw
- * codes' sums. Returns 1 (nothing written) where cuBLAS has no int8 kernel for the call and the path is AUTO. */
+/* The tensor cores: P = A8 B8^T into C, then the zero-point terms (none for int8 codes without zero points;
+ * left to the caller where defer is given); B is in the TN layout, rs and cs the raw codes' sums (NULL where
+ * no term reads them). Returns 1 (nothing written) where cuBLAS has no int8 kernel for the call and the path is AUTO. */
 static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const amd_q8_operand *a,
                    const amd_q8_operand *b, int32_t *C, int64_t ldc, const uint32_t *rs, const uint32_t *cs,
-                   amd_status *st) {
+                   amd_q8_fix *defer, amd_status *st) {
   const uint8_t *A8 = a->p, *B8 = b->p;
   int64_t lda = a->ld, ldb = b->ld;
   /* int8 storage: U8 codes are XORed into U8X; cuBLAS wants 4-byte aligned rows, K and the output's
@@ -507,15 +511,33 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
       return amd_fail(st, "cuBLAS error %s in the int8 GEMM (%lld x %lld x %lld)", cublasGetStatusName(cs),
                       (long long)M, (long long)N, (long long)K);
   }
-  const int32_t sa = a->fmt == AMD_Q8_S8 ? 0 : 128, sb = b->fmt == AMD_Q8_S8 ? 0 : 128;
-  const uint32_t k128 = 128u * (uint32_t)K;
-  const int64_t bx = (N + 255) / 256, by = M < 65535 ? M : 65535;
-  const dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)by);
-  k_q8_fix<<<grid, 256, 0, ctx->stream>>>(M, N, K, Cg, ldg, rs, sa ? k128 : 0u, cs, sb ? k128 : 0u, a->zp,
-                                          a->zp_inc, sa, b->zp, b->zp_inc, sb);
-  AMD_CUDA_CHECK_LAUNCH("k_q8_fix", st);
+  if (K == 0) AMD_CUDA_CHECK(cudaMemset2DAsync(Cg, (size_t)ldg * 4, 0, (size_t)N * 4, (size_t)M, ctx->stream), st);
+  /* the zero-point terms: uint8 codes entered the tensor cores as u - 128 */
+  amd_q8_fix f;
+  memset(&f, 0, sizeof f);
+  f.a_shift = a->fmt == AMD_Q8_S8 ? 0u : 128u, f.b_shift = b->fmt == AMD_Q8_S8 ? 0u : 128u;
+  f.active = a->zp || b->zp || f.a_shift || f.b_shift;
+  f.k = (uint32_t)K, f.rs = rs, f.cs = cs, f.za = a->zp, f.zb = b->zp, f.za_inc = a->zp_inc, f.zb_inc = b->zp_inc;
+  f.rs_adj = f.a_shift * (uint32_t)K, f.cs_adj = f.b_shift * (uint32_t)K;
+  if (defer && Cg == C) {
+    *defer = f;
+    return 0;
+  }
+  const int64_t by = M < 65535 ? M : 65535;
+  if (f.active) {
+    const bool v4 = N % 4 == 0 && ldg % 4 == 0 && aligned(Cg, 16);
+    const int64_t bx = (v4 ? N / 4 + 255 : N + 255) / 256;
+    const dim3 grid((unsigned)(bx < 1024 ? bx : 1024), (unsigned)by);
+    if (v4)
+      k_q8_fix<4><<<grid, 256, 0, ctx->stream>>>(M, N, Cg, ldg, f);
+    else
+      k_q8_fix<1><<<grid, 256, 0, ctx->stream>>>(M, N, Cg, ldg, f);
+    AMD_CUDA_CHECK_LAUNCH("k_q8_fix", st);
+  }
   if (Cg != C) {
-    k_q8_copy_out<<<grid, 256, 0, ctx->stream>>>(M, N, Cg, ldg, C, ldc);
+    const int64_t bx = (N + 255) / 256;
+    k_q8_copy_out<<<dim3((unsigned)(bx < 1024 ? bx : 1024), (unsigned)by), 256, 0, ctx->stream>>>(M, N, Cg, ldg, C,
+                                                                                                  ldc);
     AMD_CUDA_CHECK_LAUNCH("k_q8_copy_out", st);
   }
   return 0;
@@ -523,7 +545,8 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
 
 extern "C" int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int64_t M, int64_t N, int64_t K,
                                 const amd_q8_operand *a, const amd_q8_operand *b, int b_trans, int32_t *C,
-                                int64_t ldc, amd_status *st) {
+                                int64_t ldc, amd_q8_fix *defer, amd_status *st) {
+  if (defer) defer->active = 0;
   if (M < 0 || N < 0 || K < 0) return amd_fail(st, "q8 GEMM: negative size");
   if (M == 0 || N == 0) return 0;
   if (M >= INT32_MAX || N >= INT32_MAX || K >= INT32_MAX)
@@ -535,20 +558,28 @@ extern "C" int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int6
   const bool exact = !table || (tab->exact == 'u' && !as && !bs) || (tab->exact == 's' && as && bs);
   if (ctx->path == AMD_Q8_PATH_IMMA && !exact)
     return amd_fail(st, "q8 GEMM: the tensor-core path needs the exact table");
-  /* the raw codes' sums (given, or one pass over the operand), B in the TN layout */
+  const bool imma = exact && ctx->path != AMD_Q8_PATH_TABLE && K < q8_imma_max_k;
+  /* the raw codes' sums (given, or one pass over the operand) where a term reads them: A's row sums multiply
+   * B's zero points, B's column sums A's (on the tensor cores: shifted by 128 for uint8 codes), B in the TN
+   * layout */
+  const bool need_rs = b->zp || (imma && !bs), need_cs = a->zp || (imma && !as);
   void *sums = NULL;
   if (q8_ws(ctx, 0, sizeof(uint32_t) * (size_t)(M + N), &sums, st)) return -1;
   const uint32_t xa = a->fmt == AMD_Q8_U8X ? 0x80u : 0u, xb = b->fmt == AMD_Q8_U8X ? 0x80u : 0u;
-  const uint32_t *rs = a->sums, *cs = b->sums;
-  if (!rs && q8_sums(ctx, M, K, a->p, a->ld, xa, as, (uint32_t *)sums, st)) return -1;
+  const uint32_t *rs = need_rs ? a->sums : NULL, *cs = need_cs ? b->sums : NULL;
+  if (need_rs && !rs) {
+    if (q8_sums(ctx, M, K, a->p, a->ld, xa, as, (uint32_t *)sums, st)) return -1;
+    rs = (const uint32_t *)sums;
+  }
   amd_q8_operand bt = *b;
   if (!b_trans && q8_copy(ctx, 2, N, K, b->p, b->ld, 1, 0, &bt.p, &bt.ld, st)) return -1;
-  if (!cs && q8_sums(ctx, N, K, bt.p, bt.ld, xb, bs, (uint32_t *)sums + M, st)) return -1;
-  if (!rs) rs = (const uint32_t *)sums;
-  if (!cs) cs = (const uint32_t *)sums + M;
-  if (exact && ctx->path != AMD_Q8_PATH_TABLE && K < q8_imma_max_k) {
+  if (need_cs && !cs) {
+    if (q8_sums(ctx, N, K, bt.p, bt.ld, xb, bs, (uint32_t *)sums + M, st)) return -1;
+    cs = (const uint32_t *)sums + M;
+  }
+  if (imma) {
     ctx->last = AMD_Q8_PATH_IMMA;
-    const int rc = q8_imma(ctx, M, N, K, a, &bt, C, ldc, rs, cs, st);
+    const int rc = q8_imma(ctx, M, N, K, a, &bt, C, ldc, rs, cs, defer, st);
     if (rc <= 0) return rc;
   }
   ctx->last = AMD_Q8_PATH_TABLE;

@@ -30,7 +30,9 @@
  *     that signedness): the int8 tensor cores through cublasGemmEx
  *     (CUDA_R_8I in, CUDA_R_32I out, TN), uint8 codes shifted by -128 with
  *     the shift folded into the zero points ((u - z) = (u - 128) - (z - 128),
- *     exact); codes are copied first where cuBLAS's int8 rules (4-byte
+ *     exact), the zero-point terms added after cuBLAS's product (none for
+ *     int8 codes without zero points; by the caller where it asks to, see
+ *     amd_q8_fix); codes are copied first where cuBLAS's int8 rules (4-byte
  *     aligned pointers, leading dimensions multiples of 4) are not met, and
  *     where cuBLAS refuses the call the table kernel runs instead; K >=
  *     2^17 takes the table kernel (a partial sum of int8 products could then
@@ -62,7 +64,7 @@ typedef struct amd_q8_operand {
   const uint8_t *p; /* device codes */
   int64_t ld;       /* leading dimension (codes) */
   amd_q8_fmt fmt;
-  const int32_t *zp; /* device zero points (values) */
+  const int32_t *zp; /* device zero points (values); NULL: all 0 (symmetric codes: no zero-point terms) */
   int zp_inc;        /* 1: one per row of A / column of B; 0: zp[0] for all */
   /* device: the sum of each row's (A) / column's (B) code values, uint32 (wrapping), of the codes as
    * uint8 or int8 by fmt (U8X: of u); NULL: computed here (one pass over the operand) */
@@ -86,10 +88,35 @@ amd_q8_path amd_cuda_q8_last_path(const amd_cuda_q8_ctx *ctx);
 int amd_cuda_q8_table_exact(amd_cuda_q8_ctx *ctx, const int32_t *table, int is_signed, int *exact,
                             amd_status *st);
 
-/* C (M x N int32, row-major, leading dimension ldc, device) as above. */
+/* The zero-point terms the tensor-core path adds after the int8 GEMM (all
+ * uint32): C[i][j] = P[i][j] - zb'[j] * rs'[i] - za'[i] * cs'[j] + K za'[i] zb'[j]
+ * with za' = za[i * za_inc] - a_shift, zb' likewise, rs' = rs[i] - rs_adj,
+ * cs' = cs[j] - cs_adj; a NULL pointer reads as 0. */
+typedef struct amd_q8_fix {
+  int active; /* 0: C is final (the table kernel, or no term survives) */
+  uint32_t k, rs_adj, cs_adj, a_shift, b_shift;
+  const uint32_t *rs, *cs;
+  const int32_t *za, *zb;
+  int za_inc, zb_inc;
+} amd_q8_fix;
+
+#ifdef __CUDACC__
+__device__ __forceinline__ int32_t amd_q8_fixed(const amd_q8_fix &f, int64_t i, int64_t j, int32_t p) {
+  const uint32_t za = (f.za ? (uint32_t)f.za[i * f.za_inc] : 0u) - f.a_shift,
+                 zb = (f.zb ? (uint32_t)f.zb[j * f.zb_inc] : 0u) - f.b_shift;
+  const uint32_t rs = (f.rs ? f.rs[i] : 0u) - f.rs_adj, cs = (f.cs ? f.cs[j] : 0u) - f.cs_adj;
+  return (int32_t)((uint32_t)p - zb * rs - za * cs + f.k * za * zb);
+}
+#endif
+
+/* C (M x N int32, row-major, leading dimension ldc, device) as above. With
+ * defer non-NULL the tensor-core path leaves its zero-point terms to the
+ * caller: C holds P and *defer says what to add (amd_q8_fixed, in the
+ * caller's next kernel on the stream, before another amd_cuda_q8_gemm call
+ * reuses the sums' workspace); defer->active = 0 when C is final. */
 int amd_cuda_q8_gemm(amd_cuda_q8_ctx *ctx, const int32_t *table, int64_t M, int64_t N, int64_t K,
                      const amd_q8_operand *a, const amd_q8_operand *b, int b_trans, int32_t *C, int64_t ldc,
-                     amd_status *st);
+                     amd_q8_fix *defer, amd_status *st);
 
 #ifdef __cplusplus
 }

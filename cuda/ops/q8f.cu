@@ -397,30 +397,34 @@ __global__ void k_q8f_im2col(q8f_conv p, const uint8_t *xq, const q8f_dev *s, ui
   }
 }
 
-/* Conv: y[img][m][pos] = (x_scale * w_scale[m]) * (float)acc[m][img * osz + pos] + (bias[m] or 0) */
+/* Conv: y[img][m][pos] = (x_scale * w_scale[m]) * (float)acc[m][img * osz + pos] + (bias[m] or 0), acc
+ * first given the zero-point terms the tensor-core GEMM left to this kernel (fix.active) */
 template <typename I>
-__global__ void k_q8f_conv_out(int64_t nb_, int64_t m_, int64_t osz_, const int32_t *acc, const q8f_dev *s,
-                               const float *ws, const float *bias, float *y) {
+__global__ void k_q8f_conv_out(int64_t nb_, int64_t m_, int64_t osz_, const int32_t *acc, const amd_q8_fix fix,
+                               const q8f_dev *s, const float *ws, const float *bias, float *y) {
   const float xs = s->scale;
   const I nb = (I)nb_, m = (I)m_, osz = (I)osz_;
   AMD_CU_LOOP_I(I, e, nb * m * osz) {
     const I pos = e % osz, c = (e / osz) % m, img = e / (osz * m);
     const float sc = xs * ws[c];
-    y[e] = sc * (float)acc[c * nb * osz + img * osz + pos] + (bias ? bias[c] : 0.0f);
+    int32_t a = acc[c * nb * osz + img * osz + pos];
+    if (fix.active) a = amd_q8_fixed(fix, c, img * osz + pos, a);
+    y[e] = sc * (float)a + (bias ? bias[c] : 0.0f);
   }
 }
 
 /* Gemm / MatMul: y[e] = (x_scale * w_scale[j]) * (float)acc[e], j = e % N; Gemm (gemm set): then
  * alpha * y (+ beta * C[i * rs + j * cs] where beta != 0) */
 template <typename I>
-__global__ void k_q8f_mm_out(int64_t total, int64_t N_, const int32_t *acc, const q8f_dev *s, const float *ws,
-                             int gemm, float alpha, float beta, const float *C, int64_t rs, int64_t cs, float *y) {
+__global__ void k_q8f_mm_out(int64_t total, int64_t N_, const int32_t *acc, const amd_q8_fix fix, const q8f_dev *s,
+                             const float *ws, int gemm, float alpha, float beta, const float *C, int64_t rs,
+                             int64_t cs, float *y) {
   const float xs = s->scale;
   const I N = (I)N_;
   AMD_CU_LOOP_I(I, e, total) {
     const I j = e % N;
     const float sc = xs * ws[j];
-    float v = sc * (float)acc[e];
+    float v = sc * (float)(fix.active ? amd_q8_fixed(fix, e / N, j, acc[e]) : acc[e]);
     if (gemm) {
       v = alpha * v;
       if (C && beta != 0) v += beta * C[(int64_t)(e / N) * rs + (int64_t)j * cs];
@@ -544,6 +548,11 @@ static int q8f_end(const amd_node *n, q8f_run &r, amd_status *st) {
   return 0;
 }
 
+/* The weight's zero points for the GEMM: none (NULL) for int8 codes, which are symmetric (zero point 0) */
+static const int32_t *weight_zp(const q8f_run &r) {
+  return r.fmt == AMD_Q8_S8 ? NULL : (const int32_t *)r.wz.p;
+}
+
 static amd_q8_operand operand(const uint8_t *p, int64_t ld, amd_q8_fmt fmt, const int32_t *zp, int inc,
                               const uint32_t *sums = NULL) {
   amd_q8_operand o;
@@ -592,8 +601,10 @@ static int q8fconv_forward(FWD_ARGS) {
       return -1;
     if (xquant(nx, nx, nx, F(x), r, (uint8_t *)xq.p, st)) return -1;
     amd_cuda_q8_ctx *qc = q8_gemm_ctx(st);
-    const int32_t *xz = &r.e->dev->zp;
+    const int32_t *xz = &r.e->dev->zp, *wz = weight_zp(r);
     for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+      amd_q8_fix fix; /* with one group the output kernel adds the tensor cores' zero-point terms */
+      fix.active = 0;
       const int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
       q8f_conv p = {nb,       g.c,       g.cg,      0,         g.in[0],   g.in[1],   g.k[0],
                     g.k[1],   g.out[0],  g.out[1],  g.stride[0], g.stride[1], g.dil[0], g.dil[1],
@@ -604,10 +615,11 @@ static int q8fconv_forward(FWD_ARGS) {
         uint32_t *cs = (uint32_t *)sums.p;
         if (q8f_im2col(p, xs, nx, r, (uint8_t *)col.p, cs, st)) return -1;
         const amd_q8_operand A = operand((const uint8_t *)r.wq.p + gi * g.mg * r.ldw, r.ldw, r.fmt,
-                                         (const int32_t *)r.wz.p + gi * g.mg, 1);
+                                         wz ? wz + gi * g.mg : NULL, 1);
         const amd_q8_operand B = operand((const uint8_t *)col.p, ld, r.fmt, xz, 0, cs);
         double t0 = amd_cu_prof_t0();
-        if (amd_cuda_q8_gemm(qc, r.table, g.mg, p.L, kdim, &A, &B, 1, (int32_t *)acc.p + gi * g.mg * p.L, p.L, st))
+        if (amd_cuda_q8_gemm(qc, r.table, g.mg, p.L, kdim, &A, &B, 1, (int32_t *)acc.p + gi * g.mg * p.L, p.L,
+                             g.group == 1 ? &fix : NULL, st))
           return -1;
         amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.mg * (double)p.L * (double)kdim);
       }
@@ -615,10 +627,10 @@ static int q8fconv_forward(FWD_ARGS) {
       float *y = F(&out[0]) + n0 * g.m * g.osize;
       const int32_t *ac = (const int32_t *)acc.p;
       if (fits32(cnt))
-        k_q8f_conv_out<int><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, r.e->dev, r.ws.f(),
+        k_q8f_conv_out<int><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, fix, r.e->dev, r.ws.f(),
                                                                             b ? F(b) : NULL, y);
       else
-        k_q8f_conv_out<int64_t><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, r.e->dev,
+        k_q8f_conv_out<int64_t><<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(nb, g.m, g.osize, ac, fix, r.e->dev,
                                                                                 r.ws.f(), b ? F(b) : NULL, y);
       AMD_CUDA_CHECK_LAUNCH("k_q8f_conv_out", st);
     }
@@ -640,14 +652,16 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
     if (xquant(nx, K, ldx, F(x), r, (uint8_t *)xq.p, st)) return -1;
   }
   amd_cuda_q8_ctx *qc = q8_gemm_ctx(st);
-  const int32_t *xz = &r.e->dev->zp;
+  const int32_t *xz = &r.e->dev->zp, *wz = weight_zp(r);
   const uint8_t *aq = (const uint8_t *)xq.p, *bq = (const uint8_t *)r.wq.p;
+  amd_q8_fix fix; /* one GEMM: the output kernel adds the tensor cores' zero-point terms */
+  fix.active = 0;
   int32_t *c = (int32_t *)acc.p;
   const int64_t nba = amd_tensor_numel(&s.batch_a), nbb = amd_tensor_numel(&s.batch_b);
   double t0 = amd_cu_prof_t0();
   if (nbb == 1 && nba == nb) { /* one weight: the batch is more rows */
-    const amd_q8_operand A = operand(aq, ldx, r.fmt, xz, 0), B = operand(bq, r.ldw, r.fmt, (const int32_t *)r.wz.p, 1);
-    if (amd_cuda_q8_gemm(qc, r.table, nb * M, N, K, &A, &B, 1, c, N, st)) return -1;
+    const amd_q8_operand A = operand(aq, ldx, r.fmt, xz, 0), B = operand(bq, r.ldw, r.fmt, wz, 1);
+    if (amd_cuda_q8_gemm(qc, r.table, nb * M, N, K, &A, &B, 1, c, N, &fix, st)) return -1;
   } else {
     int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
     amd_broadcast_strides(&s.batch_a, &s.batch, sa);
@@ -655,8 +669,8 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
     int64_t oa = 0, ob = 0;
     for (int64_t t = 0; t < nb; t++) {
       const amd_q8_operand A = operand(aq + oa * M * ldx, ldx, r.fmt, xz, 0),
-                           B = operand(bq + ob * N * r.ldw, r.ldw, r.fmt, (const int32_t *)r.wz.p, 1);
-      if (amd_cuda_q8_gemm(qc, r.table, M, N, K, &A, &B, 1, c + t * M * N, N, st)) return -1;
+                           B = operand(bq + ob * N * r.ldw, r.ldw, r.fmt, wz, 1);
+      if (amd_cuda_q8_gemm(qc, r.table, M, N, K, &A, &B, 1, c + t * M * N, N, NULL, st)) return -1;
       for (int d = s.batch.rank - 1; d >= 0; d--) {
         idx[d]++;
         oa += sa[d];
@@ -676,10 +690,10 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
   }
   const float alpha = ga ? ga->alpha : 1.0f, beta = ga ? ga->beta : 0.0f;
   if (fits32(total))
-    k_q8f_mm_out<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, r.e->dev, r.ws.f(), gemm, alpha,
+    k_q8f_mm_out<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, fix, r.e->dev, r.ws.f(), gemm, alpha,
                                                                         beta, C ? F(C) : NULL, rs, cs, y);
   else
-    k_q8f_mm_out<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, r.e->dev, r.ws.f(), gemm,
+    k_q8f_mm_out<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, N, c, fix, r.e->dev, r.ws.f(), gemm,
                                                                             alpha, beta, C ? F(C) : NULL, rs, cs, y);
   AMD_CUDA_CHECK_LAUNCH("k_q8f_mm_out", st);
   (void)n;

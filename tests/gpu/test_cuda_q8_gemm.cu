@@ -20,7 +20,8 @@
  * (M = output channels, N = batch x output positions, K = input channels x 9;
  * the table kernel on B codes bunched as activations, then uniform),
  * as the q8 Conv calls them (A = weights, B = im2col codes in the TN layout with their sums given; the
- * zero-point corrections included). */
+ * zero-point corrections included: zero points given, all 0), the tensor cores also on symmetric codes
+ * (no zero points: no correction pass). */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +51,15 @@ static int32_t rand_zp(amd_q8_fmt f) {
 
 static const char *fmt_name(amd_q8_fmt f) { return f == AMD_Q8_U8 ? "u8" : f == AMD_Q8_S8 ? "s8" : "u8x"; }
 
-/* One case; table may be NULL. */
+/* What a caller that took the tensor cores' zero-point terms (amd_cuda_q8_gemm's defer) does: adds them. */
+__global__ void k_apply_fix(int64_t M, int64_t N, int32_t *C, int64_t ldc, const amd_q8_fix f) {
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < M * N; e += (int64_t)gridDim.x * blockDim.x)
+    C[(e / N) * ldc + e % N] = amd_q8_fixed(f, e / N, e % N, C[(e / N) * ldc + e % N]);
+}
+
+/* One case; table may be NULL. za_row / zb_col: 1 one zero point per row / column, 0 one for all, 2 none
+ * (the operand's zp NULL: all 0). Runs the path AUTO picks (also with the zero-point terms deferred to the
+ * caller), the table kernel forced, and for exact tables the tensor cores forced. */
 static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname, int64_t M, int64_t N, int64_t K,
                   amd_q8_fmt fa, amd_q8_fmt fb, int b_trans, int za_row, int zb_col, int pad, int skew) {
   const int64_t lda = K + pad, ldb = (b_trans ? K : N) + pad, rows_b = b_trans ? N : K, ldc = N + pad % 3;
@@ -62,11 +71,11 @@ static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname,
   int32_t *Cc = (int32_t *)malloc(sizeof(int32_t) * (size_t)(M * N + 1)), *Cg = (int32_t *)malloc(sizeof(int32_t) * nc);
   for (size_t i = 0; i < na; i++) A[i] = rand_code(0);
   for (size_t i = 0; i < nb; i++) B[i] = rand_code(skew);
-  const int64_t nza = za_row ? M : 1, nzb = zb_col ? N : 1;
-  for (int64_t i = 0; i < nza; i++) za[i] = rand_zp(fa);
-  for (int64_t j = 0; j < nzb; j++) zb[j] = rand_zp(fb);
-  for (int64_t i = 0; i < M; i++) zae[i] = za[za_row ? i : 0];
-  for (int64_t j = 0; j < N; j++) zbe[j] = zb[zb_col ? j : 0];
+  const int64_t nza = za_row == 1 ? M : 1, nzb = zb_col == 1 ? N : 1;
+  for (int64_t i = 0; i < nza; i++) za[i] = za_row == 2 ? 0 : rand_zp(fa);
+  for (int64_t j = 0; j < nzb; j++) zb[j] = zb_col == 2 ? 0 : rand_zp(fb);
+  for (int64_t i = 0; i < M; i++) zae[i] = za[za_row == 1 ? i : 0];
+  for (int64_t j = 0; j < N; j++) zbe[j] = zb[zb_col == 1 ? j : 0];
   /* the raw codes (U8X stored XORed) in qgemm.h's layouts */
   const uint8_t xa = fa == AMD_Q8_U8X ? 0x80 : 0, xb = fb == AMD_Q8_U8X ? 0x80 : 0;
   for (int64_t i = 0; i < M; i++)
@@ -101,22 +110,27 @@ static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname,
     dsb = dsa + M;
     free(h);
   }
-  amd_q8_operand oa = {dA, lda, fa, dza, za_row, NULL}, ob = {dB, ldb, fb, dzb, zb_col, NULL};
+  amd_q8_operand oa = {dA, lda, fa, za_row == 2 ? NULL : dza, za_row == 1, NULL},
+                 ob = {dB, ldb, fb, zb_col == 2 ? NULL : dzb, zb_col == 1, NULL};
   if (pad == 3) oa.sums = dsa;
   if (pad == 16) ob.sums = dsb;
   const int exact_ok = !table || strncmp(tname, "exact", 5) == 0;
-  for (int path = AMD_Q8_PATH_AUTO; path <= AMD_Q8_PATH_IMMA; path++) {
+  for (int run = 0; run < 4; run++) {
+    const int path = run == 3 ? AMD_Q8_PATH_AUTO : run, deferred = run == 3;
     if (path == AMD_Q8_PATH_IMMA && !exact_ok) continue;
     amd_cuda_q8_set_path(ctx, (amd_q8_path)path);
     GPU_CHECK(cudaMemset(dC, 0xA5, sizeof(int32_t) * nc));
     amd_status st = {{0}};
+    amd_q8_fix fix;
+    fix.active = 1; /* must be cleared or set by the call */
     cases++;
-    if (amd_cuda_q8_gemm(ctx, table, M, N, K, &oa, &ob, b_trans, dC, ldc, &st)) {
+    if (amd_cuda_q8_gemm(ctx, table, M, N, K, &oa, &ob, b_trans, dC, ldc, deferred ? &fix : NULL, &st)) {
       printf("FAIL %s %lldx%lldx%lld %s x %s: %s\n", tname, (long long)M, (long long)N, (long long)K, fmt_name(fa),
              fmt_name(fb), st.msg);
       failures++;
       continue;
     }
+    if (deferred && fix.active) k_apply_fix<<<64, 256>>>(M, N, dC, ldc, fix);
     GPU_CHECK(cudaDeviceSynchronize());
     GPU_CHECK(cudaMemcpy(Cg, dC, sizeof(int32_t) * nc, cudaMemcpyDeviceToHost));
     long bad = 0;
@@ -131,8 +145,8 @@ static void check(amd_cuda_q8_ctx *ctx, const int32_t *table, const char *tname,
     const amd_q8_path took = amd_cuda_q8_last_path(ctx);
     printf("%s %s %lldx%lldx%lld %s x %s %s zp %s/%s ld+%d path %s (%s): %ld wrong\n", bad ? "FAIL" : "ok  ", tname,
            (long long)M, (long long)N, (long long)K, fmt_name(fa), fmt_name(fb), b_trans ? "TN" : "NN",
-           za_row ? "row" : "one", zb_col ? "col" : "one", pad,
-           path == AMD_Q8_PATH_AUTO ? "auto" : path == AMD_Q8_PATH_TABLE ? "table" : "imma",
+           za_row == 2 ? "none" : za_row ? "row" : "one", zb_col == 2 ? "none" : zb_col ? "col" : "one", pad,
+           deferred ? "auto, terms deferred" : path == AMD_Q8_PATH_AUTO ? "auto" : path == AMD_Q8_PATH_TABLE ? "table" : "imma",
            took == AMD_Q8_PATH_IMMA ? "tensor cores" : "table kernel", bad);
     if (bad) failures++;
   }
@@ -188,6 +202,16 @@ static void tests(amd_cuda_q8_ctx *ctx) {
   /* the tensor cores' operands copied for alignment: A at an odd leading dimension, B in the K x N layout */
   check(ctx, exs, "exact-s", 40, 72, 50, AMD_Q8_S8, AMD_Q8_S8, 0, 1, 1, 1, 0);
   check(ctx, exu, "exact-u", 40, 72, 50, AMD_Q8_U8, AMD_Q8_U8X, 1, 1, 0, 5, 1);
+  /* symmetric codes: no zero points (NULL) on one or both operands; on the tensor cores with int8 codes of
+   * both no zero-point term is left, with uint8 codes the shift by 128 still is */
+  for (int z = 0; z < 3; z++) {
+    const int zr = z == 1 ? 1 : 2, zc = z == 2 ? 1 : 2;
+    check(ctx, exs, "exact-s", 64, 1000, 576, AMD_Q8_S8, AMD_Q8_S8, 1, zr, zc, 0, 1);
+    check(ctx, NULL, "none", 65, 129, 33, AMD_Q8_S8, AMD_Q8_S8, 0, zr, zc, 3, 0);
+    check(ctx, exu, "exact-u", 63, 127, 31, AMD_Q8_U8X, AMD_Q8_U8, 1, zr, zc, 16, 1);
+    check(ctx, ap16s, "approx-int16", 130, 67, 257, AMD_Q8_S8, AMD_Q8_S8, 1, zr, zc, 0, 0);
+    check(ctx, exs, "exact-s", 1, 1, 0, AMD_Q8_S8, AMD_Q8_S8, 1, zr, zc, 0, 0);
+  }
   /* a table changed in place after use is uploaded again */
   static int32_t chg[AMD_Q8_ENTRIES];
   approx_table(1, 50, chg);
@@ -229,7 +253,7 @@ struct bench_args {
 static void run_q8(void *p) {
   bench_args *b = (bench_args *)p;
   amd_status st = {{0}};
-  if (amd_cuda_q8_gemm(b->ctx, b->table, b->M, b->N, b->K, &b->a, &b->b, 1, b->C, b->N, &st)) {
+  if (amd_cuda_q8_gemm(b->ctx, b->table, b->M, b->N, b->K, &b->a, &b->b, 1, b->C, b->N, NULL, &st)) {
     printf("FAIL: %s\n", st.msg);
     exit(1);
   }
@@ -266,7 +290,8 @@ static void bench(void) {
   amd_q8_exact(1, ex);
   const int64_t shapes[][3] = {{64, 131072, 576}, {128, 32768, 1152}, {256, 8192, 2304}, {512, 2048, 4608}};
   printf("ResNet-18 3x3 convolutions at batch 128, 32x32 inputs (M x N x K; T MAC/s = 1e12 multiply-adds/s)\n");
-  printf("%-20s %14s %14s %14s %14s\n", "M x N x K", "q8 table", "(uniform B)", "q8 int8 TC", "SGEMM fp32");
+  printf("%-20s %14s %14s %14s %14s %14s\n", "M x N x K", "q8 table", "(uniform B)", "int8 TC, zp", "(zp none)",
+         "SGEMM fp32");
   for (int i = 0; i < 4; i++) {
     const int64_t M = shapes[i][0], N = shapes[i][1], K = shapes[i][2];
     uint8_t *dA, *dB;
@@ -308,12 +333,17 @@ static void bench(void) {
     b.table = ex;
     const double t_tc = time_ms(s, 20, run_q8, &b);
     const int tc_path = amd_cuda_q8_last_path(ctx);
+    /* symmetric codes (no zero points): the tensor cores' product is the result */
+    b.a.zp = b.b.zp = NULL;
+    const double t_sym = time_ms(s, 20, run_q8, &b);
+    const int sym_path = amd_cuda_q8_last_path(ctx);
     const double t_sg = time_ms(s, 10, run_sgemm, &b);
     char name[64];
     snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)M, (long long)N, (long long)K);
-    printf("%-20s %11.2f %s %11.2f    %11.2f %s %11.2f\n", name, macs / (t_tab * 1e-3) / 1e12,
+    printf("%-20s %11.2f %s %11.2f    %11.2f %s %11.2f %s %11.2f\n", name, macs / (t_tab * 1e-3) / 1e12,
            tab_path == AMD_Q8_PATH_TABLE ? "  " : "?!", macs / (t_unif * 1e-3) / 1e12, macs / (t_tc * 1e-3) / 1e12,
-           tc_path == AMD_Q8_PATH_IMMA ? "  " : "?!", macs / (t_sg * 1e-3) / 1e12);
+           tc_path == AMD_Q8_PATH_IMMA ? "  " : "?!", macs / (t_sym * 1e-3) / 1e12,
+           sym_path == AMD_Q8_PATH_IMMA ? "  " : "?!", macs / (t_sg * 1e-3) / 1e12);
     cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dz), cudaFree(fA), cudaFree(fB), cudaFree(fC), cudaFree(dsum);
   }
   cublasDestroy(cublas);
