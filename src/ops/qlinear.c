@@ -1247,20 +1247,24 @@ int amd_q8_float_node(amd_node *n, amd_status *st) {
   return 0;
 }
 
+int amd_q8_float_is(const amd_node *n) {
+  return n->op == &amd_op_Q8fConv || n->op == &amd_op_Q8fGemm || n->op == &amd_op_Q8fMatMul;
+}
+
 int amd_q8_float_set_grad(amd_node *n, int grad) {
-  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return 0;
+  if (!amd_q8_float_is(n)) return 0;
   ((q8f_attrs *)n->attrs)->grad = grad;
   return 1;
 }
 
 int amd_q8_float_set_calib(amd_node *n, double pct) {
-  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return 0;
+  if (!amd_q8_float_is(n)) return 0;
   ((q8f_attrs *)n->attrs)->calib_q = pct > 0 ? pct / 100.0 : 0.0;
   return 1;
 }
 
 int amd_q8_float_grad(const amd_node *n) {
-  if (n->op != &amd_op_Q8fConv && n->op != &amd_op_Q8fGemm && n->op != &amd_op_Q8fMatMul) return AMD_Q8_GRAD_STE;
+  if (!amd_q8_float_is(n)) return AMD_Q8_GRAD_STE;
   return ((const q8f_attrs *)n->attrs)->grad;
 }
 

@@ -35,6 +35,9 @@ int amd_q8_float_grad(const amd_node *n);
  * amd_q8f_percentile_range). Returns 1 for a q8f node, 0 (nothing set) for
  * any other. */
 int amd_q8_float_set_calib(amd_node *n, double pct);
+/* 1 for a Conv[q8f] / Gemm[q8f] / MatMul[q8f] node (its calibration state:
+ * q8f.h, amd_q8f_get_state / amd_q8f_set_state). */
+int amd_q8_float_is(const amd_node *n);
 
 /* A DequantizeLinear node's axis (normalised against rank when rank >= 0)
  * and block_size. */

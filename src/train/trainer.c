@@ -12,6 +12,7 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../report/profile.h"
+#include "../ops/q8f.h"
 #include "../ops/quant.h"
 #include "batches.h"
 #include "kernels.h"
@@ -823,6 +824,16 @@ int amd_trainer_eval_pieces(amd_trainer *t, const amd_dataset *ds, int64_t batch
 int amd_trainer_n_outputs(amd_trainer *t, const amd_dataset *ds, int64_t *n_out, amd_status *st) {
   amd_tensor x = {.dtype = AMD_FLOAT, .rank = 4, .dims = {1, ds->c, ds->h, ds->w}};
   if (amd_tensor_alloc(&x, st)) return -1;
+  /* the probe's zero image is no calibration batch of the q8 nodes quantized on the fly: their states are put
+   * back after it (the GPU backend uploads a state changed on the host at the node's next call) */
+  const amd_graph *g = t->g;
+  amd_q8f_state *q8 = malloc(sizeof *q8 * (size_t)(g->n_nodes > 0 ? g->n_nodes : 1));
+  if (!q8) {
+    amd_tensor_free(&x);
+    return amd_fail(st, "out of memory");
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (amd_q8_float_is(&g->nodes[i])) amd_q8f_get_state(&g->nodes[i], &q8[i]);
   amd_ctx ctx = t->ctx;
   ctx.training = 0;
   ctx.inference = 1;
@@ -830,6 +841,9 @@ int amd_trainer_n_outputs(amd_trainer *t, const amd_dataset *ds, int64_t *n_out,
   int64_t n = 0, c = 0;
   if (rc == 0) rc = logits_shape(&t->run.vals[t->logits_value], &n, &c, st);
   amd_run_forget_static(&t->run); /* kept for a batch of 1: the real batches keep their own */
+  for (int i = 0; i < g->n_nodes; i++)
+    if (amd_q8_float_is(&g->nodes[i])) amd_q8f_set_state(&g->nodes[i], &q8[i]);
+  free(q8);
   amd_tensor_free(&x);
   *n_out = c;
   return rc;
