@@ -13,15 +13,16 @@
 #   tools/bench_q8.sh BIN_DIR WORK
 #
 # BIN_DIR holds amdnn-onnx and test_cuda_q8_gemm (a tools/gpu_bundle.sh
-# bundle's bin/, or build/src and build/tests/gpu); WORK gets the exported
-# model, the tables (tabulated by tools/tabulate_mul8.py unless WORK/tables
-# has NAME.q8 already) and the profiles. Needs python3 with torch.
+# bundle's bin/; from a build folder set AMDNN=build/src/amdnn-onnx and
+# Q8_GEMM_BENCH=build/tests/gpu/test_cuda_q8_gemm); WORK gets the exported
+# model, the tables (tabulated by tools/tabulate_mul8.py with the system C
+# compiler unless WORK/tables has NAME.q8 already) and the profiles. Needs
+# python3 with torch.
 set -eu
 bin=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
 py=${PYTHON:-python3}
-amd=$bin/amdnn-onnx
-[ -x "$amd" ] || amd=$bin/../src/amdnn-onnx
+amd=${AMDNN:-$bin/amdnn-onnx} q8bench=${Q8_GEMM_BENCH:-$bin/test_cuda_q8_gemm}
 tables=$work/tables
 mkdir -p "$work" "$tables"
 for c in "$here"/mul8/mul8*.c; do
@@ -30,7 +31,7 @@ for c in "$here"/mul8/mul8*.c; do
 done
 [ -f "$work/resnet18_train.onnx" ] || "$py" "$here/export_models.py" --out "$work" --models resnet18 >"$work/export.log"
 echo "== the q8 GEMM (amdnn-onnx), T MAC/s"
-"$bin/test_cuda_q8_gemm" --bench
+"$q8bench" --bench
 echo "== PyTorch at the same shapes, T MAC/s"
 "$py" "$here/bench_q8_torch.py" gemm
 echo "== ResNet-18 inference, batch 256"

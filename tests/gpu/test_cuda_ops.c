@@ -77,6 +77,50 @@ static int compare(const char *label, const char *what, int k, const amd_tensor 
 }
 
 /* One case: in[k] host tensors (NULL: omitted); mult for the GEMM ops (NULL: acc32); train: ctx.training. */
+/* The GPU's copies of a case's inputs: each float input uploaded into din[k] (dev[k] points at it), index
+ * and shape inputs kept on the host (din[k] borrows the host tensor). Returns whether the GPU's kernels take
+ * the node (noted in covered[]). */
+static int upload_inputs(const gc_node *g, amd_tensor **in, int n_in, amd_tensor *din, amd_tensor **dev) {
+  amd_status st = {{0}};
+  for (int k = 0; k < n_in; k++) {
+    if (!in[k]) continue;
+    dev[k] = &din[k];
+    if (in[k]->dtype == AMD_FLOAT)
+      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din[k], &st) == 0);
+    else
+      din[k] = *in[k];
+  }
+  const int native = gpu->compute->supports(&g->node, (const amd_tensor *const *)dev);
+  if (native) covered[g->node.op->idx] = 1;
+  return native;
+}
+
+static void free_inputs(amd_tensor **in, int n_in, amd_tensor *din) {
+  for (int k = 0; k < n_in; k++)
+    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din[k]);
+}
+
+/* Gradient buffers of the inputs in grad_mask: cg[k] on the CPU, uniform in [lo, hi] (the backward adds to
+ * them), gg[k] its GPU copy; cdin / gdin point at them (NULL for the other inputs). */
+static void grad_buffers(amd_tensor **in, int n_in, unsigned grad_mask, double lo, double hi, amd_tensor *cg,
+                         amd_tensor *gg, amd_tensor **cdin, amd_tensor **gdin) {
+  amd_status st = {{0}};
+  for (int k = 0; k < n_in; k++) {
+    if (!((grad_mask >> k) & 1) || !in[k]) continue;
+    cg[k] = gc_tensor(AMD_FLOAT, in[k]->rank, in[k]->dims, lo, hi);
+    AMD_ASSERT(amd_backend_upload(gpu, &cg[k], &gg[k], &st) == 0);
+    cdin[k] = &cg[k];
+    gdin[k] = &gg[k];
+  }
+}
+
+static void free_grads(int n_in, amd_tensor *cg, amd_tensor *gg) {
+  for (int k = 0; k < n_in; k++) {
+    amd_tensor_free(&cg[k]);
+    if (gg[k].data) gpu->buf->free(&gg[k]);
+  }
+}
+
 static void run_case(const char *label, const char *op, int opset, Onnx__AttributeProto **attrs, int n_attrs,
                      amd_tensor **in, int n_in, int n_out, const amd_mult *mult, unsigned grad_mask,
                      int train, int want_native, double tol) {
@@ -93,16 +137,7 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
   memset(din_in, 0, sizeof din_in);
   memset(cpu_out, 0, sizeof cpu_out);
   memset(gpu_out, 0, sizeof gpu_out);
-  for (int k = 0; k < n_in; k++) {
-    if (!in[k]) continue;
-    dev_in[k] = &din_in[k];
-    if (in[k]->dtype == AMD_FLOAT)
-      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
-    else
-      din_in[k] = *in[k]; /* shape and index inputs stay on the host */
-  }
-  int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
-  if (native) covered[g.node.op->idx] = 1;
+  const int native = upload_inputs(&g, in, n_in, din_in, dev_in);
   if (native != want_native) {
     printf("FAIL %s: native() = %d, expected %d\n", label, native, want_native);
     ok = 0;
@@ -140,13 +175,7 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
     memset(cg, 0, sizeof cg);
     memset(gg, 0, sizeof gg);
-    for (int k = 0; k < n_in; k++) {
-      if (!((grad_mask >> k) & 1) || !in[k]) continue;
-      cg[k] = gc_tensor(AMD_FLOAT, in[k]->rank, in[k]->dims, -0.5, 0.5);
-      AMD_ASSERT(amd_backend_upload(gpu, &cg[k], &gg[k], &st) == 0);
-      cdin[k] = &cg[k];
-      gdin[k] = &gg[k];
-    }
+    grad_buffers(in, n_in, grad_mask, -0.5, 0.5, cg, gg, cdin, gdin);
     cctx.rng = gctx.rng = 777;
     int rc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
                                        cpu_out, cdo, cdin, &st);
@@ -192,10 +221,7 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
           ok &= compare(label, (ow >> k) & 1 ? "gradient (written over NaN) of input" : "gradient of input",
                         k, &cg[k], &gg[k], tol);
     }
-    for (int k = 0; k < n_in; k++) {
-      amd_tensor_free(&cg[k]);
-      if (gg[k].data) gpu->buf->free(&gg[k]);
-    }
+    free_grads(n_in, cg, gg);
     for (int o = 0; o < n_out; o++) {
       if (!cdo[o]) continue;
       amd_tensor_free(&dy[o]);
@@ -208,8 +234,7 @@ done:
     amd_tensor_free(&cpu_out[o]);
     if (gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
-  for (int k = 0; k < n_in; k++)
-    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
+  free_inputs(in, n_in, din_in);
   free(g.node.attrs);
 }
 
@@ -236,16 +261,7 @@ static void run_fail_case(const char *label, const char *op, int opset, Onnx__At
   memset(din_in, 0, sizeof din_in);
   memset(cpu_out, 0, sizeof cpu_out);
   memset(gpu_out, 0, sizeof gpu_out);
-  for (int k = 0; k < n_in; k++) {
-    if (!in[k]) continue;
-    dev_in[k] = &din_in[k];
-    if (in[k]->dtype == AMD_FLOAT)
-      AMD_ASSERT(amd_backend_upload(gpu, in[k], &din_in[k], &st) == 0);
-    else
-      din_in[k] = *in[k];
-  }
-  const int native = gpu->compute->supports(&g.node, (const amd_tensor *const *)dev_in);
-  if (native) covered[g.node.op->idx] = 1;
+  const int native = upload_inputs(&g, in, n_in, din_in, dev_in);
   int ok = want_native < 0 || native == want_native;
   amd_ctx cctx = {.training = 1, .rng = 777}, gctx = cctx;
   const int fc = amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
@@ -262,23 +278,14 @@ static void run_fail_case(const char *label, const char *op, int opset, Onnx__At
     amd_tensor cg[8], gg[8], *cdin[8] = {0}, *gdin[8] = {0};
     memset(cg, 0, sizeof cg);
     memset(gg, 0, sizeof gg);
-    for (int k = 0; k < n_in; k++) {
-      if (!((grad_mask >> k) & 1) || !in[k]) continue;
-      cg[k] = gc_tensor(AMD_FLOAT, in[k]->rank, in[k]->dims, 0, 0);
-      AMD_ASSERT(amd_backend_upload(gpu, &cg[k], &gg[k], &st) == 0);
-      cdin[k] = &cg[k];
-      gdin[k] = &gg[k];
-    }
+    grad_buffers(in, n_in, grad_mask, 0, 0, cg, gg, cdin, gdin);
     const amd_tensor *cdo[8] = {&dy}, *gdo[8] = {&ddy};
     const int bc = amd_backend_backward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in,
                                              cpu_out, cdo, cdin, &sc);
     const int bg = amd_backend_backward_node(gpu, &g.node, &gctx, (const amd_tensor *const *)dev_in, gpu_out,
                                              gdo, gdin, &sg);
     ok = ok && bc != 0 && bg != 0 && sg.msg[0];
-    for (int k = 0; k < n_in; k++) {
-      amd_tensor_free(&cg[k]);
-      if (gg[k].data) gpu->buf->free(&gg[k]);
-    }
+    free_grads(n_in, cg, gg);
     amd_tensor_free(&dy);
     gpu->buf->free(&ddy);
   }
@@ -289,8 +296,7 @@ static void run_fail_case(const char *label, const char *op, int opset, Onnx__At
     if (!fc) amd_tensor_free(&cpu_out[o]);
     if (!fg && gpu_out[o].data) gpu->buf->free(&gpu_out[o]);
   }
-  for (int k = 0; k < n_in; k++)
-    if (in[k] && in[k]->dtype == AMD_FLOAT) gpu->buf->free(&din_in[k]);
+  free_inputs(in, n_in, din_in);
   free(g.node.attrs);
 }
 
