@@ -7,7 +7,8 @@
  *   backward dW_g += dYt_g col_g^T,  dcol_g = W_g^T dYt_g          (node->bwd_mult)
  * all through amd_cuda_gemm; Yt / dYt are [M][L] transposes of Y / dY, and
  * col2im gathers dcol back onto each input element (deterministic: no
- * atomics). */
+ * atomics). Pointwise convolutions of large images skip im2col and col2im
+ * (conv_pointwise). */
 #include "ops_internal.h"
 
 /* ================================================================ Conv */
@@ -262,6 +263,44 @@ static int conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *
   return 0;
 }
 
+/* y[img][m][pos] += bias[m], V floats at a time */
+template <typename I, int V>
+__global__ void k_bias_add(int64_t nb, int64_t m_, int64_t osz_, const float *bias, float *y) {
+  const I total = (I)(nb * m_ * osz_ / V), m = (I)m_, osz = (I)(osz_ / V);
+  AMD_CU_LOOP_I(I, i, total) {
+    vecf<V> *p = (vecf<V> *)y + i;
+    *p = vec_add(*p, bias[(i / osz) % m]);
+  }
+}
+
+static int bias_add(int64_t nb, int64_t m, int64_t osz, const float *bias, float *y, amd_status *st) {
+  const int64_t n = nb * m * osz;
+  const bool v4 = osz % 4 == 0 && aligned16(y);
+  const unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
+  if (v4 && fits32(n))
+    k_bias_add<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
+  else if (fits32(n))
+    k_bias_add<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
+  else
+    k_bias_add<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
+  AMD_CUDA_CHECK_LAUNCH("k_bias_add", st);
+  return 0;
+}
+
+/* A pointwise convolution (1 x 1 kernel, unit strides, no padding, one
+ * group) with large images is, per image, the GEMM Y_img[M, osz] = W[M, C]
+ * X_img[C, osz] on X's and Y's own layouts: one GEMM batched over the images
+ * (the weight broadcast), no im2col of the input, no reordering of the output,
+ * and dX_img = W^T dY_img likewise without col2im. Small images (fewer than
+ * 512 positions) keep the one GEMM over all images' positions, whose long N
+ * suits the GEMM kernels better than many short ones. */
+static bool conv_pointwise(const amd_conv_geom &g) {
+  if (g.kvol != 1 || g.group != 1 || g.osize != g.isize || g.osize < 512) return false;
+  for (int d = 0; d < g.nsp; d++)
+    if (g.stride[d] != 1 || g.pad0[d] != 0) return false;
+  return true;
+}
+
 /* Images per chunk so that the im2col buffer stays under 512 MB. */
 static int64_t conv_chunk(const amd_conv_geom *g) {
   double per = (double)g->group * (double)g->cg * (double)g->kvol * (double)g->osize * 4.0;
@@ -285,6 +324,14 @@ int conv_forward(FWD_ARGS) {
   amd_conv_geom g;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
+  if (conv_pointwise(g)) {
+    double t0 = amd_cu_prof_t0();
+    if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.m, g.osize, g.c, 1.0f, F(w), g.c, 0, F(x), g.osize,
+                      g.c * g.osize, 0.0f, F(&out[0]), g.osize, g.m * g.osize, g.n, st))
+      return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)(g.n * g.osize) * (double)g.c);
+    return b ? bias_add(g.n, g.m, g.osize, F(b), F(&out[0]), st) : 0;
+  }
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   float *colp, *ytp;
   if (conv_workspaces(&g, chunk, &colp, &ytp, st)) return -1;
@@ -319,6 +366,15 @@ int conv_backward(BWD_ARGS) {
       amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
     AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
+  if (dx && conv_pointwise(g)) { /* dX_img [C, osz] (+)= W^T [C, M] dY_img [M, osz], every image at once */
+    double t0 = amd_cu_prof_t0();
+    if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, g.c, g.osize, g.m, 1.0f, F(w), g.c, 0, F(dy), g.osize,
+                      g.m * g.osize, acc_of(ctx, 0) ? 1.0f : 0.0f, F(dx), g.osize, g.c * g.osize, g.n, st))
+      return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)g.c * (double)(g.n * g.osize));
+    dx = NULL;
+    if (!dw) return 0;
+  }
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   float *colp, *dytp;
   if (conv_workspaces(&g, chunk, &colp, &dytp, st)) return -1;

@@ -364,6 +364,19 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
     run_case(label, "Conv", 13, NULL, 0, in, 2, 1, m, 3, 1, 1, 2e-4);
     FREE(in, 2);
   }
+  { /* 1x1 over 24x24 and 23x23 images: the pointwise path (one GEMM per image, no im2col / col2im), with a
+     * bias (16-byte adds) and without (an odd number of positions) */
+    int64_t xd[4] = {3, 8, 24, 24}, wd[4] = {12, 8, 1, 1}, bd[1] = {12};
+    amd_tensor x = T(4, xd, -1, 1), w = T(4, wd, -1, 1), b = T(1, bd, -1, 1), *in[3] = {&x, &w, &b};
+    snprintf(label, sizeof label, "Conv 1x1 pointwise 24x24 bias %s", mname);
+    run_case(label, "Conv", 13, NULL, 0, in, 3, 1, m, 7, 1, 1, 2e-4);
+    FREE(in, 3);
+    int64_t xo[4] = {2, 5, 23, 23}, wo[4] = {7, 5, 1, 1};
+    amd_tensor x2 = T(4, xo, -1, 1), w2 = T(4, wo, -1, 1), *in2[2] = {&x2, &w2};
+    snprintf(label, sizeof label, "Conv 1x1 pointwise 23x23 %s", mname);
+    run_case(label, "Conv", 13, NULL, 0, in2, 2, 1, m, 3, 1, 1, 2e-4);
+    FREE(in2, 2);
+  }
   { /* Gemm transB bias row */
     int64_t ad[2] = {6, 20}, bd[2] = {7, 20}, cd[1] = {7};
     amd_tensor A = T(2, ad, -1, 1), B = T(2, bd, -1, 1), C = T(1, cd, -1, 1), *in[3] = {&A, &B, &C};
