@@ -1,6 +1,5 @@
 /* CUDA kernels of the float nodes quantized on the fly in the 8-bit table
- * modes: Conv[q8f], Gemm[q8f], MatMul[q8f] (src/ops/qlinear.c, "float nodes
- * quantized on the fly"; internal ops, idx -1: dispatch.cu finds them by
+ * modes: Conv[q8f], Gemm[q8f], MatMul[q8f] (src/ops/q8f.c; internal ops, idx -1: dispatch.cu finds them by
  * their descriptors).
  *
  * Forward, the CPU's arithmetic step by step, so that codes and outputs are
@@ -154,7 +153,7 @@ static int node_state(const amd_node *n, q8f_entry **out, amd_status *st) {
   return 0;
 }
 
-/* ================================================================ device arithmetic (qlinear.c's, in the same steps) */
+/* ================================================================ device arithmetic (q8f.c's, in the same steps) */
 
 /* amd_q_round_sat */
 __device__ __forceinline__ int32_t q8f_round_sat(double q, int32_t zp, int32_t lo, int32_t hi) {
@@ -234,7 +233,7 @@ __global__ void __launch_bounds__(Q8F_THREADS) k_q8f_hist(int64_t n, const float
     if (sb[i]) atomicAdd(&bins[i], (unsigned long long)sb[i]);
 }
 
-/* edge j of the bins of [mn, mx] (q8f_edge of qlinear.c) */
+/* edge j of the bins of [mn, mx] (q8f_edge of src/ops/q8f.c) */
 __device__ __forceinline__ double q8f_edge(double mn, double mx, double range, int j) {
   return j == Q8F_BINS ? mx : __dadd_rn(mn, __ddiv_rn(__dmul_rn(range, (double)j), (double)Q8F_BINS));
 }
@@ -757,7 +756,7 @@ __global__ void k_q8f_col2im_add(q8f_conv p, const float *dcol, float *dx) {
   }
 }
 
-/* ---- the table-derived backward (--q8-grad table): the CPU's q8f_table_grad (src/ops/qlinear.c) with the
+/* ---- the table-derived backward (--q8-grad table): the CPU's q8f_table_grad (src/ops/q8f.c) with the
  * sums of amd_cuda_q8g_run (cuda/q8_grad.h, the same bits as amd_q8_grad_gemm). The codes are made again as
  * the forward made them (q8f_begin frozen: no calibration call counted). dx: x's full gradient before the
  * clipping (or NULL), dw: the weight's (or NULL); both added to. */

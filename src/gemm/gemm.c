@@ -44,17 +44,10 @@
 #include <immintrin.h>
 #endif
 
+#include "../core/omp.h"
 #include "../core/status.h"
 #include "../mult/mult.h"
 #include "../mult/products.h"
-
-/* OpenMP pragmas that vanish (without unknown-pragma warnings) when the build
- * has no OpenMP. */
-#ifdef _OPENMP
-#define AMD_PRAGMA(x) _Pragma(#x)
-#else
-#define AMD_PRAGMA(x)
-#endif
 
 enum {
   KC = 256,       /* K block: one packed A panel row-set and B panel stay in L1/L2 */

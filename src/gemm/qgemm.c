@@ -8,14 +8,10 @@
  * (qgemm.h) are applied when a block's row is written out. */
 #include "qgemm.h"
 
+#include "../core/omp.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#define AMD_PRAGMA(x) _Pragma(#x)
-#else
-#define AMD_PRAGMA(x)
-#endif
 
 #define Q8_NB 512 /* columns of C per block */
 

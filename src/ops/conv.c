@@ -25,15 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "../gemm/gemm.h"
 #include "../report/profile.h"
 #include "attrs.h"
-
-#ifdef _OPENMP
-#define AMD_PRAGMA(x) _Pragma(#x)
-#else
-#define AMD_PRAGMA(x)
-#endif
 
 #define SP AMD_SP
 

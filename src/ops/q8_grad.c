@@ -5,13 +5,9 @@
  * (and of G). No blocking beyond that: the tables are the working set. */
 #include "q8_grad.h"
 
-#include <stdlib.h>
+#include "../core/omp.h"
 
-#ifdef _OPENMP
-#define AMD_PRAGMA(x) _Pragma(#x)
-#else
-#define AMD_PRAGMA(x)
-#endif
+#include <stdlib.h>
 
 /* dA[i][k] += sum_j (G[i][j] * cb[j]) * ea[A[i][k]][B[k][j]], rows i in parallel. */
 static int grad_data(int64_t M, int64_t N, int64_t K, const uint8_t *A, const uint8_t *B, const float *G,

@@ -1,7 +1,7 @@
 /* The table-derived backward of the q8 modes (`--q8-grad table`;
  * docs/quantized.md, "Table-derived gradients"): the GEMM-shaped sums that
  * add the multiplier table's own slopes to the straight-through gradients of
- * Conv[q8f], Gemm[q8f] and MatMul[q8f] (src/ops/qlinear.c).
+ * Conv[q8f], Gemm[q8f] and MatMul[q8f] (src/ops/q8f.c).
  *
  * One matrix product in the data-first orientation of the table: A (M x K)
  * the data codes, B (K x N) the weight codes, both raw bytes, row-major; G

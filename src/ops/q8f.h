@@ -1,6 +1,5 @@
 /* The calibration state of the float nodes quantized on the fly (Conv[q8f],
- * Gemm[q8f], MatMul[q8f]: src/ops/qlinear.c, "float nodes quantized on the
- * fly"), for the backends that run these ops with their own kernels (the
+ * Gemm[q8f], MatMul[q8f]: src/ops/q8f.c), for the backends that run these ops with their own kernels (the
  * CUDA backend, cuda/ops/q8f.cu).
  *
  * The state of a node: calls = the forward calls seen, and the data range

@@ -15,13 +15,12 @@ int amd_op_is_quantized(const amd_op *op);
 /* The internal ops of the q8 modes (qlinear.c, "QDQ nodes of the q8 modes"):
  * a QDQ Conv / Gemm / MatMul computed on the codes with the mode's table. */
 extern const amd_op amd_op_QdqConv8, amd_op_QdqGemm8, amd_op_QdqMatMul8;
-/* ... and a float Conv / Gemm / MatMul quantized on the fly (qlinear.c, "float
- * nodes quantized on the fly"): Conv[q8f], Gemm[q8f], MatMul[q8f]. */
+/* ... and a float Conv / Gemm / MatMul quantized on the fly (q8f.c): Conv[q8f], Gemm[q8f], MatMul[q8f]. */
 extern const amd_op amd_op_Q8fConv, amd_op_Q8fGemm, amd_op_Q8fMatMul;
 /* Turns float Conv / Gemm / MatMul node n (in a q8 mode) into its q8f op. */
 int amd_q8_float_node(amd_node *n, amd_status *st);
 /* The backward of those nodes (train --q8-grad): the clipped straight-through
- * estimator (the default) or the table-derived gradients (qlinear.c, "the
+ * estimator (the default) or the table-derived gradients (q8f.c, "the
  * table-derived backward"; docs/quantized.md). amd_q8_float_set_grad sets it
  * and returns 1 for a q8f node, 0 (nothing set) for any other;
  * amd_q8_float_grad reads it (AMD_Q8_GRAD_STE for any other node). A
@@ -44,6 +43,11 @@ int amd_q8_float_is(const amd_node *n);
 void amd_dequant_axis(const amd_node *n, int rank, int64_t *axis, int64_t *block_size);
 
 static inline int amd_q_is8(amd_dtype t) { return t == AMD_INT8 || t == AMD_UINT8; }
+
+/* Input k of node n, or NULL where the node has no such input. */
+static inline const amd_tensor *amd_q_opt_in(const amd_node *n, const amd_tensor *const *in, int k) {
+  return n->n_in > k ? in[k] : NULL;
+}
 
 /* The value of element i of an int8 / uint8 / int32 tensor. */
 static inline int32_t amd_q_value(const amd_tensor *t, int64_t i) {
