@@ -132,36 +132,18 @@ static int freeze_match(const amd_graph *g, int v, const char *e) {
   return 0;
 }
 
-int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
-  memset(t, 0, sizeof *t);
-  t->g = g;
-  if (g->n_inputs != 1)
-    return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
-  if (prepare_batchnorm(t, st)) goto fail;
-  t->logits_value = find_logits(g);
-
-  int nv = g->n_values;
-  unsigned char *on_path = calloc((size_t)nv, 1);
-  t->needs_grad = calloc((size_t)nv, 1);
-  t->dvals = calloc((size_t)nv, sizeof *t->dvals);
-  t->dfresh = calloc((size_t)nv, 1);
-  t->param_value = calloc((size_t)nv, sizeof *t->param_value);
-  t->param_offset = calloc((size_t)nv, sizeof *t->param_offset);
-  if (!on_path || !t->needs_grad || !t->dvals || !t->dfresh || !t->param_value || !t->param_offset) {
-    free(on_path);
-    amd_fail(st, "out of memory");
-    goto fail;
-  }
-  /* values that a float initializer flows into through differentiable inputs:
-   * a node without backward blocks a parameter only where one of them is its
-   * input (not a Constant, nor the Cast of a dropout mask that a random op drew) */
-  unsigned char *from_init = calloc((size_t)nv, 1);
-  if (!from_init) {
-    free(on_path);
-    amd_fail(st, "out of memory");
-    goto fail;
-  }
-  for (int v = 0; v < nv; v++)
+/* on_path[v] = 1 for the values whose gradient reaches the loss (a backward sweep from the logits through
+ * the nodes with a backward); *blocked names a node without backward that a parameter's gradient would
+ * have to cross (a warning), a quantized op there is an error unless the trainer only evaluates. */
+static int loss_path(const amd_trainer *t, const amd_trainer_opts *o, unsigned char *on_path, const char **blocked,
+                     amd_status *st) {
+  const amd_graph *g = t->g;
+  /* values that a float initializer flows into through differentiable inputs: a node without backward
+   * blocks a parameter only where one of them is its input (not a Constant, nor the Cast of a dropout mask
+   * that a random op drew) */
+  unsigned char *from_init = calloc((size_t)g->n_values, 1);
+  if (!from_init) return amd_fail(st, "out of memory");
+  for (int v = 0; v < g->n_values; v++)
     from_init[v] = g->values[v].is_initializer && g->values[v].init.dtype == AMD_FLOAT;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
@@ -171,56 +153,59 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     for (int k = 0; dep && k < n->n_out; k++)
       if (n->out[k] >= 0) from_init[n->out[k]] = 1;
   }
-  /* backward sweep: values whose gradient reaches the loss */
   on_path[t->logits_value] = 1;
-  const char *blocked = NULL;
-  for (int i = g->n_nodes - 1; i >= 0; i--) {
+  *blocked = NULL;
+  int rc = 0;
+  for (int i = g->n_nodes - 1; i >= 0 && rc == 0; i--) {
     const amd_node *n = &g->nodes[i];
     int reaches = 0;
     for (int k = 0; k < n->n_out; k++) reaches |= n->out[k] >= 0 && on_path[n->out[k]];
     if (!reaches) continue;
     if (!n->op->backward && amd_op_is_quantized(n->op) && !(o && o->inference_only)) {
-      free(on_path);
-      free(from_init);
-      amd_fail(st,
-               "node '%s' (%s) is a quantized op, which has no backward: quantized models can be run "
-               "(run, eval) but not trained; train the float model and quantize it afterwards "
-               "(quantization-aware training with a straight-through gradient is not implemented)",
-               n->name, n->op->name);
-      goto fail;
+      rc = amd_fail(st,
+                    "node '%s' (%s) is a quantized op, which has no backward: quantized models can be run "
+                    "(run, eval) but not trained; train the float model and quantize it afterwards "
+                    "(quantization-aware training with a straight-through gradient is not implemented)",
+                    n->name, n->op->name);
+    } else if (!n->op->backward) {
+      for (int k = 0; !*blocked && k < n->n_in; k++)
+        if (n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1)) *blocked = n->name;
+    } else {
+      for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && !((n->op->nondiff_inputs >> k) & 1)) on_path[n->in[k]] = 1;
     }
-    if (!n->op->backward) {
-      for (int k = 0; !blocked && k < n->n_in; k++)
-        if (n->in[k] >= 0 && from_init[n->in[k]] && !((n->op->nondiff_inputs >> k) & 1)) blocked = n->name;
-      continue;
-    }
-    for (int k = 0; k < n->n_in; k++)
-      if (n->in[k] >= 0 && !((n->op->nondiff_inputs >> k) & 1)) on_path[n->in[k]] = 1;
   }
   free(from_init);
-  /* the parameters: float initializers on the path, less the frozen ones */
-  int64_t total = 0;
-  int frozen = 0;
+  return rc;
+}
+
+/* Notes a frozen parameter (--freeze) in t's count and list of names. */
+static void note_frozen(amd_trainer *t, const amd_value *val) {
+  t->n_frozen++;
+  t->frozen_floats += amd_tensor_numel(&val->init);
+  size_t len = strlen(t->frozen_names);
+  if (len + strlen(val->name) + 8 < sizeof t->frozen_names)
+    snprintf(t->frozen_names + len, sizeof t->frozen_names - len, "%s%s", len ? ", " : "", val->name);
+  else if (!strstr(t->frozen_names, ", ...") && len + 6 < sizeof t->frozen_names)
+    snprintf(t->frozen_names + len, sizeof t->frozen_names - len, ", ...");
+}
+
+/* The parameters: the float initializers on the loss path, less those --freeze names (each entry must
+ * match one), laid out one after the other (param_value, param_offset, n_params, n_floats). */
+static int choose_params(amd_trainer *t, const amd_trainer_opts *o, const unsigned char *on_path,
+                         amd_status *st) {
+  const amd_graph *g = t->g;
   unsigned char used[AMD_MAX_FREEZE] = {0};
-  if (o && o->n_freeze > AMD_MAX_FREEZE) {
-    free(on_path);
-    amd_fail(st, "--freeze: at most %d entries", AMD_MAX_FREEZE);
-    goto fail;
-  }
-  for (int v = 0; v < nv; v++) {
+  if (o && o->n_freeze > AMD_MAX_FREEZE) return amd_fail(st, "--freeze: at most %d entries", AMD_MAX_FREEZE);
+  int64_t total = 0;
+  for (int v = 0; v < g->n_values; v++) {
     const amd_value *val = &g->values[v];
     if (!val->is_initializer || val->init.dtype != AMD_FLOAT || !on_path[v]) continue;
     int skip = 0;
     for (int f = 0; o && f < o->n_freeze; f++)
       if (freeze_match(g, v, o->freeze[f])) skip = 1, used[f] = 1;
     if (skip) {
-      frozen++;
-      t->frozen_floats += amd_tensor_numel(&val->init);
-      size_t len = strlen(t->frozen_names);
-      if (len + strlen(val->name) + 8 < sizeof t->frozen_names)
-        snprintf(t->frozen_names + len, sizeof t->frozen_names - len, "%s%s", len ? ", " : "", val->name);
-      else if (!strstr(t->frozen_names, ", ...") && len + 6 < sizeof t->frozen_names)
-        snprintf(t->frozen_names + len, sizeof t->frozen_names - len, ", ...");
+      note_frozen(t, val);
       continue;
     }
     t->param_value[t->n_params] = v;
@@ -228,33 +213,28 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     t->n_params++;
     total += amd_tensor_numel(&val->init);
   }
-  t->n_frozen = frozen;
   for (int f = 0; o && f < o->n_freeze; f++)
-    if (!used[f]) {
-      free(on_path);
-      amd_fail(st,
-               "--freeze '%s' matches no trainable parameter (an entry is a prefix of initializer names, "
-               "e.g. 'layer1.', a pattern such as '*.bn1.weight', a node name or an op type such as Conv; "
-               "`amdnn-onnx info` lists nodes, `amdnn-onnx grad` the parameters)",
-               o->freeze[f]);
-      goto fail;
-    }
-  if (t->n_params == 0 && !(o && o->inference_only)) {
-    free(on_path);
-    amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",
-             frozen ? " that --freeze left" : "");
-    goto fail;
-  }
+    if (!used[f])
+      return amd_fail(st,
+                      "--freeze '%s' matches no trainable parameter (an entry is a prefix of initializer names, "
+                      "e.g. 'layer1.', a pattern such as '*.bn1.weight', a node name or an op type such as Conv; "
+                      "`amdnn-onnx info` lists nodes, `amdnn-onnx grad` the parameters)",
+                      o->freeze[f]);
+  if (t->n_params == 0 && !(o && o->inference_only))
+    return amd_fail(st, "the model has no trainable parameters (no float initializer reaches the loss%s)",
+                    t->n_frozen ? " that --freeze left" : "");
   t->n_floats = total;
-  t->params = calloc((size_t)(total ? total : 1), sizeof(float)); /* one float at least: a block even without
-                                                                      * parameters (inference_only) */
+  return 0;
+}
+
+/* Moves the parameters into one block (the graph owns it from now on) with its gradient block beside. */
+static int move_params(amd_trainer *t, amd_status *st) {
+  amd_graph *g = t->g;
+  const int64_t total = t->n_floats;
+  /* one float at least: a block even without parameters (inference_only) */
+  t->params = calloc((size_t)(total ? total : 1), sizeof(float));
   t->grads = calloc((size_t)(total ? total : 1), sizeof(float));
-  if (!t->params || !t->grads) {
-    free(on_path);
-    amd_fail(st, "out of memory for %lld parameters", (long long)total);
-    goto fail;
-  }
-  /* move the parameters into the block; the graph owns it from now on */
+  if (!t->params || !t->grads) return amd_fail(st, "out of memory for %lld parameters", (long long)total);
   for (int p = 0; p < t->n_params; p++) {
     amd_value *val = &g->values[t->param_value[p]];
     float *dst = t->params + t->param_offset[p];
@@ -267,8 +247,13 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   }
   free(g->param_block);
   g->param_block = t->params;
-  /* forward sweep: values that depend on a parameter through nodes with a
-   * backward (a gradient stops at a node without one) */
+  return 0;
+}
+
+/* needs_grad: the values on the loss path that depend on a parameter through nodes with a backward (a
+ * gradient stops at a node without one). */
+static void mark_needs_grad(amd_trainer *t, const unsigned char *on_path) {
+  const amd_graph *g = t->g;
   for (int p = 0; p < t->n_params; p++) t->needs_grad[t->param_value[p]] = 1;
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
@@ -279,8 +264,33 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
     for (int k = 0; dep && k < n->n_out; k++)
       if (n->out[k] >= 0) t->needs_grad[n->out[k]] = 1;
   }
-  for (int v = 0; v < nv; v++) t->needs_grad[v] &= on_path[v];
+  for (int v = 0; v < g->n_values; v++) t->needs_grad[v] &= on_path[v];
+}
+
+int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st) {
+  memset(t, 0, sizeof *t);
+  t->g = g;
+  if (g->n_inputs != 1)
+    return amd_fail(st, "training needs a model with one input (this one has %d)", g->n_inputs);
+  if (prepare_batchnorm(t, st)) goto fail;
+  t->logits_value = find_logits(g);
+  const int nv = g->n_values;
+  unsigned char *on_path = calloc((size_t)nv, 1);
+  t->needs_grad = calloc((size_t)nv, 1);
+  t->dvals = calloc((size_t)nv, sizeof *t->dvals);
+  t->dfresh = calloc((size_t)nv, 1);
+  t->param_value = calloc((size_t)nv, sizeof *t->param_value);
+  t->param_offset = calloc((size_t)nv, sizeof *t->param_offset);
+  const char *blocked = NULL;
+  int rc = !on_path || !t->needs_grad || !t->dvals || !t->dfresh || !t->param_value || !t->param_offset
+               ? amd_fail(st, "out of memory")
+               : 0;
+  if (rc == 0) rc = loss_path(t, o, on_path, &blocked, st);
+  if (rc == 0) rc = choose_params(t, o, on_path, st);
+  if (rc == 0) rc = move_params(t, st);
+  if (rc == 0) mark_needs_grad(t, on_path);
   free(on_path);
+  if (rc) goto fail;
   if (blocked)
     snprintf(t->warning, sizeof t->warning,
              "node '%s' has no backward: parameters that only reach the loss through it are not trained",
@@ -847,73 +857,6 @@ int amd_trainer_n_outputs(amd_trainer *t, const amd_dataset *ds, int64_t *n_out,
   amd_tensor_free(&x);
   *n_out = c;
   return rc;
-}
-
-/* splitmix64 -> uniform in [-b, b) */
-static float uniform_pm(uint64_t *s, double b) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (float)(((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0) * b);
-}
-
-static void fill(amd_tensor *x, double b, float value, uint64_t *s) {
-  float *p = x->data;
-  for (int64_t i = 0; i < amd_tensor_numel(x); i++) p[i] = b > 0 ? uniform_pm(s, b) : value;
-}
-
-int amd_trainer_reinit(amd_trainer *t, uint64_t seed) {
-  amd_graph *g = t->g;
-  uint64_t s = seed * 0x2545f4914f6cdd1dull + 0x632be59bd9b4e019ull;
-  int count = 0;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const amd_node *n = &g->nodes[i];
-    amd_value *w = n->n_in > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
-    if (n->op->is_gemm && w && w->is_initializer && w->init.dtype == AMD_FLOAT && w->init.rank >= 2) {
-      /* fan_in: Conv W [M, C/g, k...]; Gemm B [K, N] or [N, K] with transB; MatMul B [K, N] */
-      int64_t fan_in = 1;
-      if (is_op(n, AMD_OP_IDX_Conv)) {
-        for (int d = 1; d < w->init.rank; d++) fan_in *= w->init.dims[d];
-      } else {
-        fan_in = w->init.dims[w->init.rank - 2]; /* MatMul B [..., K, N] */
-        if (is_op(n, AMD_OP_IDX_Gemm)) {
-          /* the layout from the shapes: the bias has the output width N; without a
-           * bias assume PyTorch's Linear export, B = W [N, K] with transB = 1 */
-          const amd_value *b = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
-          int64_t n_out = b && b->is_initializer ? amd_tensor_numel(&b->init) : -1;
-          fan_in = n_out < 0 || n_out == w->init.dims[0] ? w->init.dims[1] : w->init.dims[0];
-        }
-      }
-      double bound = 1.0 / sqrt((double)(fan_in > 0 ? fan_in : 1));
-      fill(&w->init, bound, 0, &s);
-      count++;
-      amd_value *b = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
-      if ((is_op(n, AMD_OP_IDX_Conv) || is_op(n, AMD_OP_IDX_Gemm)) && b && b->is_initializer &&
-          b->init.dtype == AMD_FLOAT) {
-        fill(&b->init, bound, 0, &s);
-        count++;
-      }
-    } else if (is_op(n, AMD_OP_IDX_BatchNormalization) && n->n_in >= 5) {
-      static const float value[5] = {0, 1, 0, 0, 1};
-      for (int k = 1; k < 5; k++) {
-        amd_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
-        if (v && v->is_initializer && v->init.dtype == AMD_FLOAT) {
-          fill(&v->init, 0, value[k], &s);
-          count++;
-        }
-      }
-    } else if (is_op(n, AMD_OP_IDX_LayerNormalization)) {
-      for (int k = 1; k < 3 && k < n->n_in; k++) { /* Scale 1, B 0 (nn.LayerNorm's defaults) */
-        amd_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
-        if (v && v->is_initializer && v->init.dtype == AMD_FLOAT) {
-          fill(&v->init, 0, k == 1 ? 1.0f : 0.0f, &s);
-          count++;
-        }
-      }
-    }
-  }
-  return count;
 }
 
 int amd_trainer_grads_finite(amd_trainer *t, int *ok, amd_status *st) {
