@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `amdnn-onnx sweep` and `train --freeze` on LeNet-5 with a subset of
+# `amdnn-onnx sweep` and `train --freeze` / `--reinit` on LeNet-5 with a subset of
 # Fashion-MNIST (Debian dataset-fashion-mnist):
 #  - the TSV has the comment line, the column line and one row per
 #    Conv/Gemm/MatMul node plus the baseline and the all-in-MODE row;
@@ -9,7 +9,9 @@
 #  - the bar chart is a PNG;
 #  - errors: a bad mode, a model without GEMM nodes, a TSV of another run;
 #  - train --freeze: the frozen initializers are bit-identical in the written
-#    model, the others changed; an entry that freezes nothing is an error.
+#    model, the others changed; an entry that freezes nothing is an error;
+#  - train --reinit: fresh weights within PyTorch's 1/sqrt(fan_in), the same
+#    from the same --seed, others from another.
 # With DEVICE (the GPU suite passes cuda) every sweep and train runs there.
 # usage: test_sweep.sh AMDNN_ONNX MODELS_DIR FASHION_DIR [DEVICE]
 set -u
@@ -157,6 +159,35 @@ else bad "--freeze weights: $cmpinit"; fi
 rc=$?
 [ $rc -eq 1 ] && grep -q "'conv9' matches no trainable parameter" "$tmp/g.err" && [ ! -e "$tmp/g.onnx" ] &&
   ok "--freeze of nothing is an error" || { bad "--freeze conv9: exit $rc"; cat "$tmp/g.err"; }
+
+# 6. train --reinit (lr 1e-30: the written weights are the fresh ones): PyTorch's bounds 1/sqrt(fan_in), the same
+# weights from the same --seed, others from another
+for sd in 7 7 8; do
+  "$amd" train "$models/lenet5_train.onnx" "${dev[@]}" --data "$data" --limit 64 --batch 64 --epochs 1 --lr 1e-30 \
+    --reinit --seed $sd -o "$tmp/r$sd.onnx" >"$tmp/r.log" 2>&1 || { bad "train --reinit --seed $sd failed"; cat "$tmp/r.log"; }
+  [ $sd = 7 ] && [ ! -e "$tmp/r7a.onnx" ] && cp "$tmp/r7.onnx" "$tmp/r7a.onnx"
+done
+grep -q -- "--reinit: 10 initializers re-initialised from seed 8" "$tmp/r.log" && ok "--reinit: 10 initializers, reported" ||
+  { bad "--reinit report"; cat "$tmp/r.log"; }
+reinit=$(python3 - "$models/lenet5_train.onnx" "$tmp/r7a.onnx" "$tmp/r7.onnx" "$tmp/r8.onnx" 2>&1 <<'EOF'
+import sys
+try:
+    import onnx
+    from onnx import numpy_helper
+except ImportError:
+    print("SKIP no onnx module"); sys.exit(0)
+m = [{i.name: numpy_helper.to_array(i) for i in onnx.load(p).graph.initializer} for p in sys.argv[1:]]
+fan_in = {"conv1": 25, "conv2": 150, "fc1": 400, "fc2": 120, "fc3": 84}
+bad = [k for k in m[0] if k.split(".")[0] in fan_in and
+       not (abs(m[1][k]).max() <= fan_in[k.split(".")[0]] ** -0.5 and (m[1][k] != m[0][k]).any())]
+same = all((m[1][k] == m[2][k]).all() for k in m[1])
+other = all((m[1][k] != m[3][k]).any() for k in m[1] if k.split(".")[0] in fan_in)
+print("ok" if not bad and same and other else "bad: bounds %s same seed %s other seed %s" % (bad, same, other))
+EOF
+)
+if echo "$reinit" | grep -q SKIP; then echo "SKIP --reinit weights: $reinit"
+elif [ "$reinit" = ok ]; then ok "--reinit: fresh weights within 1/sqrt(fan_in), the same from the same seed, others from another"
+else bad "--reinit weights: $reinit"; fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
