@@ -84,68 +84,95 @@ static void print_confusion(const int64_t *confusion, int64_t c, char **class_na
   }
 }
 
-int amd_cmd_eval(int argc, char **argv) {
-  const char *model = NULL, *data = NULL, *mode = "acc32", *split = "test", *map = NULL, *confusion_png = NULL,
-             *profile = NULL, *device = NULL, *q8_calib = NULL;
-  int debug_sync = 0, tta = 0, in_memory = 0;
-  int64_t batch = 256, limit = 0;
-  amd_image_opts img = {0}; /* images: decoding and preprocessing, the normalisation */
+/* The command line. */
+typedef struct eval_args {
+  const char *model, *data, *mode, *split, *map, *confusion_png, *profile, *device, *q8_calib;
+  int debug_sync, tta, in_memory;
+  int64_t batch, limit;
+  amd_image_opts img; /* images: decoding and preprocessing, the normalisation */
+} eval_args;
+
+/* Parses argv into a; returns -1 to go on, else the exit code (0 after --help, 2 on a bad argument). */
+static int parse_args(int argc, char **argv, eval_args *a) {
+  memset(a, 0, sizeof *a);
+  a->mode = "acc32", a->split = "test", a->batch = 256;
   amd_status img_st;
   int img_k;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
       printf(usage, amd_image_opts_help());
       return 0;
-    } else if (!strcmp(a, "--data") && v) data = argv[++i];
-    else if (!strcmp(a, "--mode") && v) mode = argv[++i];
-    else if (!strcmp(a, "--mode-map") && v) map = argv[++i];
-    else if (!strcmp(a, "--q8-calib") && v) {
-      q8_calib = argv[++i];
-      if (amd_cli_check_q8_calib("amdnn-onnx eval", q8_calib)) return 2;
+    } else if (!strcmp(o, "--data") && v) a->data = argv[++i];
+    else if (!strcmp(o, "--mode") && v) a->mode = argv[++i];
+    else if (!strcmp(o, "--mode-map") && v) a->map = argv[++i];
+    else if (!strcmp(o, "--q8-calib") && v) {
+      a->q8_calib = argv[++i];
+      if (amd_cli_check_q8_calib("amdnn-onnx eval", a->q8_calib)) return 2;
     }
-    else if (!strcmp(a, "--device") && v) device = argv[++i];
-    else if (!strcmp(a, "--debug-sync")) debug_sync = 1;
-    else if (!strcmp(a, "--gemm") && v) {
+    else if (!strcmp(o, "--device") && v) a->device = argv[++i];
+    else if (!strcmp(o, "--debug-sync")) a->debug_sync = 1;
+    else if (!strcmp(o, "--gemm") && v) {
       if (amd_cli_gemm_tier("amdnn-onnx eval", argv[++i])) return 2;
     }
-    else if (!strcmp(a, "--tta")) tta = 1;
-    else if (!strcmp(a, "--in-memory")) in_memory = 1;
-    else if (!strcmp(a, "--confusion") && v) {
-      confusion_png = argv[++i];
+    else if (!strcmp(o, "--tta")) a->tta = 1;
+    else if (!strcmp(o, "--in-memory")) a->in_memory = 1;
+    else if (!strcmp(o, "--confusion") && v) {
+      a->confusion_png = argv[++i];
       if (!amd_plot_available()) {
         fprintf(stderr, "amdnn-onnx eval: --confusion: built without cairo (install libcairo2-dev and rebuild)\n");
         return 2;
       }
     }
-    else if (!strcmp(a, "--split") && v) split = argv[++i];
-    else if (!strcmp(a, "--profile") && v) profile = argv[++i];
-    else if (!strcmp(a, "--batch") && v) {
-      if (amd_parse_i64(argv[++i], &batch) || batch < 1) {
-        fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --batch\n", v);
+    else if (!strcmp(o, "--split") && v) a->split = argv[++i];
+    else if (!strcmp(o, "--profile") && v) a->profile = argv[++i];
+    else if ((!strcmp(o, "--batch") || !strcmp(o, "--limit")) && v) {
+      int64_t *dst = !strcmp(o, "--batch") ? &a->batch : &a->limit;
+      if (amd_parse_i64(argv[++i], dst) || *dst < 1) {
+        fprintf(stderr, "amdnn-onnx eval: bad value '%s' for %s\n", v, o);
         return 2;
       }
-    } else if (!strcmp(a, "--limit") && v) {
-      if (amd_parse_i64(argv[++i], &limit) || limit < 1) {
-        fprintf(stderr, "amdnn-onnx eval: bad value '%s' for --limit\n", v);
-        return 2;
-      }
-    } else if ((img_k = amd_image_opt_parse(a, v, &img, &img_st)) != 0) {
+    } else if ((img_k = amd_image_opt_parse(o, v, &a->img, &img_st)) != 0) {
       if (img_k < 0) {
         fprintf(stderr, "amdnn-onnx eval: %s\n", img_st.msg);
         return 2;
       }
       i += img_k - 1;
-    } else if (a[0] != '-' && !model) model = a;
+    } else if (o[0] != '-' && !a->model) a->model = o;
     else {
-      fprintf(stderr, "amdnn-onnx eval: unknown or incomplete argument '%s' (see --help)\n", a);
+      fprintf(stderr, "amdnn-onnx eval: unknown or incomplete argument '%s' (see --help)\n", o);
       return 2;
     }
   }
-  if (!model || !data || (strcmp(split, "test") && strcmp(split, "train"))) {
+  if (!a->model || !a->data || (strcmp(a->split, "test") && strcmp(a->split, "train"))) {
     fprintf(stderr, "amdnn-onnx eval: MODEL and --data are required; --split is test or train (see --help)\n");
     return 2;
   }
+  return -1;
+}
+
+/* How the streamed decoding kept up with the model, on stderr; then the stream's end (its skipped files). */
+static void finish_stream(amd_image_stream *stream, amd_dataset *ds) {
+  amd_image_stream_stats ss;
+  amd_image_stream_stats_get(stream, &ss);
+  if (ss.overlap)
+    fprintf(stderr, "amdnn-onnx eval: decoded %lld images in %.2f s on %d threads (%.0f images/s) while the model "
+                    "ran; the model waited %.2f s for them\n",
+            (long long)ss.decoded, ss.decode_s, ss.workers,
+            ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0, ss.wait_s);
+  else
+    fprintf(stderr, "amdnn-onnx eval: decoded %lld images on %d threads between the model's batches; the model "
+                    "waited %.2f s for them\n",
+            (long long)ss.decoded, ss.workers, ss.wait_s);
+  amd_image_stream_finish(stream, ds);
+  if (ds->note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds->note);
+}
+
+int amd_cmd_eval(int argc, char **argv) {
+  eval_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  rc = 1;
   amd_status st = {{0}};
   amd_graph *g = NULL;
   amd_dataset ds = {0};
@@ -153,11 +180,11 @@ int amd_cmd_eval(int argc, char **argv) {
   amd_image_stream *stream = NULL; /* an image folder decoded while the model runs */
   amd_mode_set modes = {0};
   int64_t *confusion = NULL;
-  int rc = 1;
-  if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
-      amd_q8_calib_apply(g, q8_calib, &st) ||
-      amd_cli_eval_setup("amdnn-onnx eval", g, data, &img, strcmp(split, "test") == 0, limit, batch,
-                         in_memory ? NULL : &stream, device, debug_sync, tta, &ds, &t, &st))
+  const int test = strcmp(a.split, "test") == 0;
+  if (amd_graph_load(a.model, 0, &g, &st) || amd_mode_apply(g, a.mode, a.map, NULL, &modes, &st) ||
+      amd_q8_calib_apply(g, a.q8_calib, &st) ||
+      amd_cli_eval_setup("amdnn-onnx eval", g, a.data, &a.img, test, a.limit, a.batch,
+                         a.in_memory ? NULL : &stream, a.device, a.debug_sync, a.tta, &ds, &t, &st))
     goto fail;
   int64_t c = ds.n_classes;
   confusion = calloc((size_t)(c * c), sizeof *confusion);
@@ -165,47 +192,33 @@ int amd_cmd_eval(int argc, char **argv) {
     amd_fail(&st, "out of memory");
     goto fail;
   }
-  const amd_data_split *s = strcmp(split, "test") == 0 ? &ds.test : &ds.train;
-  int64_t count = limit && limit < s->n ? limit : s->n;
+  const amd_data_split *s = test ? &ds.test : &ds.train;
+  int64_t count = a.limit && a.limit < s->n ? a.limit : s->n;
   amd_batch_stats bs = {0};
-  if (profile) amd_prof_start();
+  if (a.profile) amd_prof_start();
   double t0 = now_s();
   int eval_rc;
   if (stream) {
-    eval_rc = amd_trainer_eval_pieces(&t, &ds, batch, next_batch, stream, &bs, confusion, c, &st);
+    eval_rc = amd_trainer_eval_pieces(&t, &ds, a.batch, next_batch, stream, &bs, confusion, c, &st);
   } else {
-    int64_t *limit_idx = amd_cli_limit_index(&ds, s, limit);
-    eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, batch, &bs, confusion, c, &st);
+    int64_t *limit_idx = amd_cli_limit_index(&ds, s, a.limit);
+    eval_rc = amd_trainer_eval_split(&t, &ds, s, limit_idx, count, a.batch, &bs, confusion, c, &st);
     free(limit_idx);
   }
   if (eval_rc) goto fail;
   double secs = now_s() - t0;
-  if (stream) {
-    amd_image_stream_stats ss;
-    amd_image_stream_stats_get(stream, &ss);
-    if (ss.overlap)
-      fprintf(stderr, "amdnn-onnx eval: decoded %lld images in %.2f s on %d threads (%.0f images/s) while the model "
-                      "ran; the model waited %.2f s for them\n",
-              (long long)ss.decoded, ss.decode_s, ss.workers,
-              ss.decode_s > 0 ? (double)ss.decoded / ss.decode_s : 0.0, ss.wait_s);
-    else
-      fprintf(stderr, "amdnn-onnx eval: decoded %lld images on %d threads between the model's batches; the model "
-                      "waited %.2f s for them\n",
-              (long long)ss.decoded, ss.workers, ss.wait_s);
-    amd_image_stream_finish(stream, &ds);
-    if (ds.note[0]) fprintf(stderr, "amdnn-onnx eval: warning: %s\n", ds.note);
-  }
+  if (stream) finish_stream(stream, &ds);
   amd_prof_on = 0;
-  printf("model %s, mode %s, %s split of %s: %lld images%s\n", model, mode, split, data, (long long)bs.n,
-         tta ? " (and each mirrored: --tta)" : "");
+  printf("model %s, mode %s, %s split of %s: %lld images%s\n", a.model, a.mode, a.split, a.data, (long long)bs.n,
+         a.tta ? " (and each mirrored: --tta)" : "");
   printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)bs.top1 / (double)bs.n,
          100.0 * (double)bs.top5 / (double)bs.n, bs.loss_sum / (double)bs.n, secs > 0 ? (double)bs.n / secs : 0);
   print_confusion(confusion, c, ds.class_names);
-  if (confusion_png) {
-    if (amd_plot_confusion(confusion, c, (const char *const *)ds.class_names, confusion_png, &st)) goto fail;
-    printf("confusion matrix picture: %s\n", confusion_png);
+  if (a.confusion_png) {
+    if (amd_plot_confusion(confusion, c, (const char *const *)ds.class_names, a.confusion_png, &st)) goto fail;
+    printf("confusion matrix picture: %s\n", a.confusion_png);
   }
-  if (profile && amd_prof_report(stdout, profile, secs, (count + batch - 1) / batch, &st)) goto fail;
+  if (a.profile && amd_prof_report(stdout, a.profile, secs, (count + a.batch - 1) / a.batch, &st)) goto fail;
   rc = 0;
   goto done;
 fail:
@@ -218,6 +231,6 @@ done:
   amd_image_stream_close(stream);
   amd_dataset_free(&ds);
   amd_mode_set_free(&modes);
-  if (confusion_png) amd_plot_release();
+  if (a.confusion_png) amd_plot_release();
   return rc;
 }
