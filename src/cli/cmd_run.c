@@ -38,6 +38,34 @@ static const char usage[] =
 
 #define MAX_INPUTS 64
 
+/* The model's inputs from the --input files (spec: FILE, the inputs in order, or NAME=FILE); every input
+ * must be given once. */
+static int read_inputs(const amd_graph *g, const char *const *in_spec, int n_spec, amd_tensor *inputs,
+                       amd_status *st) {
+  int have[MAX_INPUTS] = {0};
+  for (int s = 0; s < n_spec; s++) {
+    const char *eq = strchr(in_spec[s], '='), *file = eq ? eq + 1 : in_spec[s];
+    int slot = s;
+    if (eq) {
+      slot = -1;
+      for (int k = 0; k < g->n_inputs; k++) {
+        const char *nm = g->values[g->inputs[k]].name;
+        if (strlen(nm) == (size_t)(eq - in_spec[s]) && strncmp(nm, in_spec[s], (size_t)(eq - in_spec[s])) == 0)
+          slot = k;
+      }
+      if (slot < 0) return amd_fail(st, "the model has no input named '%.*s'", (int)(eq - in_spec[s]), in_spec[s]);
+    } else if (slot >= g->n_inputs) {
+      return amd_fail(st, "more inputs given (%d) than the model has (%d)", n_spec, g->n_inputs);
+    }
+    if (have[slot]) return amd_fail(st, "input '%s' given twice", g->values[g->inputs[slot]].name);
+    if (amd_tensor_read_file(file, &inputs[slot], NULL, st)) return -1;
+    have[slot] = 1;
+  }
+  for (int k = 0; k < g->n_inputs; k++)
+    if (!have[k]) return amd_fail(st, "no --input given for model input '%s'", g->values[g->inputs[k]].name);
+  return 0;
+}
+
 int amd_cmd_run(int argc, char **argv) {
   const char *model = NULL, *outdir = NULL, *mode = "acc32", *map = NULL, *device = NULL,
              *q8_calib = NULL;
@@ -87,7 +115,7 @@ int amd_cmd_run(int argc, char **argv) {
   amd_status st = {{0}};
   amd_graph *g = NULL;
   amd_tensor inputs[MAX_INPUTS], *outputs = NULL;
-  int have[MAX_INPUTS] = {0}, rc = 1;
+  int rc = 1;
   amd_mode_set modes = {0};
   memset(inputs, 0, sizeof inputs);
   if (amd_graph_load(model, 0, &g, &st) || amd_mode_apply(g, mode, map, NULL, &modes, &st) ||
@@ -97,36 +125,7 @@ int amd_cmd_run(int argc, char **argv) {
     amd_fail(&st, "the model has %d inputs (at most %d supported)", g->n_inputs, MAX_INPUTS);
     goto fail;
   }
-  for (int s = 0; s < n_spec; s++) {
-    const char *eq = strchr(in_spec[s], '='), *file = eq ? eq + 1 : in_spec[s];
-    int slot = s;
-    if (eq) {
-      slot = -1;
-      for (int k = 0; k < g->n_inputs; k++) {
-        const char *nm = g->values[g->inputs[k]].name;
-        if (strlen(nm) == (size_t)(eq - in_spec[s]) && strncmp(nm, in_spec[s], (size_t)(eq - in_spec[s])) == 0)
-          slot = k;
-      }
-      if (slot < 0) {
-        amd_fail(&st, "the model has no input named '%.*s'", (int)(eq - in_spec[s]), in_spec[s]);
-        goto fail;
-      }
-    } else if (slot >= g->n_inputs) {
-      amd_fail(&st, "more inputs given (%d) than the model has (%d)", n_spec, g->n_inputs);
-      goto fail;
-    }
-    if (have[slot]) {
-      amd_fail(&st, "input '%s' given twice", g->values[g->inputs[slot]].name);
-      goto fail;
-    }
-    if (amd_tensor_read_file(file, &inputs[slot], NULL, &st)) goto fail;
-    have[slot] = 1;
-  }
-  for (int k = 0; k < g->n_inputs; k++)
-    if (!have[k]) {
-      amd_fail(&st, "no --input given for model input '%s'", g->values[g->inputs[k]].name);
-      goto fail;
-    }
+  if (read_inputs(g, in_spec, n_spec, inputs, &st)) goto fail;
   outputs = calloc((size_t)g->n_outputs, sizeof *outputs);
   if (!outputs) {
     amd_fail(&st, "out of memory");
