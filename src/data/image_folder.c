@@ -260,34 +260,17 @@ static label_line *find_line(label_line *v, int64_t n, const char *name) {
   return n ? bsearch(&key, v, (size_t)n, sizeof *v, cmp_line_name) : NULL;
 }
 
-/* DIR's images labelled by FILE (the two forms of the header comment). */
-static int collect_labelled(const char *dir, const char *file, amd_img_split *out, amd_dataset *ds, listing *li,
-                            amd_status *st) {
-  uint8_t *text = NULL;
-  int64_t len = 0;
-  name_list imgs = {0};
-  label_line *lines = NULL;
-  int64_t nl = 0;
-  int rc = 0, lineno = 0, form = 0; /* form 1: one label per line; 2: NAME LABEL */
-  uint8_t *raw = NULL;
-  if (amd_data_read_all(file, (int64_t)1 << 30, &raw, &len, st)) return -1;
-  text = malloc((size_t)len + 1); /* a copy that ends in a 0 */
-  if (text) {
-    memcpy(text, raw, (size_t)len);
-    text[len] = 0;
-  }
-  free(raw);
-  if (!text) return amd_fail(st, "out of memory");
-  if (list_dir(dir, 0, &imgs, li, st)) {
-    free(text);
-    return -1;
-  }
-  int64_t max_lines = 1;
+/* The labels file's lines (text, len bytes and a 0 after them, split in place into fields): *lines
+ * (allocated) and *nl of them, blank and '#' lines left out, all of one *form (1: a label; 2: NAME LABEL). */
+static int split_label_lines(char *text, int64_t len, const char *file, label_line **lines_out, int64_t *nl_out,
+                             int *form_out, amd_status *st) {
+  int64_t max_lines = 1, nl = 0;
   for (int64_t i = 0; i < len; i++) max_lines += text[i] == '\n';
-  lines = calloc((size_t)max_lines, sizeof *lines);
-  if (!lines) rc = amd_fail(st, "out of memory");
-  /* split into lines and fields in place */
-  char *p = (char *)text, *endp = (char *)text + len;
+  label_line *lines = calloc((size_t)max_lines, sizeof *lines);
+  if (!lines) return amd_fail(st, "out of memory");
+  *lines_out = lines;
+  int rc = 0, lineno = 0, form = 0;
+  char *p = text, *endp = text + len;
   while (!rc && p < endp) {
     char *eol = memchr(p, '\n', (size_t)(endp - p));
     if (!eol) eol = endp;
@@ -316,6 +299,51 @@ static int collect_labelled(const char *dir, const char *file, amd_img_split *ou
     lines[nl].line = lineno;
     nl++;
   }
+  *nl_out = nl;
+  *form_out = form;
+  return rc;
+}
+
+/* Word labels: the classes are the distinct words in strcmp order. */
+static int label_words(const label_line *lines, int64_t nl, name_list *classes, amd_status *st) {
+  for (int64_t i = 0; i < nl; i++)
+    if (names_add(classes, lines[i].label, st)) return -1;
+  qsort(classes->v, (size_t)classes->n, sizeof *classes->v, cmp_str);
+  int64_t k = 0;
+  for (int64_t i = 0; i < classes->n; i++) {
+    if (k && !strcmp(classes->v[k - 1], classes->v[i])) {
+      free(classes->v[i]);
+      continue;
+    }
+    classes->v[k++] = classes->v[i];
+  }
+  classes->n = k;
+  return 0;
+}
+
+/* DIR's images labelled by FILE (the two forms of the header comment). */
+static int collect_labelled(const char *dir, const char *file, amd_img_split *out, amd_dataset *ds, listing *li,
+                            amd_status *st) {
+  uint8_t *text = NULL;
+  int64_t len = 0;
+  name_list imgs = {0};
+  label_line *lines = NULL;
+  int64_t nl = 0;
+  int rc = 0, form = 0; /* form 1: one label per line; 2: NAME LABEL */
+  uint8_t *raw = NULL;
+  if (amd_data_read_all(file, (int64_t)1 << 30, &raw, &len, st)) return -1;
+  text = malloc((size_t)len + 1); /* a copy that ends in a 0 */
+  if (text) {
+    memcpy(text, raw, (size_t)len);
+    text[len] = 0;
+  }
+  free(raw);
+  if (!text) return amd_fail(st, "out of memory");
+  if (list_dir(dir, 0, &imgs, li, st)) {
+    free(text);
+    return -1;
+  }
+  if (!rc) rc = split_label_lines((char *)text, len, file, &lines, &nl, &form, st);
   if (!rc && nl == 0) rc = amd_fail(st, "%s: no labels", file);
   if (!rc && imgs.n == 0) rc = amd_fail(st, "%s: no .jpg, .jpeg or .png files", dir);
   /* integer labels, or words (classes in strcmp order) */
@@ -330,21 +358,7 @@ static int collect_labelled(const char *dir, const char *file, amd_img_split *ou
     }
   }
   name_list classes = {0};
-  if (!rc && words) {
-    for (int64_t i = 0; !rc && i < nl; i++) rc = names_add(&classes, lines[i].label, st);
-    if (!rc) {
-      qsort(classes.v, (size_t)classes.n, sizeof *classes.v, cmp_str);
-      int64_t k = 0;
-      for (int64_t i = 0; i < classes.n; i++) {
-        if (k && !strcmp(classes.v[k - 1], classes.v[i])) {
-          free(classes.v[i]);
-          continue;
-        }
-        classes.v[k++] = classes.v[i];
-      }
-      classes.n = k;
-    }
-  }
+  if (!rc && words) rc = label_words(lines, nl, &classes, st);
   if (!rc && form == 1 && nl != imgs.n)
     rc = amd_fail(st, "%s has %lld labels but %s has %lld images (.jpg, .jpeg, .png): one label per image, in name order",
                   file, (long long)nl, dir, (long long)imgs.n);
@@ -396,95 +410,6 @@ static int collect_labelled(const char *dir, const char *file, amd_img_split *ou
   return rc;
 }
 
-/* ---------------------------------------------------------------- thread pool */
-
-
-double amd_img_mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void amd_img_mem_reserve(amd_img_pool *p, int64_t bytes) {
-  pthread_mutex_lock(&p->mu);
-  while (p->in_use > 0 && p->in_use + bytes > p->budget) pthread_cond_wait(&p->cv, &p->mu);
-  p->in_use += bytes;
-  pthread_mutex_unlock(&p->mu);
-}
-
-void amd_img_mem_release(amd_img_pool *p, int64_t bytes) {
-  pthread_mutex_lock(&p->mu);
-  p->in_use -= bytes;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-}
-
-typedef struct worker_arg {
-  amd_img_pool *p;
-  int id;
-} worker_arg;
-
-static void *worker_main(void *arg) {
-  worker_arg *w = arg;
-  amd_img_pool *p = w->p;
-  for (;;) {
-    if (atomic_load(&p->stop)) break;
-    int64_t i = atomic_fetch_add(&p->next, 1);
-    if (i >= p->n) break;
-    p->fn(p, i, w->id);
-    if (w->id == 0 && p->o && p->o->progress) {
-      const double t = amd_img_mono_s();
-      if (t - p->last_report >= 2.0) {
-        p->last_report = t;
-        p->o->progress(p->o->progress_user, p->stage, i + 1, p->n);
-      }
-    }
-  }
-  return NULL;
-}
-
-/* File i failed with st: recorded (and the work stops unless skipping). */
-static void pool_fail(amd_img_pool *p, int64_t i, const amd_status *st) {
-  pthread_mutex_lock(&p->mu);
-  p->bad[i] = 1;
-  p->bad_count++;
-  if (i < p->err_index) {
-    p->err_index = i;
-    p->err = *st;
-  }
-  pthread_mutex_unlock(&p->mu);
-  if (!p->skip_bad) atomic_store(&p->stop, 1);
-}
-
-/* Runs fn over [0, n) on the workers; 0, or -1 with the first failure in st
- * (without skip_bad). */
-static int pool_run(amd_img_pool *p, int64_t n, void (*fn)(amd_img_pool *, int64_t, int), void *ctx, amd_status *st) {
-  p->n = n;
-  atomic_store(&p->next, 0);
-  atomic_store(&p->stop, 0);
-  p->fn = fn;
-  p->ctx = ctx;
-  p->err_index = INT64_MAX;
-  p->last_report = amd_img_mono_s();
-  int nw = p->n_workers < n ? p->n_workers : (int)(n > 0 ? n : 1);
-  pthread_t th[1024];
-  worker_arg wa[1024];
-  int started = 0;
-  for (int k = 1; k < nw; k++) {
-    wa[k] = (worker_arg){p, k};
-    if (pthread_create(&th[k], NULL, worker_main, &wa[k])) break;
-    started = k;
-  }
-  wa[0] = (worker_arg){p, 0};
-  worker_main(&wa[0]);
-  for (int k = 1; k <= started; k++) pthread_join(th[k], NULL);
-  if (p->err_index != INT64_MAX && !p->skip_bad) {
-    *st = p->err;
-    return -1;
-  }
-  return 0;
-}
-
 /* ---------------------------------------------------------------- the passes */
 
 typedef struct plan {
@@ -499,7 +424,7 @@ static void probe_one(amd_img_pool *p, int64_t i, int worker) {
   (void)worker;
   plan *pl = p->ctx;
   amd_status st;
-  if (amd_img_probe(pl->fl->path[i], &pl->fl->info[i], &st)) pool_fail(p, i, &st);
+  if (amd_img_probe(pl->fl->path[i], &pl->fl->info[i], &st)) amd_img_pool_fail(p, i, &st);
 }
 
 /* The size of file i after --resize (before --crop). */
@@ -592,7 +517,7 @@ static void decode_one(amd_img_pool *p, int64_t i, int worker) {
   if (pl->off ? decode_resized(pl->fl->path[i], in, pl->o, pl->c, &p->tj[worker], pl->u8 + pl->off[i], &st)
               : amd_img_decode_sample(pl->fl->path[i], in, pl->o, pl->c, pl->h, pl->w, &p->tj[worker],
                                       pl->u8 + i * pl->c * pl->h * pl->w, &st))
-    pool_fail(p, i, &st);
+    amd_img_pool_fail(p, i, &st);
   amd_img_mem_release(p, bytes);
 }
 
@@ -605,7 +530,7 @@ static int probe_split(amd_img_pool *p, amd_img_split *sp, amd_status *st) {
   p->stage = "reading headers";
   p->bad = sp->bad;
   p->bad_count = 0;
-  int rc = pool_run(p, sp->n, probe_one, &pl, st);
+  int rc = amd_img_pool_run(p, sp->n, probe_one, &pl, st);
   sp->n_bad = p->bad_count;
   return rc;
 }
@@ -686,37 +611,8 @@ static void keep_evaluated(const amd_image_opts *o, amd_img_folder *f, amd_datas
   }
 }
 
-/* The thread pool: n_workers TurboJPEG handles, the lock, the memory budget. */
-static int pool_start(amd_img_pool *p, const amd_image_opts *o, amd_status *st) {
-  memset(p, 0, sizeof *p);
-  p->o = o;
-  p->skip_bad = o->skip_bad;
-  p->n_workers = o->workers > 0 ? o->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (p->n_workers < 1) p->n_workers = 1;
-  if (p->n_workers > 1024) p->n_workers = 1024;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
-  /* a quarter of the memory (at least 1 GiB) for the images being decoded */
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  p->budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 : (int64_t)1 << 30;
-  if (p->budget < ((int64_t)1 << 30)) p->budget = (int64_t)1 << 30;
-  p->tj = calloc((size_t)p->n_workers, sizeof *p->tj);
-  if (!p->tj) return amd_fail(st, "out of memory");
-  for (int k = 0; k < p->n_workers; k++)
-    if (!(p->tj[k] = amd_img_tj_new())) return amd_fail(st, "cannot start the JPEG decoder");
-  return 0;
-}
-
-static void pool_stop(amd_img_pool *p) {
-  for (int k = 0; p->tj && k < p->n_workers; k++) amd_img_tj_free(p->tj[k]);
-  free(p->tj);
-  p->tj = NULL;
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->cv);
-}
-
 void amd_img_folder_free(amd_img_folder *f) {
-  if (f->pool_started) pool_stop(&f->pool);
+  if (f->pool_started) amd_img_pool_stop(&f->pool);
   files_free(&f->split[0]);
   files_free(&f->split[1]);
   memset(f, 0, sizeof *f);
@@ -770,7 +666,7 @@ int amd_img_folder_open(const char *arg, const amd_image_opts *o, amd_img_folder
   memcpy(f->other_first, li.other_first, sizeof f->other_first);
   if (!rc) {
     f->pool_started = 1;
-    rc = pool_start(&f->pool, o, st);
+    rc = amd_img_pool_start(&f->pool, o, st);
   }
   /* a command that evaluates one split (amd_image_opts.only_split) decodes only
    * that one, or only its max_samples files */
@@ -867,7 +763,7 @@ static int decode_split(amd_img_pool *p, amd_img_split *sp, const amd_image_opts
     p->bad = bad2;
     p->bad_count = 0;
     p->stage = "decoding";
-    rc = pool_run(p, k, decode_one, &pl, st);
+    rc = amd_img_pool_run(p, k, decode_one, &pl, st);
   }
   if (!rc) {
     int64_t m = 0, at = 0; /* at: where the next kept uncropped image goes */

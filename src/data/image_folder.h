@@ -32,7 +32,7 @@ typedef struct amd_img_split {
   int64_t n_bad; /* files that failed (pass 1, and pass 2 for the in-memory load) */
 } amd_img_split;
 
-/* The decoding threads' shared state. pool_run (image_folder.c) runs a
+/* The decoding threads' shared state (image_pool.c). amd_img_pool_run runs a
  * function over [0, n) on n_workers threads; the streaming reader has its
  * own threads and uses tj, the memory budget and the first error only. */
 typedef struct amd_img_pool {
@@ -81,6 +81,16 @@ void amd_img_folder_free(amd_img_folder *f);
  * TurboJPEG handle), resize, crop, into dst [C, H, W]. */
 int amd_img_decode_sample(const char *path, const amd_img_info *in, const amd_image_opts *o, int64_t C, int64_t H,
                           int64_t W, void **tj, uint8_t *dst, amd_status *st);
+
+/* The pool (image_pool.c): started with o's worker count (a TurboJPEG handle
+ * each, the lock, the memory budget) and stopped; _run runs fn over [0, n) on
+ * the workers and returns 0, or -1 with the first failure (by file index) in
+ * st unless the pool skips bad files; _fail records file i's failure. */
+int amd_img_pool_start(amd_img_pool *p, const amd_image_opts *o, amd_status *st);
+void amd_img_pool_stop(amd_img_pool *p);
+int amd_img_pool_run(amd_img_pool *p, int64_t n, void (*fn)(amd_img_pool *, int64_t, int), void *ctx,
+                     amd_status *st);
+void amd_img_pool_fail(amd_img_pool *p, int64_t i, const amd_status *st);
 
 /* The working memory of one image taken from / given back to the pool's budget. */
 void amd_img_mem_reserve(amd_img_pool *p, int64_t bytes);
