@@ -5,6 +5,7 @@
  * Accuracies arrive as fractions and are drawn in %. Sizes of text, lines and
  * margins scale with the picture, so a 640x300 and a 2400x1000 plot look alike. */
 #include "plot.h"
+#include "plot_tsv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -153,118 +154,7 @@ static int finish_canvas(cairo_t *cr, cairo_surface_t *surf, const char *path, a
   return rc;
 }
 
-/* --------------------------------------------------------- metrics TSV */
-
-enum { C_EPOCH, C_TRAIN_LOSS, C_TEST_LOSS, C_VAL_LOSS, C_TRAIN_ACC, C_TEST_ACC, C_VAL_ACC, N_COLS };
-static const char *const COL_NAMES[N_COLS] = {"epoch",     "train_loss", "test_loss", "val_loss",
-                                              "train_acc", "test_top1",  "val_top1"};
-
-typedef struct {
-  int64_t n;         /* rows */
-  double *v[N_COLS]; /* v[c][row], NAN where missing; NULL when the column is absent */
-} metrics;
-
-static void metrics_free(metrics *m) {
-  for (int c = 0; c < N_COLS; c++) free(m->v[c]);
-}
-
-/* Next line of text at *p (without its \n or \r\n); returns its length, or -1 at the end. */
-static long next_line(const char **p, const char **line) {
-  if (!**p) return -1;
-  const char *s = *p, *e = strchr(s, '\n');
-  size_t len = e ? (size_t)(e - s) : strlen(s);
-  *p = e ? e + 1 : s + len;
-  *line = s;
-  if (len && s[len - 1] == '\r') len--;
-  return (long)len;
-}
-
-static int is_blank(const char *s, long len) {
-  for (long i = 0; i < len; i++)
-    if (s[i] != ' ' && s[i] != '\t') return 0;
-  return 1;
-}
-
-static int parse_metrics(const char *text, metrics *m, amd_status *st) {
-  memset(m, 0, sizeof *m);
-  if (!text) return amd_fail(st, "metrics: no TSV text");
-  const char *p = text, *line;
-  long len;
-  while ((len = next_line(&p, &line)) >= 0 && is_blank(line, len)) {
-  }
-  if (len < 0) return amd_fail(st, "metrics: the TSV is empty (no header, no epoch rows): nothing to plot");
-
-  /* header: map each field to one of our columns (or to none) */
-  int field_col[64];
-  int n_fields = 0, have = 0;
-  for (long i = 0; i <= len && n_fields < 64;) {
-    long j = i;
-    while (j < len && line[j] != '\t') j++;
-    field_col[n_fields] = -1;
-    for (int c = 0; c < N_COLS; c++)
-      if ((long)strlen(COL_NAMES[c]) == j - i && strncmp(line + i, COL_NAMES[c], (size_t)(j - i)) == 0) {
-        field_col[n_fields] = c;
-        have |= 1 << c;
-      }
-    n_fields++;
-    i = j + 1;
-  }
-  if (!(have & ~1))
-    return amd_fail(
-        st, "metrics: the header names none of train_loss, test_loss, val_loss, train_acc, test_top1, "
-            "val_top1: is this a metrics TSV?");
-
-  int64_t cap = 0;
-  int line_no = 1;
-  while ((len = next_line(&p, &line)) >= 0) {
-    line_no++;
-    if (is_blank(line, len)) continue;
-    if (m->n == cap) {
-      cap = cap ? 2 * cap : 64;
-      for (int c = 0; c < N_COLS; c++) {
-        double *v = realloc(m->v[c], (size_t)cap * sizeof *v);
-        if (!v) {
-          metrics_free(m);
-          return amd_fail(st, "metrics: out of memory");
-        }
-        m->v[c] = v;
-      }
-    }
-    for (int c = 0; c < N_COLS; c++) m->v[c][m->n] = NAN;
-    int f = 0;
-    for (long i = 0; i <= len && f < n_fields; f++) {
-      long j = i;
-      while (j < len && line[j] != '\t') j++;
-      int c = field_col[f];
-      if (c >= 0 && j > i && j - i < 64) {
-        char buf[64], *end;
-        memcpy(buf, line + i, (size_t)(j - i));
-        buf[j - i] = 0;
-        double x = strtod(buf, &end);
-        if (end != buf && *end == 0 && isfinite(x)) m->v[c][m->n] = x;
-      }
-      i = j + 1;
-    }
-    if (!(have & 1)) m->v[C_EPOCH][m->n] = (double)(m->n + 1);
-    if (isnan(m->v[C_EPOCH][m->n])) {
-      metrics_free(m);
-      return amd_fail(st, "metrics: line %d: the epoch is not a number", line_no);
-    }
-    m->n++;
-  }
-  if (m->n == 0) {
-    metrics_free(m);
-    return amd_fail(st, "metrics: the TSV has a header but no epoch rows: nothing to plot yet");
-  }
-  for (int c = 1; c < N_COLS; c++)
-    if (!(have & (1 << c))) {
-      free(m->v[c]);
-      m->v[c] = NULL;
-    }
-  for (int c = C_TRAIN_ACC; c <= C_VAL_ACC; c++)
-    for (int64_t i = 0; m->v[c] && i < m->n; i++) m->v[c][i] *= 100.0;
-  return 0;
-}
+/* --------------------------------------------------------- metrics TSV: plot_tsv.c */
 
 /* ----------------------------------------------------------------- axes */
 
@@ -601,11 +491,11 @@ int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int 
   if (width < 200 || height < 200 || width > 8192 || height > 8192)
     return amd_fail(st, "plot: %dx%d pixels is outside 200..8192 on a side", width, height);
   metrics m;
-  if (parse_metrics(tsv_text, &m, st)) return -1;
+  if (amd_plot_parse_metrics(tsv_text, &m, st)) return -1;
   cairo_surface_t *surf;
   cairo_t *cr = new_canvas(width, height, &surf, st);
   if (!cr) {
-    metrics_free(&m);
+    amd_plot_metrics_free(&m);
     return -1;
   }
   /* side by side when wide, stacked otherwise; u scales text and lines with the panel */
@@ -615,7 +505,7 @@ int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int 
   u = fmax(0.85, fmin(u, 4.0));
   draw_panel(cr, &m, LOSS_SERIES, 0, "Loss", "loss (cross-entropy)", 0, 0, pw, ph, u);
   draw_panel(cr, &m, ACC_SERIES, 1, "Accuracy", "accuracy (%)", side ? pw : 0, side ? 0 : ph, pw, ph, u);
-  metrics_free(&m);
+  amd_plot_metrics_free(&m);
   return finish_canvas(cr, surf, png_path, st);
 }
 
