@@ -1307,37 +1307,13 @@ void amd_gemm(const struct amd_mult *mult, int trans_a, int trans_b, int64_t M, 
           pack_b_panel(B, ldb, trans_b, c0 + q * NR, nr, p0, kc, NR, dst);
           if (kind != KIND_NONE) encode_any((uint32_t *)dst, kc * NR, sb, kind, m_bits, forced, 0, &ib[q]);
         }
-        tile_args ta = {
-            .mc = mc,
-            .nc = nc,
-            .kc = kc,
-            .pa = pa,
-            .pb = pb,
-            .c = C + r0 * ldc + c0,
-            .ldc = ldc,
-            .alpha = alpha,
-            .beta = beta,
-            .first = p0 == 0,
-            .mult = mult,
-            .kind = kind,
-            .pstride_a = sa,
-            .pstride_b = sb,
-            .ia = ia,
-            .ib = ib,
-            .tab = tab,
-            .tabmask = tabmask,
-            .mbm = mbm,
-            .mbits = m_bits,
-            .A = A,
-            .B = B,
-            .lda = lda,
-            .ldb = ldb,
-            .r0 = r0,
-            .c0 = c0,
-            .p0 = p0,
-            .trans_a = trans_a,
-            .trans_b = trans_b,
-        };
+        /* clang-format off */
+        tile_args ta = {.mc = mc, .nc = nc, .kc = kc, .pa = pa, .pb = pb, .c = C + r0 * ldc + c0, .ldc = ldc,
+                        .alpha = alpha, .beta = beta, .first = p0 == 0, .mult = mult, .kind = kind,
+                        .pstride_a = sa, .pstride_b = sb, .ia = ia, .ib = ib, .tab = tab, .tabmask = tabmask,
+                        .mbm = mbm, .mbits = m_bits, .A = A, .B = B, .lda = lda, .ldb = ldb, .r0 = r0, .c0 = c0,
+                        .p0 = p0, .trans_a = trans_a, .trans_b = trans_b};
+        /* clang-format on */
         if (fast)
           kern.acc32(&ta);
         else if (kind != KIND_NONE)
