@@ -40,35 +40,11 @@
  * again without a calibration call, then the lookup sums of cuda/q8_grad.h
  * in the CPU's order); then dX (+)= that buffer where lo <= x <= hi, 0
  * elsewhere (k_q8f_clip). */
-#include "ops_internal.h"
+#include "q8f_internal.h"
 
-#include "../q8_gemm.h"
-#include "../q8_grad.h"
 #include "../train_cuda.h"
 
-extern "C" {
-#include "../../src/ops/q8_grad.h"
-#include "../../src/ops/q8f.h"
-#include "../../src/ops/quant.h"
-}
-
 /* ================================================================ state */
-
-/* A node's calibration state on the device, with the data parameters made from it. */
-struct q8f_dev {
-  double lo, hi;
-  int calls;
-  int32_t zp;
-  float scale;
-  int32_t pad;
-};
-
-struct q8f_entry {
-  const void *attrs;  /* the node's attribute block (the key) */
-  amd_q8f_state seen; /* the host state when last uploaded or read back */
-  int pending;        /* a captured call may have moved the device state: read it back */
-  q8f_dev *dev;
-};
 
 static q8f_entry *q8f_entries;
 static int q8f_n, q8f_cap;
@@ -80,7 +56,7 @@ static amd_cuda_q8_ctx *q8_gemm_ctx(amd_status *st) {
   return q8_ctx;
 }
 
-static amd_cuda_q8g_ctx *q8_grad_ctx(amd_status *st) {
+amd_cuda_q8g_ctx *q8_grad_ctx(amd_status *st) {
   if (!q8g_ctx && amd_cuda_q8g_create(&q8g_ctx, amd_cu.stream, st)) return NULL;
   return q8g_ctx;
 }
@@ -350,10 +326,6 @@ __global__ void k_q8f_xquant(int64_t nx, int64_t K_, int64_t ld_, const float *x
   }
 }
 
-struct q8f_conv {
-  int64_t nb, c, cg, g0, h, w, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw, kdim, osz, L, ld;
-};
-
 enum { Q8F_COLV = 16 }; /* codes a thread of k_q8f_im2col writes: one 16-byte store */
 
 /* colT[j][r] = the code x reads at output position j (image * osz + oy * ow + ox) and kernel row r (channel
@@ -443,24 +415,7 @@ __global__ void k_q8f_clip(int64_t n, const float *x, const float *g, const q8f_
 
 /* ================================================================ forward */
 
-static int64_t round16(int64_t k) { return (k + 15) / 16 * 16; }
-
-/* What every q8f forward shares: the node's state brought up to date with this call's data x, the weight's
- * scales and zero points (nch channels, inner) and codes in the TN layout (rows or not, see k_q8f_wquant).
- * frozen (the table-derived backward): no calibration, only the data's scale and zero point made again from
- * the range (the CPU's `frozen` copy of the attributes). */
-struct q8f_run {
-  q8f_entry *e;
-  const int32_t *table; /* the mode's table as the GEMM's first operand sees it */
-  int sgn, calibrating;
-  int32_t qmin, qmax;
-  uint32_t x;     /* XOR of the stored codes (0x80: AMD_Q8_U8X) */
-  amd_q8_fmt fmt; /* of both operands' codes */
-  scratch ws, wz, wq, part, bins;
-  int64_t ldw;
-};
-
-static int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64_t nch, int64_t inner,
+int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64_t nch, int64_t inner,
                      int rows, int64_t K, int64_t N, int transposed_table, int frozen, q8f_run &r, amd_status *st) {
   const amd_mult *m = n->mult;
   if (!m || !m->q8) return amd_fail(st, "node '%s' (%s) has no 8-bit table mode", n->name, n->op->name);
@@ -523,7 +478,7 @@ static int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w
 }
 
 /* The data's codes into dst (rows of K codes at leading dimension ld). */
-static int xquant(int64_t nx, int64_t K, int64_t ld, const float *x, const q8f_run &r, uint8_t *dst, amd_status *st) {
+int xquant(int64_t nx, int64_t K, int64_t ld, const float *x, const q8f_run &r, uint8_t *dst, amd_status *st) {
   if (nx == 0) return 0;
   if (fits32(nx) && fits32((nx / K + 1) * ld))
     k_q8f_xquant<int><<<amd_cu_blocks(nx), 256, 0, amd_cu.stream>>>(nx, K, ld, x, r.e->dev, r.qmin, r.qmax, r.x, dst);
@@ -561,7 +516,7 @@ static amd_q8_operand operand(const uint8_t *p, int64_t ld, amd_q8_fmt fmt, cons
 
 /* Queues the im2col of p's images of the codes xs (nx codes in all) into col,
  * with the row sums (zeroed first) that the GEMM's zero-point terms read. */
-static int q8f_im2col(const q8f_conv &p, const uint8_t *xs, int64_t nx, const q8f_run &r, uint8_t *col,
+int q8f_im2col(const q8f_conv &p, const uint8_t *xs, int64_t nx, const q8f_run &r, uint8_t *col,
                       uint32_t *sums, amd_status *st) {
   const int64_t threads = p.L * (p.ld / Q8F_COLV);
   AMD_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(uint32_t) * (size_t)p.L, amd_cu.stream), st);
@@ -732,186 +687,6 @@ static int q8fmatmul_forward(FWD_ARGS) {
 }
 
 /* ================================================================ backward */
-
-/* dx[img][g0 * cg + ch][y][x] of the chunk's nb images (dx at its first) += dcol[(img * osz + o) * kdim + row]
- * for every output position o whose window reads it (row = ch * kh * kw + tap), in o order: the CPU's
- * col2im_t_add, which adds o after o (taps from the last: oy, then ox, ascending); padding dropped. */
-__global__ void k_q8f_col2im_add(q8f_conv p, const float *dcol, float *dx) {
-  const int64_t hw = p.h * p.w, total = p.nb * p.cg * hw;
-  AMD_CU_LOOP(e, total) {
-    const int64_t img = e / (p.cg * hw), ch = e / hw % p.cg, pos = e % hw, iy = pos / p.w, ix = pos % p.w;
-    float *d = dx + (img * p.c + p.g0 * p.cg + ch) * hw + pos;
-    const float *src = dcol + img * p.osz * p.kdim + ch * p.kh * p.kw;
-    float v = *d;
-    for (int64_t ki = p.kh - 1; ki >= 0; ki--) {
-      const int64_t ty = iy + p.ph - ki * p.dh;
-      if (ty < 0 || ty % p.sh != 0 || ty / p.sh >= p.oh) continue;
-      for (int64_t kj = p.kw - 1; kj >= 0; kj--) {
-        const int64_t tx = ix + p.pw - kj * p.dw;
-        if (tx < 0 || tx % p.sw != 0 || tx / p.sw >= p.ow) continue;
-        v = __fadd_rn(v, src[((ty / p.sh) * p.ow + tx / p.sw) * p.kdim + ki * p.kw + kj]);
-      }
-    }
-    *d = v;
-  }
-}
-
-/* ---- the table-derived backward (--q8-grad table): the CPU's q8f_table_grad (src/ops/q8f.c) with the
- * sums of amd_cuda_q8g_run (cuda/q8_grad.h, the same bits as amd_q8_grad_gemm). The codes are made again as
- * the forward made them (q8f_begin frozen: no calibration call counted). dx: x's full gradient before the
- * clipping (or NULL), dw: the weight's (or NULL); both added to. */
-
-static amd_q8g_args q8g_args(int64_t M, int64_t N, int64_t K, const q8f_run &r) {
-  amd_q8g_args a;
-  memset(&a, 0, sizeof a);
-  a.M = M, a.N = N, a.K = K;
-  a.code_xor = r.x;
-  a.ca_src = &r.e->dev->scale; /* the data's scale (the device state's) */
-  a.cs = (const float *)r.ws.p;
-  a.alpha = 1.0f;
-  return a;
-}
-
-/* Conv: per group, the product colT x W_g^T with G = dY^T over passes of several of the CPU's chunks of
- * images (AMD_Q8G_CHUNK: each chunk's dW sum is scaled and added on its own, into a zeroed buffer that is
- * added to dW at the end; the chunks of a pass sum in parallel, m_chunk), the data gradient's columns of a
- * pass (under 2^26 floats) folded back (k_q8f_col2im_add). */
-static int q8f_conv_table(const amd_node *n, const amd_tensor *x, const amd_tensor *w, const float *dy, float *dx,
-                          float *dw, amd_status *st) {
-  const amd_mult *m = n->mult;
-  amd_conv_geom g;
-  if (amd_conv_geometry((const amd_conv_attrs *)n->attrs, x, w, &g, st)) return -1;
-  const int64_t kdim = g.cg * g.kvol, os = g.osize, mg = g.mg;
-  q8f_run r;
-  if (q8f_begin(n, x, w, g.m, g.m ? amd_tensor_numel(w) / g.m : 1, 1, kdim, 0, 1, 1, r, st)) return -1;
-  if (os == 0 || g.m == 0 || g.n == 0 || kdim == 0) return 0;
-  int64_t nbc = AMD_Q8G_CHUNK / (os * kdim);
-  nbc = nbc < 1 ? 1 : nbc > g.n ? g.n : nbc;
-  int64_t per = ((int64_t)1 << 26) / (nbc * os * kdim); /* chunks per pass */
-  per = per < 1 ? 1 : per;
-  const int64_t nbp = per * nbc < g.n ? per * nbc : g.n, chunks = (nbp + nbc - 1) / nbc;
-  const int64_t rows = nbp * os, ld = round16(kdim), nx = amd_tensor_numel(x);
-  amd_cuda_q8g_ctx *gc = q8_grad_ctx(st);
-  scratch xq, col, sums, dcol, dwt, part;
-  if (!gc || xq.get((size_t)nx, st) || col.get((size_t)(rows * ld), st) ||
-      sums.get(sizeof(uint32_t) * (size_t)rows, st) ||
-      (dx && dcol.get(sizeof(float) * (size_t)(rows * kdim), st)) ||
-      (dw && dwt.get(sizeof(float) * (size_t)(g.m * kdim), st)) ||
-      (dw && chunks > 1 && part.get(sizeof(float) * (size_t)(chunks * kdim * mg), st)))
-    return -1;
-  if (dw) AMD_CUDA_CHECK(cudaMemsetAsync(dwt.p, 0, sizeof(float) * (size_t)(g.m * kdim), amd_cu.stream), st);
-  if (xquant(nx, nx, nx, F(x), r, (uint8_t *)xq.p, st)) return -1;
-  for (int64_t gi = 0; gi < g.group; gi++)
-    for (int64_t b0 = 0; b0 < g.n; b0 += nbp) {
-      const int64_t nb = g.n - b0 < nbp ? g.n - b0 : nbp;
-      q8f_conv p = {nb,       g.c,       g.cg,      gi,        g.in[0],     g.in[1],     g.k[0],
-                    g.k[1],   g.out[0],  g.out[1],  g.stride[0], g.stride[1], g.dil[0], g.dil[1],
-                    g.pad0[0], g.pad0[1], kdim,     os,        nb * os,     ld};
-      const uint8_t *xs = (const uint8_t *)xq.p + b0 * g.c * g.isize;
-      uint32_t *cs = (uint32_t *)sums.p;
-      if (q8f_im2col(p, xs, nx, r, (uint8_t *)col.p, cs, st)) return -1;
-      amd_q8g_args a = q8g_args(nb * os, mg, kdim, r);
-      a.A = (const uint8_t *)col.p, a.a_rs = ld, a.a_cs = 1;
-      a.B = (const uint8_t *)r.wq.p + gi * mg * r.ldw, a.b_rs = 1, a.b_cs = r.ldw;
-      a.G = dy + (b0 * g.m + gi * mg) * os, a.g_rows = os, a.g_img = g.m * os, a.g_rs = 1, a.g_cs = os;
-      a.cs = r.ws.f() + gi * mg;
-      a.dA = dx ? dcol.f() : NULL, a.da_rs = kdim, a.da_store = 1;
-      a.dB = dw ? dwt.f() + gi * mg * kdim : NULL, a.db_rs = 1, a.db_cs = kdim;
-      a.m_chunk = nbc * os, a.dB_part = part.f();
-      if (amd_cuda_q8g_run(gc, &a, m->q8_ea, m->q8_eb, st)) return -1;
-      if (dx) {
-        k_q8f_col2im_add<<<amd_cu_blocks(nb * g.cg * g.isize), 256, 0, amd_cu.stream>>>(p, dcol.f(),
-                                                                                       dx + b0 * g.c * g.isize);
-        AMD_CUDA_CHECK_LAUNCH("k_q8f_col2im_add", st);
-      }
-    }
-  if (dw && add_into(dw, dwt.f(), g.m * kdim, st)) return -1;
-  return 0;
-}
-
-/* Gemm: A [M, K] against B's codes (TN: B[k][j] at row j), cb = alpha * w_scale, ca = alpha * x_scale; with
- * transB the weight's gradient goes through a zeroed buffer on the CPU (db_via_zero). */
-static int q8f_gemm_table(const amd_node *n, const amd_tensor *A, const amd_tensor *B, const float *dy, float *dx,
-                          float *dw, amd_status *st) {
-  const amd_gemm_attrs *ga = (const amd_gemm_attrs *)n->attrs;
-  const int tb = ga->trans_b;
-  const int64_t M = A->dims[0], K = A->dims[1], N = tb ? B->dims[0] : B->dims[1];
-  q8f_run r;
-  if (q8f_begin(n, A, B, N, tb ? K : 1, tb, K, N, 0, 1, r, st)) return -1;
-  if (M == 0 || N == 0 || K == 0) return 0;
-  const int64_t ldx = round16(K);
-  amd_cuda_q8g_ctx *gc = q8_grad_ctx(st);
-  scratch xq;
-  if (!gc || xq.get((size_t)(M * ldx), st) || xquant(M * K, K, ldx, F(A), r, (uint8_t *)xq.p, st)) return -1;
-  amd_q8g_args a = q8g_args(M, N, K, r);
-  a.A = (const uint8_t *)xq.p, a.a_rs = ldx, a.a_cs = 1;
-  a.B = (const uint8_t *)r.wq.p, a.b_rs = 1, a.b_cs = r.ldw;
-  a.G = dy, a.g_rows = M, a.g_img = 0, a.g_rs = N, a.g_cs = 1;
-  a.alpha = ga->alpha;
-  a.dA = dx, a.da_rs = K;
-  a.dB = dw, a.db_rs = tb ? 1 : N, a.db_cs = tb ? K : 1, a.db_via_zero = tb;
-  return amd_cuda_q8g_run(gc, &a, n->mult->q8_ea, n->mult->q8_eb, st);
-}
-
-/* MatMul: one product per batch entry (numpy's broadcasting, the CPU's odometer), in the CPU's order (the
- * gradients of a broadcast operand add the entries one after another). */
-static int q8f_matmul_table(const amd_node *n, const amd_tensor *x, const amd_tensor *w, const float *dy, float *dx,
-                            float *dw, amd_status *st) {
-  amd_mm_shape s;
-  if (amd_mm_shapes(x, w, &s, st)) return -1;
-  const int64_t M = s.M, N = s.N, K = s.K, nb = amd_tensor_numel(&s.batch);
-  const int64_t nch = w->rank >= 2 ? w->dims[w->rank - 1] : 1;
-  q8f_run r;
-  if (q8f_begin(n, x, w, nch, 1, 0, K, N, 0, 1, r, st)) return -1;
-  if (M == 0 || N == 0 || K == 0 || nb == 0) return 0;
-  const int64_t nx = amd_tensor_numel(x), ldx = round16(K);
-  amd_cuda_q8g_ctx *gc = q8_grad_ctx(st);
-  scratch xq;
-  if (!gc || xq.get((size_t)(nx / K * ldx), st) || xquant(nx, K, ldx, F(x), r, (uint8_t *)xq.p, st)) return -1;
-  int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
-  amd_broadcast_strides(&s.batch_a, &s.batch, sa);
-  amd_broadcast_strides(&s.batch_b, &s.batch, sb);
-  int64_t oa = 0, ob = 0;
-  for (int64_t t = 0; t < nb; t++) {
-    amd_q8g_args a = q8g_args(M, N, K, r);
-    a.A = (const uint8_t *)xq.p + oa * M * ldx, a.a_rs = ldx, a.a_cs = 1;
-    a.B = (const uint8_t *)r.wq.p + ob * N * r.ldw, a.b_rs = 1, a.b_cs = r.ldw;
-    a.G = dy + t * M * N, a.g_rows = M, a.g_img = 0, a.g_rs = N, a.g_cs = 1;
-    a.dA = dx ? dx + oa * M * K : NULL, a.da_rs = K;
-    a.dB = dw ? dw + ob * K * N : NULL, a.db_rs = N, a.db_cs = 1;
-    if (amd_cuda_q8g_run(gc, &a, n->mult->q8_ea, n->mult->q8_eb, st)) return -1;
-    for (int d = s.batch.rank - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s.batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
-  return 0;
-}
-
-enum { Q8F_CONV, Q8F_GEMM, Q8F_MATMUL };
-
-/* The table's terms (nothing in the STE mode), as the CPU's q8f_table_grad. */
-static int q8f_table_backward(int kind, const amd_node *n, const amd_tensor *const *in, const amd_tensor *const *dout,
-                              float *dx, amd_tensor *const *din, amd_status *st) {
-  if (amd_q8_float_grad(n) != AMD_Q8_GRAD_TABLE || !dout[0]) return 0;
-  float *dw = n->n_in > 1 && din[1] && din[1]->dtype == AMD_FLOAT ? F(din[1]) : NULL;
-  if (!dx && !dw) return 0;
-  const amd_mult *m = n->mult;
-  if (!m || !m->q8 || !m->q8_ea || !m->q8_eb)
-    return amd_fail(st, "the table-derived backward (--q8-grad table) needs the node's 8-bit table");
-  if (dout[0]->dtype != AMD_FLOAT) return amd_fail(st, "the output gradient must be float");
-  const amd_tensor *x = in[0], *w = n->n_in > 1 ? in[1] : NULL;
-  if (!x || !w || w->rank < 1) return amd_fail(st, "the table-derived backward needs the data and the weight");
-  const float *dy = F(dout[0]);
-  return kind == Q8F_CONV   ? q8f_conv_table(n, x, w, dy, dx, dw, st)
-         : kind == Q8F_GEMM ? q8f_gemm_table(n, x, w, dy, dx, dw, st)
-                            : q8f_matmul_table(n, x, w, dy, dx, dw, st);
-}
 
 static int q8f_backward(int kind, amd_cu_bwd_fn fbwd, BWD_ARGS) {
   amd_tensor *dx = din[0];
