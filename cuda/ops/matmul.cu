@@ -96,19 +96,10 @@ template <typename Fn> static int mm_each(const amd_mm_shape *s, Fn fn) {
   int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
   amd_broadcast_strides(&s->batch_a, &s->batch, sa);
   amd_broadcast_strides(&s->batch_b, &s->batch, sb);
-  const int r = s->batch.rank;
   int64_t oa = 0, ob = 0, nb = amd_tensor_numel(&s->batch);
   for (int64_t t = 0; t < nb; t++) {
     if (fn(t, oa, ob)) return -1;
-    for (int d = r - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s->batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(s, sa, sb, idx, &oa, &ob);
   }
   return 0;
 }

@@ -625,15 +625,7 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
       const amd_q8_operand A = operand(aq + oa * M * ldx, ldx, r.fmt, xz, 0),
                            B = operand(bq + ob * N * r.ldw, r.ldw, r.fmt, wz, 1);
       if (amd_cuda_q8_gemm(qc, r.table, M, N, K, &A, &B, 1, c + t * M * N, N, NULL, st)) return -1;
-      for (int d = s.batch.rank - 1; d >= 0; d--) {
-        idx[d]++;
-        oa += sa[d];
-        ob += sb[d];
-        if (idx[d] < s.batch.dims[d]) break;
-        oa -= sa[d] * idx[d];
-        ob -= sb[d] * idx[d];
-        idx[d] = 0;
-      }
+      amd_mm_batch_next(&s, sa, sb, idx, &oa, &ob);
     }
   }
   amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)nb * (double)M * (double)N * (double)K);

@@ -151,15 +151,7 @@ static int q8f_matmul_table(const amd_node *n, const amd_tensor *x, const amd_te
     a.dA = dx ? dx + oa * M * K : NULL, a.da_rs = K;
     a.dB = dw ? dw + ob * K * N : NULL, a.db_rs = N, a.db_cs = 1;
     if (amd_cuda_q8g_run(gc, &a, n->mult->q8_ea, n->mult->q8_eb, st)) return -1;
-    for (int d = s.batch.rank - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s.batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(&s, sa, sb, idx, &oa, &ob);
   }
   return 0;
 }

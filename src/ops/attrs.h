@@ -50,6 +50,20 @@ typedef struct amd_mm_shape {
   amd_tensor batch_a, batch_b, batch; /* shapes only */
 } amd_mm_shape;
 int amd_mm_shapes(const amd_tensor *A, const amd_tensor *B, amd_mm_shape *s, amd_status *st);
+/* The batch odometer of a broadcast MatMul: from batch entry idx (matrix offsets *oa, *ob into A and B;
+ * sa, sb their strides from amd_broadcast_strides) to the next one in row-major order. */
+static inline void amd_mm_batch_next(const amd_mm_shape *s, const int64_t *sa, const int64_t *sb, int64_t *idx,
+                                     int64_t *oa, int64_t *ob) {
+  for (int d = s->batch.rank - 1; d >= 0; d--) {
+    idx[d]++;
+    *oa += sa[d];
+    *ob += sb[d];
+    if (idx[d] < s->batch.dims[d]) break;
+    *oa -= sa[d] * idx[d];
+    *ob -= sb[d] * idx[d];
+    idx[d] = 0;
+  }
+}
 
 /* ---- BatchNormalization (norm.c) ---- */
 typedef struct amd_bn_attrs {

@@ -232,19 +232,10 @@ static int matmul_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *
   int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
   amd_broadcast_strides(&s.batch_a, &s.batch, sa);
   amd_broadcast_strides(&s.batch_b, &s.batch, sb);
-  const int r = s.batch.rank;
   int64_t oa = 0, ob = 0; /* batch offsets (in matrices) into A and B */
   for (int64_t t = 0; t < nb; t++) {
     amd_gemm(node->mult, 0, 0, M, N, K, 1.0f, a + oa * mk, K, b + ob * kn, N, 0.0f, y + t * mn, N);
-    for (int d = r - 1; d >= 0; d--) { /* advance the batch odometer */
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s.batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(&s, sa, sb, idx, &oa, &ob);
   }
   AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, nb * M * N * K);
   return 0;
@@ -278,7 +269,6 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
   int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};
   amd_broadcast_strides(&s.batch_a, &s.batch, sa);
   amd_broadcast_strides(&s.batch_b, &s.batch, sb);
-  const int r = s.batch.rank;
   int64_t oa = 0, ob = 0;
   for (int64_t t = 0; t < nb; t++) {
     const float *dyt = dy + t * mn;
@@ -292,15 +282,7 @@ static int matmul_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor 
       amd_gemm(node->bwd_mult, 1, 0, K, N, M, 1.0f, a + oa * mk, K, dyt, N, 1.0f, db + ob * kn, N);
       AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, M * N * K);
     }
-    for (int d = r - 1; d >= 0; d--) {
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s.batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(&s, sa, sb, idx, &oa, &ob);
   }
   return 0;
 }

@@ -512,15 +512,7 @@ static int q8f_matmul_table_grad(const amd_node *n, const q8f_in *q, const float
     if (amd_q8_grad_gemm(M, N, K, xc + oa * M * K, wc + ob * K * N, dy + t * M * N, cb, xs, m->q8_ea, m->q8_eb,
                          dx ? dx + oa * M * K : NULL, dw ? dw + ob * K * N : NULL))
       rc = amd_fail(st, "out of memory for the table-derived gradient");
-    for (int d = s.batch.rank - 1; d >= 0; d--) { /* advance the batch odometer */
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s.batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(&s, sa, sb, idx, &oa, &ob);
   }
   free(cb);
   return rc;

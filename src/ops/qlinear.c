@@ -419,15 +419,7 @@ static int qmm_acc(const qmm_in *q, const int32_t *table, int32_t *acc, amd_stat
   for (int64_t t = 0; t < nb && rc == 0; t++) {
     if (amd_q8_gemm(M, N, K, a + oa * mk, as, za, b + ob * kn, bs, zb, table, acc + t * mn))
       rc = amd_fail(st, "out of memory in the integer GEMM");
-    for (int d = s->batch.rank - 1; d >= 0; d--) { /* advance the batch odometer */
-      idx[d]++;
-      oa += sa[d];
-      ob += sb[d];
-      if (idx[d] < s->batch.dims[d]) break;
-      oa -= sa[d] * idx[d];
-      ob -= sb[d] * idx[d];
-      idx[d] = 0;
-    }
+    amd_mm_batch_next(s, sa, sb, idx, &oa, &ob);
   }
   free(za);
   free(zb);
