@@ -147,16 +147,12 @@ static inline int64_t q_param_index(const q_view *v, int64_t o, int64_t d, int64
   }
 }
 
-static const amd_tensor *opt_in(const amd_node *n, const amd_tensor *const *in, int k) {
-  return n->n_in > k ? in[k] : NULL;
-}
-
 /* ---------------------------------------------------------------- QuantizeLinear */
 
 static int quantize_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   const q_attrs *a = n->attrs;
   if (n->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "QuantizeLinear needs inputs x and y_scale");
-  const amd_tensor *x = in[0], *s = in[1], *z = opt_in(n, in, 2);
+  const amd_tensor *x = in[0], *s = in[1], *z = amd_q_opt_in(n, in, 2);
   if (x->dtype != AMD_FLOAT && x->dtype != AMD_INT32)
     return amd_fail(st, "input x has dtype %s: QuantizeLinear here takes float and int32",
                     amd_dtype_name(x->dtype));
@@ -176,7 +172,7 @@ static int quantize_infer(const amd_node *n, const amd_tensor *const *in, amd_te
 static int quantize_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                             amd_status *st) {
   (void)ctx;
-  const amd_tensor *x = in[0], *s = in[1], *z = opt_in(n, in, 2);
+  const amd_tensor *x = in[0], *s = in[1], *z = amd_q_opt_in(n, in, 2);
   q_view v;
   if (q_layout(n, x, s, z, &v, st)) return -1;
   int32_t lo, hi;
@@ -197,7 +193,7 @@ static int quantize_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
 
 static int dequantize_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *out, amd_status *st) {
   if (n->n_in < 2 || !in[0] || !in[1]) return amd_fail(st, "DequantizeLinear needs inputs x and x_scale");
-  const amd_tensor *x = in[0], *s = in[1], *z = opt_in(n, in, 2);
+  const amd_tensor *x = in[0], *s = in[1], *z = amd_q_opt_in(n, in, 2);
   if (!amd_q_is8(x->dtype) && x->dtype != AMD_INT32)
     return amd_fail(st, "input x has dtype %s: DequantizeLinear here takes int8, uint8 and int32",
                     amd_dtype_name(x->dtype));
@@ -213,7 +209,7 @@ static int dequantize_infer(const amd_node *n, const amd_tensor *const *in, amd_
 static int dequantize_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                               amd_status *st) {
   (void)ctx;
-  const amd_tensor *x = in[0], *s = in[1], *z = opt_in(n, in, 2);
+  const amd_tensor *x = in[0], *s = in[1], *z = amd_q_opt_in(n, in, 2);
   q_view v;
   if (q_layout(n, x, s, z, &v, st)) return -1;
   const float *sd = s->data;
