@@ -12,7 +12,7 @@ set -eu
 build=$1 idx=$2 out=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/cli" "$out/tests/dist" "$out/tests/faults" "$out/tools" \
+mkdir -p "$out/bin" "$out/lib" "$out/tests/golden" "$out/tests/gpu" "$out/tests/data" "$out/tests/cli" "$out/tests/dist" "$out/tests/faults" "$out/tools" \
   "$out/data"
 # meson 1.0's nvcc rule records no header dependencies (nvcc -MD names its file
 # differently from what ninja reads): rebuild the CUDA sources when a header
@@ -38,6 +38,7 @@ ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { pr
 # models/ travels with the checkout: run_all.sh reads ../models
 cp "$src"/tests/golden/*.sh "$src"/tests/golden/*.py "$out/tests/golden/"
 cp "$src"/tests/gpu/*.sh "$out/tests/gpu/"
+cp "$src/tests/data/image_folder_case.sh" "$out/tests/data/" # sourced by tests/gpu/eval_stream_gpu.sh
 cp "$src/tests/cli/test_sweep.sh" "$out/tests/cli/"
 cp "$src"/tests/faults/*.sh "$src"/tests/faults/*.py "$out/tests/faults/"
 cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"

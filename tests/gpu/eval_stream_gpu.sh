@@ -9,17 +9,7 @@
 # made from an IDX set at test time (tests/data/make_image_folder.py: PIL and
 # numpy for /usr/bin/python3, else skipped).
 # usage: eval_stream_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR MAKE_IMAGE_FOLDER_PY [DEVICE (cuda)]
-set -u
-amd=$1 models=$2 idx=$3 make=$4 dev=${5:-cuda}
-py=${PYTHON:-/usr/bin/python3}
-[ -f "$idx/t10k-images-idx3-ubyte.gz" ] || { echo "SKIP: no IDX data set in $idx"; exit 77; }
-$py -c "import PIL, numpy" 2>/dev/null || { echo "SKIP: no PIL/numpy for $py"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-$py "$make" "$idx" "$tmp/rgb" rgb32 30 5 || { bad "make the folder"; exit 1; }
+. "$(dirname "$0")/../data/image_folder_case.sh"
 opts=(--resize 32 --crop 32 --normalize imagenet --device "$dev")
 same_eval() { # NAME EVAL-ARGS...
   local name=$1
