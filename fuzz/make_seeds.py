@@ -125,7 +125,12 @@ put('fuzz_model', 'shape_chain.onnx', model(
      node('Unsqueeze', ['n', 'axes'], ['n1']), node('Concat', ['n1', 'm1'], ['ns'], fld(5, 2, fld(1, 2, b'axis') + fld(20, 0, 2) + fld(3, 0, 0))),
      node('Reshape', ['x', 'ns'], ['y'])],
     [idx, axes, m1], [value_info('x', 1, ['N', 3, 4, 4])], [value_info('y', 1, ['N', 48])]))
-print(f'fuzz_model: {n} conformance models + 2 hand-made')
+# a STRING attribute with no bytes: protobuf-c gives it no data pointer (fuzzer regression)
+cw = tensor('w', 1, [2, 1, 3, 3], raw=struct.pack('<18f', *[i / 10 for i in range(18)]))
+put('fuzz_model', 'regress-empty-string-attr', model(
+    [node('Conv', ['x', 'w'], ['y'], fld(5, 2, fld(1, 2, b'auto_pad') + fld(20, 0, 3) + fld(4, 2, b'')))],
+    [cw], [value_info('x', 1, ['N', 1, 5, 5])], [value_info('y', 1, ['N', 2, 3, 3])]))
+print(f'fuzz_model: {n} conformance models + 3 hand-made')
 
 # ---- fuzz_tensor: a few test-suite .pb files and typed-field / external ones
 for t in ['test_abs', 'test_cast_FLOAT_to_FLOAT16', 'test_cast_FLOAT16_to_DOUBLE', 'test_gather_0',

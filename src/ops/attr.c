@@ -24,7 +24,7 @@ const char *amd_attr_string(const amd_attr_list *p, const char *name, const char
   const amd_attr *a = amd_attr_find(p, name);
   if (!a || !a->has_s) return def;
   size_t len = a->s_len < n - 1 ? a->s_len : n - 1;
-  memcpy(buf, a->s, len);
+  if (len) memcpy(buf, a->s, len); /* an empty string may have no data pointer */
   buf[len] = 0;
   return buf;
 }
