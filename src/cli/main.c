@@ -1,6 +1,9 @@
 /* amdnn-onnx: command-line entry point; dispatches to the subcommands. */
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "cli_util.h"
 #include "commands.h"
@@ -30,6 +33,20 @@ static const char usage[] =
     "\n"
     "`amdnn-onnx COMMAND --help` describes each command's options.\n";
 
+/* A training or evaluation step frees and allocates the same large tensors
+ * again and again. By default glibc maps each large block afresh (and hands
+ * free memory at the top of the heap back), so every step pays a page fault
+ * per 4 KB page it touches first, several times the cost of the calloc that
+ * clears a reused block (docs/ARCHITECTURE.md, "CPU memory and threads").
+ * Blocks up to 1 GB come from the heap instead, and freed memory stays with
+ * the process for the next step. */
+static void keep_freed_memory(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fputs(usage, argc < 2 ? stderr : stdout);
@@ -40,6 +57,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   amd_cli_env(); /* the environment, read and applied once */
+  keep_freed_memory();
   static const struct {
     const char *name;
     int (*fn)(int, char **);

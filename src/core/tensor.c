@@ -6,6 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "omp.h"
+
+void *amd_zeroed_alloc(size_t bytes) {
+  enum { BIG = 1 << 20, PIECE = 1 << 16 };
+  if (bytes < BIG) return calloc(1, bytes ? bytes : 1);
+  char *p = malloc(bytes);
+  if (!p) return NULL;
+  const int64_t pieces = (int64_t)((bytes + PIECE - 1) / PIECE);
+  AMD_PARALLEL_FOR((int64_t)(bytes / 4))
+  for (int64_t q = 0; q < pieces; q++) {
+    const size_t off = (size_t)q * PIECE;
+    memset(p + off, 0, bytes - off < PIECE ? bytes - off : PIECE);
+  }
+  return p;
+}
+
 size_t amd_dtype_size(amd_dtype t) {
   switch (t) {
   case AMD_FLOAT: return 4;
@@ -67,7 +83,7 @@ int amd_tensor_alloc(amd_tensor *t, amd_status *st) {
   if (bytes > AMD_MAX_TENSOR_BYTES)
     return amd_fail(st, "tensor too large (over %lld bytes)", (long long)AMD_MAX_TENSOR_BYTES);
   /* Always allocate at least one byte so that empty tensors have a valid pointer. */
-  t->data = calloc(1, bytes > 0 ? (size_t)bytes : 1);
+  t->data = amd_zeroed_alloc((size_t)bytes);
   if (!t->data) return amd_fail(st, "out of memory allocating %lld bytes", (long long)bytes);
   t->device = AMD_DEVICE_CPU;
   return 0;

@@ -66,6 +66,11 @@ void amd_tensor_set_shape(amd_tensor *t, amd_dtype dtype, int rank, const int64_
 /* Checks that the shape is valid (rank <= AMD_MAX_RANK, dims >= 0, size under
  * AMD_MAX_TENSOR_BYTES) and allocates zeroed host memory for it. */
 int amd_tensor_alloc(amd_tensor *t, amd_status *st);
+/* Zeroed host memory of at least one byte (free() releases it), NULL when
+ * out of memory: calloc, or for a large block malloc and a memset on every
+ * core. A step reuses its large blocks from the heap (src/cli/main.c), and
+ * calloc would clear a reused block on one core. */
+void *amd_zeroed_alloc(size_t bytes);
 void amd_tensor_free(amd_tensor *t);
 /* Deep copy of src into dst (dst's old data is not freed). */
 int amd_tensor_copy(amd_tensor *dst, const amd_tensor *src, amd_status *st);

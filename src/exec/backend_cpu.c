@@ -24,7 +24,7 @@ static int cpu_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 }
 
 static int cpu_mem_alloc(void **p, size_t bytes, amd_status *st) {
-  *p = calloc(1, bytes ? bytes : 1);
+  *p = amd_zeroed_alloc(bytes);
   return *p ? 0 : amd_fail(st, "out of memory allocating %zu bytes", bytes);
 }
 
@@ -42,7 +42,7 @@ static int cpu_mem_zero(void *p, size_t bytes, amd_status *st) {
 
 static const amd_buffers cpu_buffers = {
     .alloc = amd_tensor_alloc,
-    .alloc_out = NULL, /* calloc is cheap next to the CPU ops */
+    .alloc_out = NULL, /* outputs are zeroed too: not every CPU op writes all of its outputs */
     .free = amd_tensor_free,
     .mem_alloc = cpu_mem_alloc,
     .mem_free = free,

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 #define BIT(t) (1u << (t))
@@ -60,14 +61,15 @@ static int unary_infer(const amd_node *n, const amd_tensor *const *in, amd_tenso
   }
 
 /* y[i] = EXPR(v) with v = x[i], over the whole tensor. */
-#define MAP(T, EXPR)                                                                            \
-  do {                                                                                          \
-    const T *xs_ = (const T *)x->data;                                                          \
-    T *ys_ = (T *)y->data;                                                                      \
-    for (int64_t i_ = 0; i_ < nel; i_++) {                                                      \
-      T v = xs_[i_];                                                                            \
-      ys_[i_] = (T)(EXPR);                                                                      \
-    }                                                                                           \
+#define MAP(T, EXPR)                                                                                         \
+  do {                                                                                                       \
+    const T *xs_ = (const T *)x->data;                                                                       \
+    T *ys_ = (T *)y->data;                                                                                   \
+    AMD_PARALLEL_FOR(nel)                                                                                    \
+    for (int64_t i_ = 0; i_ < nel; i_++) {                                                                   \
+      T v = xs_[i_];                                                                                         \
+      ys_[i_] = (T)(EXPR);                                                                                   \
+    }                                                                                                        \
   } while (0)
 
 #define CASE_MAP(DT, T, EXPR)                                                                   \
@@ -458,6 +460,7 @@ static int clip_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   do {                                                                                                       \
     const T *xs_ = (const T *)x->data, *us_ = (const T *)y->data, *gs_ = (const T *)dy->data;                \
     T *dxs_ = (T *)dx->data;                                                                                 \
+    AMD_PARALLEL_FOR(nel)                                                                                    \
     for (int64_t i_ = 0; i_ < nel; i_++) {                                                                   \
       T v = xs_[i_], u = us_[i_], g = gs_[i_];                                                               \
       (void)v;                                                                                               \
@@ -495,10 +498,12 @@ static int relu_backward(BWD_ARGS) {
   if (x->dtype == AMD_FLOAT) {
     const float *u = y->data, *g = dy->data;
     float *d = dx->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) d[i] += u[i] > 0 ? g[i] : 0.0f;
   } else {
     const double *u = y->data, *g = dy->data;
     double *d = dx->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) d[i] += u[i] > 0 ? g[i] : 0.0;
   }
   return 0;

@@ -65,6 +65,20 @@ static inline void amd_mm_batch_next(const amd_mm_shape *s, const int64_t *sa, c
   }
 }
 
+/* Row r of a row-major odometer over dims[0..nd) (the last dim fastest), for
+ * a worker that starts midway: sets idx and returns the offset
+ * sum idx[d] * str[d]. */
+static inline int64_t amd_odometer_at(int nd, const int64_t *dims, const int64_t *str, int64_t r,
+                                      int64_t *idx) {
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    idx[d] = r % dims[d];
+    r /= dims[d];
+    off += idx[d] * str[d];
+  }
+  return off;
+}
+
 /* ---- BatchNormalization (norm.c) ---- */
 typedef struct amd_bn_attrs {
   double epsilon;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 #include "bcast_iter.h"
 #include "shape_util.h"
@@ -224,6 +225,67 @@ static ew_inner_fn ew_kernel(amd_dtype t, int op) {
 
 /* ---- broadcast driver ---- */
 
+/* The broadcast of A and B to the output, collapsed into the fewest dims:
+ * adjacent dims merge where both operands are contiguous or broadcast across
+ * them, dims of size 1 drop out. The walk is rows of dim[nd - 1] elements
+ * (operand strides 0 or 1 there), the outer dims an odometer. */
+typedef struct ew_walk {
+  int nd;
+  int64_t dim[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK];
+  int64_t rows; /* output elements / dim[nd - 1] */
+} ew_walk;
+
+static void ew_walk_init(ew_walk *w, const amd_tensor *a, const amd_tensor *b, const amd_tensor *o) {
+  int64_t sa_full[AMD_MAX_RANK], sb_full[AMD_MAX_RANK];
+  amd_broadcast_strides(a, o, sa_full);
+  amd_broadcast_strides(b, o, sb_full);
+  int nd = 0;
+  for (int i = 0; i < o->rank; i++) {
+    if (o->dims[i] == 1) continue;
+    if (nd > 0 && w->sa[nd - 1] == sa_full[i] * o->dims[i] && w->sb[nd - 1] == sb_full[i] * o->dims[i]) {
+      w->dim[nd - 1] *= o->dims[i];
+      w->sa[nd - 1] = sa_full[i];
+      w->sb[nd - 1] = sb_full[i];
+      continue;
+    }
+    w->dim[nd] = o->dims[i];
+    w->sa[nd] = sa_full[i];
+    w->sb[nd] = sb_full[i];
+    nd++;
+  }
+  if (nd == 0) { /* every dim is 1: one row of one element */
+    w->dim[0] = 1, w->sa[0] = w->sb[0] = 1, nd = 1;
+  }
+  w->nd = nd;
+  w->rows = amd_tensor_numel(o) / w->dim[nd - 1];
+}
+
+/* The odometer's position (idx) and the operands' element offsets at the
+ * start of row r. */
+static void ew_row_start(const ew_walk *w, int64_t r, int64_t *idx, int64_t *offa, int64_t *offb) {
+  *offa = amd_odometer_at(w->nd - 1, w->dim, w->sa, r, idx);
+  *offb = 0;
+  for (int d = 0; d < w->nd - 1; d++) *offb += idx[d] * w->sb[d];
+}
+
+/* The odometer: row offsets of the next row. */
+static void ew_next_row(const ew_walk *w, int64_t *idx, int64_t *offa, int64_t *offb) {
+  for (int d = w->nd - 2; d >= 0; d--) {
+    *offa += w->sa[d];
+    *offb += w->sb[d];
+    if (++idx[d] < w->dim[d]) return;
+    *offa -= w->sa[d] * w->dim[d];
+    *offb -= w->sb[d] * w->dim[d];
+    idx[d] = 0;
+  }
+}
+
+/* Work items of a threaded walk: a flat walk (one row) in pieces of
+ * EW_PIECE elements, otherwise the rows in EW_BLOCKS blocks, each block
+ * walking its rows with the odometer. Every output element is computed
+ * alone, so the bits do not depend on the split. */
+enum { EW_PIECE = 16384, EW_BLOCKS = 64 };
+
 static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
                       amd_status *st) {
   const amd_tensor *a = in[0];
@@ -232,62 +294,33 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
   amd_tensor *o = &out[0];
   ew_inner_fn fn = ew_kernel(o->dtype, op);
   if (!fn) return amd_fail(st, "unsupported dtype %s", amd_dtype_name(o->dtype));
-  int64_t total = amd_tensor_numel(o);
+  const int64_t total = amd_tensor_numel(o);
   if (total == 0) return 0;
-  size_t es = amd_dtype_size(o->dtype);
+  const size_t es = amd_dtype_size(o->dtype);
   const char *pa = a->data, *pb = bv.data;
   char *po = o->data;
-
-  int64_t na = amd_tensor_numel(a), nb = amd_tensor_numel(&bv);
-  if (na == total && nb == total) { /* equal shapes (or only size-1 dims differ) */
-    fn(pa, pb, po, total, 1, 1);
-    return 0;
-  }
-  if (nb == 1 && na == total) {
-    fn(pa, pb, po, total, 1, 0);
-    return 0;
-  }
-  if (na == 1 && nb == total) {
-    fn(pa, pb, po, total, 0, 1);
-    return 0;
-  }
-
-  /* General case: collapse dims, then odometer over the outer dims. */
-  int64_t sa_full[AMD_MAX_RANK], sb_full[AMD_MAX_RANK];
-  amd_broadcast_strides(a, o, sa_full);
-  amd_broadcast_strides(&bv, o, sb_full);
-  int64_t dim[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK];
-  int nd = 0;
-  for (int i = 0; i < o->rank; i++) {
-    if (o->dims[i] == 1) continue;
-    if (nd > 0 && sa[nd - 1] == sa_full[i] * o->dims[i] && sb[nd - 1] == sb_full[i] * o->dims[i]) {
-      dim[nd - 1] *= o->dims[i];
-      sa[nd - 1] = sa_full[i];
-      sb[nd - 1] = sb_full[i];
-      continue;
-    }
-    dim[nd] = o->dims[i];
-    sa[nd] = sa_full[i];
-    sb[nd] = sb_full[i];
-    nd++;
-  }
-  if (nd == 0) { /* every dim is 1 */
-    fn(pa, pb, po, 1, 1, 1);
-    return 0;
-  }
-  int64_t inner = dim[nd - 1], isa = sa[nd - 1], isb = sb[nd - 1];
+  ew_walk w;
+  ew_walk_init(&w, a, &bv, o);
+  const int64_t inner = w.dim[w.nd - 1], isa = w.sa[w.nd - 1], isb = w.sb[w.nd - 1];
   AMD_ASSERT((isa == 0 || isa == 1) && (isb == 0 || isb == 1));
-  int64_t idx[AMD_MAX_RANK] = {0};
-  int64_t offa = 0, offb = 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    fn(pa + offa * es, pb + offb * es, po + done * es, inner, isa, isb);
-    for (int d = nd - 2; d >= 0; d--) {
-      offa += sa[d];
-      offb += sb[d];
-      if (++idx[d] < dim[d]) break;
-      offa -= sa[d] * dim[d];
-      offb -= sb[d] * dim[d];
-      idx[d] = 0;
+  if (w.rows == 1) {
+    const int64_t pieces = (inner + EW_PIECE - 1) / EW_PIECE;
+    AMD_PARALLEL_FOR(total)
+    for (int64_t q = 0; q < pieces; q++) {
+      const int64_t i0 = q * EW_PIECE, len = inner - i0 < EW_PIECE ? inner - i0 : EW_PIECE;
+      fn(pa + i0 * isa * (int64_t)es, pb + i0 * isb * (int64_t)es, po + i0 * (int64_t)es, len, isa, isb);
+    }
+    return 0;
+  }
+  const int64_t blocks = w.rows < EW_BLOCKS ? w.rows : EW_BLOCKS;
+  AMD_PARALLEL_FOR(total)
+  for (int64_t blk = 0; blk < blocks; blk++) {
+    const int64_t r0 = w.rows * blk / blocks, r1 = w.rows * (blk + 1) / blocks;
+    int64_t idx[AMD_MAX_RANK], offa, offb;
+    ew_row_start(&w, r0, idx, &offa, &offb);
+    for (int64_t r = r0; r < r1; r++) {
+      fn(pa + offa * (int64_t)es, pb + offb * (int64_t)es, po + r * inner * (int64_t)es, inner, isa, isb);
+      ew_next_row(&w, idx, &offa, &offb);
     }
   }
   return 0;
@@ -366,6 +399,37 @@ static const void *operand_at(const amd_tensor *t, int64_t off, size_t elem) {
   return t->data ? (const char *)t->data + off * (int64_t)elem : NULL;
 }
 
+/* One run of len output elements for operand `which`: a, b, g and d point at
+ * the run's first elements (a or b NULL when training freed its data: Add
+ * and Sub do not read them); d is double when t is or when d_double. */
+static void ew_bwd_run(int op, int which, amd_dtype t, int d_double, const void *a, const void *b,
+                       const void *g, void *d, int64_t len, int64_t isa, int64_t isb) {
+  const int64_t isd = which ? isb : isa;
+  if (t == AMD_DOUBLE)
+    ew_bwd_f64(op, which, a, b, g, d, len, isa, isb, isd);
+  else if (d_double)
+    ew_bwd_f32d(op, which, a, b, g, d, len, isa, isb, isd);
+  else
+    ew_bwd_f32(op, which, a, b, g, d, len, isa, isb, isd);
+}
+
+/* Rows [r0, r1) of the walk for operand `which`, accumulating into d (dt's
+ * data, or the double scratch of a broadcast float operand). */
+static void ew_bwd_rows(int op, int which, const ew_walk *w, int64_t r0, int64_t r1, const amd_tensor *a,
+                        const amd_tensor *b, const amd_tensor *g, amd_dtype t, void *d, int d_double) {
+  const size_t es = amd_dtype_size(t), ed = t == AMD_DOUBLE || d_double ? 8 : 4;
+  const int64_t inner = w->dim[w->nd - 1];
+  int64_t idx[AMD_MAX_RANK], offa, offb;
+  ew_row_start(w, r0, idx, &offa, &offb);
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t offd = which ? offb : offa;
+    ew_bwd_run(op, which, t, d_double, operand_at(a, offa, es), operand_at(b, offb, es),
+               (const char *)g->data + r * inner * (int64_t)es, (char *)d + offd * (int64_t)ed, inner,
+               w->sa[w->nd - 1], w->sb[w->nd - 1]);
+    ew_next_row(w, idx, &offa, &offb);
+  }
+}
+
 static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, const amd_tensor *out,
                        const amd_tensor *const *dout, amd_tensor *const *din, amd_status *st) {
   if (!dout[0]) return 0;
@@ -375,75 +439,51 @@ static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, c
   amd_dtype t = o->dtype;
   if (t != AMD_FLOAT && t != AMD_DOUBLE)
     return amd_fail(st, "backward supports float and double only (got %s)", amd_dtype_name(t));
-  int64_t total = amd_tensor_numel(o);
+  const int64_t total = amd_tensor_numel(o);
   if (total == 0) return 0;
-
-  /* Collapse dims as the forward pass does (by both operands' strides). */
-  int64_t sa_full[AMD_MAX_RANK], sb_full[AMD_MAX_RANK];
-  amd_broadcast_strides(a, o, sa_full);
-  amd_broadcast_strides(&bv, o, sb_full);
-  int64_t dim[AMD_MAX_RANK], sa[AMD_MAX_RANK], sb[AMD_MAX_RANK];
-  int nd = 0;
-  for (int i = 0; i < o->rank; i++) {
-    if (o->dims[i] == 1) continue;
-    if (nd > 0 && sa[nd - 1] == sa_full[i] * o->dims[i] && sb[nd - 1] == sb_full[i] * o->dims[i]) {
-      dim[nd - 1] *= o->dims[i];
-      sa[nd - 1] = sa_full[i];
-      sb[nd - 1] = sb_full[i];
-      continue;
-    }
-    dim[nd] = o->dims[i];
-    sa[nd] = sa_full[i];
-    sb[nd] = sb_full[i];
-    nd++;
-  }
-  if (nd == 0) {
-    dim[0] = 1, sa[0] = sb[0] = 0, nd = 1;
-  }
+  ew_walk w;
+  ew_walk_init(&w, a, &bv, o); /* the forward's walk */
 
   for (int which = 0; which < 2; which++) {
     amd_tensor *dt = din[which];
     if (!dt) continue;
     const amd_tensor *operand = which ? &bv : a;
-    const int64_t *sd = which ? sb : sa;
-    int64_t nop = amd_tensor_numel(operand);
+    const int64_t nop = amd_tensor_numel(operand);
     AMD_ASSERT(dt->dtype == t && amd_tensor_numel(dt) == nop);
-    double *scratch = NULL;
-    if (t == AMD_FLOAT && nop < total) {
-      scratch = calloc((size_t)nop, sizeof *scratch);
-      if (!scratch) return amd_fail(st, "out of memory");
-    }
-    int64_t inner = dim[nd - 1];
-    int64_t idx[AMD_MAX_RANK] = {0};
-    int64_t offa = 0, offb = 0;
-    for (int64_t done = 0; done < total; done += inner) {
-      int64_t offd = which ? offb : offa;
-      if (t == AMD_DOUBLE)
-        ew_bwd_f64(op, which, (const double *)operand_at(a, offa, 8), (const double *)operand_at(&bv, offb, 8),
-                   (const double *)dout[0]->data + done, (double *)dt->data + offd, inner, sa[nd - 1],
-                   sb[nd - 1], sd[nd - 1]);
-      else if (scratch)
-        ew_bwd_f32d(op, which, (const float *)operand_at(a, offa, 4), (const float *)operand_at(&bv, offb, 4),
-                    (const float *)dout[0]->data + done, scratch + offd, inner, sa[nd - 1], sb[nd - 1],
-                    sd[nd - 1]);
-      else
-        ew_bwd_f32(op, which, (const float *)operand_at(a, offa, 4), (const float *)operand_at(&bv, offb, 4),
-                   (const float *)dout[0]->data + done, (float *)dt->data + offd, inner, sa[nd - 1],
-                   sb[nd - 1], sd[nd - 1]);
-      for (int d = nd - 2; d >= 0; d--) {
-        offa += sa[d];
-        offb += sb[d];
-        if (++idx[d] < dim[d]) break;
-        offa -= sa[d] * dim[d];
-        offb -= sb[d] * dim[d];
-        idx[d] = 0;
+    if (nop == total) {
+      /* one gradient element per output element: rows in parallel blocks
+       * (a flat walk in pieces), each element's sum the same as serially */
+      if (w.rows == 1) {
+        const int64_t pieces = (total + EW_PIECE - 1) / EW_PIECE, isa = w.sa[0], isb = w.sb[0];
+        const size_t es = amd_dtype_size(t);
+        AMD_PARALLEL_FOR(total)
+        for (int64_t q = 0; q < pieces; q++) {
+          const int64_t i0 = q * EW_PIECE, len = total - i0 < EW_PIECE ? total - i0 : EW_PIECE;
+          ew_bwd_run(op, which, t, 0, operand_at(a, i0 * isa, es), operand_at(&bv, i0 * isb, es),
+                     (const char *)dout[0]->data + i0 * (int64_t)es, (char *)dt->data + i0 * (int64_t)es, len,
+                     isa, isb);
+        }
+      } else {
+        const int64_t blocks = w.rows < EW_BLOCKS ? w.rows : EW_BLOCKS;
+        AMD_PARALLEL_FOR(total)
+        for (int64_t blk = 0; blk < blocks; blk++)
+          ew_bwd_rows(op, which, &w, w.rows * blk / blocks, w.rows * (blk + 1) / blocks, a, &bv, dout[0], t,
+                      dt->data, 0);
       }
+      continue;
     }
-    if (scratch) {
-      float *dd = dt->data;
-      for (int64_t i = 0; i < nop; i++) dd[i] += (float)scratch[i];
-      free(scratch);
+    /* a broadcast operand: its elements gather sums over the broadcast axes,
+     * in the walk's order (float: in a double scratch, added once at the end) */
+    if (t == AMD_DOUBLE) {
+      ew_bwd_rows(op, which, &w, 0, w.rows, a, &bv, dout[0], t, dt->data, 1);
+      continue;
     }
+    double *scratch = calloc((size_t)nop, sizeof *scratch);
+    if (!scratch) return amd_fail(st, "out of memory");
+    ew_bwd_rows(op, which, &w, 0, w.rows, a, &bv, dout[0], t, scratch, 1);
+    float *dd = dt->data;
+    for (int64_t i = 0; i < nop; i++) dd[i] += (float)scratch[i];
+    free(scratch);
   }
   return 0;
 }

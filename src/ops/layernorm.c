@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 static int ln_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
@@ -141,52 +142,50 @@ static void ln_param_index(const amd_tensor *x, int axis, const amd_tensor *p, i
   }
 }
 
-/* Row r of x (float or double) into xr as doubles. */
-static void ln_load_row(const amd_tensor *t, int64_t r, int64_t cols, double *dst) {
-  if (t->dtype == AMD_FLOAT) {
-    const float *s = (const float *)t->data + r * cols;
-    for (int64_t j = 0; j < cols; j++) dst[j] = s[j];
-  } else {
-    const double *s = (const double *)t->data + r * cols;
-    for (int64_t j = 0; j < cols; j++) dst[j] = s[j];
-  }
+/* Element i of a float or double tensor, as a double. */
+static inline double ln_at(const amd_tensor *t, int64_t i) {
+  return t->dtype == AMD_FLOAT ? (double)((const float *)t->data)[i] : ((const double *)t->data)[i];
 }
 
-/* A row's mean and 1 / sqrt(var + eps), two-pass in double. */
-static void ln_row_stats(const double *xr, int64_t cols, double eps, double *mean, double *inv) {
+/* Row r's mean and 1 / sqrt(var + eps), two-pass in double. */
+static void ln_row_stats(const amd_tensor *x, int64_t r, int64_t cols, double eps, double *mean,
+                         double *inv) {
+  const int64_t o = r * cols;
   double s = 0, q = 0;
-  for (int64_t j = 0; j < cols; j++) s += xr[j];
+  for (int64_t j = 0; j < cols; j++) s += ln_at(x, o + j);
   double m = cols > 0 ? s / (double)cols : 0.0;
-  for (int64_t j = 0; j < cols; j++) q += (xr[j] - m) * (xr[j] - m);
+  for (int64_t j = 0; j < cols; j++) q += (ln_at(x, o + j) - m) * (ln_at(x, o + j) - m);
   double v = cols > 0 ? q / (double)cols : 0.0;
   *mean = m;
   *inv = 1.0 / sqrt(v + eps);
 }
 
 /* Scale and B (or 0 when absent) expanded to one row of cols doubles, with
- * their index maps (sidx, bidx) for the backward's folding. */
+ * their index maps (sidx, bidx) for the backward's folding; the backward's
+ * per-column sums and per-row statistics. */
 typedef struct ln_work {
-  double *xr, *sc, *bb, *gr; /* a row of x; Scale and B per column; a row of dY */
-  double *dsc, *dbb;         /* per-column sums for dScale, dB (backward) */
+  double *sc, *bb;    /* Scale and B per column */
+  double *dsc, *dbb;  /* per-column sums for dScale, dB (backward) */
+  double *mean, *inv; /* per row (backward) */
   int64_t *sidx, *bidx;
   void *block;
 } ln_work;
 
-static int ln_work_init(ln_work *w, const amd_node *n, const amd_tensor *const *in, int64_t cols, int bwd,
-                        amd_status *st) {
+static int ln_work_init(ln_work *w, const amd_node *n, const amd_tensor *const *in, int64_t rows,
+                        int64_t cols, int bwd, amd_status *st) {
   const amd_tensor *x = in[0], *s = in[1], *b = n->n_in > 2 ? in[2] : NULL;
-  size_t c = (size_t)(cols > 0 ? cols : 1);
+  size_t c = (size_t)(cols > 0 ? cols : 1), nr = bwd ? (size_t)(rows > 0 ? rows : 1) : 0;
   memset(w, 0, sizeof *w);
-  w->block = malloc(c * (sizeof(double) * (bwd ? 6 : 3) + sizeof(int64_t) * 2));
+  w->block = malloc(c * (sizeof(double) * (bwd ? 4 : 2) + sizeof(int64_t) * 2) + nr * 2 * sizeof(double));
   if (!w->block) return amd_fail(st, "out of memory");
-  w->xr = w->block;
-  w->sc = w->xr + c;
+  w->sc = w->block;
   w->bb = w->sc + c;
-  w->gr = bwd ? w->bb + c : NULL;
-  w->dsc = bwd ? w->gr + c : NULL;
+  w->dsc = bwd ? w->bb + c : NULL;
   w->dbb = bwd ? w->dsc + c : NULL;
-  w->sidx = (int64_t *)(w->xr + c * (bwd ? 6 : 3));
+  w->sidx = (int64_t *)(w->sc + c * (bwd ? 4 : 2));
   w->bidx = w->sidx + c;
+  w->mean = bwd ? (double *)(w->bidx + c) : NULL;
+  w->inv = bwd ? w->mean + nr : NULL;
   int axis = ln_axis(n, x, st);
   ln_param_index(x, axis, s, cols, w->sidx);
   for (int64_t j = 0; j < cols; j++) w->sc[j] = amd_tensor_get_f64(s, w->sidx[j]);
@@ -208,20 +207,22 @@ static int ln_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   int64_t rows, cols;
   if (amd_ln_view(n, in, &rows, &cols, NULL, st)) return -1;
   ln_work w;
-  if (ln_work_init(&w, n, in, cols, 0, st)) return -1;
+  if (ln_work_init(&w, n, in, rows, cols, 0, st)) return -1;
+  const amd_tensor *x = in[0];
   amd_tensor *y = &out[0];
   amd_tensor *mo = n->n_out > 1 && n->out[1] >= 0 && out[1].data ? &out[1] : NULL;
   amd_tensor *io = n->n_out > 2 && n->out[2] >= 0 && out[2].data ? &out[2] : NULL;
+  AMD_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; r++) {
     double m, inv;
-    ln_load_row(in[0], r, cols, w.xr);
-    ln_row_stats(w.xr, cols, a->epsilon, &m, &inv);
+    ln_row_stats(x, r, cols, a->epsilon, &m, &inv);
     if (y->dtype == AMD_FLOAT) {
       float *yr = (float *)y->data + r * cols;
-      for (int64_t j = 0; j < cols; j++) yr[j] = (float)((w.xr[j] - m) * inv * w.sc[j] + w.bb[j]);
+      for (int64_t j = 0; j < cols; j++)
+        yr[j] = (float)((ln_at(x, r * cols + j) - m) * inv * w.sc[j] + w.bb[j]);
     } else {
       double *yr = (double *)y->data + r * cols;
-      for (int64_t j = 0; j < cols; j++) yr[j] = (w.xr[j] - m) * inv * w.sc[j] + w.bb[j];
+      for (int64_t j = 0; j < cols; j++) yr[j] = (ln_at(x, r * cols + j) - m) * inv * w.sc[j] + w.bb[j];
     }
     if (mo) amd_tensor_set_f64(mo, r, m);
     if (io) amd_tensor_set_f64(io, r, inv);
@@ -256,30 +257,43 @@ static int ln_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
     return amd_fail(st, "LayerNormalization: dY does not match Y (%s, %lld elements)",
                     amd_dtype_name(dy->dtype), (long long)amd_tensor_numel(dy));
   ln_work w;
-  if (ln_work_init(&w, n, in, cols, 1, st)) return -1;
+  if (ln_work_init(&w, n, in, rows, cols, 1, st)) return -1;
+  const amd_tensor *x = in[0];
   const double nc = (double)cols;
+  /* rows on every core: their statistics and dX */
+  AMD_PARALLEL_FOR(rows * cols)
   for (int64_t r = 0; r < rows; r++) {
+    const int64_t o = r * cols;
     double m, inv, sg = 0, sgx = 0;
-    ln_load_row(in[0], r, cols, w.xr);
-    ln_load_row(dy, r, cols, w.gr);
-    ln_row_stats(w.xr, cols, a->epsilon, &m, &inv);
+    ln_row_stats(x, r, cols, a->epsilon, &m, &inv);
+    w.mean[r] = m;
+    w.inv[r] = inv;
+    if (!dx) continue;
     for (int64_t j = 0; j < cols; j++) {
-      double xh = (w.xr[j] - m) * inv, g = w.gr[j] * w.sc[j];
+      double xh = (ln_at(x, o + j) - m) * inv, g = ln_at(dy, o + j) * w.sc[j];
       sg += g;
       sgx += g * xh;
-      w.dsc[j] += w.gr[j] * xh;
-      w.dbb[j] += w.gr[j];
     }
-    if (!dx) continue;
     double c0 = sg / nc, c1 = sgx / nc;
     if (dx->dtype == AMD_FLOAT) {
-      float *d = (float *)dx->data + r * cols;
+      float *d = (float *)dx->data + o;
       for (int64_t j = 0; j < cols; j++)
-        d[j] += (float)(inv * (w.gr[j] * w.sc[j] - c0 - (w.xr[j] - m) * inv * c1));
+        d[j] += (float)(inv * (ln_at(dy, o + j) * w.sc[j] - c0 - (ln_at(x, o + j) - m) * inv * c1));
     } else {
-      double *d = (double *)dx->data + r * cols;
-      for (int64_t j = 0; j < cols; j++) d[j] += inv * (w.gr[j] * w.sc[j] - c0 - (w.xr[j] - m) * inv * c1);
+      double *d = (double *)dx->data + o;
+      for (int64_t j = 0; j < cols; j++)
+        d[j] += inv * (ln_at(dy, o + j) * w.sc[j] - c0 - (ln_at(x, o + j) - m) * inv * c1);
     }
+  }
+  /* columns on every core: dScale's and dB's sums over the rows, in row order */
+  if (dscale || dbias) {
+    AMD_PARALLEL_FOR(rows * cols)
+    for (int64_t j = 0; j < cols; j++)
+      for (int64_t r = 0; r < rows; r++) {
+        const double g = ln_at(dy, r * cols + j);
+        w.dsc[j] += g * ((ln_at(x, r * cols + j) - w.mean[r]) * w.inv[r]);
+        w.dbb[j] += g;
+      }
   }
   int rc = 0;
   if (dscale) rc = ln_fold(dscale, w.sidx, w.dsc, cols, st);

@@ -37,6 +37,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 
@@ -146,6 +147,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   int64_t count = batch * sp; /* samples behind the statistics (every rank's with sync_stats) */
   if (batch_stats) {
     int sync = ctx && ctx->training && ctx->sync_stats;
+    AMD_PARALLEL_FOR(batch * ch * sp)
     for (int64_t c = 0; c < ch; c++) {
       double s = 0;
       for (int64_t b = 0; b < batch; b++) {
@@ -164,6 +166,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
     }
     count = (int64_t)sums[ch];
     double cnt = (double)count;
+    AMD_PARALLEL_FOR(batch * ch * sp)
     for (int64_t c = 0; c < ch; c++) {
       double m = count > 0 ? sums[c] / cnt : 0.0, q = 0;
       for (int64_t b = 0; b < batch; b++) {
@@ -184,6 +187,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   }
 
   const double *um = batch_stats ? bmean : mean, *uv = batch_stats ? bvar : var;
+  AMD_PARALLEL_FOR(batch * ch * sp)
   for (int64_t c = 0; c < ch; c++) {
     double k = scale[c] / sqrt(uv[c] + a->epsilon);
     double b0 = bias[c];
@@ -268,6 +272,7 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   double *mv = w, *vv = w + ch + 1, *sgv = w + 2 * ch + 1, *sgxv = w + 3 * ch + 1;
   double total = (double)cnt;
   if (batch_stats) { /* recompute exactly as forward does */
+    AMD_PARALLEL_FOR(cnt * ch)
     for (int64_t c = 0; c < ch; c++) {
       double s = 0;
       for (int64_t b = 0; b < batch; b++) {
@@ -280,6 +285,7 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
     mv[ch] = total;
     if (sync && ctx->sync_stats(ctx->sync_user, mv, ch + 1, st)) goto sync_failed;
     total = mv[ch];
+    AMD_PARALLEL_FOR(cnt * ch)
     for (int64_t c = 0; c < ch; c++) {
       double m = total > 0 ? mv[c] / total : 0.0, q = 0;
       for (int64_t b = 0; b < batch; b++) {
@@ -301,6 +307,7 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
       vv[c] = amd_tensor_get_f64(in[4], c);
     }
   }
+  AMD_PARALLEL_FOR(cnt * ch)
   for (int64_t c = 0; c < ch; c++) {
     double m = mv[c], inv = 1.0 / sqrt(vv[c] + a->epsilon), sg = 0, sgx = 0;
     if (f32)
@@ -313,7 +320,8 @@ static int bn_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
     sgxv[c] = sgx;
   }
   if (dx && sync && ctx->sync_stats(ctx->sync_user, sgv, 2 * ch, st)) goto sync_failed;
-  for (int64_t c = 0; dx && c < ch; c++) {
+  AMD_PARALLEL_FOR(dx ? cnt * ch : 0)
+  for (int64_t c = 0; c < (dx ? ch : 0); c++) {
     double m = mv[c], inv = 1.0 / sqrt(vv[c] + a->epsilon);
     double k = amd_tensor_get_f64(in[1], c) * inv, c0 = 0, c1 = 0;
     if (batch_stats && total > 0) {

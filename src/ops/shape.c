@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "random.h"
 #include "shape_util.h"
 
@@ -37,39 +38,39 @@ static int64_t dims_prod(const int64_t *dims, int lo, int hi) {
   return p;
 }
 
-
-
 /* Gathers a strided view of src into contiguous dst: dst has shape dims
  * (rank entries), and element (i0..ik) of dst is src[sum i_j * sstr[j]]
- * (strides in elements). */
+ * (strides in elements). Rows of the last dim, in blocks on every core. */
 static void strided_copy(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
                          const int64_t *sstr) {
-  char *d = dst;
-  const char *s = src;
   if (rank == 0) {
-    copy_elem(d, s, es);
+    copy_elem(dst, src, es);
     return;
   }
-  for (int i = 0; i < rank; i++)
-    if (dims[i] == 0) return;
-  int64_t idx[AMD_MAX_RANK] = {0};
-  int64_t inner = dims[rank - 1], istr = sstr[rank - 1];
-  int64_t off = 0; /* source offset of the current row, in elements */
-  for (;;) {
-    if (istr == 1) {
-      memcpy(d, s + (size_t)off * es, (size_t)inner * es);
-      d += (size_t)inner * es;
-    } else {
-      for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, s + (size_t)(off + i * istr) * es, es);
+  const int64_t total = dims_prod(dims, 0, rank), inner = dims[rank - 1], istr = sstr[rank - 1];
+  if (total == 0) return;
+  const int64_t rows = total / inner, blocks = rows < 64 ? rows : 64;
+  AMD_PARALLEL_FOR(total)
+  for (int64_t blk = 0; blk < blocks; blk++) {
+    const int64_t r0 = rows * blk / blocks, r1 = rows * (blk + 1) / blocks;
+    int64_t idx[AMD_MAX_RANK];
+    int64_t off = amd_odometer_at(rank - 1, dims, sstr, r0, idx); /* source offset of row r0 */
+    char *d = (char *)dst + (size_t)(r0 * inner) * es;
+    const char *s = src;
+    for (int64_t r = r0; r < r1; r++) {
+      if (istr == 1) {
+        memcpy(d, s + (size_t)off * es, (size_t)inner * es);
+        d += (size_t)inner * es;
+      } else {
+        for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, s + (size_t)(off + i * istr) * es, es);
+      }
+      for (int ax = rank - 2; ax >= 0; ax--) {
+        off += sstr[ax];
+        if (++idx[ax] < dims[ax]) break;
+        off -= sstr[ax] * dims[ax];
+        idx[ax] = 0;
+      }
     }
-    int ax = rank - 2;
-    for (; ax >= 0; ax--) {
-      off += sstr[ax];
-      if (++idx[ax] < dims[ax]) break;
-      off -= sstr[ax] * dims[ax];
-      idx[ax] = 0;
-    }
-    if (ax < 0) break;
   }
 }
 
@@ -79,7 +80,7 @@ static int forward_copy(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
   (void)n, (void)ctx, (void)st;
   size_t bytes = amd_tensor_nbytes(&out[0]);
   AMD_ASSERT(bytes == amd_tensor_nbytes(in[0]));
-  if (bytes) memcpy(out[0].data, in[0]->data, bytes);
+  if (bytes) par_memcpy(out[0].data, in[0]->data, bytes);
   return 0;
 }
 
@@ -306,23 +307,29 @@ static int transpose_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *
   return 0;
 }
 
-/* dx[sum idx_j * dstr_j] += dy[idx] over dy's shape (a bijection). */
-#define TRANSPOSE_BWD(SUF, T)                                                                     \
-  static void transpose_bwd_##SUF(T *dx, const T *dy, int rank, const int64_t *dims,              \
-                                  const int64_t *dstr) {                                          \
-    int64_t idx[AMD_MAX_RANK] = {0};                                                              \
-    int64_t inner = dims[rank - 1], istr = dstr[rank - 1], off = 0;                               \
-    for (;;) {                                                                                    \
-      for (int64_t i = 0; i < inner; i++) dx[off + i * istr] += *dy++;                            \
-      int ax = rank - 2;                                                                          \
-      for (; ax >= 0; ax--) {                                                                     \
-        off += dstr[ax];                                                                          \
-        if (++idx[ax] < dims[ax]) break;                                                          \
-        off -= dstr[ax] * dims[ax];                                                               \
-        idx[ax] = 0;                                                                              \
-      }                                                                                           \
-      if (ax < 0) break;                                                                          \
-    }                                                                                             \
+/* dx[sum idx_j * dstr_j] += dy[idx] over dy's shape (a bijection: rows in
+ * blocks on every core). */
+#define TRANSPOSE_BWD(SUF, T)                                                                                \
+  static void transpose_bwd_##SUF(T *dx, const T *dy, int rank, const int64_t *dims, const int64_t *dstr) {  \
+    const int64_t total = dims_prod(dims, 0, rank), inner = dims[rank - 1], istr = dstr[rank - 1];           \
+    if (total == 0) return;                                                                                  \
+    const int64_t rows = total / inner, blocks = rows < 64 ? rows : 64;                                      \
+    AMD_PARALLEL_FOR(total)                                                                                  \
+    for (int64_t blk = 0; blk < blocks; blk++) {                                                             \
+      const int64_t r0 = rows * blk / blocks, r1 = rows * (blk + 1) / blocks;                                \
+      int64_t idx[AMD_MAX_RANK];                                                                             \
+      int64_t off = amd_odometer_at(rank - 1, dims, dstr, r0, idx);                                          \
+      const T *g = dy + r0 * inner;                                                                          \
+      for (int64_t r = r0; r < r1; r++) {                                                                    \
+        for (int64_t i = 0; i < inner; i++) dx[off + i * istr] += *g++;                                      \
+        for (int ax = rank - 2; ax >= 0; ax--) {                                                             \
+          off += dstr[ax];                                                                                   \
+          if (++idx[ax] < dims[ax]) break;                                                                   \
+          off -= dstr[ax] * dims[ax];                                                                        \
+          idx[ax] = 0;                                                                                       \
+        }                                                                                                    \
+      }                                                                                                      \
+    }                                                                                                        \
   }
 
 TRANSPOSE_BWD(f32, float)
@@ -779,7 +786,7 @@ static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
   int has_mask = n->n_out > 1 && n->out[1] >= 0 && out[1].data;
   int64_t cnt = amd_tensor_numel(x);
   if (!training || ratio == 0) {
-    if (cnt) memcpy(out[0].data, x->data, amd_tensor_nbytes(x));
+    if (cnt) par_memcpy(out[0].data, x->data, amd_tensor_nbytes(x));
     if (has_mask)
       for (int64_t i = 0; i < cnt; i++) amd_tensor_set_i64(&out[1], i, 1);
     return 0;
@@ -790,12 +797,14 @@ static int dropout_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *co
                     amd_dtype_name(x->dtype));
   AMD_ASSERT(ctx);
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  const uint64_t s0 = ctx->rng;
+  AMD_PARALLEL_FOR(cnt)
   for (int64_t i = 0; i < cnt; i++) {
-    double u = amd_rng_u01(amd_splitmix_next(&ctx->rng));
-    int keep = u >= ratio;
+    int keep = amd_rng_u01(amd_splitmix_at(s0, i)) >= ratio; /* the i-th draw of the stream */
     amd_tensor_set_f64(&out[0], i, keep ? amd_tensor_get_f64(x, i) * scale : 0.0);
     if (has_mask) amd_tensor_set_i64(&out[1], i, keep);
   }
+  ctx->rng = amd_splitmix_skip(s0, cnt);
   return 0;
 }
 
@@ -818,11 +827,11 @@ static int dropout_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *c
   }
   if (!(ratio >= 0 && ratio <= 1)) return amd_fail(st, "ratio %g out of [0, 1]", ratio);
   AMD_ASSERT(ctx);
-  uint64_t rng = ctx->rng;
+  const uint64_t s0 = ctx->rng;
   double scale = ratio < 1 ? 1.0 / (1.0 - ratio) : 0.0;
+  AMD_PARALLEL_FOR(cnt)
   for (int64_t i = 0; i < cnt; i++) {
-    double u = amd_rng_u01(amd_splitmix_next(&rng));
-    if (u < ratio) continue;
+    if (amd_rng_u01(amd_splitmix_at(s0, i)) < ratio) continue;
     if (x->dtype == AMD_FLOAT)
       ((float *)din[0]->data)[i] += (float)(((const float *)dout[0]->data)[i] * scale);
     else

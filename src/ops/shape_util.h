@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 /* Element size of t's dtype, failing for dtypes without one. */
@@ -76,15 +77,29 @@ static inline int grad_dtype_ok(amd_dtype t, amd_status *st) {
   return 0;
 }
 
+/* memcpy on every core for a large block (the copies of Reshape, Flatten,
+ * Identity, ... are as memory-bound as the arithmetic beside them). */
+static inline void par_memcpy(void *dst, const void *src, size_t bytes) {
+  enum { PIECE = 1 << 18 };
+  const int64_t pieces = (int64_t)((bytes + PIECE - 1) / PIECE);
+  AMD_PARALLEL_FOR((int64_t)(bytes / 4))
+  for (int64_t q = 0; q < pieces; q++) {
+    const size_t off = (size_t)q * PIECE;
+    memcpy((char *)dst + off, (const char *)src + off, bytes - off < PIECE ? bytes - off : PIECE);
+  }
+}
+
 /* dst[i] += src[i] for n elements of dtype t (float or double). */
 static inline void grad_add(amd_dtype t, void *dst, const void *src, int64_t n) {
   if (t == AMD_FLOAT) {
     float *d = dst;
     const float *s = src;
+    AMD_PARALLEL_FOR(n)
     for (int64_t i = 0; i < n; i++) d[i] += s[i];
   } else {
     double *d = dst;
     const double *s = src;
+    AMD_PARALLEL_FOR(n)
     for (int64_t i = 0; i < n; i++) d[i] += s[i];
   }
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 
@@ -66,61 +67,62 @@ static int sm_infer(const amd_node *n, const amd_tensor *const *in, amd_tensor *
 
 /* T-typed kernel. Contiguous rows when inner == 1; otherwise `inner` columns
  * are processed together with per-column max / sum in `tmp` (2 * inner). */
-#define SM_KERNEL(SUF, T, EXP, LOG)                                                            \
-  static void sm_##SUF(const T *x, T *y, int64_t outer, int64_t len, int64_t inner, int is_log, \
-                       double *tmp) {                                                          \
-    if (inner == 1) {                                                                          \
-      for (int64_t r = 0; r < outer; r++) {                                                    \
-        const T *xr = x + r * len;                                                             \
-        T *yr = y + r * len;                                                                   \
-        T m = xr[0];                                                                           \
-        for (int64_t i = 1; i < len; i++)                                                      \
-          if (xr[i] > m) m = xr[i];                                                            \
-        double s = 0;                                                                          \
-        if (is_log) {                                                                          \
-          for (int64_t i = 0; i < len; i++) s += EXP(xr[i] - m);                               \
-          T ls = (T)log(s);                                                                    \
-          for (int64_t i = 0; i < len; i++) yr[i] = (xr[i] - m) - ls;                          \
-        } else {                                                                               \
-          for (int64_t i = 0; i < len; i++) {                                                  \
-            T e = EXP(xr[i] - m);                                                              \
-            yr[i] = e;                                                                         \
-            s += e;                                                                            \
-          }                                                                                    \
-          T inv = (T)(1.0 / s);                                                                \
-          for (int64_t i = 0; i < len; i++) yr[i] *= inv;                                      \
-        }                                                                                      \
-      }                                                                                        \
-      return;                                                                                  \
-    }                                                                                          \
-    double *mx = tmp, *sum = tmp + inner;                                                      \
-    for (int64_t r = 0; r < outer; r++) {                                                      \
-      const T *xr = x + r * len * inner;                                                       \
-      T *yr = y + r * len * inner;                                                             \
-      for (int64_t j = 0; j < inner; j++) {                                                    \
-        mx[j] = xr[j];                                                                         \
-        sum[j] = 0;                                                                            \
-      }                                                                                        \
-      for (int64_t i = 1; i < len; i++)                                                        \
-        for (int64_t j = 0; j < inner; j++)                                                    \
-          if (xr[i * inner + j] > mx[j]) mx[j] = xr[i * inner + j];                            \
-      for (int64_t i = 0; i < len; i++)                                                        \
-        for (int64_t j = 0; j < inner; j++) {                                                  \
-          T e = EXP(xr[i * inner + j] - (T)mx[j]);                                             \
-          if (!is_log) yr[i * inner + j] = e;                                                  \
-          sum[j] += e;                                                                         \
-        }                                                                                      \
-      if (is_log) {                                                                            \
-        for (int64_t j = 0; j < inner; j++) sum[j] = LOG(sum[j]);                              \
-        for (int64_t i = 0; i < len; i++)                                                      \
-          for (int64_t j = 0; j < inner; j++)                                                  \
-            yr[i * inner + j] = (xr[i * inner + j] - (T)mx[j]) - (T)sum[j];                    \
-      } else {                                                                                 \
-        for (int64_t j = 0; j < inner; j++) sum[j] = 1.0 / sum[j];                             \
-        for (int64_t i = 0; i < len; i++)                                                      \
-          for (int64_t j = 0; j < inner; j++) yr[i * inner + j] *= (T)sum[j];                  \
-      }                                                                                        \
-    }                                                                                          \
+#define SM_KERNEL(SUF, T, EXP, LOG)                                                                          \
+  static void sm_##SUF(const T *x, T *y, int64_t outer, int64_t len, int64_t inner, int is_log,              \
+                       double *tmp) {                                                                        \
+    if (inner == 1) { /* rows on every core */                                                               \
+      AMD_PARALLEL_FOR(outer *len)                                                                           \
+      for (int64_t r = 0; r < outer; r++) {                                                                  \
+        const T *xr = x + r * len;                                                                           \
+        T *yr = y + r * len;                                                                                 \
+        T m = xr[0];                                                                                         \
+        for (int64_t i = 1; i < len; i++)                                                                    \
+          if (xr[i] > m) m = xr[i];                                                                          \
+        double s = 0;                                                                                        \
+        if (is_log) {                                                                                        \
+          for (int64_t i = 0; i < len; i++) s += EXP(xr[i] - m);                                             \
+          T ls = (T)log(s);                                                                                  \
+          for (int64_t i = 0; i < len; i++) yr[i] = (xr[i] - m) - ls;                                        \
+        } else {                                                                                             \
+          for (int64_t i = 0; i < len; i++) {                                                                \
+            T e = EXP(xr[i] - m);                                                                            \
+            yr[i] = e;                                                                                       \
+            s += e;                                                                                          \
+          }                                                                                                  \
+          T inv = (T)(1.0 / s);                                                                              \
+          for (int64_t i = 0; i < len; i++) yr[i] *= inv;                                                    \
+        }                                                                                                    \
+      }                                                                                                      \
+      return;                                                                                                \
+    }                                                                                                        \
+    double *mx = tmp, *sum = tmp + inner;                                                                    \
+    for (int64_t r = 0; r < outer; r++) {                                                                    \
+      const T *xr = x + r * len * inner;                                                                     \
+      T *yr = y + r * len * inner;                                                                           \
+      for (int64_t j = 0; j < inner; j++) {                                                                  \
+        mx[j] = xr[j];                                                                                       \
+        sum[j] = 0;                                                                                          \
+      }                                                                                                      \
+      for (int64_t i = 1; i < len; i++)                                                                      \
+        for (int64_t j = 0; j < inner; j++)                                                                  \
+          if (xr[i * inner + j] > mx[j]) mx[j] = xr[i * inner + j];                                          \
+      for (int64_t i = 0; i < len; i++)                                                                      \
+        for (int64_t j = 0; j < inner; j++) {                                                                \
+          T e = EXP(xr[i * inner + j] - (T)mx[j]);                                                           \
+          if (!is_log) yr[i * inner + j] = e;                                                                \
+          sum[j] += e;                                                                                       \
+        }                                                                                                    \
+      if (is_log) {                                                                                          \
+        for (int64_t j = 0; j < inner; j++) sum[j] = LOG(sum[j]);                                            \
+        for (int64_t i = 0; i < len; i++)                                                                    \
+          for (int64_t j = 0; j < inner; j++)                                                                \
+            yr[i * inner + j] = (xr[i * inner + j] - (T)mx[j]) - (T)sum[j];                                  \
+      } else {                                                                                               \
+        for (int64_t j = 0; j < inner; j++) sum[j] = 1.0 / sum[j];                                           \
+        for (int64_t i = 0; i < len; i++)                                                                    \
+          for (int64_t j = 0; j < inner; j++) yr[i * inner + j] *= (T)sum[j];                                \
+      }                                                                                                      \
+    }                                                                                                        \
   }
 
 SM_KERNEL(f32, float, expf, log)
@@ -178,25 +180,37 @@ static int logsoftmax_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor 
  *   Softmax:    dx = y * (g - sum(g * y))
  *   LogSoftmax: dx = g - exp(y) * sum(g)
  * Sums in double; `acc` holds one per column (inner of them). */
-#define SM_BWD_KERNEL(SUF, T, EXP)                                                                  \
-  static void sm_bwd_##SUF(const T *y, const T *g, T *dx, int64_t outer, int64_t len, int64_t inner, \
-                           int is_log, double *acc) {                                               \
-    for (int64_t r = 0; r < outer; r++) {                                                           \
-      const T *yr = y + r * len * inner, *gr = g + r * len * inner;                                 \
-      T *dr = dx + r * len * inner;                                                                 \
-      for (int64_t j = 0; j < inner; j++) acc[j] = 0;                                               \
-      for (int64_t i = 0; i < len; i++)                                                             \
-        for (int64_t j = 0; j < inner; j++)                                                         \
-          acc[j] += is_log ? (double)gr[i * inner + j] : (double)gr[i * inner + j] * yr[i * inner + j]; \
-      for (int64_t i = 0; i < len; i++)                                                             \
-        for (int64_t j = 0; j < inner; j++) {                                                       \
-          int64_t k = i * inner + j;                                                                \
-          if (is_log)                                                                               \
-            dr[k] += (T)(gr[k] - EXP(yr[k]) * acc[j]);                                              \
-          else                                                                                      \
-            dr[k] += (T)(yr[k] * (gr[k] - acc[j]));                                                 \
-        }                                                                                           \
-    }                                                                                               \
+#define SM_BWD_KERNEL(SUF, T, EXP)                                                                           \
+  static void sm_bwd_##SUF(const T *y, const T *g, T *dx, int64_t outer, int64_t len, int64_t inner,         \
+                           int is_log, double *acc) {                                                        \
+    if (inner == 1) { /* rows on every core, each with its own sum */                                        \
+      AMD_PARALLEL_FOR(outer *len)                                                                           \
+      for (int64_t r = 0; r < outer; r++) {                                                                  \
+        const T *yr = y + r * len, *gr = g + r * len;                                                        \
+        T *dr = dx + r * len;                                                                                \
+        double a = 0;                                                                                        \
+        for (int64_t i = 0; i < len; i++) a += is_log ? (double)gr[i] : (double)gr[i] * yr[i];               \
+        for (int64_t i = 0; i < len; i++)                                                                    \
+          dr[i] += is_log ? (T)(gr[i] - EXP(yr[i]) * a) : (T)(yr[i] * (gr[i] - a));                          \
+      }                                                                                                      \
+      return;                                                                                                \
+    }                                                                                                        \
+    for (int64_t r = 0; r < outer; r++) {                                                                    \
+      const T *yr = y + r * len * inner, *gr = g + r * len * inner;                                          \
+      T *dr = dx + r * len * inner;                                                                          \
+      for (int64_t j = 0; j < inner; j++) acc[j] = 0;                                                        \
+      for (int64_t i = 0; i < len; i++)                                                                      \
+        for (int64_t j = 0; j < inner; j++)                                                                  \
+          acc[j] += is_log ? (double)gr[i * inner + j] : (double)gr[i * inner + j] * yr[i * inner + j];      \
+      for (int64_t i = 0; i < len; i++)                                                                      \
+        for (int64_t j = 0; j < inner; j++) {                                                                \
+          int64_t k = i * inner + j;                                                                         \
+          if (is_log)                                                                                        \
+            dr[k] += (T)(gr[k] - EXP(yr[k]) * acc[j]);                                                       \
+          else                                                                                               \
+            dr[k] += (T)(yr[k] * (gr[k] - acc[j]));                                                          \
+        }                                                                                                    \
+    }                                                                                                        \
   }
 
 SM_BWD_KERNEL(f32, float, exp)

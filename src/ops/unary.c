@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../core/omp.h"
 #include "attrs.h"
 
 /* The kinds, in the order of op_list.h (Elu ... Atanh stand together there). */
@@ -257,10 +258,12 @@ static int un_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   if (x->dtype == AMD_FLOAT) {
     const float *xs = x->data, f0 = (float)p0, f1 = (float)p1;
     float *ys = y->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) ys[i] = un_f_float(k, xs[i], f0, f1);
   } else if (x->dtype == AMD_DOUBLE) {
     const double *xs = x->data;
     double *ys = y->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) ys[i] = un_f_double(k, xs[i], p0, p1);
   } else if (is_flt_dtype(x->dtype)) { /* float16, bfloat16: in float */
     for (int64_t i = 0; i < nel; i++)
@@ -296,10 +299,12 @@ static int un_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const 
   if (x->dtype == AMD_FLOAT) {
     const float *xs = x->data, *g = dy->data, f0 = (float)p0, f1 = (float)p1;
     float *d = dx->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) d[i] += g[i] * un_df_float(k, xs[i], f0, f1);
   } else {
     const double *xs = x->data, *g = dy->data;
     double *d = dx->data;
+    AMD_PARALLEL_FOR(nel)
     for (int64_t i = 0; i < nel; i++) d[i] += g[i] * un_df_double(k, xs[i], p0, p1);
   }
   return 0;
