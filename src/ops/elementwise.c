@@ -473,17 +473,27 @@ static int ew_backward(int op, const amd_node *n, const amd_tensor *const *in, c
       continue;
     }
     /* a broadcast operand: its elements gather sums over the broadcast axes,
-     * in the walk's order (float: in a double scratch, added once at the end) */
-    if (t == AMD_DOUBLE) {
-      ew_bwd_rows(op, which, &w, 0, w.rows, a, &bv, dout[0], t, dt->data, 1);
-      continue;
+     * in the walk's order (float: in a double scratch, added once at the
+     * end). Where it is broadcast along the rows only (a per-sample scale
+     * [N, C, 1, 1]: no outer dim of stride 0), no two rows share an element:
+     * row blocks in parallel, each element's sum in the same order. */
+    const int64_t *sd = which ? w.sb : w.sa;
+    int rows_disjoint = 1;
+    for (int d = 0; d < w.nd - 1; d++) rows_disjoint &= sd[d] != 0;
+    const int64_t blocks = rows_disjoint ? (w.rows < EW_BLOCKS ? w.rows : EW_BLOCKS) : 1;
+    double *scratch = t == AMD_FLOAT ? calloc((size_t)nop, sizeof *scratch) : NULL;
+    if (t == AMD_FLOAT && !scratch) return amd_fail(st, "out of memory");
+    void *acc = t == AMD_FLOAT ? (void *)scratch : dt->data;
+    AMD_PARALLEL_FOR(blocks > 1 ? total : 0)
+    for (int64_t blk = 0; blk < blocks; blk++)
+      ew_bwd_rows(op, which, &w, w.rows * blk / blocks, w.rows * (blk + 1) / blocks, a, &bv, dout[0], t, acc,
+                  1);
+    if (scratch) {
+      float *dd = dt->data;
+      AMD_PARALLEL_FOR(nop)
+      for (int64_t i = 0; i < nop; i++) dd[i] += (float)scratch[i];
+      free(scratch);
     }
-    double *scratch = calloc((size_t)nop, sizeof *scratch);
-    if (!scratch) return amd_fail(st, "out of memory");
-    ew_bwd_rows(op, which, &w, 0, w.rows, a, &bv, dout[0], t, scratch, 1);
-    float *dd = dt->data;
-    for (int64_t i = 0; i < nop; i++) dd[i] += (float)scratch[i];
-    free(scratch);
   }
   return 0;
 }

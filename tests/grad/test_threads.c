@@ -145,9 +145,11 @@ int main(void) {
   unary("Softplus", 1, AMD_DOUBLE);
   unary("Identity", 16, AMD_FLOAT);
 
-  const int64_t same[] = {8, 16, 32, 32}, chan[] = {1, 16, 1, 1}, row[] = {32}, one[] = {1};
+  const int64_t same[] = {8, 16, 32, 32}, chan[] = {1, 16, 1, 1}, sample[] = {8, 16, 1, 1}, row[] = {32},
+                one[] = {1};
   binary("Add", 4, same, "Add, equal shapes");
   binary("Mul", 4, chan, "Mul by [1,16,1,1]");
+  binary("Mul", 4, sample, "Mul by [8,16,1,1]");
   binary("Sub", 1, row, "Sub of [32]");
   binary("Div", 1, one, "Div by a scalar");
 
