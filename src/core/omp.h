@@ -12,9 +12,12 @@
 #define AMD_CORE_OMP_H
 
 #ifdef _OPENMP
+#include <omp.h>
 #define AMD_PRAGMA(x) _Pragma(#x)
+static inline int amd_max_threads(void) { return omp_get_max_threads(); }
 #else
 #define AMD_PRAGMA(x)
+static inline int amd_max_threads(void) { return 1; }
 #endif
 
 #define AMD_PAR_MIN 32768

@@ -21,7 +21,13 @@
  *   dB   += sum of dY over batch and spatial positions (not a product).
  * Both GEMMs run on node->bwd_mult. With the 1x1 fast path, col is X itself and
  * dX_g += W_g^T * dY_g goes straight into dX (beta = 1). dX is skipped when its
- * din is NULL (first layer), and so is dW (and its im2col). */
+ * din is NULL (first layer), and so is dW (and its im2col).
+ *
+ * Threads: each GEMM splits over them, and im2col and col2im too; for a batch
+ * of small images the forward pass and dX take the images to the threads
+ * instead (images_in_parallel), one buffer each. dW sums the images in their
+ * order, so it takes them one after the other. Either way the bits are those
+ * of one thread. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,6 +223,19 @@ static void im2col(const amd_conv_geom *g, const float *x, float *col) {
   }
 }
 
+/* Whether the images of a batch go to the threads, one image's im2col and
+ * GEMMs (single-threaded inside) each, instead of one image after the other
+ * with every GEMM split over the threads: when there are enough images to go
+ * round and each image's GEMM is small (a CIFAR-sized layer, where a split
+ * GEMM spends much of its time starting and joining its threads). The bits
+ * are the same (each image's outputs are its own). --profile then records
+ * the whole loop as the GEMM stage, im2col included. */
+static int images_in_parallel(const amd_conv_geom *g) {
+  const int threads = amd_max_threads();
+  const double macs = (double)g->mg * (double)g->osize * (double)(g->cg * g->kvol) * (double)g->group;
+  return threads > 1 && g->n >= 2 * threads && macs < 64.0 * 1024 * 1024;
+}
+
 static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
   (void)ctx;
@@ -231,38 +250,46 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   int direct = g.kvol == 1; /* 1x1 kernel, unit strides, no padding: col is X itself */
   for (int d = 0; d < g.nsp; d++)
     if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
-  float *col = NULL;
-  if (!direct && kdim > 0 && g.osize > 0) {
-    if ((double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
-      return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
-    col = malloc(sizeof(float) * (size_t)kdim * (size_t)g.osize);
-    if (!col) return amd_fail(st, "out of memory for the im2col buffer");
-  }
-
-  for (int64_t n = 0; n < g.n; n++)
-    for (int64_t gi = 0; gi < g.group; gi++) {
-      const float *xg = xd + (n * g.c + gi * g.cg) * g.isize;
-      const float *wg = wd + gi * g.mg * kdim;
-      float *yg = yd + (n * g.m + gi * g.mg) * g.osize;
-      const float *bmat = xg;
-      double t0 = AMD_PROF_T0;
-      if (col) {
-        im2col(&g, xg, col);
-        bmat = col;
-        AMD_PROF_STAGE(t0, AMD_PROF_FWD_IM2COL, 0);
-        t0 = AMD_PROF_T0;
-      }
-      amd_gemm(node->mult, 0, 0, g.mg, g.osize, kdim, 1.0f, wg, kdim, bmat, g.osize, 0.0f, yg, g.osize);
-      AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, g.mg * g.osize * kdim);
-      if (b) {
-        const float *bd = (const float *)b->data + gi * g.mg;
-        for (int64_t m = 0; m < g.mg; m++) {
-          float bv = bd[m], *yr = yg + m * g.osize;
-          for (int64_t i = 0; i < g.osize; i++) yr[i] += bv;
+  if (!direct && kdim > 0 && g.osize > 0 && (double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
+    return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
+  const size_t col_floats = direct ? 0 : (size_t)kdim * (size_t)g.osize;
+  const int par = images_in_parallel(&g);
+  int oom = 0;
+  double t_all = par ? AMD_PROF_T0 : 0.0;
+  AMD_PRAGMA(omp parallel if (par)) {
+    float *col = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
+    if (col_floats && !col) {
+      AMD_PRAGMA(omp atomic write)
+      oom = 1;
+    }
+    AMD_PRAGMA(omp for schedule(dynamic, 1))
+    for (int64_t n = 0; n < g.n; n++)
+      for (int64_t gi = 0; gi < g.group && !(col_floats && !col); gi++) {
+        const float *xg = xd + (n * g.c + gi * g.cg) * g.isize;
+        const float *wg = wd + gi * g.mg * kdim;
+        float *yg = yd + (n * g.m + gi * g.mg) * g.osize;
+        const float *bmat = xg;
+        double t0 = par ? 0.0 : AMD_PROF_T0;
+        if (col) {
+          im2col(&g, xg, col);
+          bmat = col;
+          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_FWD_IM2COL, 0);
+          t0 = par ? 0.0 : AMD_PROF_T0;
+        }
+        amd_gemm(node->mult, 0, 0, g.mg, g.osize, kdim, 1.0f, wg, kdim, bmat, g.osize, 0.0f, yg, g.osize);
+        if (!par) AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, g.mg * g.osize * kdim);
+        if (b) {
+          const float *bd = (const float *)b->data + gi * g.mg;
+          for (int64_t m = 0; m < g.mg; m++) {
+            float bv = bd[m], *yr = yg + m * g.osize;
+            for (int64_t i = 0; i < g.osize; i++) yr[i] += bv;
+          }
         }
       }
-    }
-  free(col);
+    free(col);
+  }
+  if (par) AMD_PROF_STAGE(t_all, AMD_PROF_FWD_GEMM, g.n * g.group * g.mg * g.osize * kdim);
+  if (oom) return amd_fail(st, "out of memory for the im2col buffer");
   return 0;
 }
 
@@ -331,6 +358,7 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
 
   if (db) {
     float *dbd = db->data;
+    AMD_PARALLEL_FOR(g.n * g.m * g.osize)
     for (int64_t m = 0; m < g.m; m++) {
       double sum = 0;
       for (int64_t n = 0; n < g.n; n++) {
@@ -348,50 +376,67 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
   int direct = g.kvol == 1;
   for (int d = 0; d < g.nsp; d++)
     if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
-  float *col = NULL;
-  if (!direct) {
-    if ((double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
-      return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
-    col = malloc(sizeof(float) * (size_t)kdim * (size_t)g.osize);
-    if (!col) return amd_fail(st, "out of memory for the im2col buffer");
-  }
+  if (!direct && (double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
+    return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
+  const size_t col_floats = direct ? 0 : (size_t)kdim * (size_t)g.osize;
   float *dxd = dx ? dx->data : NULL, *dwd = dw ? dw->data : NULL;
-  for (int64_t n = 0; n < g.n; n++)
+  /* dW_g [mg, kdim] += dY_g [mg, osize] * col^T [osize, kdim]: one image after
+   * the other (the sum over the images in their order) */
+  float *col = col_floats && dw ? malloc(sizeof(float) * col_floats) : NULL;
+  if (col_floats && dw && !col) return amd_fail(st, "out of memory for the im2col buffer");
+  for (int64_t n = 0; dw && n < g.n; n++)
     for (int64_t gi = 0; gi < g.group; gi++) {
       const float *xg = xd + (n * g.c + gi * g.cg) * g.isize;
-      const float *wg = wd + gi * g.mg * kdim;
       const float *dyg = dyd + (n * g.m + gi * g.mg) * g.osize;
-      if (dw) { /* dW_g [mg, kdim] += dY_g [mg, osize] * col^T [osize, kdim] */
-        const float *cm = xg;
-        double t0 = AMD_PROF_T0;
-        if (col) {
-          im2col(&g, xg, col);
-          cm = col;
-          AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
-          t0 = AMD_PROF_T0;
-        }
-        amd_gemm(node->bwd_mult, 0, 1, g.mg, kdim, g.osize, 1.0f, dyg, g.osize, cm, g.osize, 1.0f,
-                 dwd + gi * g.mg * kdim, kdim);
-        AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, g.mg * kdim * g.osize);
+      const float *cm = xg;
+      double t0 = AMD_PROF_T0;
+      if (col) {
+        im2col(&g, xg, col);
+        cm = col;
+        AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
+        t0 = AMD_PROF_T0;
       }
-      if (dx) { /* dcol [kdim, osize] = W_g^T [kdim, mg] * dY_g [mg, osize] */
+      amd_gemm(node->bwd_mult, 0, 1, g.mg, kdim, g.osize, 1.0f, dyg, g.osize, cm, g.osize, 1.0f,
+               dwd + gi * g.mg * kdim, kdim);
+      AMD_PROF_STAGE(t0, AMD_PROF_BWD_WEIGHT_GEMM, g.mg * kdim * g.osize);
+    }
+  free(col);
+  if (!dx) return 0;
+  /* dcol [kdim, osize] = W_g^T [kdim, mg] * dY_g [mg, osize], col2im'd onto
+   * dX: each image its own, so the images may go to the threads */
+  const int par = images_in_parallel(&g);
+  int oom = 0;
+  double t_all = par ? AMD_PROF_T0 : 0.0;
+  AMD_PRAGMA(omp parallel if (par)) {
+    float *dcol = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
+    if (col_floats && !dcol) {
+      AMD_PRAGMA(omp atomic write)
+      oom = 1;
+    }
+    AMD_PRAGMA(omp for schedule(dynamic, 1))
+    for (int64_t n = 0; n < g.n; n++)
+      for (int64_t gi = 0; gi < g.group && !(col_floats && !dcol); gi++) {
+        const float *wg = wd + gi * g.mg * kdim;
+        const float *dyg = dyd + (n * g.m + gi * g.mg) * g.osize;
         float *dxg = dxd + (n * g.c + gi * g.cg) * g.isize;
-        double t0 = AMD_PROF_T0;
-        if (col) {
-          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, col,
+        double t0 = par ? 0.0 : AMD_PROF_T0;
+        if (dcol) {
+          amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, dcol,
                    g.osize);
-          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
-          t0 = AMD_PROF_T0;
-          col2im_add(&g, col, dxg);
-          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
+          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
+          t0 = par ? 0.0 : AMD_PROF_T0;
+          col2im_add(&g, dcol, dxg);
+          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
         } else {
           amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg,
                    g.isize);
-          AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
+          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
         }
       }
-    }
-  free(col);
+    free(dcol);
+  }
+  if (par) AMD_PROF_STAGE(t_all, AMD_PROF_BWD_DATA_GEMM, g.n * g.group * kdim * g.osize * g.mg);
+  if (oom) return amd_fail(st, "out of memory for the im2col buffer");
   return 0;
 }
 

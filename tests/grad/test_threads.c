@@ -153,6 +153,16 @@ int main(void) {
   binary("Sub", 1, row, "Sub of [32]");
   binary("Div", 1, one, "Div by a scalar");
 
+  { /* Conv 3x3, padding 1, bias: a batch of small images (the images go to the threads) */
+    const int64_t xd[] = {8, 8, 16, 16}, wd[] = {16, 8, 3, 3}, bd[] = {16}, pads[] = {1, 1, 1, 1};
+    amd_tensor x = gc_tensor(AMD_FLOAT, 4, xd, -1, 1), w = gc_tensor(AMD_FLOAT, 4, wd, -0.5, 0.5),
+               b = gc_tensor(AMD_FLOAT, 1, bd, -0.5, 0.5);
+    amd_tensor *in[] = {&x, &w, &b};
+    Onnx__AttributeProto *a[] = {gc_attr_ints("pads", 4, pads)};
+    check("Conv 3x3, 8 images", "Conv", 11, a, 1, in, 3, 1, 7u);
+    gc_attrs_free(a, 1);
+    for (int k = 0; k < 3; k++) amd_tensor_free(in[k]);
+  }
   { /* BatchNormalization on batch statistics */
     const int64_t c[] = {16};
     amd_tensor x = gc_tensor(AMD_FLOAT, 4, act, -2, 2), s = gc_tensor(AMD_FLOAT, 1, c, 0.5, 1.5),
