@@ -30,6 +30,7 @@
  * of one thread. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/omp.h"
 #include "../gemm/gemm.h"
@@ -236,6 +237,47 @@ static int images_in_parallel(const amd_conv_geom *g) {
   return threads > 1 && g->n >= 2 * threads && macs < 64.0 * 1024 * 1024;
 }
 
+/* --profile of a per-image loop with two stages (im2col and GEMM; GEMM and
+ * col2im). One image after the other, each stage is timed where it runs.
+ * With the images on the threads, each thread adds up its own host-clock
+ * time per stage (the profile's clock belongs to the driving thread), and
+ * the loop's wall time is split between the two stages in that proportion. */
+typedef struct img_prof {
+  int par;
+  double start, spent[2]; /* par: the loop's start; each stage's time summed over the threads */
+} img_prof;
+
+static double host_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double ip_now(const img_prof *p) {
+  return !amd_prof_on ? 0.0 : p->par ? host_seconds() : amd_prof_clock();
+}
+
+/* Stage k (0 or 1) of one image ran from t0 until now; macs: its products. */
+static void ip_stage(img_prof *p, int k, double t0, amd_prof_stage s, double macs) {
+  if (!amd_prof_on) return;
+  if (!p->par) {
+    amd_prof_stage_add(s, amd_prof_clock() - t0, macs);
+    return;
+  }
+  const double dt = host_seconds() - t0;
+  AMD_PRAGMA(omp atomic)
+  p->spent[k] += dt;
+}
+
+/* After the loop (par): the wall time split; the products of the whole loop. */
+static void ip_finish(const img_prof *p, amd_prof_stage s0, double macs0, amd_prof_stage s1, double macs1) {
+  if (!amd_prof_on || !p->par) return;
+  const double wall = amd_prof_clock() - p->start, sum = p->spent[0] + p->spent[1];
+  const double f = sum > 0 ? p->spent[0] / sum : 0.5;
+  amd_prof_stage_add(s0, wall * f, macs0);
+  amd_prof_stage_add(s1, wall * (1 - f), macs1);
+}
+
 static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
   (void)ctx;
@@ -255,7 +297,8 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   const size_t col_floats = direct ? 0 : (size_t)kdim * (size_t)g.osize;
   const int par = images_in_parallel(&g);
   int oom = 0;
-  double t_all = par ? AMD_PROF_T0 : 0.0;
+  img_prof prof = {.par = par};
+  prof.start = amd_prof_on ? amd_prof_clock() : 0.0;
   AMD_PRAGMA(omp parallel if (par)) {
     float *col = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
     if (col_floats && !col) {
@@ -269,15 +312,15 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
         const float *wg = wd + gi * g.mg * kdim;
         float *yg = yd + (n * g.m + gi * g.mg) * g.osize;
         const float *bmat = xg;
-        double t0 = par ? 0.0 : AMD_PROF_T0;
+        double t0 = ip_now(&prof);
         if (col) {
           im2col(&g, xg, col);
           bmat = col;
-          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_FWD_IM2COL, 0);
-          t0 = par ? 0.0 : AMD_PROF_T0;
+          ip_stage(&prof, 0, t0, AMD_PROF_FWD_IM2COL, 0);
+          t0 = ip_now(&prof);
         }
         amd_gemm(node->mult, 0, 0, g.mg, g.osize, kdim, 1.0f, wg, kdim, bmat, g.osize, 0.0f, yg, g.osize);
-        if (!par) AMD_PROF_STAGE(t0, AMD_PROF_FWD_GEMM, g.mg * g.osize * kdim);
+        ip_stage(&prof, 1, t0, AMD_PROF_FWD_GEMM, g.mg * g.osize * kdim);
         if (b) {
           const float *bd = (const float *)b->data + gi * g.mg;
           for (int64_t m = 0; m < g.mg; m++) {
@@ -288,7 +331,8 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
       }
     free(col);
   }
-  if (par) AMD_PROF_STAGE(t_all, AMD_PROF_FWD_GEMM, g.n * g.group * g.mg * g.osize * kdim);
+  ip_finish(&prof, AMD_PROF_FWD_IM2COL, 0, AMD_PROF_FWD_GEMM,
+            (double)(g.n * g.group * g.mg * g.osize * kdim));
   if (oom) return amd_fail(st, "out of memory for the im2col buffer");
   return 0;
 }
@@ -406,7 +450,8 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
    * dX: each image its own, so the images may go to the threads */
   const int par = images_in_parallel(&g);
   int oom = 0;
-  double t_all = par ? AMD_PROF_T0 : 0.0;
+  img_prof prof = {.par = par};
+  prof.start = amd_prof_on ? amd_prof_clock() : 0.0;
   AMD_PRAGMA(omp parallel if (par)) {
     float *dcol = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
     if (col_floats && !dcol) {
@@ -419,23 +464,24 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
         const float *wg = wd + gi * g.mg * kdim;
         const float *dyg = dyd + (n * g.m + gi * g.mg) * g.osize;
         float *dxg = dxd + (n * g.c + gi * g.cg) * g.isize;
-        double t0 = par ? 0.0 : AMD_PROF_T0;
+        double t0 = ip_now(&prof);
         if (dcol) {
           amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 0.0f, dcol,
                    g.osize);
-          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
-          t0 = par ? 0.0 : AMD_PROF_T0;
+          ip_stage(&prof, 0, t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
+          t0 = ip_now(&prof);
           col2im_add(&g, dcol, dxg);
-          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
+          ip_stage(&prof, 1, t0, AMD_PROF_BWD_DATA_COL2IM, 0);
         } else {
           amd_gemm(node->bwd_mult, 1, 0, kdim, g.osize, g.mg, 1.0f, wg, kdim, dyg, g.osize, 1.0f, dxg,
                    g.isize);
-          if (!par) AMD_PROF_STAGE(t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
+          ip_stage(&prof, 0, t0, AMD_PROF_BWD_DATA_GEMM, kdim * g.osize * g.mg);
         }
       }
     free(dcol);
   }
-  if (par) AMD_PROF_STAGE(t_all, AMD_PROF_BWD_DATA_GEMM, g.n * g.group * kdim * g.osize * g.mg);
+  ip_finish(&prof, AMD_PROF_BWD_DATA_GEMM, (double)(g.n * g.group * kdim * g.osize * g.mg),
+            AMD_PROF_BWD_DATA_COL2IM, 0);
   if (oom) return amd_fail(st, "out of memory for the im2col buffer");
   return 0;
 }
