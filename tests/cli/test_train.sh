@@ -119,11 +119,15 @@ else
   echo "SKIP random-op Dropout resume: $(tail -1 "$tmp/rinfo.log")"
 fi
 
-# SIGTERM at an arbitrary moment, then resume
+# SIGTERM midway through the second epoch, then resume (the signal goes once
+# the first epoch's checkpoint exists: a fixed delay would miss a fast run)
 rm -rf "$tmp/ck2"
 "$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${run2[@]}" --checkpoint-dir "$tmp/ck2" -o "$tmp/sig.onnx" >"$tmp/t1.log" 2>&1 &
 pid=$!
-sleep 3
+for _ in $(seq 3000); do # at most 60 s
+  ls "$tmp/ck2"/ckpt-*.amdckpt >/dev/null 2>&1 && break
+  sleep 0.02
+done
 kill -TERM $pid
 wait $pid
 rct=$?
