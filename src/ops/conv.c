@@ -229,8 +229,7 @@ static void im2col(const amd_conv_geom *g, const float *x, float *col) {
  * with every GEMM split over the threads: when there are enough images to go
  * round and each image's GEMM is small (a CIFAR-sized layer, where a split
  * GEMM spends much of its time starting and joining its threads). The bits
- * are the same (each image's outputs are its own). --profile then records
- * the whole loop as the GEMM stage, im2col included. */
+ * are the same (each image's outputs are its own). */
 static int images_in_parallel(const amd_conv_geom *g) {
   const int threads = amd_max_threads();
   const double macs = (double)g->mg * (double)g->osize * (double)(g->cg * g->kvol) * (double)g->group;
