@@ -7,6 +7,7 @@
 #    weights, byte for byte, as an uninterrupted run (LeNet-5, and LeNet-5
 #    with Dropout, whose masks must resume from the same stream, and LeNet-5
 #    with its Dropouts written as random ops);
+#  - 1, 2 and 3 OpenMP threads train the same model, byte for byte;
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -138,6 +139,20 @@ elif [ $rct -eq 0 ]; then
   bad "SIGTERM came too late (the run had finished)"
 else
   bad "SIGTERM: exit $rct"; tail -2 "$tmp/t1.log" "$tmp/t2.log"
+fi
+
+# The CPU ops on every core give the bits of one thread (src/core/omp.h): one
+# epoch of LeNet-5 with its two Dropouts, cropped and flipped, writes the same
+# model with 1, 2 and 3 OpenMP threads
+for t in 1 2 3; do
+  OMP_NUM_THREADS=$t "$amd" train "$models/lenet5d_train.onnx" "${common[@]}" --limit 3000 --epochs 1 \
+    --augment crop:2,flip --device cpu -o "$tmp/threads$t.onnx" >/dev/null 2>&1
+done
+if [ -s "$tmp/threads1.onnx" ] && cmp -s "$tmp/threads1.onnx" "$tmp/threads2.onnx" &&
+  cmp -s "$tmp/threads1.onnx" "$tmp/threads3.onnx"; then
+  ok "the same model trained with 1, 2 and 3 threads"
+else
+  bad "training with 1, 2 and 3 threads: the models differ (or one run failed)"
 fi
 
 # 4. NaN: an absurd learning rate
