@@ -224,6 +224,30 @@ static void im2col(const amd_conv_geom *g, const float *x, float *col) {
   }
 }
 
+/* The floats of one im2col buffer: none for a 1x1 kernel with unit strides
+ * and no padding (col is X itself); a buffer over the tensor limit fails. */
+static int col_size(const amd_conv_geom *g, size_t *floats, amd_status *st) {
+  const int64_t kdim = g->cg * g->kvol;
+  int direct = g->kvol == 1;
+  for (int d = 0; d < g->nsp; d++)
+    if (g->stride[d] != 1 || g->pad0[d] != 0 || g->out[d] != g->in[d]) direct = 0;
+  if (!direct && (double)kdim * (double)g->osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
+    return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g->osize);
+  *floats = direct ? 0 : (size_t)kdim * (size_t)g->osize;
+  return 0;
+}
+
+/* A thread's own buffer of `floats` floats (NULL for none); a failed
+ * allocation sets *oom, which the threads share. */
+static float *thread_buffer(size_t floats, int *oom) {
+  float *b = floats ? malloc(sizeof(float) * floats) : NULL;
+  if (floats && !b) {
+    AMD_PRAGMA(omp atomic write)
+    *oom = 1;
+  }
+  return b;
+}
+
 /* Whether the images of a batch go to the threads, one image's im2col and
  * GEMMs (single-threaded inside) each, instead of one image after the other
  * with every GEMM split over the threads: when there are enough images to go
@@ -245,6 +269,12 @@ typedef struct img_prof {
   int par;
   double start, spent[2]; /* par: the loop's start; each stage's time summed over the threads */
 } img_prof;
+
+static img_prof ip_begin(int par) {
+  img_prof p = {.par = par};
+  p.start = amd_prof_on ? amd_prof_clock() : 0.0;
+  return p;
+}
 
 static double host_seconds(void) {
   struct timespec ts;
@@ -288,22 +318,13 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   float *yd = out[0].data;
   const int64_t kdim = g.cg * g.kvol;
 
-  int direct = g.kvol == 1; /* 1x1 kernel, unit strides, no padding: col is X itself */
-  for (int d = 0; d < g.nsp; d++)
-    if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
-  if (!direct && kdim > 0 && g.osize > 0 && (double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
-    return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
-  const size_t col_floats = direct ? 0 : (size_t)kdim * (size_t)g.osize;
+  size_t col_floats;
+  if (col_size(&g, &col_floats, st)) return -1;
   const int par = images_in_parallel(&g);
   int oom = 0;
-  img_prof prof = {.par = par};
-  prof.start = amd_prof_on ? amd_prof_clock() : 0.0;
+  img_prof prof = ip_begin(par);
   AMD_PRAGMA(omp parallel if (par)) {
-    float *col = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
-    if (col_floats && !col) {
-      AMD_PRAGMA(omp atomic write)
-      oom = 1;
-    }
+    float *col = thread_buffer(col_floats, &oom);
     AMD_PRAGMA(omp for schedule(dynamic, 1))
     for (int64_t n = 0; n < g.n; n++)
       for (int64_t gi = 0; gi < g.group && !(col_floats && !col); gi++) {
@@ -416,12 +437,8 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
   if (!dx && !dw) return 0;
   if (kdim == 0 || g.osize == 0 || g.mg == 0) return 0;
 
-  int direct = g.kvol == 1;
-  for (int d = 0; d < g.nsp; d++)
-    if (g.stride[d] != 1 || g.pad0[d] != 0 || g.out[d] != g.in[d]) direct = 0;
-  if (!direct && (double)kdim * (double)g.osize * 4 > (double)AMD_MAX_TENSOR_BYTES)
-    return amd_fail(st, "im2col buffer too large (%lld x %lld)", (long long)kdim, (long long)g.osize);
-  const size_t col_floats = direct ? 0 : (size_t)kdim * (size_t)g.osize;
+  size_t col_floats;
+  if (col_size(&g, &col_floats, st)) return -1;
   float *dxd = dx ? dx->data : NULL, *dwd = dw ? dw->data : NULL;
   /* dW_g [mg, kdim] += dY_g [mg, osize] * col^T [osize, kdim]: one image after
    * the other (the sum over the images in their order) */
@@ -449,14 +466,9 @@ static int conv_backward(const amd_node *node, amd_ctx *ctx, const amd_tensor *c
    * dX: each image its own, so the images may go to the threads */
   const int par = images_in_parallel(&g);
   int oom = 0;
-  img_prof prof = {.par = par};
-  prof.start = amd_prof_on ? amd_prof_clock() : 0.0;
+  img_prof prof = ip_begin(par);
   AMD_PRAGMA(omp parallel if (par)) {
-    float *dcol = col_floats ? malloc(sizeof(float) * col_floats) : NULL; /* this thread's */
-    if (col_floats && !dcol) {
-      AMD_PRAGMA(omp atomic write)
-      oom = 1;
-    }
+    float *dcol = thread_buffer(col_floats, &oom);
     AMD_PRAGMA(omp for schedule(dynamic, 1))
     for (int64_t n = 0; n < g.n; n++)
       for (int64_t gi = 0; gi < g.group && !(col_floats && !dcol); gi++) {
