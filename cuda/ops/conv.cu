@@ -209,17 +209,33 @@ static int launch_col2im(const conv2d &p, const float *dcol, float *dx, bool acc
   return 0;
 }
 
-/* y[img][m][pos] = yt[m][img*osz + pos] (+ bias[m]); V floats at a time
- * (V = 4: 16-byte loads and stores, when osz and both pointers allow) */
+/* What a Conv adds to its GEMM's result as it writes its output: the bias,
+ * then the Add and the Relu fused into it (ctx->add_in, ctx->relu_out;
+ * src/exec/exec.c): v = ((gemm + bias[m]) + resid) then v < 0 ? 0 : v. The
+ * Add's operand order does not matter here: the GPU's sums are commutative
+ * bit for bit (its NaNs are all the one canonical NaN). */
+struct conv_epilogue {
+  const float *bias;  /* [m] or NULL */
+  const float *resid; /* y's layout, or NULL */
+  bool relu;
+};
+
+template <int V>
+__device__ __forceinline__ vecf<V> epilogue_apply(const conv_epilogue &e, vecf<V> v, int64_t m, int64_t i) {
+  if (e.bias) v = vec_add(v, e.bias[m]);
+  if (e.resid) v = vec_add(v, ((const vecf<V> *)e.resid)[i]);
+  if (e.relu) v = vec_relu(v);
+  return v;
+}
+
+/* y[img][m][pos] = epilogue(yt[m][img*osz + pos]); V floats at a time (V = 4:
+ * 16-byte loads and stores, when osz and the pointers allow) */
 template <typename I, int V>
-__global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt, const float *bias,
-                           float *y) {
+__global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt, conv_epilogue e, float *y) {
   const I total = (I)(nb * m_ * osz_ / V), m = (I)m_, osz = (I)(osz_ / V), nbo = (I)nb * osz;
   AMD_CU_LOOP_I(I, i, total) {
     I pos = i % osz, mm = (i / osz) % m, img = i / (osz * m);
-    vecf<V> v = ((const vecf<V> *)yt)[mm * nbo + img * osz + pos];
-    if (bias) v = vec_add(v, bias[mm]);
-    ((vecf<V> *)y)[i] = v;
+    ((vecf<V> *)y)[i] = epilogue_apply<V>(e, ((const vecf<V> *)yt)[mm * nbo + img * osz + pos], mm, i);
   }
 }
 
@@ -234,17 +250,17 @@ __global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy
 }
 
 /* The [img][m][pos] <-> [m][img*osz + pos] reorderings of a chunk of nb images. */
-static int conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const float *bias, float *y,
+static int conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const conv_epilogue &e, float *y,
                     amd_status *st) {
   int64_t n = nb * m * osz;
-  bool v4 = osz % 4 == 0 && aligned16(yt) && aligned16(y);
+  bool v4 = osz % 4 == 0 && aligned16(yt) && aligned16(y) && (!e.resid || aligned16(e.resid));
   unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
   if (v4 && fits32(n))
-    k_conv_out<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+    k_conv_out<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
   else if (fits32(n))
-    k_conv_out<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+    k_conv_out<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
   else
-    k_conv_out<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, bias, y);
+    k_conv_out<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
   AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
   return 0;
 }
@@ -263,27 +279,30 @@ static int conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *
   return 0;
 }
 
-/* y[img][m][pos] += bias[m], V floats at a time */
+/* y[img][m][pos] = epilogue(y[img][m][pos]), in place; V floats at a time */
 template <typename I, int V>
-__global__ void k_bias_add(int64_t nb, int64_t m_, int64_t osz_, const float *bias, float *y) {
+__global__ void k_conv_epilogue(int64_t nb, int64_t m_, int64_t osz_, conv_epilogue e, float *y) {
   const I total = (I)(nb * m_ * osz_ / V), m = (I)m_, osz = (I)(osz_ / V);
   AMD_CU_LOOP_I(I, i, total) {
     vecf<V> *p = (vecf<V> *)y + i;
-    *p = vec_add(*p, bias[(i / osz) % m]);
+    *p = epilogue_apply<V>(e, *p, (i / osz) % m, i);
   }
 }
 
-static int bias_add(int64_t nb, int64_t m, int64_t osz, const float *bias, float *y, amd_status *st) {
+/* The pointwise path's pass over its output (none when the epilogue is empty). */
+static int conv_epilogue_pass(int64_t nb, int64_t m, int64_t osz, const conv_epilogue &e, float *y,
+                              amd_status *st) {
   const int64_t n = nb * m * osz;
-  const bool v4 = osz % 4 == 0 && aligned16(y);
+  if (!e.bias && !e.resid && !e.relu) return 0;
+  const bool v4 = osz % 4 == 0 && aligned16(y) && (!e.resid || aligned16(e.resid));
   const unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
   if (v4 && fits32(n))
-    k_bias_add<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
+    k_conv_epilogue<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
   else if (fits32(n))
-    k_bias_add<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
+    k_conv_epilogue<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
   else
-    k_bias_add<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, bias, y);
-  AMD_CUDA_CHECK_LAUNCH("k_bias_add", st);
+    k_conv_epilogue<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
+  AMD_CUDA_CHECK_LAUNCH("k_conv_epilogue", st);
   return 0;
 }
 
@@ -318,9 +337,10 @@ static int conv_workspaces(const amd_conv_geom *g, int64_t chunk, float **col, f
 }
 
 int conv_forward(FWD_ARGS) {
-  (void)ctx;
   const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
   const amd_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
+  /* the bias, and the Add and Relu fused into this Conv (src/exec/exec.c) */
+  const conv_epilogue e = {b ? F(b) : NULL, ctx->add_in ? F(ctx->add_in) : NULL, ctx->relu_out != 0};
   amd_conv_geom g;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
@@ -330,7 +350,7 @@ int conv_forward(FWD_ARGS) {
                       g.c * g.osize, 0.0f, F(&out[0]), g.osize, g.m * g.osize, g.n, st))
       return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)(g.n * g.osize) * (double)g.c);
-    return b ? bias_add(g.n, g.m, g.osize, F(b), F(&out[0]), st) : 0;
+    return conv_epilogue_pass(g.n, g.m, g.osize, e, F(&out[0]), st);
   }
   const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
   float *colp, *ytp;
@@ -348,7 +368,9 @@ int conv_forward(FWD_ARGS) {
                         colp + gi * kdim * p.L, p.L, 0, 0.0f, ytp + gi * g.mg * p.L, p.L, 0, 1, st))
         return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
-    if (conv_out(nb, g.m, g.osize, ytp, b ? F(b) : NULL, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
+    conv_epilogue ec = e; /* this chunk's images */
+    if (ec.resid) ec.resid += n0 * g.m * g.osize;
+    if (conv_out(nb, g.m, g.osize, ytp, ec, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
   }
   return 0;
 }

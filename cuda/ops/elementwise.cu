@@ -86,14 +86,16 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
 
 /* Operands of the output's own size (no broadcasting: element i of each is
  * element i of the output), V elements at a time: no index arithmetic. */
+/* relu: a Relu fused in (ctx->relu_out, Add only) */
 template <int V>
-__global__ void k_ew_fwd_same(int op, int64_t total, const float *a, const float *b, float *o) {
+__global__ void k_ew_fwd_same(int op, int64_t total, const float *a, const float *b, bool relu, float *o) {
   AMD_CU_LOOP(i, total / V) {
     vecf<V> av = ((const vecf<V> *)a)[i], bv = ((const vecf<V> *)b)[i], ov;
     const float *ae = (const float *)&av, *be = (const float *)&bv;
     float *oe = (float *)&ov;
 #pragma unroll
     for (int e = 0; e < V; e++) oe[e] = ew_apply(op, ae[e], be[e]);
+    if (relu) ov = vec_relu(ov);
     ((vecf<V> *)o)[i] = ov;
   }
 }
@@ -125,11 +127,13 @@ __device__ __forceinline__ void ew_offsets(const ew_shape &s, int64_t i, int64_t
   }
 }
 
-__global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, const float *b, float *o) {
+__global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, const float *b, bool relu,
+                         float *o) {
   AMD_CU_LOOP(i, total) {
     int64_t oa, ob;
     ew_offsets(s, i, &oa, &ob);
-    o[i] = ew_apply(op, a[oa], b[ob]);
+    const float v = ew_apply(op, a[oa], b[ob]);
+    o[i] = relu ? vec_relu(v) : v;
   }
 }
 
@@ -327,7 +331,7 @@ static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor 
 }
 
 int ew_forward(FWD_ARGS) {
-  (void)ctx;
+  const bool relu = ctx->relu_out; /* a fused Relu (src/exec/exec.c; Add only) */
   amd_tensor bv;
   if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
   ew_shape s;
@@ -338,11 +342,11 @@ int ew_forward(FWD_ARGS) {
   float *o = F(&out[0]);
   if (amd_tensor_numel(in[0]) == total && amd_tensor_numel(&bv) == total) {
     if (total % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(o))
-      k_ew_fwd_same<4><<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, o);
+      k_ew_fwd_same<4><<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, relu, o);
     else
-      k_ew_fwd_same<1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, o);
+      k_ew_fwd_same<1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, relu, o);
   } else {
-    k_ew_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), s, total, a, b, o);
+    k_ew_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), s, total, a, b, relu, o);
   }
   AMD_CUDA_CHECK_LAUNCH("k_ew_fwd", st);
   return 0;

@@ -49,6 +49,14 @@ __device__ __forceinline__ float vec_add(float v, float b) { return v + b; }
 __device__ __forceinline__ float4 vec_add(float4 v, float b) {
   return make_float4(v.x + b, v.y + b, v.z + b, v.w + b);
 }
+__device__ __forceinline__ float4 vec_add(float4 v, float4 b) {
+  return make_float4(v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w);
+}
+/* Relu's forward (NaN and -0 pass), for a Relu fused into its producer (ctx->relu_out) */
+__device__ __forceinline__ float vec_relu(float v) { return v < 0 ? 0.0f : v; }
+__device__ __forceinline__ float4 vec_relu(float4 v) {
+  return make_float4(vec_relu(v.x), vec_relu(v.y), vec_relu(v.z), vec_relu(v.w));
+}
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 

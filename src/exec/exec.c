@@ -166,6 +166,93 @@ static void record_input_shapes(amd_run *r, const amd_tensor *inputs) {
   }
 }
 
+/* ---- Add and Relu fused into their producer
+ *
+ * In a pass without backward (keep = 0), a node whose output 0 is read by a
+ * Relu alone runs that Relu itself, when its op can (fuses_relu: Conv, Add):
+ * the op applies Relu as it writes its output (ctx->relu_out), that output
+ * becomes the Relu's, and the Relu node is skipped. Likewise a Conv (an op
+ * with fuses_add) whose output is read by an Add alone, the Add's other
+ * operand having the Conv output's shape, does the Add (ctx->add_in), and
+ * then the Relu that alone reads the Add's output: ResNet's Conv -> Add ->
+ * Relu is one Conv. Each saves passes over an activation (ResNet-50's
+ * inference has 49 Relus and 16 such Adds). The bits are those of the nodes
+ * fused: the same operations in the same order on the same values. Training
+ * passes keep every node, whose backward reads their outputs, and so do
+ * passes that watch every node (ctx->on_node); at run time the fusion also
+ * needs float data and an unpinned intermediate. */
+static int mark_fusion(const amd_graph *g, const unsigned char *node_static, int *relu_into, int *add_into) {
+  int *nread = calloc((size_t)g->n_values + 1, sizeof *nread);
+  if (!nread) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    relu_into[i] = add_into[i] = -1;
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] >= 0) nread[g->nodes[i].in[k]]++;
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const amd_node *n = &g->nodes[i];
+    const int idx = n->op->idx;
+    if (idx != AMD_OP_IDX_Relu && idx != AMD_OP_IDX_Add) continue;
+    if (n->n_in != (idx == AMD_OP_IDX_Add ? 2 : 1) || n->n_out != 1 || n->out[0] < 0 || n->in[0] < 0 ||
+        (idx == AMD_OP_IDX_Add && (n->in[1] < 0 || n->in[0] == n->in[1])))
+      continue;
+    int last = -1; /* an Add goes to the later of two candidates: the other operand is ready when it runs */
+    for (int k = 0; k < n->n_in; k++) {
+      const int v = n->in[k], p = g->values[v].producer;
+      if (p < 0 || g->nodes[p].out[0] != v || nread[v] != 1 || g->values[v].is_graph_output ||
+          node_static[p] || node_static[i])
+        continue;
+      if (idx == AMD_OP_IDX_Relu && g->nodes[p].op->fuses_relu) relu_into[p] = i;
+      if (idx == AMD_OP_IDX_Add && g->nodes[p].op->fuses_add && p > last) last = p;
+    }
+    if (last >= 0) add_into[last] = i;
+  }
+  free(nread);
+  return 0;
+}
+
+static int same_shape(const amd_tensor *a, const amd_tensor *b) {
+  if (a->rank != b->rank) return 0;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return 0;
+  return 1;
+}
+
+/* Decides what node i does of the nodes fused into it this pass: sets
+ * ctx->add_in, add_in_first and relu_out, and *add / *relu to the nodes it
+ * does (-1: none). */
+static void plan_fusion(const amd_run *r, amd_ctx *ctx, int keep, int i, const amd_tensor *const *in,
+                        int *add, int *relu) {
+  const amd_graph *g = r->g;
+  const amd_node *n = &g->nodes[i];
+  *add = *relu = -1;
+  if (keep || ctx->shapes_only || ctx->on_node || !in[0] || in[0]->dtype != AMD_FLOAT ||
+      n->out[0] == r->pinned)
+    return;
+  int last = i; /* the node whose output the fused chain ends with so far */
+  const int a = r->add_into[i];
+  if (a >= 0) {
+    const amd_node *an = &g->nodes[a];
+    const int first = an->in[1] == n->out[0]; /* the other operand comes first */
+    const amd_tensor *other = &r->vals[an->in[first ? 0 : 1]];
+    amd_tensor y = {0};
+    amd_status ist = {0};
+    /* natively (a host fallback's op would get a device tensor), and of the Conv's output shape (its infer
+     * reads shapes only) */
+    if (other->dtype == AMD_FLOAT && other->data && r->be->compute->supports(n, in) &&
+        n->op->infer(n, in, &y, &ist) == 0 && same_shape(&y, other)) {
+      ctx->add_in = other;
+      ctx->add_in_first = first;
+      *add = last = a;
+    }
+  }
+  const int k = r->relu_into[last];
+  if (k >= 0 && n->op->fuses_relu && g->nodes[last].out[0] != r->pinned) {
+    ctx->relu_out = 1;
+    *relu = k;
+  }
+}
+
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   memset(r, 0, sizeof *r);
   r->g = g;
@@ -182,8 +269,12 @@ int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st) {
   r->in_dev = calloc((size_t)g->n_inputs + 1, sizeof *r->in_dev);
   r->node_static = calloc((size_t)g->n_nodes + 1, 1);
   r->static_dims = calloc((size_t)(g->n_inputs + 1) * (AMD_MAX_RANK + 1), sizeof *r->static_dims);
+  r->relu_into = calloc((size_t)g->n_nodes + 1, sizeof *r->relu_into);
+  r->add_into = calloc((size_t)g->n_nodes + 1, sizeof *r->add_into);
+  r->fused_done = calloc((size_t)g->n_nodes + 1, 1);
   if (!r->vals || !r->owned || !r->readers || !r->bwd_reads || !r->node_rng || !r->inits || !r->init_owned ||
-      !r->in_dev || !r->node_static || !r->static_dims || mark_static_nodes(g, r->node_static)) {
+      !r->in_dev || !r->node_static || !r->static_dims || !r->relu_into || !r->add_into || !r->fused_done ||
+      mark_static_nodes(g, r->node_static) || mark_fusion(g, r->node_static, r->relu_into, r->add_into)) {
     amd_run_free(r);
     return amd_fail(st, "out of memory");
   }
@@ -275,6 +366,9 @@ void amd_run_free(amd_run *r) {
   free(r->in_dev);
   free(r->node_static);
   free(r->static_dims);
+  free(r->relu_into);
+  free(r->add_into);
+  free(r->fused_done);
   memset(r, 0, sizeof *r);
 }
 
@@ -289,6 +383,19 @@ static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
       if (n->in[k] >= 0 && !((n->op->bwd_unread_in >> k) & 1)) bwd_reads[n->in[k]] = 1;
     for (int o = 0; o < n->n_out; o++)
       if (n->out[o] >= 0 && !((n->op->bwd_unread_out >> o) & 1)) bwd_reads[n->out[o]] = 1;
+  }
+}
+
+/* Frees the inputs of node n that it was the last reader of (training: those
+ * backward does not read; the shape stays). */
+static void release_inputs(amd_run *r, const amd_node *n, int keep) {
+  for (int k = 0; k < n->n_in; k++) {
+    const int v = n->in[k];
+    if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !r->g->values[v].is_graph_output && v != r->pinned &&
+        !(keep && (r->keep_all || r->bwd_reads[v]))) {
+      free_val(r->be, &r->vals[v]);
+      r->owned[v] = 0;
+    }
   }
 }
 
@@ -329,8 +436,10 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     }
   const amd_tensor *in[64];
   amd_tensor out[16];
+  memset(r->fused_done, 0, (size_t)g->n_nodes);
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *n = &g->nodes[i];
+    if (r->fused_done[i]) continue; /* an earlier node did it */
     if (n->n_in > 64 || n->n_out > 16)
       return amd_fail(st, "node '%s' (%s) has too many inputs or outputs", n->name, n->op->name);
     if (!n->op->infer || !n->op->forward)
@@ -358,13 +467,19 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
       }
       continue;
     }
+    int add, relu;
+    plan_fusion(r, ctx, keep, i, in, &add, &relu);
     double t0 = AMD_PROF_T0;
-    if (amd_backend_forward_node(be, n, ctx, in, out, ctx->shapes_only, st))
-      return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
+    const int fwd_rc = amd_backend_forward_node(be, n, ctx, in, out, ctx->shapes_only, st);
+    ctx->add_in = NULL, ctx->add_in_first = 0, ctx->relu_out = 0;
+    if (fwd_rc) return amd_fail_prefix(st, "node '%s' (%s)", n->name, n->op->name);
     if (amd_prof_on) amd_prof_op_add(n->op->name, n->op->is_gemm, 0, amd_prof_clock() - t0);
     if (ctx->on_node) ctx->on_node(ctx->user, n, in, out);
+    const int out0 = relu >= 0 ? g->nodes[relu].out[0] : add >= 0 ? g->nodes[add].out[0] : n->out[0];
+    if (add >= 0) r->fused_done[add] = 1;
+    if (relu >= 0) r->fused_done[relu] = 1;
     for (int o = 0; o < n->n_out; o++) {
-      int v = n->out[o];
+      int v = o == 0 ? out0 : n->out[o];
       if (v < 0) {
         free_val(be, &out[o]); /* omitted optional output */
         continue;
@@ -385,15 +500,8 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
         r->init_owned[v] = 4;
         r->owned[v] = 0;
       }
-    /* free intermediates after their last reader (training: those backward does not read; the shape stays) */
-    for (int k = 0; k < n->n_in; k++) {
-      int v = n->in[k];
-      if (v >= 0 && --r->readers[v] == 0 && r->owned[v] && !g->values[v].is_graph_output && v != r->pinned &&
-          !(keep && (r->keep_all || r->bwd_reads[v]))) {
-        free_val(be, &vals[v]);
-        r->owned[v] = 0;
-      }
-    }
+    release_inputs(r, n, keep);
+    if (add >= 0) release_inputs(r, &g->nodes[add], keep); /* the fused Add's other operand */
   }
   if (fill_static) {
     record_input_shapes(r, inputs);

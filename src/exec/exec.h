@@ -39,6 +39,10 @@ typedef struct amd_run {
   unsigned char *node_static;
   int static_filled;
   int64_t *static_dims;   /* per graph input: rank, then AMD_MAX_RANK dims */
+  /* Fusion (exec.c): per node, the Relu node and the Add node that may run
+   * inside it (-1: none); per node, 1 when an earlier node did it this pass. */
+  int *relu_into, *add_into;
+  unsigned char *fused_done;
 } amd_run;
 
 int amd_run_init(amd_run *r, const amd_graph *g, amd_status *st);

@@ -309,7 +309,6 @@ static void ip_finish(const img_prof *p, amd_prof_stage s0, double macs0, amd_pr
 
 static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                         amd_status *st) {
-  (void)ctx;
   const amd_conv_attrs *a = node->attrs;
   const amd_tensor *x = in[0], *w = in[1], *b = node->n_in > 2 ? in[2] : NULL;
   amd_conv_geom g;
@@ -348,6 +347,12 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
             for (int64_t i = 0; i < g.osize; i++) yr[i] += bv;
           }
         }
+        if (ctx->add_in) { /* a fused Add (exec.c), in the Add's operand order */
+          const float *rg = (const float *)ctx->add_in->data + (n * g.m + gi * g.mg) * g.osize;
+          for (int64_t i = 0; i < g.mg * g.osize; i++)
+            yg[i] = ctx->add_in_first ? rg[i] + yg[i] : yg[i] + rg[i];
+        }
+        if (ctx->relu_out) amd_relu_inplace(yg, g.mg * g.osize); /* a fused Relu (exec.c) */
       }
     free(col);
   }
@@ -507,4 +512,6 @@ const amd_op amd_op_Conv = {
     .backward = conv_backward,
     .is_gemm = 1,
     .bwd_unread_out = 1,
+    .fuses_relu = 1,
+    .fuses_add = 1,
 };

@@ -286,7 +286,9 @@ static void ew_next_row(const ew_walk *w, int64_t *idx, int64_t *offa, int64_t *
  * alone, so the bits do not depend on the split. */
 enum { EW_PIECE = 16384, EW_BLOCKS = 64 };
 
-static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, amd_tensor *out,
+/* relu: Relu fused in (ctx->relu_out; float only), applied to each piece or
+ * row as soon as it is written */
+static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, amd_tensor *out, int relu,
                       amd_status *st) {
   const amd_tensor *a = in[0];
   amd_tensor bv;
@@ -303,12 +305,14 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
   ew_walk_init(&w, a, &bv, o);
   const int64_t inner = w.dim[w.nd - 1], isa = w.sa[w.nd - 1], isb = w.sb[w.nd - 1];
   AMD_ASSERT((isa == 0 || isa == 1) && (isb == 0 || isb == 1));
+  relu = relu && o->dtype == AMD_FLOAT;
   if (w.rows == 1) {
     const int64_t pieces = (inner + EW_PIECE - 1) / EW_PIECE;
     AMD_PARALLEL_FOR(total)
     for (int64_t q = 0; q < pieces; q++) {
       const int64_t i0 = q * EW_PIECE, len = inner - i0 < EW_PIECE ? inner - i0 : EW_PIECE;
       fn(pa + i0 * isa * (int64_t)es, pb + i0 * isb * (int64_t)es, po + i0 * (int64_t)es, len, isa, isb);
+      if (relu) amd_relu_inplace((float *)po + i0, len);
     }
     return 0;
   }
@@ -320,6 +324,7 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
     ew_row_start(&w, r0, idx, &offa, &offb);
     for (int64_t r = r0; r < r1; r++) {
       fn(pa + offa * (int64_t)es, pb + offb * (int64_t)es, po + r * inner * (int64_t)es, inner, isa, isb);
+      if (relu) amd_relu_inplace((float *)po + r * inner, inner);
       ew_next_row(&w, idx, &offa, &offb);
     }
   }
@@ -328,23 +333,22 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
 
 static int add_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
-  (void)ctx;
-  return ew_forward(OP_ADD, n, in, out, st);
+  return ew_forward(OP_ADD, n, in, out, ctx->relu_out, st);
 }
 static int sub_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
   (void)ctx;
-  return ew_forward(OP_SUB, n, in, out, st);
+  return ew_forward(OP_SUB, n, in, out, 0, st);
 }
 static int mul_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
   (void)ctx;
-  return ew_forward(OP_MUL, n, in, out, st);
+  return ew_forward(OP_MUL, n, in, out, 0, st);
 }
 static int div_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
   (void)ctx;
-  return ew_forward(OP_DIV, n, in, out, st);
+  return ew_forward(OP_DIV, n, in, out, 0, st);
 }
 
 /* ---- backward ----
@@ -511,7 +515,7 @@ EW_BWD_FN(mul_backward, OP_MUL)
 EW_BWD_FN(div_backward, OP_DIV)
 
 /* backward reads only the output's shape, and Add's and Sub's only their operands' shapes */
-#define EW_DESC(NAME, FWD, BWD, UNREAD_IN)                                                                   \
+#define EW_DESC(NAME, FWD, BWD, UNREAD_IN, FUSES_RELU)                                                       \
   const amd_op amd_op_##NAME = {.name = #NAME,                                                               \
                                 .idx = AMD_OP_IDX_##NAME,                                                    \
                                 .since = {1, 6, 7, 13, 14},                                                  \
@@ -520,12 +524,13 @@ EW_BWD_FN(div_backward, OP_DIV)
                                 .forward = FWD,                                                              \
                                 .backward = BWD,                                                             \
                                 .bwd_unread_in = UNREAD_IN,                                                  \
-                                .bwd_unread_out = 1}
+                                .bwd_unread_out = 1,                                                         \
+                                .fuses_relu = FUSES_RELU}
 
-EW_DESC(Add, add_forward, add_backward, 3);
-EW_DESC(Sub, sub_forward, sub_backward, 3);
-EW_DESC(Mul, mul_forward, mul_backward, 0);
-EW_DESC(Div, div_forward, div_backward, 0);
+EW_DESC(Add, add_forward, add_backward, 3, 1);
+EW_DESC(Sub, sub_forward, sub_backward, 3, 0);
+EW_DESC(Mul, mul_forward, mul_backward, 0, 0);
+EW_DESC(Div, div_forward, div_backward, 0, 0);
 
 /* ================================================================ Pow
  *

@@ -49,7 +49,24 @@ typedef struct amd_ctx {
    * trainer only where the backend's bwd_overwrite allows it; CPU ops never
    * see a bit set). */
   unsigned bwd_overwrite;
+  /* Set by the executor (exec.c, "Add and Relu fused into their producer")
+   * around one forward, in a pass without backward, for float data:
+   * add_in (ops with fuses_add): output 0 is read only by an Add whose other
+   * operand, add_in, has output 0's shape; the op writes the Add's result
+   * (add_in + y when add_in_first, else y + add_in, y what it would have
+   * written), which becomes the Add's output;
+   * relu_out (ops with fuses_relu, or with add_in set): then applies the
+   * Relu that alone reads that result, v < 0 ? 0 : v, which becomes the
+   * Relu's output. Other ops never see them set. */
+  const amd_tensor *add_in;
+  int add_in_first;
+  int relu_out;
 } amd_ctx;
+
+/* Relu's forward in place, as ctx->relu_out asks for it (NaN and -0 pass). */
+static inline void amd_relu_inplace(float *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
+}
 
 /* Op indices, in op_list.h's order: amd_ops[AMD_OP_IDX_<Name>] is
  * &amd_op_<Name>, whose idx field holds the same value (registry.c checks the
@@ -87,6 +104,9 @@ typedef struct amd_op {
   /* Bit k set: infer and forward read only the dtype and shape of input k
    * (Shape), so a host fallback need not download its data. */
   unsigned fwd_unread_in;
+  /* 1: forward (on the CPU and on every backend that has it natively) honours
+   * ctx->relu_out / ctx->add_in (and then ctx->relu_out). */
+  int fuses_relu, fuses_add;
 } amd_op;
 
 /* The table of every op (registry.c), indexed by amd_op_idx. */

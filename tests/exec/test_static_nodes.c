@@ -9,47 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec.h"
-#include "onnx/load.h"
+#include "exec_test.h"
 #include "ops/op.h"
-
-static int failures = 0, checks = 0;
-
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    checks++;                                     \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 static int node_index(const amd_graph *g, const char *op) {
   for (int i = 0; i < g->n_nodes; i++)
     if (strcmp(g->nodes[i].op->name, op) == 0) return i;
   return -1;
-}
-
-/* A float input of the graph's declared shape with batch `batch`, filled from seed. */
-static amd_tensor make_input(const amd_graph *g, int64_t batch, unsigned seed) {
-  const amd_value *v = &g->values[g->inputs[0]];
-  int64_t dims[AMD_MAX_RANK];
-  for (int d = 0; d < v->rank; d++) dims[d] = d == 0 ? batch : v->dims[d];
-  amd_tensor t = {0};
-  amd_tensor_set_shape(&t, AMD_FLOAT, v->rank, dims);
-  amd_status st = {0};
-  if (amd_tensor_alloc(&t, &st)) {
-    printf("out of memory\n");
-    exit(1);
-  }
-  float *x = t.data;
-  for (int64_t i = 0; i < amd_tensor_numel(&t); i++) {
-    seed = seed * 1664525u + 1013904223u;
-    x[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
-  }
-  return t;
 }
 
 /* Runs r on x and copies output 0 into *y (caller frees). */
@@ -84,22 +50,9 @@ static int same(const amd_tensor *a, const amd_tensor *b) {
 }
 
 static void check_model(const char *dir, const char *file, int expect_static) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
   amd_graph *g;
-  amd_status st = {0};
-  if (amd_graph_load(path, 0, &g, &st)) {
-    printf("FAIL cannot load %s: %s\n", path, st.msg);
-    failures++;
-    return;
-  }
   amd_run r;
-  if (amd_run_init(&r, g, &st)) {
-    printf("FAIL run init: %s\n", st.msg);
-    failures++;
-    amd_graph_free(g);
-    return;
-  }
+  if (open_model(dir, file, &g, &r)) return;
   int n_static = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     n_static += r.node_static[i];
@@ -116,7 +69,7 @@ static void check_model(const char *dir, const char *file, int expect_static) {
   }
   printf("%s: %d of %d nodes static\n", file, n_static, g->n_nodes);
 
-  amd_tensor x3 = make_input(g, 3, 1), x5 = make_input(g, 5, 2), x3b = make_input(g, 3, 3);
+  amd_tensor x3 = make_input(g, 3, 0.5f, 1), x5 = make_input(g, 5, 0.5f, 2), x3b = make_input(g, 3, 0.5f, 3);
   amd_tensor a, b, c, d, f3, f5 = {0}, f3b;
   if (forward(&r, &x3, &a) || forward(&r, &x3b, &b) || forward(&r, &x5, &c) || forward(&r, &x3, &d) ||
       fresh(g, &x3, &f3) || fresh(g, &x5, &f5) || fresh(g, &x3b, &f3b)) {
@@ -134,7 +87,7 @@ static void check_model(const char *dir, const char *file, int expect_static) {
     amd_tensor_free(&f3), amd_tensor_free(&f3b);
   }
   /* a probe of batch 1, forgotten: the next pass keeps the outputs of its own shapes */
-  amd_tensor x1 = make_input(g, 1, 4), p, q;
+  amd_tensor x1 = make_input(g, 1, 0.5f, 4), p, q;
   amd_run_forget_static(&r);
   CHECK(r.static_filled == 0, "%s: nothing kept after amd_run_forget_static", file);
   if (forward(&r, &x1, &p) == 0) {

@@ -41,6 +41,10 @@
 #include "train/optim.h"
 
 static const amd_backend *gpu;
+/* run_case with ctx->relu_out and ctx->add_in set on both sides (fused_ops): the Add's operand on the host
+ * for the CPU, on the device for the GPU */
+static int case_relu_out;
+static const amd_tensor *case_add_host, *case_add_dev;
 static int passed, failed;
 /* set: run_case gives a random dY to every float output, not only output 0 */
 static int dy_all_outputs;
@@ -142,7 +146,8 @@ static void run_case(const char *label, const char *op, int opset, Onnx__Attribu
     printf("FAIL %s: native() = %d, expected %d\n", label, native, want_native);
     ok = 0;
   }
-  amd_ctx cctx = {.training = train, .inference = !train, .rng = 777}, gctx = cctx;
+  amd_ctx cctx = {.training = train, .inference = !train, .rng = 777, .relu_out = case_relu_out}, gctx = cctx;
+  cctx.add_in = case_add_host, gctx.add_in = case_add_dev;
   if (amd_backend_forward_node(&amd_backend_cpu, &g.node, &cctx, (const amd_tensor *const *)in, cpu_out, 0,
                                &st)) {
     printf("FAIL %s: cpu forward: %s\n", label, st.msg);
@@ -426,6 +431,66 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
     run_case(label, "MatMul", 13, NULL, 0, in4, 2, 1, m, 3, 1, 1, 2e-4);
     FREE(in4, 2);
   }
+}
+
+/* Conv with an Add of res (and a Relu) fused in, against the CPU doing the same */
+static void fused_add_case(const char *label, amd_tensor **in, int n_in, const int64_t *yd) {
+  amd_status st;
+  amd_tensor res = T(4, yd, -1, 1), dres = {0};
+  AMD_ASSERT(amd_backend_upload(gpu, &res, &dres, &st) == 0);
+  case_add_host = &res, case_add_dev = &dres;
+  run_case(label, "Conv", 13, NULL, 0, in, n_in, 1, NULL, 0, 0, 1, 2e-4);
+  case_add_host = case_add_dev = NULL;
+  gpu->buf->free(&dres);
+  amd_tensor_free(&res);
+}
+
+/* A Relu fused into Conv and Add, an Add into Conv (ctx->relu_out, ctx->add_in; src/exec/exec.c): forward
+ * only, against the CPU doing the same. Conv: the im2col path's output reordering (16-byte and 4-byte), the
+ * pointwise path's pass over its output (bias, Add, Relu, or some of them); Add: the same-shape and the
+ * broadcast kernels. */
+static void fused_ops(void) {
+  case_relu_out = 1;
+  int64_t xd[4] = {20, 4, 16, 16}, wd[4] = {8, 4, 3, 3}, bd[1] = {8}, pads[4] = {1, 1, 1, 1};
+  amd_tensor x = T(4, xd, -1, 1), w = T(4, wd, -1, 1), b = T(1, bd, -1, 1), *in[3] = {&x, &w, &b};
+  Onnx__AttributeProto *a[1] = {gc_attr_ints("pads", 4, pads)};
+  run_case("Conv 3x3 pad1 bias 16x16, Relu fused", "Conv", 13, a, 1, in, 3, 1, NULL, 0, 0, 1, 2e-4);
+  gc_attrs_free(a, 1);
+  FREE(in, 3);
+  int64_t x5[4] = {2, 3, 5, 5}, w5[4] = {4, 3, 3, 3};
+  amd_tensor x2 = T(4, x5, -1, 1), w2 = T(4, w5, -1, 1), *in2[2] = {&x2, &w2};
+  run_case("Conv 3x3 5x5 no bias, Relu fused", "Conv", 13, NULL, 0, in2, 2, 1, NULL, 0, 0, 1, 2e-4);
+  FREE(in2, 2);
+  int64_t xp[4] = {3, 8, 24, 24}, wp[4] = {12, 8, 1, 1}, bp[1] = {12}, xo[4] = {2, 5, 23, 23},
+          wo[4] = {7, 5, 1, 1};
+  amd_tensor x3 = T(4, xp, -1, 1), w3 = T(4, wp, -1, 1), b3 = T(1, bp, -1, 1), *in3[3] = {&x3, &w3, &b3};
+  run_case("Conv 1x1 pointwise 24x24 bias, Relu fused", "Conv", 13, NULL, 0, in3, 3, 1, NULL, 0, 0, 1, 2e-4);
+  FREE(in3, 3);
+  amd_tensor x4 = T(4, xo, -1, 1), w4 = T(4, wo, -1, 1), *in4[2] = {&x4, &w4};
+  run_case("Conv 1x1 pointwise 23x23 no bias, Relu fused", "Conv", 13, NULL, 0, in4, 2, 1, NULL, 0, 0, 1,
+           2e-4);
+  FREE(in4, 2);
+  int64_t ed[4] = {4, 6, 8, 8}, cd[4] = {1, 6, 1, 1};
+  amd_tensor ea = T(4, ed, -1, 1), eb = T(4, ed, -1, 1), ec = T(4, cd, -1, 1);
+  amd_tensor *same[2] = {&ea, &eb}, *chan[2] = {&ea, &ec};
+  run_case("Add same shape, Relu fused", "Add", 14, NULL, 0, same, 2, 1, NULL, 0, 0, 1, 1e-6);
+  run_case("Add [N,C,H,W] + [1,C,1,1], Relu fused", "Add", 14, NULL, 0, chan, 2, 1, NULL, 0, 0, 1, 1e-6);
+  amd_tensor_free(&ea), amd_tensor_free(&eb), amd_tensor_free(&ec);
+  for (int relu = 1; relu >= 0; relu--) {
+    case_relu_out = relu;
+    char label[96];
+    int64_t xa[4] = {6, 4, 8, 8}, wa[4] = {8, 4, 3, 3}, ba[1] = {8}, ya[4] = {6, 8, 6, 6};
+    amd_tensor x5 = T(4, xa, -1, 1), w5 = T(4, wa, -1, 1), b5 = T(1, ba, -1, 1), *in5[3] = {&x5, &w5, &b5};
+    snprintf(label, sizeof label, "Conv 3x3 bias + residual%s", relu ? ", Relu fused" : "");
+    fused_add_case(label, in5, 3, ya);
+    FREE(in5, 3);
+    int64_t xq[4] = {3, 8, 24, 24}, wq[4] = {12, 8, 1, 1}, yq[4] = {3, 12, 24, 24};
+    amd_tensor x6 = T(4, xq, -1, 1), w6 = T(4, wq, -1, 1), *in6[2] = {&x6, &w6};
+    snprintf(label, sizeof label, "Conv 1x1 pointwise 24x24 + residual%s", relu ? ", Relu fused" : "");
+    fused_add_case(label, in6, 2, yq);
+    FREE(in6, 2);
+  }
+  case_relu_out = 0;
 }
 
 static void other_ops(void) {
@@ -1609,6 +1674,7 @@ int main(int argc, char **argv) {
   amd_cuda_gemm_exact(1); /* am16's other GEMM tier */
   gemm_ops(&am16, "am16, exact tier");
   amd_cuda_gemm_exact(0);
+  fused_ops();
   other_ops();
   training_path_ops();
   train_kernels();
