@@ -340,7 +340,7 @@ int conv_forward(FWD_ARGS) {
   const amd_conv_attrs *a = (const amd_conv_attrs *)n->attrs;
   const amd_tensor *x = in[0], *w = in[1], *b = n->n_in > 2 ? in[2] : NULL;
   /* the bias, and the Add and Relu fused into this Conv (src/exec/exec.c) */
-  const conv_epilogue e = {b ? F(b) : NULL, ctx->add_in ? F(ctx->add_in) : NULL, ctx->relu_out != 0};
+  const conv_epilogue e = {b ? F(b) : NULL, ctx && ctx->add_in ? F(ctx->add_in) : NULL, ctx && ctx->relu_out};
   amd_conv_geom g;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;

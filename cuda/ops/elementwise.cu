@@ -331,7 +331,7 @@ static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor 
 }
 
 int ew_forward(FWD_ARGS) {
-  const bool relu = ctx->relu_out; /* a fused Relu (src/exec/exec.c; Add only) */
+  const bool relu = ctx && ctx->relu_out; /* a fused Relu (src/exec/exec.c; Add only) */
   amd_tensor bv;
   if (amd_ew_operand_b(n, in[0], in[1], &bv, st)) return -1;
   ew_shape s;

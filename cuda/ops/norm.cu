@@ -40,10 +40,11 @@ __global__ void k_bn_stats(chan_slicing s, const double *part, const float *x, c
   }
 }
 
-/* y = (x - m) k + bias, V floats of one channel at a time (sp % V == 0) */
+/* y = (x - m) k + bias, then a fused Relu where relu (ctx->relu_out); V floats of one channel at a time
+ * (sp % V == 0) */
 template <typename I, int V>
 __global__ void k_bn_apply(int64_t total, int64_t ch, int64_t sp, const float *x, const float *bias,
-                           const double *coef, float *y) {
+                           const double *coef, bool relu, float *y) {
   AMD_CU_LOOP_I(I, i, total / V) {
     I c = (i / (I)(sp / V)) % (I)ch;
     const double m = coef[c * 4], k = coef[c * 4 + 1], b = bias[c];
@@ -52,7 +53,7 @@ __global__ void k_bn_apply(int64_t total, int64_t ch, int64_t sp, const float *x
     float *ye = (float *)&yv;
 #pragma unroll
     for (int e = 0; e < V; e++) ye[e] = (float)(((double)xe[e] - m) * k + b);
-    ((vecf<V> *)y)[i] = yv;
+    ((vecf<V> *)y)[i] = relu ? vec_relu(yv) : yv;
   }
 }
 
@@ -136,15 +137,16 @@ int bn_forward(FWD_ARGS) {
   if (total) {
     const float *xp = F(x), *bp = F(in[2]);
     float *yp = F(&out[0]);
+    const bool relu = ctx && ctx->relu_out; /* a fused Relu (src/exec/exec.c) */
     if (sp % 4 == 0 && aligned16(xp) && aligned16(yp) && fits32(total))
       k_bn_apply<int, 4>
-          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), yp);
+          <<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), relu, yp);
     else if (fits32(total))
       k_bn_apply<int, 1>
-          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), yp);
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), relu, yp);
     else
       k_bn_apply<int64_t, 1>
-          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), yp);
+          <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(total, ch, sp, xp, bp, coef.d(), relu, yp);
     AMD_CUDA_CHECK_LAUNCH("k_bn_apply", st);
   }
   return 0;

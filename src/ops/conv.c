@@ -316,6 +316,8 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
   const float *xd = x->data, *wd = w->data;
   float *yd = out[0].data;
   const int64_t kdim = g.cg * g.kvol;
+  const amd_tensor *add_in = ctx ? ctx->add_in : NULL; /* the Add and Relu fused in (exec.c) */
+  const int relu = ctx && ctx->relu_out;
 
   size_t col_floats;
   if (col_size(&g, &col_floats, st)) return -1;
@@ -347,12 +349,12 @@ static int conv_forward(const amd_node *node, amd_ctx *ctx, const amd_tensor *co
             for (int64_t i = 0; i < g.osize; i++) yr[i] += bv;
           }
         }
-        if (ctx->add_in) { /* a fused Add (exec.c), in the Add's operand order */
-          const float *rg = (const float *)ctx->add_in->data + (n * g.m + gi * g.mg) * g.osize;
+        if (add_in) { /* a fused Add (exec.c), in the Add's operand order */
+          const float *rg = (const float *)add_in->data + (n * g.m + gi * g.mg) * g.osize;
           for (int64_t i = 0; i < g.mg * g.osize; i++)
             yg[i] = ctx->add_in_first ? rg[i] + yg[i] : yg[i] + rg[i];
         }
-        if (ctx->relu_out) amd_relu_inplace(yg, g.mg * g.osize); /* a fused Relu (exec.c) */
+        if (relu) amd_relu_inplace(yg, g.mg * g.osize); /* a fused Relu (exec.c) */
       }
     free(col);
   }

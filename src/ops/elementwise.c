@@ -333,7 +333,7 @@ static int ew_forward(int op, const amd_node *n, const amd_tensor *const *in, am
 
 static int add_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {
-  return ew_forward(OP_ADD, n, in, out, ctx->relu_out, st);
+  return ew_forward(OP_ADD, n, in, out, ctx && ctx->relu_out, st);
 }
 static int sub_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *in, amd_tensor *out,
                        amd_status *st) {

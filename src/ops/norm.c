@@ -187,6 +187,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
   }
 
   const double *um = batch_stats ? bmean : mean, *uv = batch_stats ? bvar : var;
+  const int relu = ctx && ctx->relu_out; /* a fused Relu (src/exec/exec.c; float data only) */
   AMD_PARALLEL_FOR(batch * ch * sp)
   for (int64_t c = 0; c < ch; c++) {
     double k = scale[c] / sqrt(uv[c] + a->epsilon);
@@ -197,6 +198,7 @@ static int bn_forward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const *
       if (xf) {
         float *y = out[0].data;
         for (int64_t i = 0; i < sp; i++) y[off + i] = (float)(((double)xf[off + i] - m) * k + b0);
+        if (relu) amd_relu_inplace(y + off, sp);
       } else {
         double *y = out[0].data;
         for (int64_t i = 0; i < sp; i++) y[off + i] = (xd[off + i] - m) * k + b0;
@@ -350,4 +352,5 @@ const amd_op amd_op_BatchNormalization = {
     .backward = bn_backward,
     .nondiff_inputs = (1u << 3) | (1u << 4), /* running mean, var */
     .bwd_unread_out = 1,                     /* Y: the gradient needs X and the statistics */
+    .fuses_relu = 1,
 };

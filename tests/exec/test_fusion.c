@@ -1,13 +1,14 @@
 /* The executor's fusion (src/exec/exec.c, "Add and Relu fused into their
- * producer"): which Relus and Adds run inside the Conv or Add before them,
+ * producer"): which Relus and Adds run inside the Conv, Add or
+ * BatchNormalization before them,
  * that a pass without backward skips them, and that the fused pass gives
  * the same bits as the unfused one (a training pass, keep = 1, and a pass
  * watched node by node); the CPU ops with ctx->relu_out and ctx->add_in.
  *
  * usage: test_fusion MODELS_DIR   (reads lenet5.onnx: Conv -> Relu;
  * resnet8.onnx: Conv -> Relu, Conv -> Add -> Relu, and Adds of two Convs;
- * resnet8_train.onnx, where BatchNormalization, which takes in nothing,
- * sits between Conv and Relu and between Conv and Add) */
+ * resnet8_train.onnx, where BatchNormalization, which takes in a Relu and
+ * no Add, sits between Conv and Relu and between Conv and Add) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +46,12 @@ static int same_bits(const amd_tensor *a, const amd_tensor *b) {
          memcmp(a->data, b->data, (size_t)amd_tensor_numel(a) * sizeof(float)) == 0;
 }
 
-/* want: how many Relus the Convs take in, how many the Adds, how many Adds the Convs */
-static void check_model(const char *dir, const char *file, const int want[3]) {
+/* want: how many Relus the Convs take in, the Adds, the BatchNormalizations; how many Adds the Convs */
+static void check_model(const char *dir, const char *file, const int want[4]) {
   amd_graph *g;
   amd_run r;
   if (open_model(dir, file, &g, &r)) return;
-  int got[3] = {0, 0, 0};
+  int got[4] = {0, 0, 0, 0};
   for (int i = 0; i < g->n_nodes; i++) {
     const amd_node *p = &g->nodes[i];
     if (r.relu_into[i] >= 0) {
@@ -59,6 +60,7 @@ static void check_model(const char *dir, const char *file, const int want[3]) {
             "%s: '%s' takes in the Relu reading it", file, p->name);
       got[0] += p->op->idx == AMD_OP_IDX_Conv;
       got[1] += p->op->idx == AMD_OP_IDX_Add;
+      got[2] += p->op->idx == AMD_OP_IDX_BatchNormalization;
     }
     if (r.add_into[i] >= 0) {
       const amd_node *add = &g->nodes[r.add_into[i]];
@@ -67,20 +69,21 @@ static void check_model(const char *dir, const char *file, const int want[3]) {
             "%s: Conv '%s' takes in the Add reading it", file, p->name);
       const int other = add->in[add->in[0] == p->out[0] ? 1 : 0], q = g->values[other].producer;
       CHECK(q < i, "%s: the other operand of the Add in '%s' is ready before it runs", file, p->name);
-      got[2]++;
+      got[3]++;
     }
   }
-  printf("%s: Relus into Conv %d, into Add %d; Adds into Conv %d\n", file, got[0], got[1], got[2]);
-  CHECK(got[0] == want[0] && got[1] == want[1] && got[2] == want[2], "%s: expected %d, %d, %d", file, want[0],
-        want[1], want[2]);
+  printf("%s: Relus into Conv %d, into Add %d, into BatchNormalization %d; Adds into Conv %d\n", file, got[0],
+         got[1], got[2], got[3]);
+  CHECK(memcmp(got, want, sizeof got) == 0, "%s: expected %d, %d, %d, %d", file, want[0], want[1], want[2],
+        want[3]);
+  const int n_fused = want[0] + want[1] + want[2] + want[3];
 
   amd_tensor x = make_input(g, 4, 1.0f, 7), fused, trained, watched;
   watched_nodes = 0;
   if (forward(&r, &x, 0, 0, &fused) == 0) {
     int skipped = 0;
     for (int i = 0; i < g->n_nodes; i++) skipped += r.fused_done[i];
-    CHECK(skipped == want[0] + want[1] + want[2], "%s: the pass skipped %d nodes, expected %d", file, skipped,
-          want[0] + want[1] + want[2]);
+    CHECK(skipped == n_fused, "%s: the pass skipped %d nodes, expected %d", file, skipped, n_fused);
     for (int i = 0; i < g->n_nodes; i++)
       if (r.fused_done[i] && g->nodes[i].op->idx == AMD_OP_IDX_Relu)
         CHECK(r.vals[g->nodes[i].in[0]].data == NULL && r.vals[g->nodes[i].out[0]].rank > 0,
@@ -168,9 +171,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s MODELS_DIR\n", argv[0]);
     return 2;
   }
-  check_model(argv[1], "lenet5.onnx", (const int[3]){2, 0, 0});
-  check_model(argv[1], "resnet8.onnx", (const int[3]){4, 3, 3});
-  check_model(argv[1], "resnet8_train.onnx", (const int[3]){0, 3, 0});
+  check_model(argv[1], "lenet5.onnx", (const int[4]){2, 0, 0, 0});
+  check_model(argv[1], "resnet8.onnx", (const int[4]){4, 3, 0, 3});
+  check_model(argv[1], "resnet8_train.onnx", (const int[4]){0, 3, 4, 0});
   { /* what the models leave out: a broadcast Add (rows of the walk), a Conv without bias, a NaN and a -0;
        a Conv with an Add, in either order */
     int64_t xd[4] = {2, 3, 4, 5}, cd[4] = {1, 3, 1, 1}, wd[4] = {4, 3, 3, 3}, yd[4] = {2, 4, 2, 3};

@@ -504,6 +504,12 @@ static void other_ops(void) {
     run_case("BatchNormalization inference", "BatchNormalization", 15, a, 1, in, 5, 1, NULL, 7, 0, 1, 1e-5);
     run_case("BatchNormalization-9 training, 5 outputs", "BatchNormalization", 9, a, 1, in, 5, 5, NULL, 7, 1,
              1, 1e-5);
+    case_relu_out = 1; /* a Relu fused into it (src/exec/exec.c), forward only */
+    run_case("BatchNormalization inference, Relu fused", "BatchNormalization", 15, a, 1, in, 5, 1, NULL, 0, 0,
+             1, 1e-5);
+    run_case("BatchNormalization training, Relu fused", "BatchNormalization", 15, a, 1, in, 5, 3, NULL, 0, 1,
+             1, 1e-5);
+    case_relu_out = 0;
     gc_attrs_free(a, 1);
     FREE(in, 5);
   }
