@@ -170,9 +170,9 @@ static void record_input_shapes(amd_run *r, const amd_tensor *inputs) {
  *
  * In a pass without backward (keep = 0), a node whose output 0 is read by a
  * Relu alone runs that Relu itself, when its op can (fuses_relu: Conv, Add,
- * BatchNormalization):
- * the op applies Relu as it writes its output (ctx->relu_out), that output
- * becomes the Relu's, and the Relu node is skipped. Likewise a Conv (an op
+ * BatchNormalization): the op applies Relu as it writes its output
+ * (ctx->relu_out), that output becomes the Relu's, and the Relu node is
+ * skipped. Likewise a Conv (an op
  * with fuses_add) whose output is read by an Add alone, the Add's other
  * operand having the Conv output's shape, does the Add (ctx->add_in), and
  * then the Relu that alone reads the Add's output: ResNet's Conv -> Add ->
