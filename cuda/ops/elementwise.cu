@@ -85,8 +85,8 @@ __device__ __forceinline__ float ew_grad(int op, int which, float x, float y, fl
 }
 
 /* Operands of the output's own size (no broadcasting: element i of each is
- * element i of the output), V elements at a time: no index arithmetic. */
-/* relu: a Relu fused in (ctx->relu_out, Add only) */
+ * element i of the output), V elements at a time: no index arithmetic.
+ * relu: a Relu fused in (ctx->relu_out, Add only). */
 template <int V>
 __global__ void k_ew_fwd_same(int op, int64_t total, const float *a, const float *b, bool relu, float *o) {
   AMD_CU_LOOP(i, total / V) {

@@ -130,7 +130,7 @@ UNARY_INFER(relu_infer, M_FLT | M_SINT, "float, double, int8, int16, int32, int6
 static int relu_forward(FWD_ARGS) {
   FWD_SETUP;
   switch (x->dtype) {
-  CASE_MAP(AMD_FLOAT, float, v < 0 ? 0.0f : v)
+  CASE_MAP(AMD_FLOAT, float, amd_relu_f(v))
   CASE_MAP(AMD_DOUBLE, double, v < 0 ? 0.0 : v)
   CASE_MAP(AMD_INT8, int8_t, v < 0 ? 0 : v)
   CASE_MAP(AMD_INT16, int16_t, v < 0 ? 0 : v)

@@ -63,9 +63,11 @@ typedef struct amd_ctx {
   int relu_out;
 } amd_ctx;
 
-/* Relu's forward in place, as ctx->relu_out asks for it (NaN and -0 pass). */
+/* Relu's forward on a float (NaN and -0 pass): the Relu op's, and the one
+ * ctx->relu_out asks for, so that a fused Relu gives the Relu node's bits. */
+static inline float amd_relu_f(float v) { return v < 0 ? 0.0f : v; }
 static inline void amd_relu_inplace(float *p, int64_t n) {
-  for (int64_t i = 0; i < n; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
+  for (int64_t i = 0; i < n; i++) p[i] = amd_relu_f(p[i]);
 }
 
 /* Op indices, in op_list.h's order: amd_ops[AMD_OP_IDX_<Name>] is
