@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch reference for the GPU training throughput of amdnn-onnx (issue 5).
 
-Trains the models of tools/export_models.py in eager mode on the GPU, FP32
+Trains the models of tools/export_models.py (and tools/export_torchvision.py's
+vit_cifar and mobilenet_v3_cifar) in eager mode on the GPU, FP32
 with TF32 off, SGD (momentum 0.9), softmax cross-entropy, on random inputs,
 and prints images/s over the timed steps (after warm-up steps), the figure
 `amdnn-onnx train --device cuda` is compared with. With --write-tensors it
@@ -9,6 +10,7 @@ also writes a random data set for `amdnn-onnx train --data tensors:X.pb,Y.pb`
 of the model's input shape.
 
     python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+    python3 tools/bench_torch_train.py --model vit_cifar --batch 256 --steps 50
     python3 tools/bench_torch_train.py --model resnet18 --write-tensors DIR --count 2560
 """
 import argparse
@@ -21,9 +23,16 @@ import export_models  # noqa: E402  (the model definitions)
 import torch  # noqa: E402
 
 
+# tools/export_torchvision.py's models for 32 x 32 inputs (its EXTRA_MODELS but transformer_encoder, whose
+# patch size and width are its own)
+CIFAR_TORCHVISION = ("vit_cifar", "mobilenet_v3_cifar")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, choices=sorted(export_models.MODELS))
+    ap.add_argument("--model", required=True, choices=sorted(export_models.MODELS) + list(CIFAR_TORCHVISION),
+                    help="a model of tools/export_models.py, or one of tools/export_torchvision.py's "
+                    "CIFAR-10 models (10 classes, 32 x 32: the exports `amdnn-onnx bench` takes)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
@@ -32,7 +41,12 @@ def main():
     ap.add_argument("--kernels", action="store_true",
                     help="also list the CUDA kernels of a few more steps by GPU time (torch.profiler)")
     a = ap.parse_args()
-    ctor, shape = export_models.MODELS[a.model]
+    if a.model in CIFAR_TORCHVISION:
+        import export_torchvision  # noqa: E402  (needs torchvision)
+
+        ctor, shape = (lambda: export_torchvision.build(a.model, 10, 32, None)), (3, 32, 32)
+    else:
+        ctor, shape = export_models.MODELS[a.model]
     if a.write_tensors:
         import numpy as np
         from onnx import numpy_helper

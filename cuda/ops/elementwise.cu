@@ -137,6 +137,69 @@ __global__ void k_ew_fwd(int op, ew_shape s, int64_t total, const float *a, cons
   }
 }
 
+/* The broadcasts that a 2-D view of the output, [R, C], serves without index
+ * arithmetic: each operand is the whole output (element r * C + c), the
+ * output's trailing block (a bias [C] or a position embedding [T, C] over
+ * [B, T, C]: element c), its leading block (a per-channel scale [B, C, 1, 1]
+ * over [B, C, H, W]: element r) or a scalar. ew_view finds R and C. */
+enum { EW2_FULL, EW2_TRAIL, EW2_LEAD, EW2_SCALAR };
+struct ew_view2 {
+  int64_t R, C;
+  int ka, kb; /* the EW2_ kind of each operand */
+};
+/* V consecutive columns of an operand at row r, column c (a multiple of V):
+ * loaded from a whole or trailing operand, repeated from a leading or scalar one */
+template <int V>
+__device__ __forceinline__ vecf<V> ew2_load(int kind, const float *p, int64_t r, int64_t c, int64_t C) {
+  if (kind == EW2_FULL) return *(const vecf<V> *)(p + r * C + c);
+  if (kind == EW2_TRAIL) return *(const vecf<V> *)(p + c);
+  vecf<V> w;
+  float *we = (float *)&w;
+  const float x = p[kind == EW2_LEAD ? r : 0];
+#pragma unroll
+  for (int e = 0; e < V; e++) we[e] = x;
+  return w;
+}
+
+/* grid and blocks: x over the columns (V at a time), y over the rows (looped) */
+template <int V>
+__global__ void k_ew_fwd2(int op, ew_view2 v, const float *a, const float *b, bool relu, float *o) {
+  for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < v.R;
+       r += (int64_t)gridDim.y * blockDim.y)
+    for (int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V; c < v.C;
+         c += (int64_t)gridDim.x * blockDim.x * V) {
+      const vecf<V> av = ew2_load<V>(v.ka, a, r, c, v.C), bv = ew2_load<V>(v.kb, b, r, c, v.C);
+      const float *ae = (const float *)&av, *be = (const float *)&bv;
+      vecf<V> ov;
+      float *oe = (float *)&ov;
+#pragma unroll
+      for (int e = 0; e < V; e++) oe[e] = ew_apply(op, ae[e], be[e]);
+      if (relu) ov = vec_relu(ov);
+      *(vecf<V> *)(o + r * v.C + c) = ov;
+    }
+}
+
+/* k_ew_bwd_full on the 2-D view (operand `which` is the whole output) */
+template <int V>
+__global__ void k_ew_bwd_full2(int op, int which, ew_view2 v, const float *a, const float *b, const float *g,
+                               float *d, bool acc) {
+  for (int64_t r = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; r < v.R;
+       r += (int64_t)gridDim.y * blockDim.y)
+    for (int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * V; c < v.C;
+         c += (int64_t)gridDim.x * blockDim.x * V) {
+      const int64_t i = r * v.C + c;
+      vecf<V> av = {}, bv = {}, dv = {};
+      if (op >= EW_MUL) av = ew2_load<V>(v.ka, a, r, c, v.C), bv = ew2_load<V>(v.kb, b, r, c, v.C);
+      if (acc) dv = *(const vecf<V> *)(d + i);
+      const vecf<V> gv = *(const vecf<V> *)(g + i);
+      const float *ae = (const float *)&av, *be = (const float *)&bv, *ge = (const float *)&gv;
+      float *de = (float *)&dv;
+#pragma unroll
+      for (int e = 0; e < V; e++) de[e] += ew_grad(op, which, ae[e], be[e], ge[e]);
+      *(vecf<V> *)(d + i) = dv;
+    }
+}
+
 /* Full-size operand: one thread per output element (a bijection onto the operand). */
 __global__ void k_ew_bwd_full(int op, int which, ew_shape s, int64_t total, const float *a, const float *b,
                               const float *g, float *d, bool acc) {
@@ -237,15 +300,6 @@ __global__ void k_ew_bwd_cols(int op, int which, ew_shape s, int64_t R, int64_t 
   part[slice * C + c] = acc;
 }
 
-/* d[c] (+)= the slices' partial sums, added in slice order */
-__global__ void k_ew_cols_sum(int64_t C, int64_t slices, const double *part, float *d, bool acc_d) {
-  AMD_CU_LOOP(c, C) {
-    double t = 0;
-    for (int64_t k = 0; k < slices; k++) t += part[k * C + c];
-    d[c] = (acc_d ? d[c] : 0.0f) + (float)t;
-  }
-}
-
 /* Rows: the sum of output elements [j * K, (j + 1) * K) for each operand
  * element j, in S slices of L consecutive elements (S = 1 for many rows; a
  * scalar or a few channels over a large tensor get many slices, so that
@@ -330,6 +384,69 @@ static void ew_make(const amd_tensor *a, const amd_tensor *bv, const amd_tensor 
   }
 }
 
+/* The 2-D view of s (see ew_view2), or false where an operand is none of
+ * the four kinds or the two need different views. */
+static bool ew_view(const ew_shape &s, ew_view2 *v) {
+  int axes[AMD_MAX_RANK], n = 0;
+  for (int d = 0; d < s.rank; d++)
+    if (s.dims[d] > 1) axes[n++] = d; /* axes of size 1 take no part */
+  int split = -1;                     /* the view's columns: axes[split..n) */
+  int kind[2];
+  for (int w = 0; w < 2; w++) {
+    const int64_t *sd = w ? s.sb : s.sa;
+    int first = n, last = -1, count = 0; /* the operand's kept axes among axes[] */
+    for (int j = 0; j < n; j++)
+      if (sd[axes[j]] != 0) first = first < j ? first : j, last = j, count++;
+    int at;
+    if (count == n)
+      kind[w] = EW2_FULL, at = -1;
+    else if (count == 0)
+      kind[w] = EW2_SCALAR, at = -1;
+    else if (last - first + 1 != count)
+      return false; /* kept axes not in one run */
+    else if (last == n - 1)
+      kind[w] = EW2_TRAIL, at = first;
+    else if (first == 0)
+      kind[w] = EW2_LEAD, at = last + 1;
+    else
+      return false; /* a run in the middle */
+    if (at >= 0) {
+      if (split >= 0 && split != at) return false;
+      split = at;
+    }
+  }
+  if (split < 0) split = 0; /* full and scalar operands only: one row */
+  v->R = 1, v->C = 1;
+  for (int j = 0; j < n; j++) (j < split ? v->R : v->C) *= s.dims[axes[j]];
+  v->ka = kind[0], v->kb = kind[1];
+  return true;
+}
+
+/* Launches k_ew_fwd2 (g NULL) or k_ew_bwd_full2: float4 columns where C and
+ * every pointer allow; blocks of about 256 threads, 256 or a multiple of 32
+ * along the columns where there are that many, else all of them and several
+ * rows (a warp then reads consecutive rows: the same contiguous memory); about
+ * 2048 blocks in all (16 per SM of an H100), the rows looped over. */
+static int ew2_launch(int op, int which, const ew_view2 &v, const float *a, const float *b, const float *g,
+                      float *d, bool flag, amd_status *st) {
+  const bool v4 = v.C % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(d) && (!g || aligned16(g));
+  const int64_t cols = v4 ? v.C / 4 : v.C;
+  const int64_t tx = cols >= 256 ? 256 : cols >= 32 ? (cols + 31) / 32 * 32 : cols, ty = 256 / tx;
+  const int64_t gx = std::min<int64_t>((cols + tx - 1) / tx, 65535), rows = (v.R + ty - 1) / ty;
+  const int64_t gy = std::min<int64_t>(std::min<int64_t>(rows, std::max<int64_t>(1, 2048 / gx)), 65535);
+  const dim3 grid((unsigned)gx, (unsigned)gy), t((unsigned)tx, (unsigned)ty);
+  if (!g && v4)
+    k_ew_fwd2<4><<<grid, t, 0, amd_cu.stream>>>(op, v, a, b, flag, d);
+  else if (!g)
+    k_ew_fwd2<1><<<grid, t, 0, amd_cu.stream>>>(op, v, a, b, flag, d);
+  else if (v4)
+    k_ew_bwd_full2<4><<<grid, t, 0, amd_cu.stream>>>(op, which, v, a, b, g, d, flag);
+  else
+    k_ew_bwd_full2<1><<<grid, t, 0, amd_cu.stream>>>(op, which, v, a, b, g, d, flag);
+  AMD_CUDA_CHECK_LAUNCH(g ? "k_ew_bwd_full2" : "k_ew_fwd2", st);
+  return 0;
+}
+
 int ew_forward(FWD_ARGS) {
   const bool relu = ctx && ctx->relu_out; /* a fused Relu (src/exec/exec.c; Add only) */
   amd_tensor bv;
@@ -345,6 +462,8 @@ int ew_forward(FWD_ARGS) {
       k_ew_fwd_same<4><<<amd_cu_blocks(total / 4), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, relu, o);
     else
       k_ew_fwd_same<1><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), total, a, b, relu, o);
+  } else if (ew_view2 v; ew_view(s, &v)) {
+    return ew2_launch(ew_op(n), 0, v, a, b, NULL, o, relu, st);
   } else {
     k_ew_fwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), s, total, a, b, relu, o);
   }
@@ -379,7 +498,9 @@ int ew_backward(BWD_ARGS) {
     else if (same)
       k_ew_bwd_same<1>
           <<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, total, a, b, g, d, acc);
-    else if (nop == total)
+    else if (ew_view2 v; nop == total && ew_view(s, &v)) {
+      if (ew2_launch(ew_op(n), which, v, a, b, g, d, acc, st)) return -1;
+    } else if (nop == total)
       k_ew_bwd_full<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(ew_op(n), which, s, total, a, b, g, d,
                                                                      acc);
     else {
@@ -393,7 +514,7 @@ int ew_backward(BWD_ARGS) {
         k_ew_bwd_cols<<<grid, 128, 0, amd_cu.stream>>>(ew_op(n), which, s, outer, inner, rows_per_slice, a, b,
                                                        g, part.d());
         AMD_CUDA_CHECK_LAUNCH("k_ew_bwd_cols", st);
-        k_ew_cols_sum<<<amd_cu_blocks(inner), 256, 0, amd_cu.stream>>>(inner, slices, part.d(), d, acc);
+        if (col_partials_total(part.d(), slices, inner, 1.0f, acc, d, st)) return -1;
       } else if (layout == EW_RED_ROWS) { /* outer (= nop) sums of inner consecutive elements */
         /* about 2048 warps in all, slices of at least 1024 elements */
         int64_t S = outer >= 2048 ? 1 : std::min((2048 + outer - 1) / outer, (inner + 1023) / 1024);

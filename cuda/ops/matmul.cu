@@ -8,24 +8,18 @@ __global__ void k_bcast2(int64_t M, int64_t N, const float *c, int64_t rs, int64
   AMD_CU_LOOP(i, M * N) y[i] = c[(i / N) * rs + (i % N) * cs];
 }
 
-/* dC += beta * dY summed over the axes C was broadcast along (one thread per element of C) */
-__global__ void k_gemm_dc(int64_t M, int64_t N, int64_t rs, int64_t cs, float beta, const float *dy,
-                          float *dc) {
-  int64_t nc_rows = rs ? M : 1, nc_cols = cs ? N : 1;
-  AMD_CU_LOOP(e, nc_rows * nc_cols) {
-    int64_t ci = e / nc_cols, cj = e % nc_cols;
-    if (rs && cs) {
-      dc[ci * rs + cj] += beta * dy[ci * N + cj];
-      continue;
-    }
+/* dC += beta * dY where C has Y's shape (one thread per element), or (a
+ * scalar C) dC += beta * the sum of dY; a bias row or column takes
+ * col_sum_into / row_sum_into */
+__global__ void k_gemm_dc(int64_t M, int64_t N, int64_t rs, float beta, const float *dy, float *dc) {
+  if (rs) {
+    AMD_CU_LOOP(e, M * N) dc[(e / N) * rs + e % N] += beta * dy[e];
+    return;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
     double sum = 0;
-    if (!rs && !cs)
-      for (int64_t i = 0; i < M * N; i++) sum += dy[i];
-    else if (!rs)
-      for (int64_t i = 0; i < M; i++) sum += dy[i * N + cj];
-    else
-      for (int64_t j = 0; j < N; j++) sum += dy[ci * N + j];
-    dc[ci * rs + cj * cs] += beta * (float)sum;
+    for (int64_t i = 0; i < M * N; i++) sum += dy[i];
+    dc[0] += beta * (float)sum;
   }
 }
 
@@ -82,8 +76,9 @@ int gemm_backward(BWD_ARGS) {
   if (dC && a->beta != 0 && M * N > 0) {
     int64_t rs = C->rank == 2 && C->dims[0] != 1 ? C->dims[1] : 0;
     int64_t cs = C->rank >= 1 && C->dims[C->rank - 1] != 1 ? 1 : 0;
-    int64_t cnt = (rs ? M : 1) * (cs ? N : 1);
-    k_gemm_dc<<<amd_cu_blocks(cnt), 256, 0, amd_cu.stream>>>(M, N, rs, cs, a->beta, F(dY), F(dC));
+    if (!rs && cs) return col_sum_into(F(dY), M, N, a->beta, F(dC), st); /* a bias [N] */
+    if (rs && !cs) return row_sum_into(F(dY), M, N, a->beta, F(dC), st); /* a column [M, 1] */
+    k_gemm_dc<<<rs ? amd_cu_blocks(M * N) : 1, 256, 0, amd_cu.stream>>>(M, N, rs, a->beta, F(dY), F(dC));
     AMD_CUDA_CHECK_LAUNCH("k_gemm_dc", st);
   }
   return 0;

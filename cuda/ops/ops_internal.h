@@ -68,6 +68,16 @@ static inline bool acc_of(const amd_ctx *ctx, int k) { return !(ctx && ((ctx->bw
 
 /* d[i] += s[i] for n floats, or (!acc) d[i] = 0 + s[i] (op_util.cu) */
 int add_into(float *d, const float *s, int64_t n, amd_status *st, bool acc = true);
+/* A row-major R x C matrix x summed in double over its rows, d[c] += scale *
+ * (float)sum (column sums: a bias over rows), or over its columns, d[r] +=
+ * scale * (float)sum (row sums); in a fixed order, so runs repeat exactly
+ * (op_util.cu) */
+int col_sum_into(const float *x, int64_t R, int64_t C, float scale, float *d, amd_status *st);
+int row_sum_into(const float *x, int64_t R, int64_t C, float scale, float *d, amd_status *st);
+/* The second step of column sums: d[c] = (acc ? d[c] : 0) + scale * (float)
+ * the sum of part[k][c] over k < slices, in k order */
+int col_partials_total(const double *part, int64_t slices, int64_t C, float scale, bool acc, float *d,
+                       amd_status *st);
 
 /* Index arithmetic in I: int when every index fits (the common case; 64-bit
  * division is several times slower on the GPU), int64_t otherwise. */

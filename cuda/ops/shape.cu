@@ -163,11 +163,12 @@ int transpose_backward(BWD_ARGS) {
  * already made non-negative on the host; one index (idx NULL) comes by
  * value as idx0: nothing to upload, so a step with it can be captured into
  * a CUDA graph, e.g. a ViT's class token) */
-__global__ void k_gather(int64_t outer, int64_t cnt, int64_t inner, int64_t dim, const int64_t *idx,
-                         int64_t idx0, const float *x, float *y) {
-  AMD_CU_LOOP(e, outer * cnt * inner) {
-    const int64_t i = e % inner, j = (e / inner) % cnt, o = e / (inner * cnt);
-    y[e] = x[(o * dim + (idx ? idx[j] : idx0)) * inner + i];
+template <typename I>
+__global__ void k_gather(I outer, I cnt, I inner, I dim, const int64_t *idx, I idx0, const float *x,
+                         float *y) {
+  AMD_CU_LOOP_I(I, e, outer * cnt * inner) {
+    const I i = e % inner, oj = e / inner, j = oj % cnt, o = oj / cnt;
+    y[e] = x[((int64_t)o * dim + (idx ? (I)idx[j] : idx0)) * inner + i];
   }
 }
 
@@ -186,6 +187,18 @@ __global__ void k_gather_bwd(int64_t outer, int64_t cnt, int64_t inner, int64_t 
         hit = true;
       }
     if (hit) dx[e] = acc;
+  }
+}
+
+/* k_gather_bwd for a single index (a class token, one of the parts that a
+ * fused projection is split into): dx[o, idx0, i] += dy[o, i], one thread per
+ * element of dy, the rest of dx untouched. */
+template <typename I>
+__global__ void k_gather_bwd1(I outer, I inner, I dim, I idx0, const float *dy, float *dx) {
+  AMD_CU_LOOP_I(I, e, outer * inner) {
+    const I o = e / inner, i = e - o * inner;
+    float &d = dx[((int64_t)o * dim + idx0) * inner + i];
+    d = d + dy[e];
   }
 }
 
@@ -228,8 +241,13 @@ int gather_forward(FWD_ARGS) {
   if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, &idx0, st)) return -1;
   const int64_t total = outer * cnt * inner;
   if (!total) return 0;
-  k_gather<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p, idx0,
-                                                            F(in[0]), F(&out[0]));
+  const int64_t *ix = (const int64_t *)idx.p;
+  if (fits32(outer * dim * inner) && fits32(total))
+    k_gather<int><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>((int)outer, (int)cnt, (int)inner, (int)dim,
+                                                                   ix, (int)idx0, F(in[0]), F(&out[0]));
+  else
+    k_gather<int64_t><<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, ix, idx0,
+                                                                       F(in[0]), F(&out[0]));
   AMD_CUDA_CHECK_LAUNCH("k_gather", st);
   return 0;
 }
@@ -242,6 +260,16 @@ int gather_backward(BWD_ARGS) {
   if (gather_setup(n, in, &outer, &cnt, &inner, &dim, &idx, &idx0, st)) return -1;
   const int64_t total = outer * dim * inner;
   if (!total || !cnt) return 0;
+  if (cnt == 1) {
+    if (fits32(total))
+      k_gather_bwd1<int><<<amd_cu_blocks(outer * inner), 256, 0, amd_cu.stream>>>(
+          (int)outer, (int)inner, (int)dim, (int)idx0, F(dout[0]), F(din[0]));
+    else
+      k_gather_bwd1<int64_t><<<amd_cu_blocks(outer * inner), 256, 0, amd_cu.stream>>>(outer, inner, dim, idx0,
+                                                                                      F(dout[0]), F(din[0]));
+    AMD_CUDA_CHECK_LAUNCH("k_gather_bwd1", st);
+    return 0;
+  }
   k_gather_bwd<<<amd_cu_blocks(total), 256, 0, amd_cu.stream>>>(outer, cnt, inner, dim, (const int64_t *)idx.p,
                                                                 idx0, F(dout[0]), F(din[0]));
   AMD_CUDA_CHECK_LAUNCH("k_gather_bwd", st);

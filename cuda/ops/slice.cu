@@ -35,12 +35,79 @@ template <typename I> __global__ void k_view_scatter_add(amd_view v, I cnt, cons
 
 static int64_t view_count(const amd_view &v) { return prod(v.dims, 0, v.rank); }
 
+/* A view whose last axis is strided but whose axis k is contiguous in the
+ * viewed tensor (Transpose's K^T, NCHW <-> NHWC) in 32 x 32 tiles through
+ * shared memory: the viewed tensor is read (or, SCATTER, added into) along
+ * axis k and the dense side along the last axis, both coalesced; the other
+ * axes are the grid's z (looped). Gather: dst[i] = src[view_off(i)];
+ * SCATTER: dst[view_off(i)] += src[i], as the one-element kernels. */
+template <bool SCATTER>
+__global__ void __launch_bounds__(256)
+    k_view_tile(amd_view v, int k, int64_t nbatch, const float *src, float *dst) {
+  __shared__ float tile[32][33];
+  const int last = v.rank - 1;
+  int64_t dstr[AMD_VIEW_RANK]; /* strides of the dense side, row-major over v.dims */
+  dstr[last] = 1;
+  for (int a = last - 1; a >= 0; a--) dstr[a] = dstr[a + 1] * v.dims[a + 1];
+  const int64_t nk = v.dims[k], nl = v.dims[last], k0 = (int64_t)blockIdx.y * 32,
+                l0 = (int64_t)blockIdx.x * 32;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t b = blockIdx.z; b < nbatch; b += gridDim.z) {
+    int64_t vo = v.base, dn = 0, r = b; /* the other axes' offsets in the view and the dense side */
+    for (int a = last - 1; a >= 0; a--) {
+      if (a == k) continue;
+      const int64_t i = r % v.dims[a];
+      r /= v.dims[a];
+      vo += i * v.str[a];
+      dn += i * dstr[a];
+    }
+    if (b != blockIdx.z) __syncthreads(); /* the tile's last readers are done */
+    for (int j = ty; j < 32; j += 8) {
+      if (!SCATTER) { /* read the view along k */
+        const int64_t kk = k0 + tx, l = l0 + j;
+        if (kk < nk && l < nl) tile[j][tx] = src[vo + kk + l * v.str[last]];
+      } else { /* read the dense side along the last axis */
+        const int64_t kk = k0 + j, l = l0 + tx;
+        if (kk < nk && l < nl) tile[tx][j] = src[dn + kk * dstr[k] + l];
+      }
+    }
+    __syncthreads();
+    for (int j = ty; j < 32; j += 8) {
+      if (!SCATTER) { /* write the dense side along the last axis */
+        const int64_t kk = k0 + j, l = l0 + tx;
+        if (kk < nk && l < nl) dst[dn + kk * dstr[k] + l] = tile[tx][j];
+      } else { /* add into the view along k */
+        const int64_t kk = k0 + tx, l = l0 + j;
+        if (kk < nk && l < nl) {
+          float &d = dst[vo + kk + l * v.str[last]];
+          d += tile[j][tx];
+        }
+      }
+    }
+  }
+}
+
 int view_launch(const amd_view &v0, int64_t xcount, const float *src, float *dst, bool scatter,
                        amd_status *st) {
   amd_view v = v0;
   v.rank = amd_dims_simplify(v.rank, v.dims, v.str);
   int64_t cnt = view_count(v);
   if (cnt == 0) return 0;
+  const int last = v.rank - 1;
+  int k = -1; /* the tiled form (k_view_tile): an axis read contiguously, the last one strided */
+  for (int a = 0; a < last; a++)
+    if (v.str[a] == 1 && v.str[last] != 1 && v.dims[a] >= 16 && v.dims[last] >= 16) k = a;
+  if (k >= 0 && (v.dims[k] + 31) / 32 <= 65535 && (v.dims[last] + 31) / 32 <= 2147483647) {
+    const int64_t nbatch = cnt / (v.dims[k] * v.dims[last]);
+    const dim3 grid((unsigned)((v.dims[last] + 31) / 32), (unsigned)((v.dims[k] + 31) / 32),
+                    (unsigned)(nbatch < 65535 ? nbatch : 65535));
+    if (scatter)
+      k_view_tile<true><<<grid, dim3(32, 8), 0, amd_cu.stream>>>(v, k, nbatch, src, dst);
+    else
+      k_view_tile<false><<<grid, dim3(32, 8), 0, amd_cu.stream>>>(v, k, nbatch, src, dst);
+    AMD_CUDA_CHECK_LAUNCH(scatter ? "k_view_tile (scatter)" : "k_view_tile", st);
+    return 0;
+  }
   const unsigned blocks = amd_cu_blocks(cnt);
   const bool small = fits32(cnt) && fits32(xcount);
   if (scatter && small)

@@ -401,6 +401,17 @@ static void gemm_ops(const amd_mult *m, const char *mname) {
     gc_attrs_free(a, 3);
     FREE(in, 3);
   }
+  { /* Gemm bias row over 300 rows (the bias gradient's column sums in several slices), and a scalar C */
+    int64_t ad[2] = {300, 9}, bd[2] = {9, 70}, cd[1] = {70}, sd[1] = {1};
+    amd_tensor A = T(2, ad, -1, 1), B = T(2, bd, -1, 1), C = T(1, cd, -1, 1), S = T(1, sd, -1, 1);
+    amd_tensor *in[3] = {&A, &B, &C}, *ins[3] = {&A, &B, &S};
+    snprintf(label, sizeof label, "Gemm bias over 300 rows %s", mname);
+    run_case(label, "Gemm", 13, NULL, 0, in, 3, 1, m, 7, 1, 1, 2e-4);
+    snprintf(label, sizeof label, "Gemm scalar C %s", mname);
+    run_case(label, "Gemm", 13, NULL, 0, ins, 3, 1, m, 7, 1, 1, 2e-4);
+    amd_tensor *all[4] = {&A, &B, &C, &S};
+    FREE(all, 4);
+  }
   { /* Gemm column C [M,1] */
     int64_t ad[2] = {4, 6}, bd[2] = {6, 3}, cd[2] = {4, 1};
     amd_tensor A = T(2, ad, -1, 1), B = T(2, bd, -1, 1), C = T(2, cd, -1, 1), *in[3] = {&A, &B, &C};
@@ -733,8 +744,20 @@ static void other_ops(void) {
       snprintf(label, sizeof label, "%s [3,1] op [3,40000] (three rows, sliced)", ops2[i]);
       run_case(label, ops2[i], 14, NULL, 0, few, 2, 1, NULL, 3, 1, 1, 1e-6);
     }
-    amd_tensor *all7[11] = {&bx, &bb, &px, &pp, &sx, &ss, &s1, &lx, &ls, &fx, &fr};
-    FREE(all7, 11);
+    /* both operands broadcast: [6,5,1] op [1,1,7] (the first indexed by the output's rows, the second by
+       its columns), and [6,1,7] op [5,1] (a run in the middle: the general kernels) */
+    int64_t rcd[3] = {6, 5, 1}, ccd[3] = {1, 1, 7}, md[3] = {6, 1, 7}, m2d[2] = {5, 1};
+    amd_tensor ra = T(3, rcd, -1, 1), cb = T(3, ccd, 0.5, 2), ma = T(3, md, -1, 1), mb = T(2, m2d, 0.5, 2);
+    amd_tensor *rc[2] = {&ra, &cb}, *mid[2] = {&ma, &mb};
+    for (int i = 0; i < 2; i++) {
+      char label[96];
+      snprintf(label, sizeof label, "%s [6,5,1] op [1,1,7] (rows and columns)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, rc, 2, 1, NULL, 3, 1, 1, 1e-6);
+      snprintf(label, sizeof label, "%s [6,1,7] op [5,1] (general)", ops2[i]);
+      run_case(label, ops2[i], 14, NULL, 0, mid, 2, 1, NULL, 3, 1, 1, 1e-6);
+    }
+    amd_tensor *all7[15] = {&bx, &bb, &px, &pp, &sx, &ss, &s1, &lx, &ls, &fx, &fr, &ra, &cb, &ma, &mb};
+    FREE(all7, 15);
   }
   { /* a size that is no multiple of 4: the one-element forms of the vectorised kernels */
     int64_t od[4] = {3, 5, 7, 1};
@@ -968,6 +991,21 @@ static void other_ops(void) {
       run_case("Transpose rank 5", "Transpose", 13, qa, 1, inq, 1, 1, NULL, 1, 1, 1, 0);
       gc_attrs_free(qa, 1);
       FREE(inq, 1);
+    }
+    { /* views whose last axis is strided and another contiguous, in 32 x 32 tiles (k_view_tile), forward
+         and backward: K^T of attention [3, 40, 37] -> [3, 37, 40] (partial tiles), NCHW -> NHWC
+         [2, 20, 6, 7] -> [2, 6, 7, 20] */
+      int64_t kd[3] = {3, 40, 37}, kp[3] = {0, 2, 1}, nd[4] = {2, 20, 6, 7}, np[4] = {0, 2, 3, 1};
+      amd_tensor kt = T(3, kd, -1, 1), nt = T(4, nd, -1, 1), *ink[1] = {&kt}, *inn[1] = {&nt};
+      Onnx__AttributeProto *ka[1] = {gc_attr_ints("perm", 3, kp)}, *na[1] = {gc_attr_ints("perm", 4, np)};
+      run_case("Transpose [3,40,37] last two axes (tiled)", "Transpose", 13, ka, 1, ink, 1, 1, NULL, 1, 1, 1,
+               0);
+      run_case("Transpose [2,20,6,7] NCHW to NHWC (tiled)", "Transpose", 13, na, 1, inn, 1, 1, NULL, 1, 1, 1,
+               0);
+      gc_attrs_free(ka, 1);
+      gc_attrs_free(na, 1);
+      FREE(ink, 1);
+      FREE(inn, 1);
     }
     { /* Gather: the class token (a scalar index on axis 1), and repeated / negative indices on axis 0 */
       int64_t cd[3] = {4, 5, 6}, zero = 0;
