@@ -728,6 +728,11 @@ static void other_ops(void) {
     int64_t ld[4] = {8, 3, 65, 64}, fd[2] = {3, 40000}, fr1[2] = {3, 1};
     amd_tensor lx = T(4, ld, -1, 1), ls = T(0, NULL, 0.5, 2), fx = T(2, fd, -1, 1), fr = T(2, fr1, 0.5, 2);
     amd_tensor *big[2] = {&lx, &ls}, *few[2] = {&fr, &fx};
+    /* both operands broadcast: [6,5,1] op [1,1,7] (the first indexed by the output's rows, the second by
+       its columns), and [6,1,7] op [5,1] (a run in the middle: the general kernels) */
+    int64_t rcd[3] = {6, 5, 1}, ccd[3] = {1, 1, 7}, md[3] = {6, 1, 7}, m2d[2] = {5, 1};
+    amd_tensor ra = T(3, rcd, -1, 1), cb = T(3, ccd, 0.5, 2), ma = T(3, md, -1, 1), mb = T(2, m2d, 0.5, 2);
+    amd_tensor *rc[2] = {&ra, &cb}, *mid[2] = {&ma, &mb};
     const char *ops2[2] = {"Add", "Mul"};
     for (int i = 0; i < 2; i++) {
       char label[96];
@@ -743,14 +748,6 @@ static void other_ops(void) {
       run_case(label, ops2[i], 14, NULL, 0, big, 2, 1, NULL, 3, 1, 1, 1e-6);
       snprintf(label, sizeof label, "%s [3,1] op [3,40000] (three rows, sliced)", ops2[i]);
       run_case(label, ops2[i], 14, NULL, 0, few, 2, 1, NULL, 3, 1, 1, 1e-6);
-    }
-    /* both operands broadcast: [6,5,1] op [1,1,7] (the first indexed by the output's rows, the second by
-       its columns), and [6,1,7] op [5,1] (a run in the middle: the general kernels) */
-    int64_t rcd[3] = {6, 5, 1}, ccd[3] = {1, 1, 7}, md[3] = {6, 1, 7}, m2d[2] = {5, 1};
-    amd_tensor ra = T(3, rcd, -1, 1), cb = T(3, ccd, 0.5, 2), ma = T(3, md, -1, 1), mb = T(2, m2d, 0.5, 2);
-    amd_tensor *rc[2] = {&ra, &cb}, *mid[2] = {&ma, &mb};
-    for (int i = 0; i < 2; i++) {
-      char label[96];
       snprintf(label, sizeof label, "%s [6,5,1] op [1,1,7] (rows and columns)", ops2[i]);
       run_case(label, ops2[i], 14, NULL, 0, rc, 2, 1, NULL, 3, 1, 1, 1e-6);
       snprintf(label, sizeof label, "%s [6,1,7] op [5,1] (general)", ops2[i]);
