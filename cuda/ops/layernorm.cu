@@ -20,9 +20,9 @@
  * writes each row's (Mean, InvStdDev) for the parameter gradients:
  * k_ln_param_part gives each block 32 columns (a warp reads 128 contiguous
  * bytes of a row) and a slice of the rows, sums dY * xhat and dY in double
- * and writes them per slice; k_ln_param_final adds a column's slices in slice
- * order into dScale and dB. The slicing depends only on the shape and no
- * float atomics are used: every result is reproducible run to run. */
+ * and writes them per slice; k_ln_param_final adds a column's slices into
+ * dScale and dB in a fixed order (eight interleaved runs, then their sums). The slicing depends only on the
+ * shape and no float atomics are used: every result is reproducible run to run. */
 #include "ops_internal.h"
 
 /* ================================================================ LayerNormalization */
@@ -209,16 +209,25 @@ __global__ void __launch_bounds__(LN_TILE *LN_STEP)
   }
 }
 
-/* dScale[c] += the slices' sums of column c in slice order; dB likewise */
+/* dScale[c] += the slices' sums of column c, dB likewise: a block takes
+ * LN_TILE columns, its LN_STEP rows of threads every LN_STEP-th slice each,
+ * then one thread a column adds their sums in row order (a fixed order) */
 __global__ void k_ln_param_final(int64_t cols, int slices, const double *part, float *dscale, bool acc_s,
                                  float *dbias, bool acc_b) {
-  AMD_CU_LOOP(c, cols) {
-    double ts = 0, tb = 0;
-    for (int s = 0; s < slices; s++)
+  __shared__ double sh[LN_STEP][LN_TILE][2];
+  const int64_t c = (int64_t)blockIdx.x * LN_TILE + threadIdx.x;
+  double ts = 0, tb = 0;
+  if (c < cols)
+    for (int s = threadIdx.y; s < slices; s += LN_STEP)
       ts += part[((int64_t)s * cols + c) * 2], tb += part[((int64_t)s * cols + c) * 2 + 1];
-    if (dscale) dscale[c] = (float)((acc_s ? (double)dscale[c] : 0.0) + ts);
-    if (dbias) dbias[c] = (float)((acc_b ? (double)dbias[c] : 0.0) + tb);
-  }
+  sh[threadIdx.y][threadIdx.x][0] = ts;
+  sh[threadIdx.y][threadIdx.x][1] = tb;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  ts = 0, tb = 0;
+  for (int k = 0; k < LN_STEP; k++) ts += sh[k][threadIdx.x][0], tb += sh[k][threadIdx.x][1];
+  if (dscale) dscale[c] = (float)((acc_s ? (double)dscale[c] : 0.0) + ts);
+  if (dbias) dbias[c] = (float)((acc_b ? (double)dbias[c] : 0.0) + tb);
 }
 
 /* The per-row layout for cols columns: threads per row and the columns each
@@ -298,7 +307,7 @@ int layernorm_backward(BWD_ARGS) {
   k_ln_param_part<<<dim3((unsigned)tiles, (unsigned)slices), dim3(LN_TILE, LN_STEP), 0, amd_cu.stream>>>(
       rows, cols, per, dscale ? F(in[0]) : NULL, F(dy), (const double2 *)stats.p, part.d());
   AMD_CUDA_CHECK_LAUNCH("k_ln_param_part", st);
-  k_ln_param_final<<<amd_cu_blocks(cols, 128), 128, 0, amd_cu.stream>>>(
+  k_ln_param_final<<<(unsigned)tiles, dim3(LN_TILE, LN_STEP), 0, amd_cu.stream>>>(
       cols, (int)slices, part.d(), F(dscale), acc_of(ctx, 1), F(dbias), acc_of(ctx, 2));
   AMD_CUDA_CHECK_LAUNCH("k_ln_param_final", st);
   return 0;

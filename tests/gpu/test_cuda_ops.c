@@ -999,6 +999,14 @@ static void other_ops(void) {
                0);
       run_case("Transpose [2,20,6,7] NCHW to NHWC (tiled)", "Transpose", 13, na, 1, inn, 1, 1, NULL, 1, 1, 1,
                0);
+      /* attention's head split [B, T, H, d] -> [B, H, T, d], d = 8: four elements a thread */
+      int64_t hd[4] = {3, 5, 4, 8}, hp[4] = {0, 2, 1, 3};
+      amd_tensor ht = T(4, hd, -1, 1), *inh[1] = {&ht};
+      Onnx__AttributeProto *ha[1] = {gc_attr_ints("perm", 4, hp)};
+      run_case("Transpose [3,5,4,8] heads (four a thread)", "Transpose", 13, ha, 1, inh, 1, 1, NULL, 1, 1, 1,
+               0);
+      gc_attrs_free(ha, 1);
+      FREE(inh, 1);
       gc_attrs_free(ka, 1);
       gc_attrs_free(na, 1);
       FREE(ink, 1);
