@@ -21,8 +21,9 @@
  * k_ln_param_part gives each block 32 columns (a warp reads 128 contiguous
  * bytes of a row) and a slice of the rows, sums dY * xhat and dY in double
  * and writes them per slice; k_ln_param_final adds a column's slices into
- * dScale and dB in a fixed order (eight interleaved runs, then their sums). The slicing depends only on the
- * shape and no float atomics are used: every result is reproducible run to run. */
+ * dScale and dB in a fixed order (eight interleaved runs, then their sums).
+ * The slicing depends only on the shape and no float atomics are used: every
+ * result is reproducible run to run. */
 #include "ops_internal.h"
 
 /* ================================================================ LayerNormalization */

@@ -35,8 +35,8 @@ __global__ void k_col_partial(int64_t R, int64_t C, int64_t rows_per_slice, cons
 }
 
 /* d[c] = (acc ? d[c] : 0) + scale * the slices' partial sums part[k][c],
- * added in slice order: a block takes 32 columns, its 8 rows of threads
- * every 8th slice each, then one thread a column adds their 8 sums in order */
+ * in a fixed order: a block takes 32 columns, its 8 rows of threads every
+ * 8th slice each, then one thread a column adds their 8 sums in row order */
 __global__ void k_col_total(int64_t C, int64_t slices, const double *part, float scale, bool acc, float *d) {
   __shared__ double red[8][32];
   const int64_t c = (int64_t)blockIdx.x * 32 + threadIdx.x;

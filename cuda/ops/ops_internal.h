@@ -75,7 +75,7 @@ int add_into(float *d, const float *s, int64_t n, amd_status *st, bool acc = tru
 int col_sum_into(const float *x, int64_t R, int64_t C, float scale, float *d, amd_status *st);
 int row_sum_into(const float *x, int64_t R, int64_t C, float scale, float *d, amd_status *st);
 /* The second step of column sums: d[c] = (acc ? d[c] : 0) + scale * (float)
- * the sum of part[k][c] over k < slices, in k order */
+ * the sum of part[k][c] over k < slices, in a fixed order */
 int col_partials_total(const double *part, int64_t slices, int64_t C, float scale, bool acc, float *d,
                        amd_status *st);
 
