@@ -212,13 +212,6 @@ static int mark_fusion(const amd_graph *g, const unsigned char *node_static, int
   return 0;
 }
 
-static int same_shape(const amd_tensor *a, const amd_tensor *b) {
-  if (a->rank != b->rank) return 0;
-  for (int d = 0; d < a->rank; d++)
-    if (a->dims[d] != b->dims[d]) return 0;
-  return 1;
-}
-
 /* Decides what node i does of the nodes fused into it this pass: sets
  * ctx->add_in, add_in_first and relu_out, and *add / *relu to the nodes it
  * does (-1: none). */
@@ -241,7 +234,7 @@ static void plan_fusion(const amd_run *r, amd_ctx *ctx, int keep, int i, const a
     /* natively (a host fallback's op would get a device tensor), and of the Conv's output shape (its infer
      * reads shapes only) */
     if (other->dtype == AMD_FLOAT && other->data && r->be->compute->supports(n, in) &&
-        n->op->infer(n, in, &y, &ist) == 0 && same_shape(&y, other)) {
+        n->op->infer(n, in, &y, &ist) == 0 && amd_same_shape(&y, other)) {
       ctx->add_in = other;
       ctx->add_in_first = first;
       *add = last = a;
