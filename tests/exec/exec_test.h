@@ -6,21 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../test_check.h"
 #include "exec/exec.h"
 #include "onnx/load.h"
-
-static int failures = 0, checks = 0;
-
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    checks++;                                     \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 /* Loads DIR/FILE into *g with a run r on the CPU; on failure counts it and returns -1. */
 static int open_model(const char *dir, const char *file, amd_graph **g, amd_run *r) {

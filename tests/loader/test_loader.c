@@ -10,25 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../test_check.h"
 #include "exec/exec.h"
 #include "onnx/load.h"
 #include "onnx/opset.h"
 #include "onnx/tensor_proto.h"
 #include "ops/op.h"
 
-static int failures = 0, checks = 0;
 static char tmpdir[256];
-
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    checks++;                                     \
-    if (!(cond)) {                                \
-      failures++;                                 \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-      printf(__VA_ARGS__);                        \
-      printf("\n");                               \
-    }                                             \
-  } while (0)
 
 /* ---- a tiny model builder over the protobuf-c structs ---- */
 typedef struct builder {

@@ -14,24 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../test_check.h"
 #include "onnx/load.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/write.h"
 #include "ops/op.h"
 
-static int failures = 0, checks = 0;
 static char tmpdir[256];
-
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    checks++;                                                                                                \
-    if (!(cond)) {                                                                                           \
-      failures++;                                                                                            \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                            \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 /* ------------------------------------------------------------ helpers */
 

@@ -11,22 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../test_check.h"
 #include "exec/backend.h"
 #include "train/kernels.h"
 #include "train/loss.h"
 #include "train/optim.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      failures++;                                                                                            \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                            \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static float uniform(float lo, float hi) {
@@ -170,6 +159,6 @@ int main(void) {
   softmax_xent();
   optimizers();
   elementwise();
-  printf("%s\n", failures ? "FAILED" : "all passed");
+  printf("%d checks, %s\n", checks, failures ? "FAILED" : "all passed");
   return failures ? 1 : 0;
 }

@@ -18,22 +18,11 @@
 #include "train/kernels.h"
 #include "train/optim.h"
 
+#include "../test_check.h"
 #include "optim_golden.h"
 
 #define RTOL 1e-6
 #define LR_RTOL 1e-12 /* schedules: both sides in double */
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      failures++;                                                                                            \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                            \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static double rel_err(double got, double want) {
   const double d = fabs(got - want);
@@ -355,9 +344,9 @@ int main(void) {
   test_schedule_formula();
   test_schedule_bad();
   if (failures) {
-    printf("%d failure(s)\n", failures);
+    printf("%d of %d checks failed\n", failures, checks);
     return 1;
   }
-  printf("all optimizer and schedule tests passed\n");
+  printf("all optimizer and schedule tests passed (%d checks)\n", checks);
   return 0;
 }
