@@ -72,6 +72,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t quant-ort-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/ort_quant.py $amd "$m"
   t quant-q8-modes-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/q8_modes.py $amd "$m"
   t onnx-einsum-matmul-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/onnx/einsum_matmul.py $amd
+  t onnx-graph-rewrites-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/onnx/graph_rewrites.py $amd
   t train-rrc-gpu env PYTHON="$(command -v python3)" bash ../tests/data/train_rrc.sh $amd "$m" data/idx \
     ../tests/data/make_image_folder.py
   # a poisoned batch on the GPU (the default device there): its step found one step late, nothing changed by it

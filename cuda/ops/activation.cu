@@ -25,12 +25,13 @@ enum {
 #define GELU_K 0.7978845608028654     /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 #define SQRT1_2 0.7071067811865476    /* 1 / sqrt(2) */
+#define SQRT2 1.4142135623730951
 #define TWO_SQRTPI 1.1283791670955126 /* 2 / sqrt(pi) */
 
 /* p0 != 0: approximate = "tanh" */
 __device__ __forceinline__ float gelu_f(float v, float p0) {
   return p0 != 0 ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
-                 : 0.5f * v * (1.0f + erff(v * (float)SQRT1_2));
+                 : (v * (erff(v / (float)SQRT2) + 1.0f)) * 0.5f; /* the CPU's operations (activation.c) */
 }
 __device__ __forceinline__ double gelu_grad(double v, float p0) {
   if (p0 == 0) return 0.5 * (1.0 + erf(v * SQRT1_2)) + v * exp(-0.5 * v * v) * 0.3989422804014327;

@@ -17,6 +17,7 @@
 #include "einsum_matmul.h"
 #include "node_attrs.h"
 #include "opset.h"
+#include "rewrite.h"
 #include "tensor_proto.h"
 
 /* ONNX protobufs are limited to 2 GiB; larger weights use external data. */
@@ -313,6 +314,7 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
   if (amd_einsum_to_matmul(g, &cap, st)) return -1;
   drop_unread_dropout_masks(g);
   fold_dropout_ratios(g);
+  if (amd_rewrite_graph(g, st)) return -1;
   return sort_nodes(g, st);
 }
 

@@ -259,6 +259,7 @@ static int hardswish_forward(FWD_ARGS) {
 #define GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
 #define GELU_C 0.044715
 #define SQRT1_2 0.7071067811865476   /* 1 / sqrt(2) */
+#define SQRT2 1.4142135623730951
 #define TWO_SQRTPI 1.1283791670955126 /* 2 / sqrt(pi) (Erf's gradient) */
 
 static int gelu_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
@@ -271,12 +272,16 @@ static int gelu_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
   return 0;
 }
 
+/* The exact form computes (x (erf(x / sqrt 2) + 1)) 0.5, the operations of
+ * the five nodes PyTorch exports GELU as below opset 20, in their order:
+ * the loader fuses that chain into one Gelu node (src/onnx/rewrite.c),
+ * which must give the chain's bits. */
 static inline float gelu_f(float v, int t) {
   return t ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
-           : 0.5f * v * (1.0f + erff(v * (float)SQRT1_2));
+           : (v * (erff(v / (float)SQRT2) + 1.0f)) * 0.5f;
 }
 static inline double gelu_d(double v, int t) {
-  return t ? 0.5 * v * (1.0 + tanh(GELU_K * (v + GELU_C * v * v * v))) : 0.5 * v * (1.0 + erf(v * SQRT1_2));
+  return t ? 0.5 * v * (1.0 + tanh(GELU_K * (v + GELU_C * v * v * v))) : (v * (erf(v / SQRT2) + 1.0)) * 0.5;
 }
 /* d/dx: exact Phi(x) + x phi(x); tanh form 0.5 (1 + th) + 0.5 x (1 - th^2) K (1 + 3 C x^2) */
 static inline double gelu_grad(double v, int t) {

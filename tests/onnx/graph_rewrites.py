@@ -1,0 +1,172 @@
+"""The loader's graph-shortening passes (src/onnx/rewrite.c) on a small MLP
+whose activation is GELU as PyTorch exports it below opset 20 (Div by
+sqrt 2, Erf, Add 1, Mul by x, Mul by 0.5), followed by a Dropout of ratio 0
+and an Identity; against the same model with those values also named as
+graph outputs, which keeps every node.
+
+usage: python3 graph_rewrites.py AMDNN_ONNX
+
+Checks:
+  - `info`: the chain is one Gelu node named ".../Gelu", the Dropout and the
+    Identity are gone; the model that names the intermediates keeps its
+    Erf, Dropout and Identity nodes; a chain with another constant (x / 1.5)
+    is not fused;
+  - `run`, acc32 and am16: the fused model's logits equal the unfused
+    model's bit for bit (the Gelu does the chain's float operations in its
+    order), and numpy's float64 computation within 1e-5 in acc32;
+  - `grad` (training mode, acc32): every parameter's gradient within 1e-5
+    of the unfused model's (Gelu's own gradient, computed in double, where
+    the chain rounds at each of its nodes), and the loss bit for bit;
+  - a model written back by `train` keeps the original nodes.
+Every command runs on the device AMD_TEST_DEVICE names (default cpu).
+Exit 0 when all hold, 1 otherwise, 77 without onnx / numpy."""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:
+    print(f"SKIP: {e}")
+    sys.exit(77)
+
+amd = sys.argv[1]
+DEVICE = os.environ.get("AMD_TEST_DEVICE", "cpu")
+B, I, H, O = 16, 6, 24, 3
+rng = np.random.default_rng(11)
+W = {"w1": (rng.standard_normal((I, H)) * 0.8).astype(np.float32),
+     "b1": (rng.standard_normal(H) * 0.3).astype(np.float32),
+     "w2": (rng.standard_normal((H, O)) * 0.5).astype(np.float32)}
+X = (rng.standard_normal((B, 1, 1, I)) * 2).astype(np.float32)  # images of 1 x 1 pixels, for `train`
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok   " if cond else "FAIL ") + what)
+    fails += 0 if cond else 1
+
+
+def scalar(name, value):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.array(value, np.float32), name + "_value"))
+
+
+def model(sqrt2=1.4142135623730951, named=False):
+    """flatten, x W1 + b1 -> GELU chain -> Dropout(0) -> Identity -> W2. named: the
+    Erf, Dropout and Identity outputs are graph outputs too."""
+    nodes = [
+        helper.make_node("Flatten", ["input"], ["flat"], name="/Flatten"),
+        helper.make_node("MatMul", ["flat", "w1"], ["h0"], name="/fc1/MatMul"),
+        helper.make_node("Add", ["b1", "h0"], ["h"], name="/fc1/Add"),
+        scalar("/act/Constant", sqrt2), scalar("/act/Constant_1", 1.0), scalar("/act/Constant_2", 0.5),
+        helper.make_node("Div", ["h", "/act/Constant"], ["d"], name="/act/Div"),
+        helper.make_node("Erf", ["d"], ["e"], name="/act/Erf"),
+        helper.make_node("Add", ["e", "/act/Constant_1"], ["a"], name="/act/Add"),
+        helper.make_node("Mul", ["h", "a"], ["m"], name="/act/Mul"),
+        helper.make_node("Mul", ["m", "/act/Constant_2"], ["g"], name="/act/Mul_1"),
+        scalar("/drop/ratio", 0.0),
+        helper.make_node("Constant", [], ["/drop/train"], name="/drop/train",
+                         value=numpy_helper.from_array(np.array(True), "t")),
+        helper.make_node("Dropout", ["g", "/drop/ratio", "/drop/train"], ["dr"], name="/drop/Dropout"),
+        helper.make_node("Identity", ["dr"], ["id"], name="/id/Identity"),
+        helper.make_node("MatMul", ["id", "w2"], ["logits"], name="/fc2/MatMul"),
+    ]
+    inits = [numpy_helper.from_array(v, k) for k, v in W.items()]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", O])]
+    if named:
+        outputs += [helper.make_tensor_value_info(v, TensorProto.FLOAT, shape)
+                    for v, shape in (("e", ["batch", H]), ("dr", ["batch", H]), ("id", ["batch", H]))]
+    g = helper.make_graph(nodes, "gelu_mlp", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 1, 1, I])],
+                          outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def reference():
+    from math import erf
+    h = X.reshape(B, I).astype(np.float64) @ W["w1"].astype(np.float64) + W["b1"].astype(np.float64)
+    g = h * 0.5 * (1 + np.vectorize(erf)(h / np.sqrt(2)))
+    return g @ W["w2"].astype(np.float64)
+
+
+def amdnn(*args):
+    r = subprocess.run([amd, *args], capture_output=True, text=True)
+    if r.returncode:
+        print(f"FAIL amdnn-onnx {' '.join(args)}: {r.stderr.strip()}")
+        sys.exit(1)
+    return r.stdout
+
+
+def node_ops(info):
+    """(name, op) of each node `info` lists."""
+    rows = [line.split() for line in info.splitlines()]
+    return [(r[1], r[2]) for r in rows if len(r) > 3 and r[0].isdigit()]
+
+
+def tensor(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    paths = {}
+    for tag, m in (("fused", model()), ("named", model(named=True)), ("other", model(sqrt2=1.5))):
+        paths[tag] = os.path.join(tmp, tag + ".onnx")
+        onnx.save(m, paths[tag])
+    xp, yp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "y.pb")
+    with open(xp, "wb") as f:
+        f.write(numpy_helper.from_array(X, "input").SerializeToString())
+    with open(yp, "wb") as f:
+        f.write(numpy_helper.from_array(rng.integers(0, O, B).astype(np.int64), "labels").SerializeToString())
+
+    fused = node_ops(amdnn("info", paths["fused"]))
+    ops = [op for _, op in fused]
+    check(("/act/Gelu", "Gelu") in fused and not {"Erf", "Div", "Dropout", "Identity"} & set(ops)
+          and ops.count("Mul") == 0,
+          f"info: the chain is one Gelu '/act/Gelu'; no Dropout, no Identity: {ops}")
+    named_ops = [op for _, op in node_ops(amdnn("info", paths["named"]))]
+    check("Gelu" not in named_ops and {"Erf", "Dropout", "Identity"} <= set(named_ops),
+          "info: intermediates named as graph outputs keep their nodes")
+    other_ops = [op for _, op in node_ops(amdnn("info", paths["other"]))]
+    check("Gelu" not in other_ops and "Erf" in other_ops, "info: x / 1.5 is no GELU and stays five nodes")
+
+    out = {}
+    for tag in ("fused", "named"):
+        for mode in ("acc32", "am16"):
+            d = os.path.join(tmp, f"run.{tag}.{mode}")
+            amdnn("run", paths[tag], "--input", xp, "--output-dir", d, "--mode", mode, "--device", DEVICE)
+            out[tag, mode] = tensor(os.path.join(d, "logits.pb"))
+    for mode in ("acc32", "am16"):
+        check(np.array_equal(out["fused", mode], out["named", mode]), f"{mode}: the unfused model's logits, bit for bit")
+    ref = reference()
+    err = np.abs(out["fused", "acc32"] - ref).max() / np.abs(ref).max()
+    check(err < 1e-5, f"acc32: numpy's float64 GELU MLP within 1e-5 (relative {err:.2e})")
+
+    grads = {}
+    for tag in ("fused", "named"):
+        d = os.path.join(tmp, "grad." + tag)
+        amdnn("grad", paths[tag], "--input", xp, "--labels", yp, "--output-dir", d, "--device", DEVICE)
+        grads[tag] = {n: tensor(os.path.join(d, n + ".pb")) for n in ("loss",) + tuple(W)}
+    check(np.array_equal(grads["fused"]["loss"], grads["named"]["loss"]), "grad: the loss bit for bit")
+    for n in W:
+        a, b = grads["fused"][n], grads["named"][n]
+        rel = np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)
+        check(rel < 1e-5 and np.abs(b).max() > 0, f"grad {n}: within 1e-5 of the unfused chain's ({rel:.1e})")
+
+    trained = os.path.join(tmp, "trained.onnx")
+    amdnn("train", paths["fused"], "--data", f"tensors:{xp},{yp}", "--epochs", "1", "--batch", str(B),
+          "-o", trained, "--device", DEVICE)
+    written = [n.op_type for n in onnx.load(trained).graph.node]
+    check("Erf" in written and "Dropout" in written and "Identity" in written and "Gelu" not in written,
+          "train: the written model keeps the chain, the Dropout and the Identity")
+
+print(f"{fails} failed")
+sys.exit(1 if fails else 0)
