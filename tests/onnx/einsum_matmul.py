@@ -17,17 +17,14 @@ Checks:
 Every command runs on the device AMD_TEST_DEVICE names (default cpu).
 Exit 0 when all hold, 1 otherwise, 77 without onnx / numpy."""
 import os
-import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError as e:
-    print(f"SKIP: {e}")
-    sys.exit(77)
+from testlib import check, finish, tensor  # exits 77 without numpy / onnx
+import testlib
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 amd = sys.argv[1]
 DEVICE = os.environ.get("AMD_TEST_DEVICE", "cpu")
@@ -37,13 +34,6 @@ rng = np.random.default_rng(7)
 W = {n: (rng.standard_normal(s) * 0.5).astype(np.float32)
      for n, s in (("wq", (E, E)), ("wk", (E, E)), ("wv", (E, E)), ("wo", (E, 3)))}
 X = rng.standard_normal((B, S, E)).astype(np.float32)
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print(("ok   " if cond else "FAIL ") + what)
-    fails += 0 if cond else 1
 
 
 def model(attention, extra=()):
@@ -101,18 +91,7 @@ def reference():
 
 
 def amdnn(*args):
-    r = subprocess.run([amd, *args], capture_output=True, text=True)
-    if r.returncode:
-        print(f"FAIL amdnn-onnx {' '.join(args)}: {r.stderr.strip()}")
-        sys.exit(1)
-    return r.stdout
-
-
-def tensor(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
+    return testlib.amdnn(amd, *args)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -155,5 +134,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check(len(same) == len(grads["einsum"]), f"am16 grad: loss and every parameter's gradient bit for bit ({len(same)} of {len(grads['einsum'])})")
     check(all(np.abs(g).max() > 0 for g in grads["einsum"].values()), "am16 grad: none is zero")
 
-print(f"{fails} failed")
-sys.exit(1 if fails else 0)
+finish()

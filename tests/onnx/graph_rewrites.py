@@ -21,17 +21,14 @@ Checks:
 Every command runs on the device AMD_TEST_DEVICE names (default cpu).
 Exit 0 when all hold, 1 otherwise, 77 without onnx / numpy."""
 import os
-import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError as e:
-    print(f"SKIP: {e}")
-    sys.exit(77)
+from testlib import check, finish, tensor  # exits 77 without numpy / onnx
+import testlib
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 
 amd = sys.argv[1]
 DEVICE = os.environ.get("AMD_TEST_DEVICE", "cpu")
@@ -41,13 +38,6 @@ W = {"w1": (rng.standard_normal((I, H)) * 0.8).astype(np.float32),
      "b1": (rng.standard_normal(H) * 0.3).astype(np.float32),
      "w2": (rng.standard_normal((H, O)) * 0.5).astype(np.float32)}
 X = (rng.standard_normal((B, 1, 1, I)) * 2).astype(np.float32)  # images of 1 x 1 pixels, for `train`
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print(("ok   " if cond else "FAIL ") + what)
-    fails += 0 if cond else 1
 
 
 def scalar(name, value):
@@ -96,24 +86,13 @@ def reference():
 
 
 def amdnn(*args):
-    r = subprocess.run([amd, *args], capture_output=True, text=True)
-    if r.returncode:
-        print(f"FAIL amdnn-onnx {' '.join(args)}: {r.stderr.strip()}")
-        sys.exit(1)
-    return r.stdout
+    return testlib.amdnn(amd, *args)
 
 
 def node_ops(info):
     """(name, op) of each node `info` lists."""
     rows = [line.split() for line in info.splitlines()]
     return [(r[1], r[2]) for r in rows if len(r) > 3 and r[0].isdigit()]
-
-
-def tensor(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -168,5 +147,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check("Erf" in written and "Dropout" in written and "Identity" in written and "Gelu" not in written,
           "train: the written model keeps the chain, the Dropout and the Identity")
 
-print(f"{fails} failed")
-sys.exit(1 if fails else 0)
+finish()
