@@ -12,11 +12,19 @@
  * column and different rows would all hit one bank). Accumulators are uint32
  * (wrapping); the zero-point corrections are added when a tile is written.
  *
- * IMMA path: cublasGemmEx (int8 x int8 -> int32, CUBLAS_COMPUTE_32I) writes
+ * IMMA path: cuBLAS (int8 x int8 -> int32, CUBLAS_COMPUTE_32I) writes
  * P = sum a*b of the int8 values into C, then k_q8_fix adds the zero-point
- * terms (skipped where none is left; left to the caller with defer). */
+ * terms (skipped where none is left; left to the caller with defer). Which
+ * kernel runs is chosen per GEMM shape by timing the candidates cuBLASLt's
+ * heuristic offers and cublasGemmEx, once, at the shape's
+ * first call outside stream capture (q8_lt_plan, q8_lt_tune): cublasGemmEx
+ * ran ResNet-18's 64 x 131072 x 576 at 94 T MAC/s on an H100 where one of
+ * cuBLASLt's candidates ran 109. Integer sums are exact (int32 wrapping,
+ * K < 2^17), so every kernel gives the same bits. */
 #include <stdlib.h>
 #include <string.h>
+
+#include <cublasLt.h>
 
 #include "cuda_check.h"
 #include "q8_gemm.h"
@@ -238,10 +246,26 @@ struct q8_table {
   int exact; /* 'u' or 's': equal to that signedness's exact table; 0 */
 };
 
+/* One int8 GEMM shape on cuBLASLt: C (m x n, ld ldc, int32) = B^T (B: k x m, ld ldb) A (k x n, ld lda),
+ * column major; align: the smallest alignment of the three pointers (bytes, at most 256), which bounds the
+ * kernels cuBLASLt may pick. tuned: algo is the fastest candidate, timed outside stream capture. */
+struct q8_lt_plan {
+  int64_t m, n, k, lda, ldb, ldc;
+  int align;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+  bool tuned, use_ex; /* use_ex: cublasGemmEx was the fastest */
+};
+
 struct amd_cuda_q8_ctx {
   cudaStream_t stream;
   cublasHandle_t cublas;
+  cublasLtHandle_t lt;
   void *cublas_ws;
+  q8_lt_plan *plans;
+  int nplans, capplans;
+  cudaEvent_t ev[2]; /* timing cuBLASLt's candidates */
   int sms, per_sm[3];
   amd_q8_path path, last;
   q8_table *tabs;
@@ -278,7 +302,13 @@ extern "C" int amd_cuda_q8_create(amd_cuda_q8_ctx **out, cudaStream_t stream, am
     cublasStatus_t cs = cublasCreate(&ctx->cublas);
     if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetStream(ctx->cublas, stream);
     if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasSetWorkspace(ctx->cublas, ctx->cublas_ws, q8_cublas_ws_bytes);
+    if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasLtCreate(&ctx->lt);
     if (cs != CUBLAS_STATUS_SUCCESS) rc = amd_fail(st, "CUDA q8 GEMM context: cuBLAS: %s", cublasGetStatusName(cs));
+  }
+  if (rc == 0) {
+    e = cudaEventCreate(&ctx->ev[0]);
+    if (e == cudaSuccess) e = cudaEventCreate(&ctx->ev[1]);
+    if (e != cudaSuccess) rc = amd_fail(st, "CUDA q8 GEMM context: %s", cudaGetErrorString(e));
   }
   if (rc == 0) rc = q8_setup_kernel<TAB_S16>(ctx, st);
   if (rc == 0) rc = q8_setup_kernel<TAB_U16>(ctx, st);
@@ -306,6 +336,16 @@ extern "C" void amd_cuda_q8_destroy(amd_cuda_q8_ctx *ctx) {
     for (int b = 0; b < 2; b++) q8_table_free(&ctx->exact_tab[a][b]);
   for (int i = 0; i < 5; i++) cudaFree(ctx->ws[i]);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
+  for (int i = 0; i < ctx->nplans; i++) {
+    q8_lt_plan *p = &ctx->plans[i];
+    cublasLtMatmulDescDestroy(p->op);
+    cublasLtMatrixLayoutDestroy(p->la), cublasLtMatrixLayoutDestroy(p->lb),
+        cublasLtMatrixLayoutDestroy(p->lc);
+  }
+  free(ctx->plans);
+  if (ctx->lt) cublasLtDestroy(ctx->lt);
+  for (int i = 0; i < 2; i++)
+    if (ctx->ev[i]) cudaEventDestroy(ctx->ev[i]);
   cudaFree(ctx->cublas_ws);
   free(ctx);
 }
@@ -474,6 +514,136 @@ template <int TAB> static int q8_launch(amd_cuda_q8_ctx *ctx, const Q8Params &p,
 
 static bool aligned(const void *p, int n) { return ((uintptr_t)p % (uintptr_t)n) == 0; }
 
+/* The largest power of two up to 256 that divides every address. */
+static int alignment_of(const void *a, const void *b, const void *c) {
+  const uintptr_t x = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | 256u;
+  return (int)(x & (~x + 1));
+}
+
+/* The plan of this shape (descriptors made, not tuned) or NULL (st set). */
+static q8_lt_plan *q8_lt_find(amd_cuda_q8_ctx *ctx, int64_t m, int64_t n, int64_t k, int64_t ldb, int64_t lda,
+                              int64_t ldc, int align, amd_status *st) {
+  for (int i = 0; i < ctx->nplans; i++) {
+    q8_lt_plan *p = &ctx->plans[i];
+    if (p->m == m && p->n == n && p->k == k && p->lda == lda && p->ldb == ldb && p->ldc == ldc &&
+        p->align == align)
+      return p;
+  }
+  if (ctx->nplans == ctx->capplans) {
+    const int cap = ctx->capplans ? 2 * ctx->capplans : 16;
+    q8_lt_plan *grown = (q8_lt_plan *)realloc(ctx->plans, sizeof *grown * (size_t)cap);
+    if (!grown) {
+      amd_fail(st, "out of memory");
+      return NULL;
+    }
+    ctx->plans = grown, ctx->capplans = cap;
+  }
+  q8_lt_plan *p = &ctx->plans[ctx->nplans];
+  memset(p, 0, sizeof *p);
+  p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc, p->align = align;
+  const cublasOperation_t t = CUBLAS_OP_T, nt = CUBLAS_OP_N;
+  cublasStatus_t cs = cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32I, CUDA_R_32I);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &nt, sizeof nt);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasLtMatrixLayoutCreate(&p->la, CUDA_R_8I, k, m, ldb);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_8I, k, n, lda);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32I, m, n, ldc);
+  if (cs != CUBLAS_STATUS_SUCCESS) {
+    cublasLtMatmulDescDestroy(p->op);
+    cublasLtMatrixLayoutDestroy(p->la), cublasLtMatrixLayoutDestroy(p->lb),
+        cublasLtMatrixLayoutDestroy(p->lc);
+    amd_fail(st, "cuBLASLt: %s describing the int8 GEMM", cublasGetStatusName(cs));
+    return NULL;
+  }
+  ctx->nplans++;
+  return p;
+}
+
+static cublasStatus_t q8_lt_run(amd_cuda_q8_ctx *ctx, const q8_lt_plan *p, const cublasLtMatmulAlgo_t *algo,
+                                const int8_t *B8, const int8_t *A8, int32_t *C) {
+  const int32_t one = 1, zero = 0;
+  return cublasLtMatmul(ctx->lt, p->op, &one, B8, p->la, A8, p->lb, &zero, C, p->lc, C, p->lc, algo,
+                        ctx->cublas_ws, q8_cublas_ws_bytes, ctx->stream);
+}
+
+/* The same product through cublasGemmEx (cuBLAS's own choice of kernel). */
+static cublasStatus_t q8_ex_run(amd_cuda_q8_ctx *ctx, const q8_lt_plan *p, const int8_t *B8, const int8_t *A8,
+                                int32_t *C) {
+  const int32_t one = 1, zero = 0;
+  return cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, p->m, p->n, p->k, &one, B8, CUDA_R_8I, p->ldb,
+                         A8, CUDA_R_8I, p->lda, &zero, C, CUDA_R_32I, p->ldc, CUBLAS_COMPUTE_32I,
+                         CUBLAS_GEMM_DEFAULT);
+}
+
+/* Candidate i of a tuning (i == n: cublasGemmEx). */
+static cublasStatus_t q8_candidate_run(amd_cuda_q8_ctx *ctx, const q8_lt_plan *p,
+                                       const cublasLtMatmulHeuristicResult_t *cand, int n, int i,
+                                       const int8_t *B8, const int8_t *A8, int32_t *C) {
+  return i < n ? q8_lt_run(ctx, p, &cand[i].algo, B8, A8, C) : q8_ex_run(ctx, p, B8, A8, C);
+}
+
+/* Picks the plan's kernel: each candidate of cuBLASLt's heuristic and cublasGemmEx run once (those that fail
+ * are dropped), then two rounds, each timing every candidate over five runs; the smallest time of either
+ * round wins. p->use_ex when cublasGemmEx did. */
+static int q8_lt_tune(amd_cuda_q8_ctx *ctx, q8_lt_plan *p, const int8_t *B8, const int8_t *A8, int32_t *C,
+                      amd_status *st) {
+  enum { MAX_CAND = 8 };
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulHeuristicResult_t cand[MAX_CAND];
+  int n = 0;
+  const uint32_t al = (uint32_t)p->align;
+  const size_t wsb = q8_cublas_ws_bytes;
+  if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
+    if (cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->la, p->lb, p->lc, p->lc, pref, MAX_CAND, cand,
+                                       &n) != CUBLAS_STATUS_SUCCESS)
+      n = 0;
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+  bool ok[MAX_CAND + 1];
+  float best[MAX_CAND + 1];
+  for (int i = 0; i <= n; i++)
+    ok[i] = q8_candidate_run(ctx, p, cand, n, i, B8, A8, C) == CUBLAS_STATUS_SUCCESS;
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i <= n; i++) {
+      if (!ok[i]) continue;
+      AMD_CUDA_CHECK(cudaEventRecord(ctx->ev[0], ctx->stream), st);
+      for (int r = 0; r < 5; r++) q8_candidate_run(ctx, p, cand, n, i, B8, A8, C);
+      AMD_CUDA_CHECK(cudaEventRecord(ctx->ev[1], ctx->stream), st);
+      AMD_CUDA_CHECK(cudaEventSynchronize(ctx->ev[1]), st);
+      float ms = 0;
+      AMD_CUDA_CHECK(cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]), st);
+      if (round == 0 || ms < best[i]) best[i] = ms;
+    }
+  int pick = -1;
+  for (int i = 0; i <= n; i++)
+    if (ok[i] && (pick < 0 || best[i] < best[pick])) pick = i;
+  p->use_ex = pick < 0 || pick == n; /* none ran: cublasGemmEx's status tells the caller why */
+  if (!p->use_ex) p->algo = cand[pick].algo;
+  p->tuned = true;
+  return 0;
+}
+
+/* C (m x n, ld ldc) = B8^T A8 (column major, B8 k x m, A8 k x n) on the tensor cores, with this shape's plan,
+ * tuned at its first call outside stream capture; in a capture before that, through cublasGemmEx. The
+ * statuses of cuBLAS that mean "no int8 kernel for this call" are returned as they are (the caller falls
+ * back), other failures as -1 with st set. */
+static int q8_tc_gemm(amd_cuda_q8_ctx *ctx, int64_t m, int64_t n, int64_t k, const int8_t *B8, int64_t ldb,
+                      const int8_t *A8, int64_t lda, int32_t *C, int64_t ldc, cublasStatus_t *cs,
+                      amd_status *st) {
+  q8_lt_plan *p = q8_lt_find(ctx, m, n, k, ldb, lda, ldc, alignment_of(B8, A8, C), st);
+  if (!p) return -1;
+  if (!p->tuned && !capturing(ctx->stream) && q8_lt_tune(ctx, p, B8, A8, C, st)) return -1;
+  *cs = p->tuned && !p->use_ex ? q8_lt_run(ctx, p, &p->algo, B8, A8, C) : q8_ex_run(ctx, p, B8, A8, C);
+  return 0;
+}
+
 /* The tensor cores: P = A8 B8^T into C, then the zero-point terms (none for int8 codes without zero points;
  * left to the caller where defer is given); B is in the TN layout, rs and cs the raw codes' sums (NULL where
  * no term reads them). Returns 1 (nothing written) where cuBLAS has no int8 kernel for the call and the path is AUTO. */
@@ -498,12 +668,11 @@ static int q8_imma(amd_cuda_q8_ctx *ctx, int64_t M, int64_t N, int64_t K, const 
     Cg = (int32_t *)w;
   }
   if (K > 0) {
-    const int32_t one = 1, zero = 0;
     const int64_t Kp = (K + 3) / 4 * 4;
     /* column-major: C^T (N x M, ld ldc) = B8 (K x N, ld ldb)^T * A8 (K x M, ld lda) */
-    const cublasStatus_t cs = cublasGemmEx_64(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, Kp, &one, B8, CUDA_R_8I,
-                                              ldb, A8, CUDA_R_8I, lda, &zero, Cg, CUDA_R_32I, ldg,
-                                              CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t cs;
+    if (q8_tc_gemm(ctx, N, M, Kp, (const int8_t *)B8, ldb, (const int8_t *)A8, lda, Cg, ldg, &cs, st))
+      return -1;
     if ((cs == CUBLAS_STATUS_NOT_SUPPORTED || cs == CUBLAS_STATUS_INVALID_VALUE || cs == CUBLAS_STATUS_ARCH_MISMATCH) &&
         ctx->path == AMD_Q8_PATH_AUTO)
       return 1; /* the table kernel then */
