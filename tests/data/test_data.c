@@ -16,22 +16,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../test_check.h"
 #include "data/dataset.h"
 #include "onnx/tensor_proto.h"
 
-static int failures = 0, checks = 0;
 static char root[512];
-
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    checks++;                                                     \
-    if (!(cond)) {                                                \
-      failures++;                                                 \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-      printf(__VA_ARGS__);                                        \
-      printf("\n");                                               \
-    }                                                             \
-  } while (0)
 
 /* ---------------------------------------------------------------- fixture helpers */
 
@@ -1187,6 +1176,5 @@ int main(void) {
   test_rng();
   test_rrc();
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return check_summary();
 }

@@ -23,23 +23,12 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
+#include "../test_check.h"
 #include "data/dataset.h"
 #include "data/image_stream.h"
 
-static int failures = 0, checks = 0;
 static int lockstep; /* compare() streams with amd_image_stream_set_overlap(s, 0) */
 static char root[512];
-
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    checks++;                                                \
-    if (!(cond)) {                                           \
-      failures++;                                            \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      printf(__VA_ARGS__);                                   \
-      printf("\n");                                          \
-    }                                                        \
-  } while (0)
 
 static void mkdirs(const char *path) {
   char tmp[1024];
@@ -345,6 +334,5 @@ int main(void) {
   }
 
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return check_summary();
 }

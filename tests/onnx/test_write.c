@@ -522,6 +522,5 @@ int main(int argc, char **argv) {
   test_failures(models);
   CHECK(count_temp_files() == 0, "temporary files left in %s", tmpdir);
   if (rmdir(tmpdir) != 0) CHECK(0, "files left in %s", tmpdir);
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return check_summary();
 }

@@ -20,22 +20,10 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* gradcheck.h helpers this test does not use */
 #include "../grad/gradcheck.h"
 
+#include "../test_check.h"
 #include "mult/mult.h"
 #include "mult/q8.h"
 #include "ops/quant.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static char tmpdir[256];
 
@@ -329,6 +317,5 @@ int main(void) {
     remove(p);
   }
   rmdir(tmpdir);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

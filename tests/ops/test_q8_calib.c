@@ -15,23 +15,11 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* gradcheck.h helpers this test does not use */
 #include "../grad/gradcheck.h"
 
+#include "../test_check.h"
 #include "exec/mode_apply.h"
 #include "mult/mult.h"
 #include "ops/q8f.h"
 #include "ops/quant.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static int cmp_float(const void *a, const void *b) {
   const float x = *(const float *)a, y = *(const float *)b;
@@ -144,7 +132,7 @@ static void node_calibration(void) {
   amd_tensor out_mm = {0}, out_100 = {0}, out_99 = {0};
   if (run_gemm(data, &b, 0, mm, &out_mm) || run_gemm(data, &b, 100, p100, &out_100) ||
       run_gemm(data, &b, 99, p99, &out_99)) {
-    failed++;
+    failures++;
     return;
   }
   /* min / max: the data's own, with 0, over the first 4 calls */
@@ -220,6 +208,5 @@ int main(void) {
   percentile_rule();
   node_calibration();
   parse();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

@@ -24,22 +24,10 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* gradcheck.h helpers this test does not use */
 #include "../grad/gradcheck.h"
 
+#include "../test_check.h"
 #include "mult/mult.h"
 #include "mult/q8.h"
 #include "ops/quant.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 /* ---------------------------------------------------------------- tables */
 
@@ -454,6 +442,5 @@ int main(void) {
   test_mm("MatMul q8s noisy [3, 5, 11] x [11, 6]", 0, 3, 0, 5, 11, 6, "q8s:exact", noisy);
   test_mm("MatMul q8u:exact [4, 6, 9] x [4, 9, 5]", 0, 4, 1, 6, 9, 5, "q8u:exact", NULL);
   test_mm("MatMul q8u truncated [4, 6, 9] x [4, 9, 5]", 0, 4, 1, 6, 9, 5, "q8u:exact", trunc4);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

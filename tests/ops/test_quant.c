@@ -16,20 +16,8 @@
  *    1-D per-row zero point for a, a bias of the wrong type. */
 #include "../grad/gradcheck.h"
 
+#include "../test_check.h"
 #include "gemm/qgemm.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static int32_t val(uint8_t code, int sgn) { return sgn ? (int32_t)(int8_t)code : (int32_t)code; }
 
@@ -242,6 +230,5 @@ int main(void) {
   test_rounding();
   test_errors();
   (void)gradcheck, (void)gc_summary, (void)gc_attr_ints, (void)gc_attr_float, (void)gc_bind; /* gradcheck.h's, unused here */
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

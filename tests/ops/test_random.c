@@ -24,22 +24,10 @@
  *    ctx->rng in a fresh trainer ends bit-identical to the uninterrupted run. */
 #include "../grad/gradcheck.h"
 
+#include "../test_check.h"
 #include "ops/random.h"
 #include "train/optim.h"
 #include "train/trainer.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 enum { N = 100000 };
 
@@ -604,7 +592,7 @@ static int train(int less, uint64_t seed, const run_state *from, int steps, doub
   }
   if (t.warning[0]) {
     printf("FAIL training set-up (%s): trainer warning '%s'\n", less ? "Less" : "Bernoulli", t.warning);
-    failed++;
+    failures++;
   }
   amd_optim o;
   AMD_ASSERT(amd_optim_init("sgd", &o, &st) == 0);
@@ -636,7 +624,7 @@ static int train(int less, uint64_t seed, const run_state *from, int steps, doub
     const int64_t draws = (less ? 1 : 2) * BATCH * HID;
     if (rc == 0 && t.ctx.rng != amd_splitmix_skip(before, draws)) {
       printf("FAIL training: the step moved ctx->rng by other than %lld draws\n", (long long)draws);
-      failed++;
+      failures++;
     }
   }
   if (rc) printf("FAIL training step: %s\n", st.msg);
@@ -666,7 +654,7 @@ static void training(int less) {
   run_state a = {0}, b = {0}, c = {0}, part = {0}, resumed = {0};
   if (train(less, 3, NULL, 6, la, &a) || train(less, 3, NULL, 6, lb, &b) || train(less, 4, NULL, 6, lc, &c) ||
       train(less, 3, NULL, 3, lp, &part) || train(less, 3, &part, 3, lr, &resumed)) {
-    failed++;
+    failures++;
   } else {
     int same = memcmp(la, lb, sizeof la) == 0 && memcmp(a.params, b.params, (size_t)a.n * sizeof(float)) == 0;
     CHECK(same, "%s: two runs with seed 3 differ (losses %.9g / %.9g)", what, la[5], lb[5]);
@@ -695,7 +683,7 @@ static void blocked_warning(void) {
   amd_trainer t;
   if (!g || amd_trainer_init(&t, g, NULL, &st)) {
     printf("FAIL set-up with Cast(W2): %s\n", st.msg);
-    failed++;
+    failures++;
     if (g) amd_graph_free(g);
     return;
   }
@@ -720,6 +708,5 @@ int main(void) {
     training(1);
   else
     printf("SKIP training with RandomUniformLike -> Less -> Cast -> Mul: this build has no Less op\n");
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

@@ -16,21 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../test_check.h"
 #include "onnx/load.h"
 #include "train/trainer.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (cond) {                                                                                              \
-      passed++;                                                                                              \
-    } else {                                                                                                 \
-      failed++;                                                                                              \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                 \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 /* The op type of the only reader of value v, or NULL if it has none or several. */
 static const char *only_reader(const amd_graph *g, int v) {
@@ -126,6 +114,5 @@ int main(int argc, char **argv) {
         (long long)n1);
   free(g1);
   free(g2);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }

@@ -343,10 +343,5 @@ int main(void) {
   test_schedule_golden();
   test_schedule_formula();
   test_schedule_bad();
-  if (failures) {
-    printf("%d of %d checks failed\n", failures, checks);
-    return 1;
-  }
-  printf("all optimizer and schedule tests passed (%d checks)\n", checks);
-  return 0;
+  return check_summary();
 }
