@@ -28,10 +28,11 @@ enum {
 #define SQRT2 1.4142135623730951
 #define TWO_SQRTPI 1.1283791670955126 /* 2 / sqrt(pi) */
 
-/* p0 != 0: approximate = "tanh" */
-__device__ __forceinline__ float gelu_f(float v, float p0) {
-  return p0 != 0 ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
-                 : (v * (erff(v / (float)SQRT2) + 1.0f)) * 0.5f; /* the CPU's operations (activation.c) */
+/* p0 != 0: approximate = "tanh"; p1 != 0: half_first (the CPU's operations, activation.c) */
+__device__ __forceinline__ float gelu_f(float v, float p0, float p1) {
+  if (p0 != 0) return 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)));
+  const float a = erff(v / (float)SQRT2) + 1.0f;
+  return p1 != 0 ? (v * 0.5f) * a : (v * a) * 0.5f;
 }
 __device__ __forceinline__ double gelu_grad(double v, float p0) {
   if (p0 == 0) return 0.5 * (1.0 + erf(v * SQRT1_2)) + v * exp(-0.5 * v * v) * 0.3989422804014327;
@@ -179,7 +180,7 @@ __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
   case ACT_ERF:
     return erff(v);
   case ACT_GELU:
-    return gelu_f(v, p0);
+    return gelu_f(v, p0, p1);
   case ACT_EXP:
     return expf(v);
   case ACT_LOG:
@@ -361,7 +362,10 @@ static void act_params(const amd_node *n, const amd_tensor *const *in, int kind,
     *p0 = ((const amd_act_attrs *)n->attrs)->alpha;
     *p1 = ((const amd_act_attrs *)n->attrs)->beta;
   }
-  if (kind == ACT_GELU) *p0 = ((const amd_act_attrs *)n->attrs)->tanh_approx ? 1.0f : 0.0f;
+  if (kind == ACT_GELU) {
+    *p0 = ((const amd_act_attrs *)n->attrs)->tanh_approx ? 1.0f : 0.0f;
+    *p1 = ((const amd_act_attrs *)n->attrs)->half_first ? 1.0f : 0.0f;
+  }
   if (kind != ACT_CLIP) return;
   double lo, hi;
   if (n->since >= 11) {

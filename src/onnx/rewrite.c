@@ -59,30 +59,45 @@ static int other_input(const amd_node *n, int v) {
   return -2;
 }
 
-/* ---- GELU: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5 */
+/* ---- GELU: Div(x, sqrt 2) -> Erf -> Add 1 -> a, then (x a) 0.5 or (x 0.5) a */
 
-enum { G_DIV, G_ERF, G_ADD, G_MUL_X, G_MUL_HALF, G_NODES };
+enum { G_DIV, G_ERF, G_ADD, G_MUL_1, G_MUL_2, G_NODES }; /* G_MUL_2 writes the GELU's output */
 
-/* Whether Erf node e is the middle of such a chain: its five nodes into
- * chain[] and the GELU's input into *x, else 0. Every intermediate value must
- * be read by the next node alone (and be no graph output). */
-static int match_gelu(const amd_graph *g, const readers *r, int e, int chain[G_NODES], int *x) {
+/* Whether Erf node e is part of such a chain: its five nodes into chain[],
+ * the GELU's input into *x and the order of its last two products into
+ * *half_first, else 0. Every intermediate value must be read by the next
+ * node alone (and be no graph output). */
+static int match_gelu(const amd_graph *g, const readers *r, int e, int chain[G_NODES], int *x,
+                      int *half_first) {
   if (!is_node(g, e, AMD_OP_IDX_Erf, 1) || g->nodes[e].in[0] < 0) return 0;
   const int d = g->nodes[e].in[0], div = g->values[d].producer;
   if (!is_node(g, div, AMD_OP_IDX_Div, 2) || g->nodes[div].out[0] != d || only_reader(g, r, d) != e) return 0;
   *x = g->nodes[div].in[0];
-  if (*x < 0 || *x == g->nodes[div].in[1] || !is_float_constant(g, g->nodes[div].in[1], (float)1.4142135623730951)) return 0;
+  if (*x < 0 || *x == g->nodes[div].in[1] ||
+      !is_float_constant(g, g->nodes[div].in[1], (float)1.4142135623730951))
+    return 0;
   const int add = only_reader(g, r, g->nodes[e].out[0]);
   if (!is_node(g, add, AMD_OP_IDX_Add, 2) ||
       !is_float_constant(g, other_input(&g->nodes[add], g->nodes[e].out[0]), 1.0f))
     return 0;
-  const int mul_x = only_reader(g, r, g->nodes[add].out[0]);
-  if (!is_node(g, mul_x, AMD_OP_IDX_Mul, 2) || other_input(&g->nodes[mul_x], g->nodes[add].out[0]) != *x) return 0;
-  const int mul_half = only_reader(g, r, g->nodes[mul_x].out[0]);
-  if (!is_node(g, mul_half, AMD_OP_IDX_Mul, 2) ||
-      !is_float_constant(g, other_input(&g->nodes[mul_half], g->nodes[mul_x].out[0]), 0.5f))
+  const int a = g->nodes[add].out[0], mul = only_reader(g, r, a); /* the product with erf(..) + 1 */
+  if (!is_node(g, mul, AMD_OP_IDX_Mul, 2)) return 0;
+  const int other = other_input(&g->nodes[mul], a);
+  chain[G_DIV] = div, chain[G_ERF] = e, chain[G_ADD] = add;
+  if (other == *x) { /* (x a) 0.5 */
+    const int half = only_reader(g, r, g->nodes[mul].out[0]);
+    if (!is_node(g, half, AMD_OP_IDX_Mul, 2) ||
+        !is_float_constant(g, other_input(&g->nodes[half], g->nodes[mul].out[0]), 0.5f))
+      return 0;
+    chain[G_MUL_1] = mul, chain[G_MUL_2] = half, *half_first = 0;
+    return 1;
+  }
+  /* (x 0.5) a: other is x 0.5, made for this product alone */
+  const int half = other >= 0 ? g->values[other].producer : -1;
+  if (!is_node(g, half, AMD_OP_IDX_Mul, 2) || g->nodes[half].out[0] != other ||
+      only_reader(g, r, other) != mul || !is_float_constant(g, other_input(&g->nodes[half], *x), 0.5f))
     return 0;
-  chain[G_DIV] = div, chain[G_ERF] = e, chain[G_ADD] = add, chain[G_MUL_X] = mul_x, chain[G_MUL_HALF] = mul_half;
+  chain[G_MUL_1] = half, chain[G_MUL_2] = mul, *half_first = 1;
   return 1;
 }
 
@@ -109,12 +124,13 @@ static char *gelu_name(const amd_graph *g, const int chain[G_NODES]) {
 
 /* Turns the Div node of the chain into Gelu(x) writing the chain's output,
  * and marks the other four dead. */
-static int fuse_gelu(amd_graph *g, const int chain[G_NODES], int x, unsigned char *dead, amd_status *st) {
+static int fuse_gelu(amd_graph *g, const int chain[G_NODES], int x, int half_first, unsigned char *dead,
+                     amd_status *st) {
   const amd_op *gelu = amd_op_find("Gelu");
   char *name = gelu_name(g, chain);
   if (!name) return amd_fail(st, "out of memory");
   amd_node *n = &g->nodes[chain[G_DIV]];
-  const int y = g->nodes[chain[G_MUL_HALF]].out[0];
+  const int y = g->nodes[chain[G_MUL_2]].out[0];
   for (int k = 0; k < G_NODES; k++) {
     const int v = g->nodes[chain[k]].out[0];
     if (v != y) g->values[v].producer = -1;
@@ -134,6 +150,7 @@ static int fuse_gelu(amd_graph *g, const int chain[G_NODES], int x, unsigned cha
   g->values[y].producer = chain[G_DIV];
   amd_attr_list none = {.a = NULL, .n = 0, .tensors = NULL}; /* approximate = "none" */
   if (gelu->parse(n, &none, st)) return amd_fail_prefix(st, "node '%s'", n->name);
+  ((amd_act_attrs *)n->attrs)->half_first = half_first;
   return 0;
 }
 
@@ -181,8 +198,9 @@ int amd_rewrite_graph(amd_graph *g, amd_status *st) {
   int rc = -1;
   if (!dead || count_readers(g, &r, st)) goto done;
   for (int i = 0; i < g->n_nodes; i++) {
-    int chain[G_NODES], x;
-    if (match_gelu(g, &r, i, chain, &x) && fuse_gelu(g, chain, x, dead, st)) goto done;
+    int chain[G_NODES], x, half_first;
+    if (match_gelu(g, &r, i, chain, &x, &half_first) && fuse_gelu(g, chain, x, half_first, dead, st))
+      goto done;
   }
   for (int i = 0; i < g->n_nodes; i++)
     if (!dead[i] && passes_through(&g->nodes[i]) && !g->values[g->nodes[i].out[0]].is_graph_output)

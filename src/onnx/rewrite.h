@@ -4,10 +4,11 @@
  *
  * - The GELU that PyTorch exports below opset 20 as five nodes,
  *   Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x -> Mul 0.5, becomes one Gelu
- *   node. Its forward performs the same float operations in the same order
- *   (src/ops/activation.c), so its output has the chain's bits; its
- *   gradient is Gelu's own, computed in double, where the chain's
- *   backward would round at each of its five nodes.
+ *   node; so does the hand-written x * 0.5 * (1 + erf(x / sqrt 2)) of
+ *   older BERT code, whose Mul x 0.5 comes first. Its forward performs the
+ *   same float operations in the same order (src/ops/activation.c), so its
+ *   output has the chain's bits; its gradient is Gelu's own, computed in
+ *   double, where the chain's backward would round at each of its nodes.
  * - A Dropout whose ratio is the constant 0 and an Identity copy their
  *   input: their readers read the input itself and the node goes.
  * A value that is a graph output is never removed, so a model that names

@@ -273,15 +273,20 @@ static int gelu_parse(amd_node *n, const amd_attr_list *p, amd_status *st) {
 }
 
 /* The exact form computes (x (erf(x / sqrt 2) + 1)) 0.5, the operations of
- * the five nodes PyTorch exports GELU as below opset 20, in their order:
- * the loader fuses that chain into one Gelu node (src/onnx/rewrite.c),
- * which must give the chain's bits. */
-static inline float gelu_f(float v, int t) {
-  return t ? 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)))
-           : (v * (erff(v / (float)SQRT2) + 1.0f)) * 0.5f;
+ * the five nodes PyTorch exports GELU as below opset 20, in their order, or
+ * with h (half_first) (x 0.5) (erf(x / sqrt 2) + 1), the order of the
+ * hand-written x * 0.5 * (1 + erf(x / sqrt 2)): the loader fuses either
+ * chain into one Gelu node (src/onnx/rewrite.c), which must give the
+ * chain's bits. */
+static inline float gelu_f(float v, int t, int h) {
+  if (t) return 0.5f * v * (1.0f + tanhf((float)GELU_K * (v + (float)GELU_C * v * v * v)));
+  const float a = erff(v / (float)SQRT2) + 1.0f;
+  return h ? (v * 0.5f) * a : (v * a) * 0.5f;
 }
-static inline double gelu_d(double v, int t) {
-  return t ? 0.5 * v * (1.0 + tanh(GELU_K * (v + GELU_C * v * v * v))) : (v * (erf(v / SQRT2) + 1.0)) * 0.5;
+static inline double gelu_d(double v, int t, int h) {
+  if (t) return 0.5 * v * (1.0 + tanh(GELU_K * (v + GELU_C * v * v * v)));
+  const double a = erf(v / SQRT2) + 1.0;
+  return h ? (v * 0.5) * a : (v * a) * 0.5;
 }
 /* d/dx: exact Phi(x) + x phi(x); tanh form 0.5 (1 + th) + 0.5 x (1 - th^2) K (1 + 3 C x^2) */
 static inline double gelu_grad(double v, int t) {
@@ -293,10 +298,11 @@ static inline double gelu_grad(double v, int t) {
 UNARY_INFER(gelu_infer, M_FLT, "float, double")
 static int gelu_forward(FWD_ARGS) {
   FWD_SETUP;
-  const int t = ((const amd_act_attrs *)n->attrs)->tanh_approx;
+  const int t = ((const amd_act_attrs *)n->attrs)->tanh_approx,
+            h = ((const amd_act_attrs *)n->attrs)->half_first;
   switch (x->dtype) {
-  CASE_MAP(AMD_FLOAT, float, gelu_f(v, t))
-  CASE_MAP(AMD_DOUBLE, double, gelu_d(v, t))
+    CASE_MAP(AMD_FLOAT, float, gelu_f(v, t, h))
+    CASE_MAP(AMD_DOUBLE, double, gelu_d(v, t, h))
   default: return bad_dtype(x, st);
   }
   return 0;

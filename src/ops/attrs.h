@@ -135,6 +135,8 @@ typedef struct amd_act_attrs {
   float alpha;    /* LeakyRelu; HardSigmoid and HardSwish (the slope) */
   float beta;     /* HardSigmoid and HardSwish (the offset) */
   int tanh_approx; /* Gelu: approximate = "tanh" */
+  int half_first;  /* Gelu (exact form), set by the loader only (src/onnx/rewrite.c): (x 0.5) (erf(x / sqrt 2)
+                    * + 1),  the order of the chain it replaced, instead of (x (erf(x / sqrt 2) + 1)) 0.5 */
   float min, max; /* Clip before opset 11 */
 } amd_act_attrs;
 

@@ -10,10 +10,13 @@ Checks:
   - `info`: the chain is one Gelu node named ".../Gelu", the Dropout and the
     Identity are gone; the model that names the intermediates keeps its
     Erf, Dropout and Identity nodes; a chain with another constant (x / 1.5)
-    is not fused;
+    is not fused; the form x * 0.5 * (1 + erf(x / sqrt 2)), whose Mul by
+    0.5 comes first, is one Gelu too;
   - `run`, acc32 and am16: the fused model's logits equal the unfused
     model's bit for bit (the Gelu does the chain's float operations in its
-    order), and numpy's float64 computation within 1e-5 in acc32;
+    order), for both forms, and numpy's float64 computation within 1e-5 in
+    acc32; the x * 0.5 form at 3e38, where x (erf(..) + 1) would overflow,
+    gives the chain's finite value;
   - `grad` (training mode, acc32): every parameter's gradient within 1e-5
     of the unfused model's (Gelu's own gradient, computed in double, where
     the chain rounds at each of its nodes), and the loss bit for bit;
@@ -45,9 +48,17 @@ def scalar(name, value):
                             value=numpy_helper.from_array(np.array(value, np.float32), name + "_value"))
 
 
-def model(sqrt2=1.4142135623730951, named=False):
+def model(sqrt2=1.4142135623730951, named=False, form="torch"):
     """flatten, x W1 + b1 -> GELU chain -> Dropout(0) -> Identity -> W2. named: the
-    Erf, Dropout and Identity outputs are graph outputs too."""
+    Erf, Dropout and Identity outputs are graph outputs too. form: "torch",
+    (x (erf(x / sqrt 2) + 1)) 0.5 as PyTorch exports F.gelu, or "bert",
+    (x 0.5) (erf(x / sqrt 2) + 1) as x * 0.5 * (1 + torch.erf(x / sqrt(2)))."""
+    if form == "torch":
+        products = [helper.make_node("Mul", ["h", "a"], ["m"], name="/act/Mul"),
+                    helper.make_node("Mul", ["m", "/act/Constant_2"], ["g"], name="/act/Mul_1")]
+    else:
+        products = [helper.make_node("Mul", ["h", "/act/Constant_2"], ["m"], name="/act/Mul"),
+                    helper.make_node("Mul", ["m", "a"], ["g"], name="/act/Mul_1")]
     nodes = [
         helper.make_node("Flatten", ["input"], ["flat"], name="/Flatten"),
         helper.make_node("MatMul", ["flat", "w1"], ["h0"], name="/fc1/MatMul"),
@@ -56,8 +67,7 @@ def model(sqrt2=1.4142135623730951, named=False):
         helper.make_node("Div", ["h", "/act/Constant"], ["d"], name="/act/Div"),
         helper.make_node("Erf", ["d"], ["e"], name="/act/Erf"),
         helper.make_node("Add", ["e", "/act/Constant_1"], ["a"], name="/act/Add"),
-        helper.make_node("Mul", ["h", "a"], ["m"], name="/act/Mul"),
-        helper.make_node("Mul", ["m", "/act/Constant_2"], ["g"], name="/act/Mul_1"),
+        *products,
         scalar("/drop/ratio", 0.0),
         helper.make_node("Constant", [], ["/drop/train"], name="/drop/train",
                          value=numpy_helper.from_array(np.array(True), "t")),
@@ -72,6 +82,27 @@ def model(sqrt2=1.4142135623730951, named=False):
                     for v, shape in (("e", ["batch", H]), ("dr", ["batch", H]), ("id", ["batch", H]))]
     g = helper.make_graph(nodes, "gelu_mlp", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 1, 1, I])],
                           outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def edge_model(named=False):
+    """The "bert" form alone on the input: where x a overflows and (x 0.5) a
+    does not, only the chain's order gives the chain's result."""
+    nodes = [scalar("/act/Constant", 1.4142135623730951), scalar("/act/Constant_1", 1.0),
+             scalar("/act/Constant_2", 0.5),
+             helper.make_node("Div", ["input", "/act/Constant"], ["d"], name="/act/Div"),
+             helper.make_node("Erf", ["d"], ["e"], name="/act/Erf"),
+             helper.make_node("Add", ["e", "/act/Constant_1"], ["a"], name="/act/Add"),
+             helper.make_node("Mul", ["input", "/act/Constant_2"], ["m"], name="/act/Mul"),
+             helper.make_node("Mul", ["m", "a"], ["y"], name="/act/Mul_1")]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])]
+    if named:
+        outputs.append(helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 4]))
+    g = helper.make_graph(nodes, "gelu_edge", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4])],
+                          outputs)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
@@ -97,7 +128,8 @@ def node_ops(info):
 
 with tempfile.TemporaryDirectory() as tmp:
     paths = {}
-    for tag, m in (("fused", model()), ("named", model(named=True)), ("other", model(sqrt2=1.5))):
+    for tag, m in (("fused", model()), ("named", model(named=True)), ("other", model(sqrt2=1.5)),
+                   ("bert", model(form="bert")), ("bert_named", model(named=True, form="bert"))):
         paths[tag] = os.path.join(tmp, tag + ".onnx")
         onnx.save(m, paths[tag])
     xp, yp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "y.pb")
@@ -117,17 +149,36 @@ with tempfile.TemporaryDirectory() as tmp:
     other_ops = [op for _, op in node_ops(amdnn("info", paths["other"]))]
     check("Gelu" not in other_ops and "Erf" in other_ops, "info: x / 1.5 is no GELU and stays five nodes")
 
+    bert_ops = [op for _, op in node_ops(amdnn("info", paths["bert"]))]
+    check("Gelu" in bert_ops and "Erf" not in bert_ops and "Mul" not in bert_ops,
+          f"info: x * 0.5 * (1 + erf(x / sqrt 2)) is one Gelu too: {bert_ops}")
+
     out = {}
-    for tag in ("fused", "named"):
+    for tag in ("fused", "named", "bert", "bert_named"):
         for mode in ("acc32", "am16"):
             d = os.path.join(tmp, f"run.{tag}.{mode}")
             amdnn("run", paths[tag], "--input", xp, "--output-dir", d, "--mode", mode, "--device", DEVICE)
             out[tag, mode] = tensor(os.path.join(d, "logits.pb"))
     for mode in ("acc32", "am16"):
         check(np.array_equal(out["fused", mode], out["named", mode]), f"{mode}: the unfused model's logits, bit for bit")
+        check(np.array_equal(out["bert", mode], out["bert_named", mode]),
+              f"{mode}: the x * 0.5 form: the unfused model's logits, bit for bit")
     ref = reference()
     err = np.abs(out["fused", "acc32"] - ref).max() / np.abs(ref).max()
     check(err < 1e-5, f"acc32: numpy's float64 GELU MLP within 1e-5 (relative {err:.2e})")
+
+    edge = {}
+    ep = os.path.join(tmp, "edge_x.pb")
+    with open(ep, "wb") as f:
+        f.write(numpy_helper.from_array(np.array([[3e38, -3e38, 1.5, -0.25]], np.float32), "input").SerializeToString())
+    for tag, named in (("fused", False), ("named", True)):
+        mp = os.path.join(tmp, f"edge_{tag}.onnx")
+        onnx.save(edge_model(named), mp)
+        d = os.path.join(tmp, f"run.edge.{tag}")
+        amdnn("run", mp, "--input", ep, "--output-dir", d, "--device", DEVICE)
+        edge[tag] = tensor(os.path.join(d, "y.pb"))
+    check(np.array_equal(edge["fused"], edge["named"]) and np.isfinite(edge["fused"][0, 0]),
+          f"the x * 0.5 form at 3e38 (where x (erf + 1) overflows): the chain's values {edge['fused'].tolist()}")
 
     grads = {}
     for tag in ("fused", "named"):
