@@ -318,11 +318,15 @@ static int build_graph(const Onnx__ModelProto *mp, const char *base_dir, amd_gra
   return sort_nodes(g, st);
 }
 
-int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, int keep_proto,
-                         amd_graph **out, amd_status *st) {
-  *out = NULL;
+static Onnx__ModelProto *unpack_model(const uint8_t *data, size_t len, amd_status *st) {
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
-  if (!mp) return amd_fail(st, "not a valid ONNX model (the protobuf does not parse: truncated or another format)");
+  if (!mp) amd_fail(st, "not a valid ONNX model (the protobuf does not parse: truncated or another format)");
+  return mp;
+}
+
+/* The graph of an unpacked model, which it takes over (kept in g->proto or freed). */
+static int load_unpacked(Onnx__ModelProto *mp, const char *base_dir, int keep_proto, amd_graph **out,
+                         amd_status *st) {
   amd_graph *g = calloc(1, sizeof *g);
   if (!g) {
     onnx__model_proto__free_unpacked(mp, NULL);
@@ -339,6 +343,13 @@ int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, 
   return 0;
 }
 
+int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, int keep_proto,
+                         amd_graph **out, amd_status *st) {
+  *out = NULL;
+  Onnx__ModelProto *mp = unpack_model(data, len, st);
+  return mp ? load_unpacked(mp, base_dir, keep_proto, out, st) : -1;
+}
+
 int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status *st) {
   uint8_t *data;
   size_t len;
@@ -353,9 +364,11 @@ int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else snprintf(dir, sizeof dir, ".");
-  int rc = amd_graph_load_bytes(data, len, dir, keep_proto, out, st);
+  /* the file's bytes go as soon as they are unpacked: the initializers are then converted from the
+   * unpacked copy, so a model is never held three times over */
+  Onnx__ModelProto *mp = unpack_model(data, len, st);
   free(data);
-  if (rc) return amd_fail_prefix(st, "%s", path);
+  if (!mp || load_unpacked(mp, dir, keep_proto, out, st)) return amd_fail_prefix(st, "%s", path);
   (*out)->path = strdup(path);
   return 0;
 }
