@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 
-from testlib import check, finish, tensor  # exits 77 without numpy / onnx
+from testlib import check, finish, tensor, write_tensor  # exits 77 without numpy / onnx
 import testlib
 import numpy as np
 import onnx
@@ -100,10 +100,8 @@ with tempfile.TemporaryDirectory() as tmp:
         paths[tag] = os.path.join(tmp, tag + ".onnx")
         onnx.save(m, paths[tag])
     xp, yp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "y.pb")
-    with open(xp, "wb") as f:
-        f.write(numpy_helper.from_array(X, "input").SerializeToString())
-    with open(yp, "wb") as f:
-        f.write(numpy_helper.from_array(np.array([0, 2], np.int64), "labels").SerializeToString())
+    write_tensor(xp, X, "input")
+    write_tensor(yp, np.array([0, 2], np.int64), "labels")
 
     info = amdnn("info", paths["einsum"])
     ops = [line.split()[2] for line in info.splitlines() if line.strip()[:1].isdigit() and len(line.split()) > 3]

@@ -27,7 +27,7 @@ import os
 import sys
 import tempfile
 
-from testlib import check, finish, tensor  # exits 77 without numpy / onnx
+from testlib import check, finish, tensor, write_tensor  # exits 77 without numpy / onnx
 import testlib
 import numpy as np
 import onnx
@@ -133,10 +133,8 @@ with tempfile.TemporaryDirectory() as tmp:
         paths[tag] = os.path.join(tmp, tag + ".onnx")
         onnx.save(m, paths[tag])
     xp, yp = os.path.join(tmp, "x.pb"), os.path.join(tmp, "y.pb")
-    with open(xp, "wb") as f:
-        f.write(numpy_helper.from_array(X, "input").SerializeToString())
-    with open(yp, "wb") as f:
-        f.write(numpy_helper.from_array(rng.integers(0, O, B).astype(np.int64), "labels").SerializeToString())
+    write_tensor(xp, X, "input")
+    write_tensor(yp, rng.integers(0, O, B).astype(np.int64), "labels")
 
     fused = node_ops(amdnn("info", paths["fused"]))
     ops = [op for _, op in fused]
@@ -169,8 +167,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     edge = {}
     ep = os.path.join(tmp, "edge_x.pb")
-    with open(ep, "wb") as f:
-        f.write(numpy_helper.from_array(np.array([[3e38, -3e38, 1.5, -0.25]], np.float32), "input").SerializeToString())
+    write_tensor(ep, np.array([[3e38, -3e38, 1.5, -0.25]], np.float32), "input")
     for tag, named in (("fused", False), ("named", True)):
         mp = os.path.join(tmp, f"edge_{tag}.onnx")
         onnx.save(edge_model(named), mp)

@@ -1,5 +1,5 @@
 """What the python tests of this folder share: the amdnn-onnx command, a
-check that prints and counts, and reading a TensorProto file. Importing it
+check that prints and counts, and reading and writing TensorProto files. Importing it
 exits 77 (skip) when numpy or onnx is missing from the python3 on PATH."""
 import subprocess
 import sys
@@ -37,6 +37,12 @@ def tensor(path):
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
     return numpy_helper.to_array(t)
+
+
+def write_tensor(path, array, name):
+    """Writes array as a TensorProto file named name (what `run --input` and `grad --labels` read)."""
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
 def finish():

@@ -20,21 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../test_check.h"
 #include "train/checkpoint.h"
 
-static int case_failures; /* checks failed in the current case */
 static int passed, failed;
 static char root[512];
-
-#define CHECK(cond, ...)                                                                                     \
-  do {                                                                                                       \
-    if (!(cond)) {                                                                                           \
-      case_failures++;                                                                                       \
-      printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                               \
-      printf(__VA_ARGS__);                                                                                   \
-      printf("\n");                                                                                          \
-    }                                                                                                        \
-  } while (0)
 
 static const char *P(const char *fmt, ...) {
   static char bufs[8][1024];
@@ -577,11 +567,12 @@ int main(void) {
       {"training state: round trip, other versions refused", case_train_state},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    case_failures = 0;
+    const int failures_before = failures;
     cases[i].fn();
-    printf("%-48s %s\n", cases[i].name, case_failures ? "FAIL" : "ok");
+    const int case_failed = failures != failures_before;
+    printf("%-48s %s\n", cases[i].name, case_failed ? "FAIL" : "ok");
     fflush(stdout);
-    if (case_failures)
+    if (case_failed)
       failed++;
     else
       passed++;
