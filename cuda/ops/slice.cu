@@ -25,26 +25,36 @@ template <typename I> __device__ __forceinline__ I view_off(const amd_view &v, I
   return off;
 }
 
-template <typename I> __global__ void k_view_gather(amd_view v, I cnt, const float *x, float *y) {
-  AMD_CU_LOOP_I(I, i, cnt) y[i] = x[view_off(v, i)];
+/* dst[i] = src[view_off(i)] (gather) or dst[view_off(i)] += src[i] (scatter-add), V elements a thread:
+ * V = 4 for a view whose last axis is contiguous, a multiple of 4 long, and starts at multiples of 4 (base
+ * and every stride): one offset and one 16-byte access for the four. */
+template <typename I, int V> __global__ void k_view_gather(amd_view v, I cnt, const float *x, float *y) {
+  AMD_CU_LOOP_I(I, q, cnt / V) { ((vecf<V> *)y)[q] = *(const vecf<V> *)(x + view_off(v, q * V)); }
 }
 
-template <typename I> __global__ void k_view_scatter_add(amd_view v, I cnt, const float *dy, float *dx) {
-  AMD_CU_LOOP_I(I, i, cnt) dx[view_off(v, i)] += dy[i];
-}
-
-/* The same, four elements a thread, for a view whose last axis is
- * contiguous, a multiple of 4 long, and starts at multiples of 4 (base and
- * every stride): one offset and one 16-byte access for the four. */
-template <typename I> __global__ void k_view_gather4(amd_view v, I cnt, const float *x, float *y) {
-  AMD_CU_LOOP_I(I, q, cnt / 4) { ((float4 *)y)[q] = *(const float4 *)(x + view_off(v, q * 4)); }
-}
-
-template <typename I> __global__ void k_view_scatter_add4(amd_view v, I cnt, const float *dy, float *dx) {
-  AMD_CU_LOOP_I(I, q, cnt / 4) {
-    float4 *d = (float4 *)(dx + view_off(v, q * 4));
-    *d = vec_add(*d, ((const float4 *)dy)[q]);
+template <typename I, int V>
+__global__ void k_view_scatter_add(amd_view v, I cnt, const float *dy, float *dx) {
+  AMD_CU_LOOP_I(I, q, cnt / V) {
+    vecf<V> *d = (vecf<V> *)(dx + view_off(v, q * V));
+    *d = vec_add(*d, ((const vecf<V> *)dy)[q]);
   }
+}
+
+/* One of the four instances: gather or scatter-add, int indices where the view and the viewed tensor fit. */
+template <int V>
+static int view_copy_launch(const amd_view &v, int64_t cnt, bool small, bool scatter, const float *src,
+                            float *dst, amd_status *st) {
+  const unsigned blocks = amd_cu_blocks(cnt / V);
+  if (scatter && small)
+    k_view_scatter_add<int, V><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
+  else if (scatter)
+    k_view_scatter_add<int64_t, V><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
+  else if (small)
+    k_view_gather<int, V><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
+  else
+    k_view_gather<int64_t, V><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
+  AMD_CUDA_CHECK_LAUNCH(scatter ? "k_view_scatter_add" : "k_view_gather", st);
+  return 0;
 }
 
 static int64_t view_count(const amd_view &v) { return prod(v.dims, 0, v.rank); }
@@ -125,30 +135,8 @@ int view_launch(const amd_view &v0, int64_t xcount, const float *src, float *dst
   const bool small = fits32(cnt) && fits32(xcount);
   bool by4 = v.str[last] == 1 && v.dims[last] % 4 == 0 && v.base % 4 == 0 && aligned16(src) && aligned16(dst);
   for (int a = 0; a < last; a++) by4 = by4 && v.str[a] % 4 == 0;
-  if (by4) {
-    const unsigned blocks = amd_cu_blocks(cnt / 4);
-    if (scatter && small)
-      k_view_scatter_add4<int><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
-    else if (scatter)
-      k_view_scatter_add4<int64_t><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
-    else if (small)
-      k_view_gather4<int><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
-    else
-      k_view_gather4<int64_t><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
-    AMD_CUDA_CHECK_LAUNCH(scatter ? "k_view_scatter_add4" : "k_view_gather4", st);
-    return 0;
-  }
-  const unsigned blocks = amd_cu_blocks(cnt);
-  if (scatter && small)
-    k_view_scatter_add<int><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
-  else if (scatter)
-    k_view_scatter_add<int64_t><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
-  else if (small)
-    k_view_gather<int><<<blocks, 256, 0, amd_cu.stream>>>(v, (int)cnt, src, dst);
-  else
-    k_view_gather<int64_t><<<blocks, 256, 0, amd_cu.stream>>>(v, cnt, src, dst);
-  AMD_CUDA_CHECK_LAUNCH(scatter ? "k_view_scatter_add" : "k_view_gather", st);
-  return 0;
+  return by4 ? view_copy_launch<4>(v, cnt, small, scatter, src, dst, st)
+             : view_copy_launch<1>(v, cnt, small, scatter, src, dst, st);
 }
 
 /* ================================================================ Slice */
