@@ -165,8 +165,8 @@ __device__ __forceinline__ float unary_df(int kind, float v, float p0, float p1)
 __device__ __forceinline__ float act_f(int kind, float v, float p0, float p1) {
   if (kind >= ACT_ELU) return unary_f(kind, v, p0, p1);
   switch (kind) {
-  case ACT_RELU:
-    return v < 0 ? 0.0f : v;
+  case ACT_RELU: /* the fused Relu's expression (ops_internal.h), so both give the same bits */
+    return vec_relu(v);
   case ACT_LEAKY:
     return v < 0 ? v * p0 : v;
   case ACT_SIGMOID:
