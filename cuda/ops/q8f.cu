@@ -13,8 +13,9 @@
  *     rounded once (__dmul_rn ..., no FMA); k_q8f_state then makes the data
  *     scale and zero point from the range (q8f_params's float / double steps);
  *   - weights: per output channel, the range, the scale and zero point
- *     (k_q8f_wparams), then the codes (k_q8f_wquant) in the GEMM's TN layout
- *     (a row of K codes per output channel);
+ *     (k_q8f_wparams), then the codes (k_q8f_wquant_rows, _cols) in the GEMM's
+ *     TN layout (a row of K codes per output channel; a [rows][K] weight also
+ *     gets its rows' sums of codes, which the GEMM's zero-point terms read);
  *   - data codes (k_q8f_xquant): saturate(rint((double)x / scale) + zp); for
  *     Conv an im2col of the codes (k_q8f_im2col: one row of K codes per output
  *     position, the padding = the zero point's code, as the CPU);
@@ -291,23 +292,50 @@ __global__ void __launch_bounds__(Q8F_THREADS) k_q8f_wparams(int64_t nw, int64_t
   wz[c] = zp;
 }
 
-/* The weight's codes in the GEMM's TN layout, each stored as (code & 0xFF) ^ x:
- * rows: element e is row e / K, column e % K of a [rows][K] weight (Conv, Gemm with transB);
- * !rows: e is [batch][K][N], written transposed as row (batch * N + n) of K codes (Gemm, MatMul). */
-__global__ void k_q8f_wquant(int64_t nw, int64_t nch, int64_t inner, int rows, int64_t K, int64_t N, int64_t ld,
-                             const float *w, const float *ws, const int32_t *wz, int32_t qmin, int32_t qmax,
-                             uint32_t x, uint8_t *dst) {
-  AMD_CU_LOOP(e, nw) {
-    const int64_t c = (e / inner) % nch;
-    const int32_t code = q8f_round_sat((double)w[e] / (double)ws[c], wz[c], qmin, qmax);
-    int64_t o;
-    if (rows) {
-      o = (e / K) * ld + e % K;
-    } else {
-      const int64_t t = e / (K * N), r = e % (K * N);
-      o = (t * N + r % N) * ld + r / N;
+/* The weight's code of element e (channel (e / inner) % nch), as the GEMM stores it: (code & 0xFF) ^ x; the
+ * code itself (int8 or uint8 value) in *code. */
+__device__ __forceinline__ uint8_t q8f_wcode(int64_t e, int64_t nch, int64_t inner, const float *w,
+                                             const float *ws, const int32_t *wz, int32_t qmin, int32_t qmax,
+                                             uint32_t x, int32_t *code) {
+  const int64_t c = (e / inner) % nch;
+  *code = q8f_round_sat((double)w[e] / (double)ws[c], wz[c], qmin, qmax);
+  return (uint8_t)(((uint32_t)*code & 0xFFu) ^ x);
+}
+
+/* The codes of a [rows][K] weight (Conv, Gemm with transB), already the GEMM's TN layout, one block of
+ * Q8F_THREADS a row, and each row's sum of code values (mod 2^32), which the GEMM's zero-point terms read:
+ * given here, the GEMM makes no pass over the weight's codes for them. */
+__global__ void k_q8f_wquant_rows(int64_t nrows, int64_t nch, int64_t inner, int64_t K, int64_t ld,
+                                  const float *w, const float *ws, const int32_t *wz, int32_t qmin,
+                                  int32_t qmax, uint32_t x, uint8_t *dst, uint32_t *sums) {
+  __shared__ uint32_t part[Q8F_THREADS / 32];
+  for (int64_t row = blockIdx.x; row < nrows; row += gridDim.x) {
+    uint32_t sum = 0;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+      int32_t code;
+      dst[row * ld + k] = q8f_wcode(row * K + k, nch, inner, w, ws, wz, qmin, qmax, x, &code);
+      sum += (uint32_t)code;
     }
-    dst[o] = (uint8_t)(((uint32_t)code & 0xFFu) ^ x);
+    sum = __reduce_add_sync(0xFFFFFFFFu, sum);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int i = 1; i < Q8F_THREADS / 32; i++) sum += part[i];
+      sums[row] = sum;
+    }
+    __syncthreads(); /* part is read before the next row writes it */
+  }
+}
+
+/* The codes of a [batch][K][N] weight (Gemm without transB, MatMul), written transposed as row (batch * N +
+ * n) of K codes. */
+__global__ void k_q8f_wquant_cols(int64_t nw, int64_t nch, int64_t inner, int64_t K, int64_t N, int64_t ld,
+                                  const float *w, const float *ws, const int32_t *wz, int32_t qmin,
+                                  int32_t qmax, uint32_t x, uint8_t *dst) {
+  AMD_CU_LOOP(e, nw) {
+    const int64_t t = e / (K * N), r = e % (K * N);
+    int32_t code;
+    dst[(t * N + r % N) * ld + r / N] = q8f_wcode(e, nch, inner, w, ws, wz, qmin, qmax, x, &code);
   }
 }
 
@@ -468,11 +496,19 @@ int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64
                                                                      (int32_t *)r.wz.p);
     AMD_CUDA_CHECK_LAUNCH("k_q8f_wparams", st);
   }
-  if (nw > 0) {
-    k_q8f_wquant<<<amd_cu_blocks(nw), 256, 0, amd_cu.stream>>>(nw, nch, inner, rows, K, N, r.ldw, F(w), r.ws.f(),
-                                                                (const int32_t *)r.wz.p, r.qmin, r.qmax, r.x,
-                                                                (uint8_t *)r.wq.p);
-    AMD_CUDA_CHECK_LAUNCH("k_q8f_wquant", st);
+  r.wsums = NULL;
+  if (nw > 0 && rows) {
+    if (r.wsum.get(sizeof(uint32_t) * (size_t)wrows, st)) return -1;
+    k_q8f_wquant_rows<<<(unsigned)(wrows < 65536 ? wrows : 65536), Q8F_THREADS, 0, amd_cu.stream>>>(
+        wrows, nch, inner, K, r.ldw, F(w), r.ws.f(), (const int32_t *)r.wz.p, r.qmin, r.qmax, r.x,
+        (uint8_t *)r.wq.p, (uint32_t *)r.wsum.p);
+    AMD_CUDA_CHECK_LAUNCH("k_q8f_wquant_rows", st);
+    r.wsums = (const uint32_t *)r.wsum.p;
+  } else if (nw > 0) {
+    k_q8f_wquant_cols<<<amd_cu_blocks(nw), 256, 0, amd_cu.stream>>>(nw, nch, inner, K, N, r.ldw, F(w),
+                                                                    r.ws.f(), (const int32_t *)r.wz.p, r.qmin,
+                                                                    r.qmax, r.x, (uint8_t *)r.wq.p);
+    AMD_CUDA_CHECK_LAUNCH("k_q8f_wquant_cols", st);
   }
   return 0;
 }
@@ -569,7 +605,7 @@ static int q8fconv_forward(FWD_ARGS) {
         uint32_t *cs = (uint32_t *)sums.p;
         if (q8f_im2col(p, xs, nx, r, (uint8_t *)col.p, cs, st)) return -1;
         const amd_q8_operand A = operand((const uint8_t *)r.wq.p + gi * g.mg * r.ldw, r.ldw, r.fmt,
-                                         wz ? wz + gi * g.mg : NULL, 1);
+                                         wz ? wz + gi * g.mg : NULL, 1, r.wsums ? r.wsums + gi * g.mg : NULL);
         const amd_q8_operand B = operand((const uint8_t *)col.p, ld, r.fmt, xz, 0, cs);
         double t0 = amd_cu_prof_t0();
         if (amd_cuda_q8_gemm(qc, r.table, g.mg, p.L, kdim, &A, &B, 1, (int32_t *)acc.p + gi * g.mg * p.L, p.L,
@@ -614,7 +650,7 @@ static int q8f_mm(const amd_node *n, const amd_tensor *x, const amd_mm_shape &s,
   const int64_t nba = amd_tensor_numel(&s.batch_a), nbb = amd_tensor_numel(&s.batch_b);
   double t0 = amd_cu_prof_t0();
   if (nbb == 1 && nba == nb) { /* one weight: the batch is more rows */
-    const amd_q8_operand A = operand(aq, ldx, r.fmt, xz, 0), B = operand(bq, r.ldw, r.fmt, wz, 1);
+    const amd_q8_operand A = operand(aq, ldx, r.fmt, xz, 0), B = operand(bq, r.ldw, r.fmt, wz, 1, r.wsums);
     if (amd_cuda_q8_gemm(qc, r.table, nb * M, N, K, &A, &B, 1, c, N, &fix, st)) return -1;
   } else {
     int64_t sa[AMD_MAX_RANK], sb[AMD_MAX_RANK], idx[AMD_MAX_RANK] = {0};

@@ -39,9 +39,9 @@ struct q8f_conv {
 static inline int64_t round16(int64_t k) { return (k + 15) / 16 * 16; }
 
 /* What every q8f forward shares: the node's state brought up to date with this call's data x, the weight's
- * scales and zero points (nch channels, inner) and codes in the TN layout (rows or not, see k_q8f_wquant).
- * frozen (the table-derived backward): no calibration, only the data's scale and zero point made again from
- * the range (the CPU's `frozen` copy of the attributes). */
+ * scales and zero points (nch channels, inner) and codes in the TN layout (rows or not, see k_q8f_wquant_rows
+ * and _cols). frozen (the table-derived backward): no calibration, only the data's scale and zero point made
+ * again from the range (the CPU's `frozen` copy of the attributes). */
 struct q8f_run {
   q8f_entry *e;
   const int32_t *table; /* the mode's table as the GEMM's first operand sees it */
@@ -49,8 +49,9 @@ struct q8f_run {
   int32_t qmin, qmax;
   uint32_t x;     /* XOR of the stored codes (0x80: AMD_Q8_U8X) */
   amd_q8_fmt fmt; /* of both operands' codes */
-  scratch ws, wz, wq, part, bins;
+  scratch ws, wz, wq, wsum, part, bins;
   int64_t ldw;
+  const uint32_t *wsums; /* the weight's rows' sums of codes (wsum), or NULL where not made */
 };
 
 int q8f_begin(const amd_node *n, const amd_tensor *x, const amd_tensor *w, int64_t nch, int64_t inner, int rows,

@@ -19,7 +19,7 @@
  * the GEMMs of ResNet-18's 3x3 convolutions at batch 128 on 32 x 32 inputs
  * (M = output channels, N = batch x output positions, K = input channels x 9;
  * the table kernel on B codes bunched as activations, then uniform),
- * as the q8 Conv calls them (A = weights, B = im2col codes in the TN layout with their sums given; the
+ * as the q8 Conv calls them (A = weights, B = im2col codes in the TN layout, both with their sums given; the
  * zero-point corrections included: zero points given, all 0), the tensor cores also with those corrections
  * left to the caller (as the q8 Conv of one group leaves them to its output kernel) and on symmetric codes
  * (no zero points: no correction pass). */
@@ -320,11 +320,13 @@ static void bench(void) {
     bench_args b;
     b.ctx = ctx, b.M = M, b.N = N, b.K = K, b.C = dC, b.cublas = cublas, b.fA = fA, b.fB = fB, b.fC = fC;
     b.defer = 0;
-    b.a = {dA, K, AMD_Q8_S8, dz, 1, NULL};
+    /* both operands' sums given, as the q8 Conv passes them (the weight's from its quantization, the codes'
+     * from the im2col; values not checked here) */
     uint32_t *dsum;
-    GPU_CHECK(cudaMalloc(&dsum, sizeof(uint32_t) * (size_t)N));
-    GPU_CHECK(cudaMemset(dsum, 0, sizeof(uint32_t) * (size_t)N));
-    b.b = {dB, K, AMD_Q8_S8, dz, 0, dsum}; /* B's sums given, as the q8 Conv passes them (values not checked here) */
+    GPU_CHECK(cudaMalloc(&dsum, sizeof(uint32_t) * (size_t)(M + N)));
+    GPU_CHECK(cudaMemset(dsum, 0, sizeof(uint32_t) * (size_t)(M + N)));
+    b.a = {dA, K, AMD_Q8_S8, dz, 1, dsum + N};
+    b.b = {dB, K, AMD_Q8_S8, dz, 0, dsum};
     const double macs = (double)M * (double)N * (double)K;
     b.table = ap;
     const double t_tab = time_ms(s, 5, run_q8, &b);
