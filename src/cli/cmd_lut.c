@@ -7,8 +7,9 @@
  * 8-bit tables (src/mult/q8.h): `lut --mode q8u:exact -o FILE` (or any
  * q8u:/q8s: mode, e.g. to convert a TFApprox .bin) writes the table in our
  * AMDQ8TAB format, or TFApprox's .bin with --format bin; `lut --describe FILE
- * [--signed]` prints a table's format, signedness, SHA-256 and its error
- * against the exact products (a section 5 table: its size, m and SHA-256). */
+ * [--signed]` prints a table's format, signedness, SHA-256, its error
+ * against the exact products and its bit form (a section 5 table: its size,
+ * m and SHA-256). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ static void usage(FILE *out) {
                "  --format F          8-bit tables: amdq8 (default) or bin\n"
                "  --describe FILE     print a table's format, signedness, SHA-256 and (8-bit\n"
                "                      tables) its mean / max absolute and mean relative error\n"
-               "                      against the exact products\n"
+               "                      against the exact products, and whether it is bilinear in\n"
+               "                      the code bits (which partial products it keeps)\n"
                "  --signed            --describe: read a .bin table as int16 (q8s; default\n"
                "                      uint16, q8u)\n"
                "  -h, --help          this text\n");
@@ -93,6 +95,26 @@ static uint8_t *slurp(const char *path, size_t max, size_t *size, amd_status *st
   return buf;
 }
 
+/* The bit form of an 8-bit table (amd_q8_bit_bilinear): whether it is
+ * bilinear in the code bits and, if so, each partial product's weight
+ * C[i][j] / 2^(i+j) (1: kept as in the exact unsigned product, -1: the sign
+ * terms of an int8 product, 0: dropped). */
+static void print_bit_form(const int32_t *table) {
+  int64_t c[8][8];
+  if (!amd_q8_bit_bilinear(table, c)) {
+    printf("bit form:  not bilinear in the code bits\n");
+    return;
+  }
+  printf("bit form:  bilinear in the code bits, T[a][b] = sum of C[i][j] a_i b_j; C[i][j] / 2^(i+j)\n"
+         "           (1 = the exact partial product, -1 = an int8 sign term, 0 = dropped), rows i = 7..0\n"
+         "           (bits of the first operand), columns j = 7..0 (bits of the second):\n");
+  for (int i = 7; i >= 0; i--) {
+    printf("           ");
+    for (int j = 7; j >= 0; j--) printf(" %5g", (double)c[i][j] / (double)((int64_t)1 << (i + j)));
+    printf("\n");
+  }
+}
+
 /* lut --describe FILE */
 static int describe(const char *path, int bin_signed) {
   amd_status st = {{0}};
@@ -143,6 +165,7 @@ static int describe(const char *path, int bin_signed) {
       printf("differ:    %lld of 65536 entries from the exact products\n", (long long)e.n_diff);
       printf("mean |e|:  %.4f\nmax |e|:   %lld\nmean rel:  %.6f (%.4f %%, over the pairs with a non-zero exact product)\n",
              e.mae, (long long)e.max_ae, e.mre, 100 * e.mre);
+      print_bit_form(table);
     }
     free(table);
   }

@@ -200,6 +200,27 @@ void amd_q8_error(int is_signed, const int32_t *table, amd_q8_stats *s) {
   s->mre = n_re ? sum_re / (double)n_re : 0;
 }
 
+int amd_q8_bit_bilinear(const int32_t *table, int64_t c[8][8]) {
+  /* row[i][b] = the sum over j of c[i][j] b_j: T[a][b] must be the sum of row[i][b] over a's set bits i */
+  int64_t row[8][256];
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++) c[i][j] = table[(1 << i) * 256 + (1 << j)];
+  for (int i = 0; i < 8; i++)
+    for (int b = 0; b < 256; b++) {
+      row[i][b] = 0;
+      for (int j = 0; j < 8; j++)
+        if (b >> j & 1) row[i][b] += c[i][j];
+    }
+  for (int a = 0; a < 256; a++)
+    for (int b = 0; b < 256; b++) {
+      int64_t v = 0;
+      for (int i = 0; i < 8; i++)
+        if (a >> i & 1) v += row[i][b];
+      if (v != table[a * 256 + b]) return 0;
+    }
+  return 1;
+}
+
 /* ---------------------------------------------------------------- SHA-256 */
 
 /* The round constants and initial hash are the first 32 bits of the

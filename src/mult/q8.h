@@ -60,6 +60,15 @@ typedef struct amd_q8_stats {
 } amd_q8_stats;
 void amd_q8_error(int is_signed, const int32_t *table, amd_q8_stats *s);
 
+/* Whether the table is bilinear in the bits of the code bytes: T[a][b] = the
+ * sum over i, j < 8 of c[i][j] a_i b_j for every pair (a_i: bit i of byte a),
+ * as the exact products are (value(a) = the sum of 2^i a_i, with -2^7 for
+ * bit 7 of an int8 code) and as multipliers that keep or drop whole partial
+ * products (truncated, broken-array) are. Fills c[i][j] = T[1 << i][1 << j]
+ * either way. Such a table's sum over k of T[a_k][b_k] is a sum of 64 sums of
+ * products of bits: integer GEMMs of the operands' bit planes. */
+int amd_q8_bit_bilinear(const int32_t *table, int64_t c[8][8]);
+
 /* The table's own gradients, as used by `--q8-grad table` (src/ops/q8_grad.h,
  * docs/quantized.md, "Table-derived gradients"). With T the table and
  * E[a][b] = T[a][b] - value(a) * value(b) its error against the exact

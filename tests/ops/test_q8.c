@@ -14,7 +14,8 @@
  *  - a float MatMul quantized on the fly (MatMul[q8f]): the data range
  *    widens over the first 4 calls, then stays frozen (a larger value
  *    saturates);
- *  - amd_q8_error and SHA-256 (FIPS 180-4 test vectors). */
+ *  - amd_q8_error and SHA-256 (FIPS 180-4 test vectors);
+ *  - amd_q8_bit_bilinear on exact, truncated, perturbed and rounded tables. */
 #include <unistd.h>
 
 #pragma GCC diagnostic ignored "-Wunused-function" /* gradcheck.h helpers this test does not use */
@@ -298,6 +299,45 @@ static void test_error_sha(void) {
   free(a);
 }
 
+/* amd_q8_bit_bilinear: the exact tables and a truncated one are bilinear in the code bits with the expected
+ * partial-product weights; one entry off, or a product that is not a sum of partial products, is not. */
+static void test_bit_bilinear(void) {
+  static int32_t t[AMD_Q8_ENTRIES];
+  int64_t c[8][8];
+  for (int sgn = 0; sgn < 2; sgn++) {
+    amd_q8_exact(sgn, t);
+    int ok = amd_q8_bit_bilinear(t, c), weights = 1;
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++) {
+        /* int8: bit 7 weighs -2^7, so the partial products of one sign bit are negative, of both positive */
+        const int64_t want = ((int64_t)1 << (i + j)) * (sgn && (i == 7) != (j == 7) ? -1 : 1);
+        weights &= c[i][j] == want;
+      }
+    CHECK(ok && weights, "exact %s table: bilinear %d, weights %d", sgn ? "int8" : "uint8", ok, weights);
+    t[77 * 256 + 200] += 1;
+    CHECK(!amd_q8_bit_bilinear(t, c), "exact %s table with one entry off: not bilinear",
+          sgn ? "int8" : "uint8");
+  }
+  /* a truncated multiplier: partial products a_i b_j with i + j < 5 dropped */
+  for (int a = 0; a < 256; a++)
+    for (int b = 0; b < 256; b++) {
+      int32_t v = 0;
+      for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+          if (i + j >= 5 && (a >> i & 1) && (b >> j & 1)) v += 1 << (i + j);
+      t[a * 256 + b] = v;
+    }
+  int weights = 1;
+  const int ok = amd_q8_bit_bilinear(t, c);
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 8; j++) weights &= c[i][j] == (i + j >= 5 ? (int64_t)1 << (i + j) : 0);
+  CHECK(ok && weights, "truncated table: bilinear %d, weights %d", ok, weights);
+  /* a rounded product (the nearest multiple of 16) keeps no fixed set of partial products */
+  for (int a = 0; a < 256; a++)
+    for (int b = 0; b < 256; b++) t[a * 256 + b] = (a * b + 8) / 16 * 16;
+  CHECK(!amd_q8_bit_bilinear(t, c), "rounded table: not bilinear");
+}
+
 int main(void) {
   const char *base = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/amdnn-q8-XXXXXX", base && *base ? base : "/tmp");
@@ -309,6 +349,7 @@ int main(void) {
   test_one_entry();
   test_calibration();
   test_error_sha();
+  test_bit_bilinear();
   /* clean up the files of test_files */
   const char *names[] = {"ramp.bin", "round.amdq8", "short.bin", "magic.amdq8", "version.amdq8", "range.amdq8"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -15,7 +15,9 @@ Checks:
     a C file that does not compile and a product out of the .bin range fail
     with status 1;
   - the multipliers of tools/mul8/ tabulate, and their tables' errors are the
-    documented ones (docs/quantized.md).
+    documented ones (docs/quantized.md); `lut --describe` finds the
+    truncated and broken-array ones bilinear in the code bits (trunc4's
+    partial-product weights checked) and DRUM and Mitchell not.
 Exit 0 when all hold, 1 otherwise, 77 when no C compiler (cc) is found."""
 import hashlib
 import os
@@ -114,4 +116,13 @@ with tempfile.TemporaryDirectory() as tmp:
         d = run([amd, "lut", "--describe", p(name + ".amdq8")]).stdout
         check(r.returncode == 0 and f"max |e|:   {mx}\n" in d and f"mean |e|:  {mean:.4f}" in d,
               f"tools/mul8/{name}: max {mx}, mean {mean}")
+        # truncated and broken-array multipliers keep or drop whole partial products; DRUM and Mitchell do not
+        bilinear = name not in ("mul8u_mitchell", "mul8u_drum4")
+        check(("bit form:  bilinear" in d) == bilinear and ("not bilinear" in d) != bilinear,
+              f"tools/mul8/{name}: bit form {'bilinear' if bilinear else 'not bilinear'}")
+    # trunc4 drops the partial products a_i b_j with i + j < 4: the last row (bit 0 of a) keeps j >= 4
+    d = run([amd, "lut", "--describe", p("mul8u_trunc4.amdq8")]).stdout.splitlines()
+    rows = [l.split() for l in d[d.index(next(l for l in d if l.startswith("bit form:"))) + 3:]]
+    check(len(rows) == 8 and rows[-1] == ["1"] * 4 + ["0"] * 4 and rows[0] == ["1"] * 8,
+          f"trunc4's partial-product weights: {rows}")
 sys.exit(1 if fails else 0)
