@@ -104,6 +104,18 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
   if (got >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) {
     rc = fseek(f, 2, SEEK_SET) ? amd_fail(st, "%s: cannot read: %s", path, strerror(errno))
                                : probe_jpeg(f, path, info, st);
+    /* every 8x8 block of a full-resolution component costs at least one bit of coded data (baseline: a DC
+     * and an end-of-block code; progressive: its code in the DC scan), so a shorter file cannot hold the
+     * image: libjpeg would still decode it, blocks missing as grey (a 151-byte progressive file of 64758 x
+     * 1548 took 14 s) */
+    struct stat sb;
+    const int64_t blocks = ((int64_t)info->w + 7) / 8 * (((int64_t)info->h + 7) / 8);
+    if (!rc && fstat(fileno(f), &sb) == 0 && (int64_t)sb.st_size * 8 < blocks)
+      rc = amd_fail(
+          st,
+          "%s: bad JPEG: %lld bytes cannot hold %dx%d pixels (at least one bit per 8x8 block; truncated, "
+          "or a decompression bomb)",
+          path, (long long)sb.st_size, info->w, info->h);
   } else if (got >= 8 && !memcmp(b, png_magic, 8)) {
     if (got < 33 || memcmp(b + 12, "IHDR", 4)) {
       rc = amd_fail(st, "%s: truncated or bad PNG header", path);

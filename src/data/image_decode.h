@@ -33,9 +33,10 @@ int64_t amd_img_work_bytes(const amd_img_info *info);
 /* Reads the header (the JPEG frame header or the PNG IHDR; the content
  * decides, not the name): kind, size, grey or colour. Fails on a file that is
  * not a JPEG or PNG, a truncated header, a bad PNG bit depth, 12-bit JPEG, a size
- * beyond the limits above, and a PNG whose file is too short to hold its
- * pixels (deflate compresses at most about 1032:1: a decompression bomb or a
- * truncated file, refused before anything is allocated). */
+ * beyond the limits above, and a file too short to hold its pixels (PNG:
+ * deflate compresses at most about 1032:1; JPEG: at least one bit per 8x8
+ * block): a decompression bomb or a truncated file, refused before anything
+ * is allocated. */
 int amd_img_probe(const char *path, amd_img_info *info, amd_status *st);
 
 /* Decodes path into a malloc'd HWC buffer (*pix, *h, *w, *c with c 1 or 3).

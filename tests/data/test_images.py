@@ -300,7 +300,7 @@ def bad(fashion, tmp):
         os.chmod(os.path.join(d, "a", "a0.jpg"), 0)
         expect("images:" + d, base, "unreadable file (mode 000)", ["a0.jpg", "cannot open"])
 
-    # decompression bombs: the header says 65000x65000 (JPEG) / 70000x10 and 20000x20000 (PNG)
+    # decompression bombs: the header says 65000x65000 or 10000x10000 (JPEG) / 70000x10 and 20000x20000 (PNG)
     d = fresh()
     j = bytearray(jpeg_bytes())
     i = 2
@@ -310,6 +310,10 @@ def bad(fashion, tmp):
     write(os.path.join(d, "a", "bomb.jpg"), bytes(j))
     expect("images:" + d, base, "JPEG bomb (65000x65000)", ["bomb.jpg", "refused"])
     expect("images:" + d, base + ["--skip-bad"], "JPEG bomb", [], skipped=1)
+    d = fresh()  # within the pixel limits, but a few hundred bytes cannot hold 10000x10000 (1.56 M 8x8 blocks)
+    j[i + 5:i + 9] = struct.pack(">HH", 10000, 10000)
+    write(os.path.join(d, "a", "jbomb.jpg"), bytes(j))
+    expect("images:" + d, base, "JPEG bomb within the size limits", ["jbomb.jpg", "cannot hold"])
     import zlib
 
     def png_header(w, h):
