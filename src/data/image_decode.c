@@ -98,6 +98,8 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
     return amd_fail(st, "%s: not a regular file", path);
   FILE *f = fopen(path, "rb");
   if (!f) return amd_fail(st, "%s: cannot open: %s", path, strerror(errno));
+  struct stat sb; /* the file's size, for the checks below and info->file_bytes; -1 unknown */
+  const int64_t size = fstat(fileno(f), &sb) == 0 ? (int64_t)sb.st_size : -1;
   uint8_t b[33];
   size_t got = fread(b, 1, sizeof b, f);
   int rc;
@@ -108,14 +110,13 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
      * and an end-of-block code; progressive: its code in the DC scan), so a shorter file cannot hold the
      * image: libjpeg would still decode it, blocks missing as grey (a 151-byte progressive file of 64758 x
      * 1548 took 14 s) */
-    struct stat sb;
     const int64_t blocks = ((int64_t)info->w + 7) / 8 * (((int64_t)info->h + 7) / 8);
-    if (!rc && fstat(fileno(f), &sb) == 0 && (int64_t)sb.st_size * 8 < blocks)
+    if (!rc && size >= 0 && size * 8 < blocks)
       rc = amd_fail(
           st,
           "%s: bad JPEG: %lld bytes cannot hold %dx%d pixels (at least one bit per 8x8 block; truncated, "
           "or a decompression bomb)",
-          path, (long long)sb.st_size, info->w, info->h);
+          path, (long long)size, info->w, info->h);
   } else if (got >= 8 && !memcmp(b, png_magic, 8)) {
     if (got < 33 || memcmp(b + 12, "IHDR", 4)) {
       rc = amd_fail(st, "%s: truncated or bad PNG header", path);
@@ -134,18 +135,17 @@ int amd_img_probe(const char *path, amd_img_info *info, amd_status *st) {
       /* the filtered rows deflate compresses: h * (1 + ceil(w * bits / 8)) */
       static const int samples[7] = {1, 0, 3, 1, 2, 0, 4};
       int64_t row = 1 + ((int64_t)w * samples[ctype > 6 ? 1 : ctype] * depth + 7) / 8;
-      struct stat sb;
-      if (!rc && fstat(fileno(f), &sb) == 0 && (int64_t)h * row > (int64_t)sb.st_size * 1100 + 65536)
-        rc = amd_fail(st, "%s: bad PNG: %lld bytes cannot hold %ux%u pixels (truncated, or a decompression bomb)", path,
-                      (long long)sb.st_size, w, h);
+      if (!rc && size >= 0 && (int64_t)h * row > size * 1100 + 65536)
+        rc = amd_fail(st,
+                      "%s: bad PNG: %lld bytes cannot hold %ux%u pixels (truncated, or a decompression bomb)",
+                      path, (long long)size, w, h);
     }
   } else if (ferror(f)) {
     rc = amd_fail(st, "%s: cannot read: %s", path, strerror(errno));
   } else {
     rc = amd_fail(st, "%s: not a JPEG or PNG image", path);
   }
-  struct stat sb;
-  if (!rc && fstat(fileno(f), &sb) == 0) info->file_bytes = sb.st_size;
+  if (!rc && size >= 0) info->file_bytes = size;
   fclose(f);
   return rc;
 }
