@@ -30,7 +30,10 @@ Checks (see docs/quantized.md for why these bounds):
   - amdnn-onnx against onnxruntime (all graph optimisations on, its default):
     within `ORT_STEPS` output quantization steps, reported as max |diff| in
     absolute terms and in steps of the output's scale; dynamic models in
-    relative terms (their output is int32 times a float scale).
+    relative terms (their output is int32 times a float scale). Where
+    onnxruntime is itself that far from the reference (on x86 CPUs without
+    VNNI its u8 x s8 kernels saturate pairs of products in int16) and
+    amdnn-onnx matches the reference, the row says so instead of failing.
 Every amdnn-onnx command runs on the device AMD_TEST_DEVICE names (default
 cpu; the GPU suite sets cuda).
 Exit 0 when all hold, 1 otherwise, 77 when onnxruntime / onnx is missing."""
@@ -238,9 +241,18 @@ def main():
                     good_ort = d_ort <= ORT_STEPS * step * 1.0001
                 else:
                     good_ort = d_ort <= 1e-3 * scale
+                # onnxruntime's own distance from the reference: where it is over the bound too, the
+                # difference is onnxruntime's (on x86 CPUs without VNNI its u8 x s8 kernels sum pairs of
+                # products in saturating int16, as its quantization docs warn), and parity is asked of
+                # amdnn-onnx only against the reference
+                d_ort_ref = float(np.max(np.abs(want_ort - want_ref)))
+                ort_off = d_ort_ref > (ORT_STEPS * step * 1.0001 if step else 1e-3 * scale)
+                excused = good_ref and not good_ort and ort_off
                 argmax_same = bool(np.all(np.argmax(got, 1) == np.argmax(want_ort, 1)))
-                flag = "" if good_ref and good_ort else "  FAIL"
-                ok &= good_ref and good_ort
+                flag = "" if good_ref and (good_ort or excused) else "  FAIL"
+                if excused:
+                    flag = f"  (onnxruntime {d_ort_ref:.3g} off the reference: its kernels, not ours)"
+                ok &= good_ref and (good_ort or excused)
                 print(f"{mname:8s} {tag:10s} {rtxt:>20s} {otxt:>44s} {d_ort0:>10.3g}  {op_census(qm)}"
                       f"{'' if argmax_same else ' (top-1 differs)'}{flag}")
                 if verbose:
@@ -369,9 +381,16 @@ def node_cases(amd, tmp, verbose):
             o = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
             d = np.abs(got.astype(np.float64) - o.astype(np.float64))
             otxt = f"{int(np.count_nonzero(d))} of {d.size} differ, max {d.max():.3g}"
-            if got.dtype != np.float32 and d.max() > (1 if got.dtype in (np.uint8, np.int8) else 0):
-                otxt += "  FAIL (more than one step)"
-                ok = False
+            bound = 1 if got.dtype in (np.uint8, np.int8) else 0
+            if got.dtype != np.float32 and d.max() > bound:
+                # onnxruntime's own distance from the reference (its saturating int8 kernels on CPUs
+                # without VNNI): over the bound too, the difference is onnxruntime's
+                d_ref = np.abs(ref.astype(np.float64) - o.astype(np.float64)).max()
+                if same_ref and d_ref > bound:
+                    otxt += f"  (onnxruntime {d_ref:.3g} off the reference: its kernels, not ours)"
+                else:
+                    otxt += "  FAIL (more than one step)"
+                    ok = False
         except Exception as e:  # onnxruntime lacks some forms (a per row)
             otxt = "n/a: " + str(e).splitlines()[0][-90:]
         nref = "equal" if same_ref else f"DIFFER ({int(np.count_nonzero(got != ref))} of {ref.size})"
