@@ -130,7 +130,7 @@ struct ModeRow {
   amd_mode_kind kind;
   int m;
 };
-#define AMD_MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) {KIND, M},
+#define AMD_MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) {KIND, M},
 constexpr ModeRow mode_rows[AMD_MODE_COUNT] = {AMD_MODE_LIST(AMD_MODE_ROW)};
 #undef AMD_MODE_ROW
 
@@ -197,7 +197,7 @@ template <int MODE, bool IS_A> __device__ __forceinline__ uint32_t encode(uint32
 }
 
 /* The exact product (the shared scalar code), on bit patterns. */
-#define AMD_MODE_EXACT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                        \
+#define AMD_MODE_EXACT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                        \
   case ID:                                                                                                \
     return AMD_MODE_CALL_##ARGS(BITS, a, b, lut, m);
 template <int MODE>
@@ -1065,7 +1065,7 @@ static amd_mode_kind kind_of(amd_mode mode) { return mode_rows[mode].kind; }
 
 /* The bit-level product of a mode (its BITS in mode_list.h), on the host. */
 static uint32_t host_bits(const amd_mult *mult, uint32_t a, uint32_t b) {
-#define AMD_MODE_HOST_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                    \
+#define AMD_MODE_HOST_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                    \
   case ID:                                                                                                \
     return AMD_MODE_CALL_##ARGS(BITS, a, b, mult->lut, mult->lut_bits);
   switch (mult->mode) {
@@ -1487,7 +1487,7 @@ extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int t
     }
   }
   switch (mult->mode) {
-#define AMD_MODE_LAUNCH(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                       \
+#define AMD_MODE_LAUNCH(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                       \
   case ID:                                                                                                \
     return launch_mode_of<ID>(ctx, p, st);
     AMD_MODE_LIST(AMD_MODE_LAUNCH)

@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     snprintf(names[8 + l], 32, "bwdD L%d", l + 1);
     shapes[8 + l] = (shape){names[8 + l], 1, 0, 9 * ci, p, co};
   }
-#define MODE_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) NAME,
+#define MODE_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) NAME,
   const char *all[AMD_MODE_COUNT] = {AMD_MODE_LIST(MODE_NAME)}; /* src/mult/mode_list.h */
 #undef MODE_NAME
   const int nall = AMD_MODE_COUNT;

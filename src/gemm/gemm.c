@@ -787,7 +787,7 @@ __attribute__((target("avx512f"))) static void tile_mode_avx512(const tile_args 
 #endif
 
 /* The kind and fraction width of every mode (mode_list.h). */
-#define MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) [ID] = {KIND, M},
+#define MODE_ROW(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) [ID] = {KIND, M},
 static const struct {
   amd_mode_kind kind;
   int m;

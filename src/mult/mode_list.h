@@ -15,7 +15,7 @@
  * one more instantiation of its kernel templates. A mode that no kind covers
  * needs a new kind: kernels in both GEMMs (see the kind list below).
  *
- * X(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)
+ * X(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)
  *   ID     the amd_mode enum value (the list's order is the enum's)
  *   NAME   the --mode name ("lut" is given as lut:FILE)
  *   PROD   the product on floats, BITS the same on fp32 bit patterns
@@ -24,23 +24,24 @@
  *   KIND   the family of GEMM kernels that computes it (amd_mode_kind)
  *   M      the fraction bits the kind's kernels keep (0: the table's m)
  *   TABLE7 1: a 7-bit design, whose section 5 table amd_mult_make_table
- *          builds from BITS (what `amdnn-onnx lut` writes) */
+ *          builds from BITS (what `amdnn-onnx lut` writes)
+ *   SUMMARY one line for `amdnn-onnx modes` and --help */
 #ifndef AMD_MODE_LIST_H
 #define AMD_MODE_LIST_H
 
 /* clang-format off */
 #define AMD_MODE_LIST(X)                                                                                   \
-  X(AMD_MODE_ACC32, "acc32", amd_prod_acc32, amd_prod_acc32_bits, AB,  AMD_KIND_ACC32,      23, 0)       \
-  X(AMD_MODE_ACC16, "acc16", amd_prod_acc16, amd_prod_acc16_bits, AB,  AMD_KIND_ACC16,       7, 1)       \
-  X(AMD_MODE_AM16,  "am16",  amd_prod_am16,  amd_prod_am16_bits,  AB,  AMD_KIND_MBM,         7, 1)       \
-  X(AMD_MODE_AM32,  "am32",  amd_prod_am32,  amd_prod_am32_bits,  AB,  AMD_KIND_MBM23,      23, 0)       \
-  X(AMD_MODE_FP16,  "fp16",  amd_prod_fp16,  amd_prod_fp16_bits,  AB,  AMD_KIND_FP16,       10, 0)       \
-  X(AMD_MODE_MIT16, "mit16", amd_prod_mit16, amd_prod_mit16_bits, AB,  AMD_KIND_MIT,         7, 1)       \
-  X(AMD_MODE_MIT32, "mit32", amd_prod_mit32, amd_prod_mit32_bits, AB,  AMD_KIND_MIT,        23, 0)       \
-  X(AMD_MODE_MBM14, "mbm14", amd_prod_mbm14, amd_prod_mbm14_bits, AB,  AMD_KIND_MBM,         5, 0)       \
-  X(AMD_MODE_MBM12, "mbm12", amd_prod_mbm12, amd_prod_mbm12_bits, AB,  AMD_KIND_MIT_FORCED,  3, 0)       \
-  X(AMD_MODE_MIT14, "mit14", amd_prod_mit14, amd_prod_mit14_bits, AB,  AMD_KIND_MIT,         5, 0)       \
-  X(AMD_MODE_LUT,   "lut",   amd_prod_lut,   amd_prod_lut_bits,   LUT, AMD_KIND_LUT,         0, 0)
+  X(AMD_MODE_ACC32, "acc32", amd_prod_acc32, amd_prod_acc32_bits, AB,  AMD_KIND_ACC32,      23, 0, "IEEE fp32 products, the exact baseline (cuBLAS SGEMM on a GPU, no TF32)") \
+  X(AMD_MODE_ACC16, "acc16", amd_prod_acc16, amd_prod_acc16_bits, AB,  AMD_KIND_ACC16,       7, 1, "bfloat16: operands and product truncated to 7 fraction bits (ACC_7)") \
+  X(AMD_MODE_AM16,  "am16",  amd_prod_am16,  amd_prod_am16_bits,  AB,  AMD_KIND_MBM,         7, 1, "approximate 16-bit (1,8,7): Mitchell with correction, MBM_7") \
+  X(AMD_MODE_AM32,  "am32",  amd_prod_am32,  amd_prod_am32_bits,  AB,  AMD_KIND_MBM23,      23, 0, "approximate 32-bit: Mitchell with correction on 23 bits, MBM_23") \
+  X(AMD_MODE_FP16,  "fp16",  amd_prod_fp16,  amd_prod_fp16_bits,  AB,  AMD_KIND_FP16,       10, 0, "IEEE binary16 operands and product, round to nearest even") \
+  X(AMD_MODE_MIT16, "mit16", amd_prod_mit16, amd_prod_mit16_bits, AB,  AMD_KIND_MIT,         7, 1, "Mitchell's logarithmic multiplier on 7 fraction bits, MIT_7") \
+  X(AMD_MODE_MIT32, "mit32", amd_prod_mit32, amd_prod_mit32_bits, AB,  AMD_KIND_MIT,        23, 0, "Mitchell's logarithmic multiplier on 23 fraction bits, MIT_23") \
+  X(AMD_MODE_MBM14, "mbm14", amd_prod_mbm14, amd_prod_mbm14_bits, AB,  AMD_KIND_MBM,         5, 0, "Mitchell with correction on 5 fraction bits, MBM_5") \
+  X(AMD_MODE_MBM12, "mbm12", amd_prod_mbm12, amd_prod_mbm12_bits, AB,  AMD_KIND_MIT_FORCED,  3, 0, "MBM_3: Mitchell on 3 fraction bits with the forced bit, no correction") \
+  X(AMD_MODE_MIT14, "mit14", amd_prod_mit14, amd_prod_mit14_bits, AB,  AMD_KIND_MIT,         5, 0, "Mitchell's logarithmic multiplier on 5 fraction bits, MIT_5") \
+  X(AMD_MODE_LUT,   "lut",   amd_prod_lut,   amd_prod_lut_bits,   LUT, AMD_KIND_LUT,         0, 0, "any (1,8,m) multiplier, m <= 7, as a table of 4^m bytes (section 5)")
 /* clang-format on */
 
 /* The kinds: modes of one kind share the GEMM kernels (CPU and GPU), which

@@ -13,13 +13,15 @@
 #include "q8.h"
 
 /* The expansions of mode_list.h used here. */
-#define NAME_OF(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) [ID] = NAME,
-#define CHOICE(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) ", " NAME AMD_MODE_ARG_##ARGS
-#define TABLE7_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) TABLE7_NAME_##TABLE7(NAME)
+#define NAME_OF(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) [ID] = NAME,
+#define SUMMARY_OF(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) [ID] = SUMMARY,
+#define CHOICE(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) ", " NAME AMD_MODE_ARG_##ARGS
+#define TABLE7_NAME(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) TABLE7_NAME_##TABLE7(NAME)
 #define TABLE7_NAME_0(name)
 #define TABLE7_NAME_1(name) ", " name
 
 static const char *const mode_names[AMD_MODE_COUNT] = {AMD_MODE_LIST(NAME_OF)};
+static const char *const mode_summaries[AMD_MODE_COUNT] = {AMD_MODE_LIST(SUMMARY_OF)};
 _Static_assert(AMD_MODE_ACC32 == 0, "acc32 is the first mode (amd_mult zeroed = acc32)");
 
 /* ", acc32, acc16, ..., lut:FILE" and ", acc16, am16, mit16": every mode
@@ -32,6 +34,24 @@ const char *amd_mult_choices(void) { return choices + 2; }
 const char *amd_mode_name(amd_mode mode) {
   if ((int)mode < 0 || mode >= AMD_MODE_COUNT) return NULL;
   return mode_names[mode];
+}
+
+const char *amd_mode_summary(amd_mode mode) {
+  if ((int)mode < 0 || mode >= AMD_MODE_COUNT) return NULL;
+  return mode_summaries[mode];
+}
+
+int amd_mult_check_name(const char *name, amd_status *st) {
+  if (!name || !*name) return amd_fail(st, "no multiplier mode given (valid: %s)", amd_mult_choices());
+  static const char *const with_file[] = {"lut:", "q8u:", "q8s:"};
+  for (size_t k = 0; k < sizeof with_file / sizeof with_file[0]; k++)
+    if (strncmp(name, with_file[k], 4) == 0) {
+      if (!name[4]) return amd_fail(st, "mode '%s' needs a table file (%sFILE)", name, with_file[k]);
+      return 0;
+    }
+  for (int i = 0; i < AMD_MODE_COUNT; i++)
+    if (i != AMD_MODE_LUT && strcmp(name, mode_names[i]) == 0) return 0;
+  return amd_fail(st, "unknown multiplier mode '%s' (valid: %s)", name, amd_mult_choices());
 }
 
 /* Reads a section 5 table: 4^m bytes, m in 1..7. */
@@ -135,7 +155,7 @@ void amd_mult_free(amd_mult *m) {
 
 float amd_mult_product(const amd_mult *m, float a, float b) {
   if (!m) return amd_prod_acc32(a, b);
-#define PRODUCT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                                \
+#define PRODUCT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                                \
   case ID:                                                                                                \
     PRODUCT_##ARGS(PROD)
 #define PRODUCT_AB(fn) return fn(a, b);
@@ -153,7 +173,7 @@ float amd_mult_product(const amd_mult *m, float a, float b) {
 
 int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st) {
   /* the bit-level product of a 7-bit design (TABLE7 in mode_list.h) */
-#define TABLE_MAKER(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                            \
+#define TABLE_MAKER(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                            \
   case ID:                                                                                                \
     prod = TABLE_MAKER_##TABLE7(BITS);                                                                    \
     break;

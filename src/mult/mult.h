@@ -15,7 +15,7 @@
 
 /* The modes in the order of mode_list.h (acc32 = 0, lut last). */
 typedef enum amd_mode {
-#define AMD_MODE_ENUM(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7) ID,
+#define AMD_MODE_ENUM(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY) ID,
   AMD_MODE_LIST(AMD_MODE_ENUM)
 #undef AMD_MODE_ENUM
   AMD_MODE_COUNT
@@ -62,5 +62,11 @@ const char *amd_mult_choices(void);
 int amd_mult_make_table(amd_mode mode, uint8_t *table, amd_status *st);
 /* The name of a mode ("am16"; "lut" for AMD_MODE_LUT), or NULL if invalid. */
 const char *amd_mode_name(amd_mode mode);
+/* Its one-line description (mode_list.h's SUMMARY), or NULL if invalid. */
+const char *amd_mode_summary(amd_mode mode);
+/* Checks that name is a mode amd_mult_parse would take, without reading a
+ * table file: a listed name, or lut:, q8u:, q8s: with a file (or exact).
+ * An unknown name is an error that lists the valid choices. */
+int amd_mult_check_name(const char *name, amd_status *st);
 
 #endif

@@ -28,7 +28,7 @@ __global__ void prod_kernel(int mode, const uint32_t *a, const uint32_t *b, uint
   if (i >= n) return;
   uint32_t x = a[i], y = b[i], r;
   /* every mode's BITS from src/mult/mode_list.h (acc32's is its IEEE multiply) */
-#define MODE_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7)                                              \
+#define MODE_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                              \
   case ID:                                                                                                \
     r = AMD_MODE_CALL_##ARGS(BITS, x, y, lut, m);                                                         \
     break;
