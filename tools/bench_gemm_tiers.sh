@@ -32,7 +32,7 @@ echo "== ResNet-50 inference, batch 256, 224 x 224"
 "$py" "$here/bench_imagefolder.py" infer --model resnet50 --batch 256
 for spec in "acc32 fast" "am16 fast" "am16 exact"; do
   set -- $spec
-  echo "amdnn-onnx $1 --gemm $2: $("$amd" bench "$work/resnet50.onnx" --infer --batch 256 --steps 20 --warmup 3 --mode "$1" \
+  echo "amdnn-onnx $1 --gemm $2: $("$amd" bench "$work/resnet50.onnx" --infer --batch 256 --steps 20 --warmup-steps 3 --mode "$1" \
     --gemm "$2" --device cuda 2>&1 | tail -1)"
 done
 

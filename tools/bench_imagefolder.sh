@@ -54,5 +54,5 @@ done
 echo "== inference alone, batch $batch"
 "$py" "$here/bench_imagefolder.py" infer --model "$model" --batch "$batch"
 for m in $modes; do
-  "$amdnn" bench "$work/$model.onnx" --infer --batch "$batch" --mode "$m" --steps 20 --warmup 3 2>&1 | tail -1
+  "$amdnn" bench "$work/$model.onnx" --infer --batch "$batch" --mode "$m" --steps 20 --warmup-steps 3 2>&1 | tail -1
 done

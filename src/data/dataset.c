@@ -65,6 +65,34 @@ void amd_dataset_free(amd_dataset *ds) {
   memset(ds, 0, sizeof *ds);
 }
 
+/* Keeps samples idx[0..k) of s (increasing, so every move goes down), in place. */
+static void split_keep(amd_data_split *s, int64_t c, int64_t hw, int64_t k) {
+  const int64_t per = c * hw;
+  int64_t rag_end = 0;
+  for (int64_t j = 0; j < k; j++) {
+    const int64_t i = amd_spread_index(j, k, s->n);
+    s->labels[j] = s->labels[i];
+    if (s->u8) memmove(s->u8 + j * per, s->u8 + i * per, (size_t)per);
+    if (s->f32) memmove(s->f32 + j * per, s->f32 + i * per, (size_t)per * sizeof *s->f32);
+    if (s->rag) { /* images of their own sizes, one after the other */
+      const int64_t bytes = (int64_t)s->rag_h[i] * s->rag_w[i] * c;
+      memmove(s->rag + rag_end, s->rag + s->rag_off[i], (size_t)bytes);
+      s->rag_off[j] = rag_end, s->rag_h[j] = s->rag_h[i], s->rag_w[j] = s->rag_w[i];
+      rag_end += bytes;
+    }
+  }
+  s->n = k;
+}
+
+int amd_dataset_limit(amd_dataset *ds, int64_t limit, amd_status *st) {
+  if (limit < 1) return amd_fail(st, "--limit %lld: must be at least 1", (long long)limit);
+  const int64_t hw = ds->h * ds->w;
+  if (ds->train.n > limit) split_keep(&ds->train, ds->c, hw, limit);
+  if (ds->test_is_train) ds->test = ds->train; /* the same arrays, now shorter */
+  else if (ds->test.n > limit) split_keep(&ds->test, ds->c, hw, limit);
+  return 0;
+}
+
 /* Overrides ds->mean / ds->std as opts->norm asks (AMD_NORM_DATASET keeps them). */
 int amd_data_apply_norm(amd_dataset *ds, const amd_image_opts *o, amd_status *st) {
   static const float in_mean[3] = {0.485f, 0.456f, 0.406f}, in_std[3] = {0.229f, 0.224f, 0.225f};

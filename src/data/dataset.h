@@ -141,6 +141,12 @@ static inline int64_t amd_spread_index(int64_t j, int64_t k, int64_t n) {
   return (int64_t)((__int128)j * n / k);
 }
 
+/* --limit N of train (eval and sweep pick the same samples by index): keeps
+ * N samples of each split, sample j being j * n / N of the split's n
+ * (amd_spread_index), so that a folder sorted by class keeps every class;
+ * the splits are compacted in place (a split of N or fewer is kept whole). */
+int amd_dataset_limit(amd_dataset *ds, int64_t limit, amd_status *st);
+
 /* Parses SPEC and loads both splits; sets ds->format. ds is overwritten (not
  * freed first). amd_dataset_load_opts takes image options (NULL: defaults);
  * resize/crop are refused for formats other than images:, and the

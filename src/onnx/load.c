@@ -373,6 +373,19 @@ int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status
   return 0;
 }
 
+int amd_graph_attach_proto(amd_graph *g, amd_status *st) {
+  if (g->proto) return 0;
+  if (!g->path) return amd_fail(st, "the model was not loaded from a file: its ModelProto cannot be read again");
+  uint8_t *data;
+  size_t len;
+  if (amd_read_file(g->path, AMD_MAX_MODEL_BYTES, &data, &len, st)) return -1;
+  Onnx__ModelProto *mp = unpack_model(data, len, st);
+  free(data);
+  if (!mp) return amd_fail_prefix(st, "%s", g->path);
+  g->proto = mp;
+  return 0;
+}
+
 void amd_graph_free(amd_graph *g) {
   if (!g) return;
   for (int i = 0; i < g->n_values; i++) {

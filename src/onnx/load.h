@@ -13,6 +13,11 @@ int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status
 /* Same, from bytes in memory (base_dir for external data, may be NULL). */
 int amd_graph_load_bytes(const uint8_t *data, size_t len, const char *base_dir, int keep_proto,
                          amd_graph **out, amd_status *st);
+/* Reads the ModelProto of a graph loaded with keep_proto = 0 from its file
+ * again (g->path) into g->proto, for amd_graph_write: the writer matches the
+ * initializers by name, dtype and dims, so a file changed since the load is
+ * refused there. A graph with a proto keeps it. */
+int amd_graph_attach_proto(amd_graph *g, amd_status *st);
 void amd_graph_free(amd_graph *g);
 
 struct Onnx__NodeProto;

@@ -133,3 +133,19 @@ int amd_prof_report(FILE *out, const char *tsv_path, double wall_seconds, int64_
   }
   return 0;
 }
+
+int amd_prof_report_text(char **text, const char *tsv_path, double wall_seconds, int64_t steps, amd_status *st) {
+  size_t len = 0;
+  *text = NULL;
+  FILE *mem = open_memstream(text, &len);
+  if (!mem) return amd_fail(st, "out of memory");
+  int rc = amd_prof_report(mem, tsv_path, wall_seconds, steps, st);
+  if (fclose(mem) != 0 && rc == 0) rc = amd_fail(st, "out of memory");
+  if (rc) {
+    free(*text);
+    *text = NULL;
+    return -1;
+  }
+  if (len && (*text)[len - 1] == '\n') (*text)[len - 1] = 0;
+  return 0;
+}

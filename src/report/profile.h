@@ -69,5 +69,8 @@ void amd_prof_part_add(amd_prof_part p, double seconds);
  * time of the measured work (the share's denominator), `steps` the number of
  * batches it covered. Recording stops. */
 int amd_prof_report(FILE *out, const char *tsv_path, double wall_seconds, int64_t steps, amd_status *st);
+/* The same with the table as text in *text (malloc'd, no final newline; the
+ * caller frees it), for callers that hand lines on rather than print. */
+int amd_prof_report_text(char **text, const char *tsv_path, double wall_seconds, int64_t steps, amd_status *st);
 
 #endif

@@ -45,8 +45,8 @@ static int open_batches(amd_batches *b, const amd_backend *be, int host_only, co
       b->capacity = pieces ? batch : split->n;
       return 0;
     }
-    fprintf(stderr, "%s: batches assembled on the host (the images do not go to %s: %s)\n", what, be->name,
-            why.msg);
+    snprintf(b->note, sizeof b->note, "%s: batches assembled on the host (the images do not go to %s: %.400s)", what,
+             be->name, why.msg);
     free(b->plan);
     b->plan = NULL;
   }

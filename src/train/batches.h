@@ -27,10 +27,11 @@ typedef struct amd_batches {
   amd_batch_sample *plan;
   amd_tensor x; /* [batch, C, H, W]: backend memory (be), else host */
   int64_t capacity; /* the samples b->pixels holds (be), or the split's */
+  char note[512];   /* why the batches come from the host after all (a failed upload), or "" */
 } amd_batches;
 
-/* Up to batch samples of split per call. what names the caller in the line
- * printed when the upload fails (the batches then come from the host). */
+/* Up to batch samples of split per call. what names the caller in b->note,
+ * written when the upload fails (the batches then come from the host). */
 int amd_batches_open(amd_batches *b, const amd_backend *be, int host_only, const amd_dataset *ds,
                      const amd_data_split *split, int64_t batch, const char *what, amd_status *st);
 /* Samples idx[0..n) (n <= batch) into b->x (dims[0] = n) and their labels

@@ -186,14 +186,9 @@ void amd_dist_finalize(amd_dist *d) {
   d->ops = NULL;
 }
 
-void amd_dist_fail(amd_dist *d, const char *prog, const char *msg) {
-  if (!d->ops || d->size == 1) {
-    fprintf(stderr, "%s: %s\n", prog, msg);
-    return;
-  }
+void amd_dist_abort(amd_dist *d) {
+  if (!d->ops || d->size == 1) return;
   fflush(stdout);
-  fprintf(stderr, "%s: rank %d of %d failed: %s\n%s: rank %d ends the job (all %d ranks)\n", prog, d->rank,
-          d->size, msg, prog, d->rank, d->size);
   fflush(stderr);
   d->ops->abort(d, 1);
 }

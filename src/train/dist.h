@@ -107,10 +107,10 @@ int amd_dist_init(amd_dist *d, const amd_env *env, amd_status *st);
 int amd_dist_use_device(amd_dist *d, const struct amd_backend *be, amd_status *st);
 /* Waits for every rank, then shuts the communicator down. */
 void amd_dist_finalize(amd_dist *d);
-/* Reports a failure of this rank on stderr ("rank R of N: msg") and, with
- * more than one rank, ends the whole job (MPI_Abort) so that no rank waits
+/* After a failure of this rank (which the caller has reported): with more
+ * than one rank, ends the whole job (MPI_Abort) so that no rank waits
  * forever in a collective. With one rank it only returns. */
-void amd_dist_fail(amd_dist *d, const char *prog, const char *msg);
+void amd_dist_abort(amd_dist *d);
 
 /* Rank r's share of a global batch of b samples: offset and count. */
 void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count);

@@ -13,7 +13,6 @@
 #include "../data/dataset.h"
 #include "../exec/backend.h"
 #include "../exec/mode_apply.h"
-#include "../onnx/load.h"
 #include "../onnx/write.h"
 #include "../report/plot.h"
 #include "../report/profile.h"
@@ -31,15 +30,13 @@
 typedef struct run_state {
   amd_train_cfg *cfg;
   const amd_train_hooks *h;
-  const char *prog;
   amd_dist dist;
-  amd_graph *g;
+  amd_graph *g; /* the caller's (amd_train_cfg.graph) */
   amd_dataset ds;
   amd_trainer t;
   amd_optim opt;
   amd_schedule sched;
   amd_augment aug;
-  amd_mode_set modes;
   float *opt_state;
   int64_t n_opt;
   int64_t *train_idx, n_train, *val_idx, n_val, *perm;
@@ -60,6 +57,7 @@ typedef struct run_state {
   int saved_any; /* a checkpoint of this run exists */
   double prof_wall; /* --profile: wall time and count of the measured steps */
   int64_t prof_steps;
+  int stop_requested; /* a hook asked to stop */
 } run_state;
 
 /* ------------------------------------------------------------------ output */
@@ -144,15 +142,10 @@ static int setup_inputs(run_state *r, amd_status *st) {
   if (amd_augment_parse(c->augment, &r->aug, st)) return -1;
   /* random resized crops come from the training images kept resized but uncropped */
   c->img.uncropped_train = r->aug.rrc;
-  if (amd_graph_load(c->model, 1, &r->g, st)) return -1;
-  if (amd_mode_apply(r->g, c->mode, c->mode_map, c->bmode, &r->modes, st)) return -1;
-  if (amd_q8_grad_apply(r->g, c->q8_grad, st) || amd_q8_calib_apply(r->g, c->q8_calib, st)) return -1;
+  r->g = c->graph;
   if (amd_dataset_load_opts(c->data, &c->img, &r->ds, st)) return -1;
   if (r->ds.note[0]) line(r, AMD_TRAIN_WARNING, "%s", r->ds.note);
-  if (c->limit) {
-    if (r->ds.train.n > c->limit) r->ds.train.n = c->limit;
-    if (r->ds.test.n > c->limit) r->ds.test.n = c->limit;
-  }
+  if (c->limit && amd_dataset_limit(&r->ds, c->limit, st)) return -1;
   /* the model's input must be [batch, C, H, W] of the data */
   const amd_value *in = &r->g->values[r->g->inputs[0]];
   int64_t want[3] = {r->ds.c, r->ds.h, r->ds.w};
@@ -240,9 +233,7 @@ static int setup_state(run_state *r, amd_status *st) {
 
 static void free_state(run_state *r) {
   amd_trainer_free(&r->t);
-  amd_graph_free(r->g);
   amd_dataset_free(&r->ds);
-  amd_mode_set_free(&r->modes);
   free(r->opt_state);
   free(r->train_idx);
   free(r->perm);
@@ -342,10 +333,10 @@ static void write_metrics_file(const run_state *r) {
   if (fclose(f) == 0) rename(tmp, r->cfg->metrics);
 }
 
-static void progress(const run_state *r, int64_t done, double t0, int64_t seen0) {
+static void progress(run_state *r, int64_t done, double t0, int64_t seen0) {
   const amd_train_state *p = &r->pos;
   amd_train_progress pr = {p->epoch, done, r->batches, p->seen, seen0, r->n_train, p->loss_sum, p->top1, now_s() - t0};
-  if (r->h->progress) r->h->progress(r->h->user, &pr);
+  if (r->h->progress && r->h->progress(r->h->user, &pr)) r->stop_requested = 1;
 }
 
 static void progress_end(const run_state *r) {
@@ -459,7 +450,7 @@ static int after_step(run_state *r, amd_status *st) {
   double elapsed = now_s() - r->run_start;
   int out_of_time = (c->walltime_s > 0 && elapsed + 3 * r->step_avg + 5 > c->walltime_s) ||
                     (c->stop_after && p->step >= c->stop_after);
-  int sig = stop_signal; /* all ranks stop at the same step */
+  int sig = stop_signal ? stop_signal : r->stop_requested ? -1 : 0; /* all ranks stop at the same step */
   if (r->dist.size > 1 && (amd_dist_max_int(&r->dist, sig, &sig, st) ||
                            amd_dist_max_int(&r->dist, out_of_time, &out_of_time, st)))
     return -1;
@@ -472,7 +463,7 @@ static int after_step(run_state *r, amd_status *st) {
   if (!sig && !out_of_time) return 0;
   progress_end(r);
   line(r, AMD_TRAIN_INFO, "stopped by %s at epoch %lld, batch %lld%s",
-       sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : c->stop_after ? "--stop-after" : "the walltime",
+       sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig ? "request" : c->stop_after ? "--stop-after" : "the walltime",
        (long long)p->epoch + 1, (long long)p->batch + 1,
        c->ckpt_dir ? "; checkpoint saved, continue with --resume" : " (no --checkpoint-dir: nothing saved)");
   return 3;
@@ -551,7 +542,7 @@ static int end_epoch(run_state *r, double train_time_at_start, int64_t seen_at_s
   e.train_s = train_s;
   e.loss_scale = p->loss_scale;
   e.skipped = p->skipped;
-  if (r->h->epoch) r->h->epoch(r->h->user, &e);
+  if (r->h->epoch && r->h->epoch(r->h->user, &e)) r->stop_requested = 1;
   append_metrics(r, &e);
   write_metrics_file(r);
   if (c->plot && dist->rank == 0 && amd_plot_metrics(r->metrics, c->plot, 1200, 480, st))
@@ -617,8 +608,6 @@ static int start(run_state *r, amd_status *st) {
        (long long)c->epochs, (long long)c->batch, amd_optim_name(&r->opt), c->lr, c->schedule, c->mode,
        c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", q8_table ? ", table-derived q8 gradients" : "", calib,
        (long long)r->n_train, c->val ? " (+ validation)" : "");
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
   r->gbatch = c->batch * dist->size; /* the global batch */
   r->batches = (r->n_train + r->gbatch - 1) / r->gbatch, r->total_steps = r->batches * c->epochs;
   if (dist->size > 1 || dist->reduce_alone) {
@@ -633,7 +622,9 @@ static int start(run_state *r, amd_status *st) {
   }
   r->y = malloc((size_t)c->batch * sizeof *r->y);
   if (!r->y) return amd_fail(st, "out of memory");
-  return amd_batches_open(&r->data, r->t.be, c->host_batches, &r->ds, &r->ds.train, c->batch, r->prog, st);
+  if (amd_batches_open(&r->data, r->t.be, c->host_batches, &r->ds, &r->ds.train, c->batch, "train", st)) return -1;
+  if (r->data.note[0]) line(r, AMD_TRAIN_WARNING, "%s", r->data.note);
+  return 0;
 }
 
 /* After the last epoch: the ranks agree, the model is written. */
@@ -657,38 +648,58 @@ static int finish(run_state *r, amd_status *st) {
   return 0;
 }
 
-int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, const char *prog) {
+/* SIGTERM and SIGINT stop the run with a checkpoint (c->handle_signals); old: the handlers to put back. */
+static void catch_signals(struct sigaction old[2]) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  stop_signal = 0;
+  sigaction(SIGTERM, &sa, &old[0]);
+  sigaction(SIGINT, &sa, &old[1]);
+}
+
+int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, amd_status *st) {
+  if (!c->graph) return amd_fail(st, "amd_train_run: no model");
   run_state *r = calloc(1, sizeof *r); /* large (metrics text) */
-  if (!r) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    return 1;
-  }
-  r->cfg = c, r->h = h, r->prog = prog;
-  amd_status st = {{0}};
+  if (!r) return amd_fail(st, "out of memory");
+  r->cfg = c, r->h = h;
   amd_ckpt_set_faults(&c->env.faults);
-  if (amd_dist_init(&r->dist, &c->env, &st)) {
-    line(r, AMD_TRAIN_ERROR, "%s", st.msg);
+  if (amd_dist_init(&r->dist, &c->env, st)) {
     free(r);
-    return 1;
+    return -1;
   }
   c->ranks = r->dist.size;
-  int rc = start(r, &st);
-  if (rc == 0) rc = train_epochs(r, &st);
-  if (rc == 0) rc = finish(r, &st);
-  if (rc < 0) {
-    amd_dist_fail(&r->dist, prog, st.msg);
-    rc = 1;
+  struct sigaction old[2];
+  if (c->handle_signals) catch_signals(old);
+  int rc = start(r, st);
+  if (rc == 0) rc = train_epochs(r, st);
+  if (rc == 0) rc = finish(r, st);
+  if (rc < 0 && r->dist.ops && r->dist.size > 1) {
+    line(r, AMD_TRAIN_ERROR, "rank %d of %d failed: %s", r->dist.rank, r->dist.size, st->msg);
+    line(r, AMD_TRAIN_ERROR, "rank %d ends the job (all %d ranks)", r->dist.rank, r->dist.size);
+    amd_dist_abort(&r->dist); /* does not return */
   }
-  if (rc != 1 && c->profile && r->prof_steps > 0 && r->dist.rank == 0 &&
-      amd_prof_report(stdout, c->profile, r->prof_wall, r->prof_steps, &st)) {
-    line(r, AMD_TRAIN_ERROR, "%s", st.msg);
-    rc = 1;
+  if (rc >= 0 && c->profile && r->prof_steps > 0 && r->dist.rank == 0) {
+    char *text;
+    if (amd_prof_report_text(&text, c->profile, r->prof_wall, r->prof_steps, st) == 0) {
+      line(r, AMD_TRAIN_INFO, "%s", text);
+      free(text);
+    } else {
+      rc = -1;
+    }
   }
   amd_prof_on = 0;
+  amd_status ignored;
+  if (rc > 0 && r->t.g) amd_trainer_sync_host(&r->t, NULL, 0, &ignored); /* the graph holds the weights so far */
   amd_batches_close(&r->data);
   free_state(r);
   if (c->plot) amd_plot_release();
   amd_dist_finalize(&r->dist);
+  if (c->handle_signals) {
+    sigaction(SIGTERM, &old[0], NULL);
+    sigaction(SIGINT, &old[1], NULL);
+  }
   free(r);
   return rc;
 }

@@ -1,6 +1,7 @@
-/* The training engine of `amdnn-onnx train`: one run from a configuration.
+/* The training engine of `amdnn-onnx train` and amdnn_session_train: one run
+ * of a loaded model from a configuration.
  *
- * amd_train_run sets up (model, data, trainer, backend, optimizer, schedule),
+ * amd_train_run sets up (data, trainer, backend, optimizer, schedule),
  * resumes from a checkpoint when asked, and loops over epochs and batches: a
  * seeded permutation per epoch, batch assembly with augmentation, a step
  * through the pipeline that step.h chooses (deferred with CUDA graphs where
@@ -14,7 +15,9 @@
  * of every global batch (dist.h); rank 0 alone writes files.
  *
  * What the user sees goes through hooks: progress and epoch results as
- * structs, other lines as text with a kind; the caller prints them. */
+ * structs, other lines as text with a kind; the caller prints them. Nothing
+ * here prints, except that with several ranks a failing rank ends the job
+ * (MPI_Abort) after its hook reported the failure. */
 #ifndef AMD_RUN_H
 #define AMD_RUN_H
 
@@ -24,7 +27,14 @@
 #include "../core/status.h"
 #include "../data/dataset.h"
 
+struct amd_graph;
+
 typedef struct amd_train_cfg {
+  /* the model, loaded from `model` with its multipliers applied (the strings
+   * mode ... q8_calib say which, for the checkpoints' options check); the run
+   * trains it in place and leaves it holding the trained weights (on the
+   * host); its ModelProto must be attached to write `out` */
+  struct amd_graph *graph;
   const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
       *schedule, *augment, *freeze, *device;
   const char *q8_grad; /* the q8f nodes' backward: NULL or "ste", "table" (exec/mode_apply.h) */
@@ -33,6 +43,7 @@ typedef struct amd_train_cfg {
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
   int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
+  int handle_signals; /* SIGTERM and SIGINT stop the run with a checkpoint (a command-line tool) */
   int ranks;   /* processes training together (set by amd_train_run) */
   amd_env env; /* the process's environment (core/env.h: communicator knobs, fault hooks), from the caller */
   amd_image_opts img; /* images: decoding and preprocessing, the normalisation (data/dataset.h) */
@@ -83,17 +94,20 @@ typedef struct amd_train_hooks {
   /* Once the backend runs the model (a note on what it runs natively). */
   void (*backend_ready)(void *user, const struct amd_graph *g, const struct amd_backend *be);
   void (*line)(void *user, amd_train_line kind, const char *text);
-  /* p: a progress report; NULL: the epoch's steps are over (a redrawn bar goes). */
-  void (*progress)(void *user, const amd_train_progress *p);
-  void (*epoch)(void *user, const amd_train_epoch *e);
+  /* p: a progress report; NULL: the epoch's steps are over (a redrawn bar
+   * goes). Non-zero (and from epoch): stop after the next step as a signal
+   * would, with a checkpoint. */
+  int (*progress)(void *user, const amd_train_progress *p);
+  int (*epoch)(void *user, const amd_train_epoch *e);
   /* After the model was written (rank 0) and the run's last lines. */
   void (*finished)(void *user, const struct amd_backend *be);
 } amd_train_hooks;
 
-/* Runs the training of c (c->ranks is set). Returns the exit code: 0 done,
- * 1 error (reported on stderr with prog as the prefix), 3 stopped early
- * (walltime, signal, --stop-after) with a checkpoint, 4 the loss became NaN
- * or Inf. SIGTERM and SIGINT are handled during the run. */
-int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, const char *prog);
+/* Runs the training of c (c->ranks is set). Returns 0 done, -1 an error (in
+ * st), 3 stopped early (walltime, signal, --stop-after, a hook's request)
+ * with a checkpoint, 4 the loss became NaN or Inf (both reported through
+ * the line hook). With c->handle_signals, SIGTERM and SIGINT are handled
+ * during the run (the previous handlers come back at its end). */
+int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, amd_status *st);
 
 #endif

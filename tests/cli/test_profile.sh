@@ -56,11 +56,11 @@ check "$tmp/eval.tsv" "backward-data GEMM" 0
 "$amd" train "$model" --data "mnist:$fashion" --limit 64 --epochs 1 -o "$tmp/x.onnx" --profile "$tmp/no/such/dir/p.tsv" \
   >"$tmp/b.log" 2>&1
 rc=$?
-[ $rc -eq 1 ] && grep -q "cannot write the --profile table" "$tmp/b.log" && ! grep -q "^training " "$tmp/b.log" && ok "an unwritable --profile file: exit 1 before training" \
+[ $rc -eq 1 ] && grep -q "cannot write the profile table" "$tmp/b.log" && ! grep -q "^training " "$tmp/b.log" && ok "an unwritable --profile file: exit 1 before training" \
   || { bad "unwritable --profile: exit $rc"; tail -3 "$tmp/b.log"; }
 
 # bench: the training steps of a random batch, timed, with the same table
-"$amd" bench "$model" --device cpu --batch 32 --steps 4 --warmup 1 --profile "$tmp/bench.tsv" >"$tmp/be.log" 2>&1
+"$amd" bench "$model" --device cpu --batch 32 --steps 4 --warmup-steps 1 --profile "$tmp/bench.tsv" >"$tmp/be.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "^bench .*: training, batch 32, mode acc32, cpu: [0-9]* images/s, .* over 4 steps" "$tmp/be.log" &&
   grep -q "^profile: 4 batches" "$tmp/be.log"; then
@@ -76,7 +76,7 @@ check "$tmp/bi.tsv" "forward GEMM" $((per_sample * 16 * 2))
 check "$tmp/bi.tsv" "backward-weights GEMM" 0
 "$amd" bench "$model" --steps 0 >"$tmp/bz.log" 2>&1
 rc=$?
-[ $rc -eq 2 ] && grep -q -- "--steps needs a positive integer" "$tmp/bz.log" && ok "bench --steps 0: exit 2, says why" \
+[ $rc -eq 2 ] && grep -q -- "--steps: 0 is below 1" "$tmp/bz.log" && ok "bench --steps 0: exit 2, says why" \
   || { bad "bench --steps 0: exit $rc"; cat "$tmp/bz.log"; }
 
 echo "$pass passed, $fail failed"

@@ -115,7 +115,7 @@ fi
 # 4. errors
 "$amd" sweep "$model" "${dev[@]}" --data "$data" --mode nosuch >/dev/null 2>"$tmp/x.err"
 rc=$?
-[ $rc -eq 1 ] && grep -q "unknown multiplier mode 'nosuch' (valid:" "$tmp/x.err" && ok "a bad mode lists the valid ones" ||
+[ $rc -eq 2 ] && grep -q "unknown multiplier mode 'nosuch' (valid:" "$tmp/x.err" && ok "a bad mode lists the valid ones" ||
   { bad "bad mode: exit $rc"; cat "$tmp/x.err"; }
 "$amd" sweep "$model" "${dev[@]}" --data "$data" --mode mit16 --limit 1500 --tsv "$tmp/a.tsv" >/dev/null 2>"$tmp/x.err"
 rc=$?

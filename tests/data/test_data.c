@@ -1160,6 +1160,60 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return remove(path);
 }
 
+/* --limit: N samples of each split spread evenly over it (amd_dataset_limit), so that a split sorted by class
+ * keeps every class; pixels, floats and ragged images move with their labels; a test split that is the
+ * training split stays the same arrays. */
+static void test_limit(void) {
+  enum { N = 12, C = 1, H = 2, W = 2 };
+  amd_dataset ds = {.c = C, .h = H, .w = W, .n_classes = 4};
+  amd_status st;
+  for (int s = 0; s < 2; s++) {
+    amd_data_split *sp = s ? &ds.test : &ds.train;
+    sp->n = N;
+    sp->labels = malloc(N * sizeof *sp->labels);
+    sp->u8 = malloc(N * C * H * W);
+    for (int i = 0; i < N; i++) {
+      sp->labels[i] = i / 3; /* sorted by class: 0 0 0 1 1 1 2 2 2 3 3 3 */
+      for (int k = 0; k < C * H * W; k++) sp->u8[i * C * H * W + k] = (uint8_t)(10 * i + k);
+    }
+  }
+  CHECK(amd_dataset_limit(&ds, 4, &st) == 0, "limit");
+  CHECK(ds.train.n == 4 && ds.test.n == 4, "limit");
+  for (int j = 0; j < 4; j++) {
+    const int i = j * N / 4; /* 0, 3, 6, 9: one of each class */
+    CHECK(ds.train.labels[j] == j && ds.test.labels[j] == j, "limit");
+    CHECK(ds.train.u8[j * 4 + 3] == (uint8_t)(10 * i + 3), "limit");
+  }
+  CHECK(amd_dataset_limit(&ds, 10, &st) == 0 && ds.train.n == 4, "limit"); /* a split already that small stays */
+  CHECK(amd_dataset_limit(&ds, 0, &st) != 0 && st.msg[0], "limit");
+  amd_dataset_free(&ds);
+  /* ragged (uncropped) images of their own sizes, and a test split that is the training split */
+  amd_dataset r = {.c = 1, .h = 1, .w = 1, .n_classes = 3, .test_is_train = 1};
+  amd_data_split *t = &r.train;
+  t->n = 6;
+  t->labels = malloc(6 * sizeof *t->labels);
+  t->rag_off = malloc(6 * sizeof *t->rag_off);
+  t->rag_h = malloc(6 * sizeof *t->rag_h);
+  t->rag_w = malloc(6 * sizeof *t->rag_w);
+  t->rag = malloc(1 + 4 + 9 + 16 + 25 + 36);
+  int64_t off = 0;
+  for (int i = 0; i < 6; i++) {
+    t->labels[i] = i / 2;
+    t->rag_h[i] = t->rag_w[i] = i + 1;
+    t->rag_off[i] = off;
+    for (int k = 0; k < (i + 1) * (i + 1); k++) t->rag[off + k] = (uint8_t)(i * 40 + k);
+    off += (i + 1) * (i + 1);
+  }
+  r.test = r.train;
+  CHECK(amd_dataset_limit(&r, 3, &st) == 0 && r.train.n == 3 && r.test.n == 3 && r.test.labels == r.train.labels, "limit");
+  for (int j = 0; j < 3; j++) { /* images 0, 2, 4 */
+    const int i = 2 * j, side = i + 1;
+    CHECK(t->labels[j] == j && t->rag_h[j] == side && t->rag_w[j] == side, "limit");
+    CHECK(t->rag[t->rag_off[j] + side * side - 1] == (uint8_t)(i * 40 + side * side - 1), "limit");
+  }
+  amd_dataset_free(&r);
+}
+
 int main(void) {
   const char *tmp = getenv("TMPDIR");
   snprintf(root, sizeof root, "%s/amd-test-data-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1175,6 +1229,7 @@ int main(void) {
   test_batches();
   test_rng();
   test_rrc();
+  test_limit();
   nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return check_summary();
 }

@@ -435,7 +435,7 @@ def model(fashion, tmp):
     opts = ["--data", "images:" + d, "--resize", "256", "--crop", "224", "--normalize", "imagenet", "--device", "cpu"]
     p = subprocess.run([amd, "eval", os.path.join(exp, "resnet18.onnx")] + opts, capture_output=True, text=True)
     m = re.search(r"^top1 ([0-9.]+)%  top5 [0-9.]+%  loss ([0-9.]+)", p.stdout, re.M)
-    print("     PyTorch: top1 %.2f%% loss %.4f; amdnn-onnx eval: %s" % (t_top1, t_loss, m.group(0) if m else p.stderr))
+    print("     PyTorch: top1 %.2f%% loss %.4f; amdnn-onnx eval: %s" % (t_top1, t_loss, m.group(0) if m else "exit %d: %s" % (p.returncode, p.stderr)))
     check(m is not None and abs(float(m.group(1)) - t_top1) < 0.01 and abs(float(m.group(2)) - t_loss) < 2e-4,
           "eval of a torchvision ResNet-18 on the JPEG/PNG folder: PyTorch's top-1 and loss")
     p = subprocess.run([amd, "train", os.path.join(exp, "resnet18_train.onnx")] + opts +

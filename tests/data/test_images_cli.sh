@@ -127,18 +127,18 @@ grep -q "warning: 1 bad files skipped, e.g. .*$victim" "$tmp/s.err" && grep -q "
 
 # 6. train --augment rrc refused where it makes no sense (reproducible and resumable: train_rrc.sh)
 $py "$here/make_image_folder.py" "$fashion" "$tmp/rrc" rgb32 20 4 || { bad "make rgb folder"; exit 1; }
-refused() { # WHAT WORDS TRAIN-ARGS...: exit 1, one line holding WORDS
-  local what=$1 words=$2
-  shift 2
+refused() { # WANT_RC WHAT WORDS TRAIN-ARGS...: exit WANT_RC (1 a failure, 2 a bad argument), one line holding WORDS
+  local want=$1 what=$2 words=$3
+  shift 3
   "$amd" train "$models/resnet8_train.onnx" "$@" -o "$tmp/no.onnx" >"$tmp/x.log" 2>&1
   local rc=$?
-  [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/x.log")" -eq 1 ] && grep -q -- "$words" "$tmp/x.log" && [ ! -e "$tmp/no.onnx" ] \
-    && ok "$what: exit 1, $(cat "$tmp/x.log")" || { bad "$what (exit $rc)"; cat "$tmp/x.log"; }
+  [ $rc -eq "$want" ] && [ "$(wc -l <"$tmp/x.log")" -eq 1 ] && grep -q -- "$words" "$tmp/x.log" && [ ! -e "$tmp/no.onnx" ] \
+    && ok "$what: exit $want, $(cat "$tmp/x.log")" || { bad "$what (exit $rc)"; cat "$tmp/x.log"; }
 }
-refused "rrc on mnist:" "images: data only" --data "mnist:$fashion" --augment rrc
-refused "rrc without --crop" "needs --crop" --data "images:$tmp/rrc" --resize 40 --augment rrc
-refused "rrc:0" "bad item 'rrc:0'" --data "images:$tmp/rrc" --crop 32 --augment rrc:0
-refused "rrc with crop:P" "both crop" --data "images:$tmp/rrc" --crop 32 --augment rrc,crop:2
+refused 1 "rrc on mnist:" "images: data only" --data "mnist:$fashion" --augment rrc
+refused 1 "rrc without --crop" "needs --crop" --data "images:$tmp/rrc" --resize 40 --augment rrc
+refused 2 "rrc:0" "bad item 'rrc:0'" --data "images:$tmp/rrc" --crop 32 --augment rrc:0
+refused 2 "rrc with crop:P" "both crop" --data "images:$tmp/rrc" --crop 32 --augment rrc,crop:2
 
 "$amd" eval --help | grep -q -- "--normalize NORM" && "$amd" train --help | grep -q -- "--fast-decode" \
   && "$amd" train --help | grep -q -- "rrc\[:SMIN\]" \

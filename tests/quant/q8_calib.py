@@ -54,7 +54,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   os.path.join(golden, "labels.pb"), "--output-dir", os.path.join(tmp, "g"), "--mode", "q8s:exact",
                   "--q8-calib", "percentile:99.9", "--device", "cpu")
     check(rc == 0, f"grad --q8-calib percentile:99.9: exit {rc}")
-    rc, log = run("bench", model, "--infer", "--batch", "8", "--steps", "2", "--warmup", "1", "--mode", "q8u:exact",
+    rc, log = run("bench", model, "--infer", "--batch", "8", "--steps", "2", "--warmup-steps", "1", "--mode", "q8u:exact",
                   "--q8-calib", "percentile", "--device", "cpu")
     check(rc == 0, f"bench --infer --q8-calib percentile: exit {rc}")
 
