@@ -23,7 +23,7 @@ if find "$src/cuda" "$src/src" -name '*.h' -newer "$(ls -t "$build"/cuda/libamdn
 fi
 ninja -C "$build" >/dev/null
 ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
-cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/test_cuda_products" \
+cp "$build/src/amdnn-onnx" "$build/tests/backend_ops/test_backend_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
   "$build/tests/gpu/test_cuda_q8_gemm" "$build/tests/gpu/test_cuda_q8f" "$build/tests/gpu/test_cuda_q8_grad" \
   "$build/tests/data/bench-image-stream" \
@@ -31,7 +31,7 @@ cp "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" "$build/tests/gpu/te
 cp "$src/tests/mult/am_vectors.tsv" "$out/"
 # libraries other than glibc's, the dynamic loader, CUDA's large ones (cudart is small: taken along),
 # NCCL and Open MPI's (see above)
-ldd "$build/src/amdnn-onnx" "$build/tests/gpu/test_cuda_ops" | awk '/=> \// { print $3 }' | sort -u |
+ldd "$build/src/amdnn-onnx" "$build/tests/backend_ops/test_backend_ops" | awk '/=> \// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|libcublas|libnccl' |
   grep -v -E '/lib(mpi|open-rte|open-pal|hwloc|event_core|event_pthreads|udev)[^/]*\.so' |
   while read -r l; do cp -L "$l" "$out/lib/"; done

@@ -38,14 +38,19 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-products bin/test_cuda_products am_vectors.tsv
   t cuda-gemm bin/test_cuda_gemm
   t cuda-repro bin/test_cuda_repro
-  t cuda-ops bin/test_cuda_ops
+  t cuda-ops bin/test_backend_ops -b cuda -m forward
+  t cuda-ops-grad bin/test_backend_ops -b cuda -m grad
   t cuda-q8-gemm bin/test_cuda_q8_gemm
   t cuda-q8-grad bin/test_cuda_q8_grad
   t cuda-q8f bin/test_cuda_q8f
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
-  t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_cuda_ops
+  t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m forward
+  t cuda-ops-poisoned-grad env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m grad
   if command -v compute-sanitizer >/dev/null; then
-    t cuda-ops-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 bin/test_cuda_ops
+    for mode in forward grad; do
+      t cuda-ops-$mode-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+        bin/test_backend_ops -b cuda -m $mode
+    done
   fi
   for n in lenet300 lenet5 resnet8 tinyformer mbv3block; do
     for v in "" _train; do

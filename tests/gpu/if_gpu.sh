@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs CMD only where a CUDA device is usable: PROBE --probe (test_cuda_ops)
+# Runs CMD only where a CUDA device is usable: PROBE --probe (test_backend_ops)
 # exits 0 with a GPU and 77 (printing SKIP and the reason) without one.
 # usage: if_gpu.sh PROBE CMD [ARGS...]
 set -u
