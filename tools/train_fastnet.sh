@@ -12,7 +12,7 @@
 # (trained), OUT_DIR/fastnet_MODE.tsv (epoch, hours, ..., test_top1 per epoch) and,
 # where amdnn-onnx has cairo, OUT_DIR/fastnet_MODE.png. Environment: AMDNN_ONNX (the
 # binary, default build/src/amdnn-onnx), PYTHON (an interpreter with torch and
-# onnx, default /usr/bin/python3 where it has them, else python3).
+# onnx, default the one tools/torch_python.sh finds).
 set -euo pipefail
 if [ $# -lt 2 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
   sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
@@ -22,11 +22,7 @@ data=$1 out=$2
 shift 2
 top=$(cd "$(dirname "$0")/.." && pwd)
 amd=${AMDNN_ONNX:-$top/build/src/amdnn-onnx}
-py=${PYTHON:-}
-if [ -z "$py" ]; then
-  py=python3
-  /usr/bin/python3 -c 'import torch, onnx' 2>/dev/null && py=/usr/bin/python3
-fi
+py=${PYTHON:-$("$top/tools/torch_python.sh" torch onnx)}
 [ -x "$amd" ] || { echo "train_fastnet.sh: no amdnn-onnx at $amd (build it, or set AMDNN_ONNX)" >&2; exit 1; }
 [ -d "$data" ] || { echo "train_fastnet.sh: no CIFAR-10 folder $data" >&2; exit 1; }
 mkdir -p "$out"
