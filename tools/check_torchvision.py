@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks torchvision models end to end through amdnn-onnx, for the README's
+"""Checks torchvision models end to end through amdnn-onnx, for docs/models.md's
 supported-models table: for each model, the eval and training forms written
 by tools/export_torchvision.py (random weights), then
   loads  `amdnn-onnx info` reads the model;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# "Evaluate a pretrained model" end to end (README section of that name): a
+# The pretrained-model story end to end (docs/results.md, "A pretrained model
+# under a multiplier"; the README's JPEG recipe at full size): a
 # torchvision model exported to ONNX, evaluated on a JPEG folder with
 # torchvision's preprocessing under exact and approximate multipliers, its
 # layers swept, then fine-tuned under the multiplier and written back.

@@ -5,7 +5,7 @@
 # momentum 0.85, weight decay 1.3e-3), label smoothing 0.2, crop (pad 2) and
 # flip, the whitening filters and the BN scales kept fixed, test accuracy with
 # test-time mirroring (--tta). On an H100 in acc32: 94% and more in under a
-# minute of training (README, "GPU").
+# minute of training (docs/results.md, "CIFAR-10 to 94% in under a minute").
 #
 # usage: tools/train_fastnet.sh CIFAR10_DIR OUT_DIR [train options, e.g. --mode am16 --seed 2]
 # Writes OUT_DIR/fastnet_train.onnx (the untrained export), OUT_DIR/fastnet_MODE.onnx
