@@ -7,13 +7,14 @@
 #     then `bench --infer` in acc32 and in am16 in each tier;
 #  3. with IDX_DIR (MNIST): LeNet-5 trained 2 epochs in am16 in each tier, the
 #     test accuracies side by side.
-# Needs python3 with torch and torchvision (the exports and PyTorch's timings).
+# Needs a Python with torch and torchvision (the exports and PyTorch's timings):
+# PYTHON, else the one tools/torch_python.sh finds.
 # usage: tools/bench_gemm_tiers.sh AMDNN_ONNX WORK_DIR [IDX_DIR]
 set -u
 amd=$1 work=$2 idx=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 models=$(cd "$here/../models" && pwd)
-py=${PYTHON:-python3}
+py=${PYTHON:-$("$here/torch_python.sh" torch torchvision onnx)} || exit 1
 mkdir -p "$work"
 
 echo "== ResNet-18 (CIFAR form) training, batch 128"

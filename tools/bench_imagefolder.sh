@@ -20,15 +20,17 @@
 #      bench --infer in each MODE
 # usage: tools/bench_imagefolder.sh WORK [MODE ...]   (default: acc32 am16)
 # environment: AMDNN (default build/src/amdnn-onnx), STREAM_BENCH (default
-# build/tests/data/bench-image-stream), PYTHON (python3), COUNT (5000),
+# build/tests/data/bench-image-stream), PYTHON (default: the interpreter with torch and
+# torchvision that tools/torch_python.sh finds), COUNT (5000),
 # MODEL (resnet50), BATCH (256), WORKERS (16), REPEAT (2: decoding runs)
 set -eu
 work=$1
 shift
 modes=${*:-acc32 am16}
 here=$(cd "$(dirname "$0")" && pwd)
-amdnn=${AMDNN:-build/src/amdnn-onnx} py=${PYTHON:-python3} sbench=${STREAM_BENCH:-build/tests/data/bench-image-stream}
+amdnn=${AMDNN:-build/src/amdnn-onnx} sbench=${STREAM_BENCH:-build/tests/data/bench-image-stream}
 count=${COUNT:-5000} model=${MODEL:-resnet50} batch=${BATCH:-256} workers=${WORKERS:-16} repeat=${REPEAT:-2}
+py=${PYTHON:-$("$here/torch_python.sh" torch torchvision onnx PIL numpy)}
 mkdir -p "$work"
 [ -d "$work/jpeg" ] || "$py" "$here/bench_imagefolder.py" make "$work/jpeg" --count "$count"
 [ -f "$work/$model.onnx" ] || "$py" "$here/export_torchvision.py" "$model" -o "$work" >"$work/export.log" 2>&1

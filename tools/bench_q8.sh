@@ -16,12 +16,12 @@
 # bundle's bin/; from a build folder set AMDNN=build/src/amdnn-onnx and
 # Q8_GEMM_BENCH=build/tests/gpu/test_cuda_q8_gemm); WORK gets the exported
 # model, the tables (tabulated by tools/tabulate_mul8.py with the system C
-# compiler unless WORK/tables has NAME.q8 already) and the profiles. Needs
-# python3 with torch.
+# compiler unless WORK/tables has NAME.q8 already) and the profiles. Needs a
+# Python with torch: PYTHON, else the one tools/torch_python.sh finds.
 set -eu
 bin=$1 work=$2
 here=$(cd "$(dirname "$0")" && pwd)
-py=${PYTHON:-python3}
+py=${PYTHON:-$("$here/torch_python.sh" torch onnx)}
 amd=${AMDNN:-$bin/amdnn-onnx} q8bench=${Q8_GEMM_BENCH:-$bin/test_cuda_q8_gemm}
 tables=$work/tables
 mkdir -p "$work" "$tables"

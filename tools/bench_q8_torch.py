@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's side of the 8-bit benchmark (tools/bench_q8.sh), on the GPU:
 
-    python3 tools/bench_q8_torch.py gemm     # torch._int_mm and fp32 matmul at ResNet-18's 3x3 conv GEMMs
-    python3 tools/bench_q8_torch.py infer    # FP32 inference of tools/export_models.py's resnet18, batch 256
+    $(tools/torch_python.sh) tools/bench_q8_torch.py gemm     # torch._int_mm and fp32 matmul at ResNet-18's 3x3 conv GEMMs
+    $(tools/torch_python.sh) tools/bench_q8_torch.py infer    # FP32 inference of tools/export_models.py's resnet18, batch 256
 
 `gemm` times PyTorch's int8 GEMM (torch._int_mm: int8 x int8 -> int32 on the
 tensor cores, no zero points) and its FP32 matmul (TF32 off) at the shapes of
@@ -16,6 +16,11 @@ import os
 import sys
 import time
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import torch  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"bench_q8_torch.py: {e}: run it with a Python that has torch, e.g. "
+             "$(tools/torch_python.sh) tools/bench_q8_torch.py ...")
 import torch
 
 SHAPES = ((64, 131072, 576), (128, 32768, 1152), (256, 8192, 2304), (512, 2048, 4608))

@@ -9,15 +9,20 @@ and prints images/s over the timed steps (after warm-up steps), the figure
 also writes a random data set for `amdnn-onnx train --data tensors:X.pb,Y.pb`
 of the model's input shape.
 
-    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
-    python3 tools/bench_torch_train.py --model vit_cifar --batch 256 --steps 50
-    python3 tools/bench_torch_train.py --model resnet18 --write-tensors DIR --count 2560
+    $(tools/torch_python.sh) tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50
+    $(tools/torch_python.sh) tools/bench_torch_train.py --model vit_cifar --batch 256 --steps 50
+    $(tools/torch_python.sh) tools/bench_torch_train.py --model resnet18 --write-tensors DIR --count 2560
 """
 import argparse
 import os
 import sys
 import time
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import torch  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"bench_torch_train.py: {e}: run it with a Python that has torch, e.g. "
+             "$(tools/torch_python.sh) tools/bench_torch_train.py ...")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402  (the model definitions)
 import torch  # noqa: E402

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks torchvision models end to end through amdnn-onnx, for the README's
+"""Checks torchvision models end to end through amdnn-onnx, for docs/models.md's
 supported-models table: for each model, the eval and training forms written
 by tools/export_torchvision.py (random weights), then
   loads  `amdnn-onnx info` reads the model;
@@ -19,6 +19,11 @@ import subprocess
 import sys
 import tempfile
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import numpy, onnx, torch, torchvision  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"check_torchvision.py: {e}: run it with a Python that has numpy and onnx and torch and torchvision, e.g. "
+             "$(tools/torch_python.sh torch torchvision onnx) tools/check_torchvision.py ...")
 import numpy as np
 import torch
 

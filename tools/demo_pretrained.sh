@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# "Evaluate a pretrained model" end to end (README section of that name): a
+# The pretrained-model story end to end (docs/results.md, "A pretrained model
+# under a multiplier"; the README's JPEG recipe at full size): a
 # torchvision model exported to ONNX, evaluated on a JPEG folder with
 # torchvision's preprocessing under exact and approximate multipliers, its
 # layers swept, then fine-tuned under the multiplier and written back.
@@ -14,7 +15,8 @@
 #   6. fine-tuning of pre.onnx in the last MODE (FT_EPOCHS, --freeze FREEZE
 #      when set) -> WORK/tuned.onnx, and its eval in acc32 and that MODE
 # usage: tools/demo_pretrained.sh IDX_DIR WORK [MODE ...]   (default: mbm12)
-# environment: AMDNN (build/src/amdnn-onnx), PYTHON (python3), MODEL
+# environment: AMDNN (build/src/amdnn-onnx), PYTHON (default: tools/torch_python.sh's
+# interpreter with torch, torchvision and onnx), MODEL
 # (resnet18), TRAIN_N (20000), VAL_N (5000), PRE_EPOCHS (4), FT_EPOCHS (1),
 # FREEZE (empty), FT_LR (5e-5), SWEEP_LIMIT (2000), BATCH (128), DEVICE (empty:
 # the default)
@@ -24,7 +26,8 @@ shift 2
 modes=${*:-mbm12}
 last=${modes##* }
 here=$(cd "$(dirname "$0")" && pwd)
-amdnn=${AMDNN:-build/src/amdnn-onnx} py=${PYTHON:-python3} model=${MODEL:-resnet18}
+amdnn=${AMDNN:-build/src/amdnn-onnx} model=${MODEL:-resnet18}
+py=${PYTHON:-$("$here/torch_python.sh" torch torchvision onnx PIL numpy)}
 batch=${BATCH:-128} dev=()
 [ -n "${DEVICE:-}" ] && dev=(--device "$DEVICE")
 img=(--data "images:$work/jpeg" --resize 72 --crop 64 --normalize imagenet)

@@ -15,6 +15,11 @@ usage: dropout_to_random.py IN.onnx OUT.onnx
 (models/lenet5r_train.onnx: models/lenet5d_train.onnx rewritten by this script.)"""
 import sys
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import onnx  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"dropout_to_random.py: {e}: run it with a Python that has onnx, e.g. "
+             "$(tools/torch_python.sh onnx) tools/dropout_to_random.py ...")
 import onnx
 from onnx import helper, numpy_helper
 

@@ -52,6 +52,11 @@ import re
 import sys
 import warnings
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import numpy, onnx, torch  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"export_models.py: {e}: run it with a Python that has numpy and onnx and torch, e.g. "
+             "$(tools/torch_python.sh torch onnx) tools/export_models.py ...")
 import numpy as np
 import onnx
 import onnx.numpy_helper

@@ -3,9 +3,9 @@
 transformer and CIFAR-sized models) to ONNX in the two forms amdnn-onnx uses,
 with a dynamic batch:
 
-    python3 tools/export_torchvision.py resnet50 -o models/            # random weights
-    python3 tools/export_torchvision.py resnet50 -o models/ --weights DEFAULT
-    python3 tools/export_torchvision.py vit_cifar -o models/ --image-size 32
+    $(tools/torch_python.sh) tools/export_torchvision.py resnet50 -o models/            # random weights
+    $(tools/torch_python.sh) tools/export_torchvision.py resnet50 -o models/ --weights DEFAULT
+    $(tools/torch_python.sh) tools/export_torchvision.py vit_cifar -o models/ --image-size 32
 
 writes into the folder given with -o:
   MODEL.onnx        eval mode (BatchNormalization with running statistics,
@@ -45,6 +45,11 @@ import tempfile
 import traceback
 import warnings
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import torch, torchvision  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"export_torchvision.py: {e}: run it with a Python that has torch and torchvision, e.g. "
+             "$(tools/torch_python.sh torch torchvision) tools/export_torchvision.py ...")
 import torch
 import torch.nn as nn
 import torchvision

@@ -42,7 +42,8 @@ cp "$src/tests/data/image_folder_case.sh" "$out/tests/data/" # sourced by tests/
 cp "$src/tests/cli/test_sweep.sh" "$out/tests/cli/"
 cp "$src"/tests/faults/*.sh "$src"/tests/faults/*.py "$out/tests/faults/"
 cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"
-cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" "$out/tools/"
+cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" \
+  "$src/tools/torch_python.sh" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
 cp -r "$idx" "$out/data/idx"
 du -sh "$out"

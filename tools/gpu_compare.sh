@@ -16,12 +16,13 @@
 set -u
 a=$(cd "$1" && pwd) b=$(cd "$2" && pwd) rounds=${3:-2}
 here=$(cd "$(dirname "$0")/.." && pwd)
-cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
+py=${PYTHON:-$("$here/tools/torch_python.sh" torch onnx)} || exit 1 # the interpreter with torch
+cublas=$("$py" -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 "$b/tools/export_models.py" --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 ||
+"$py" "$b/tools/export_models.py" --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 ||
   { tail -5 "$tmp/export.log"; exit 1; }
-python3 "$b/tools/bench_torch_train.py" --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null
+"$py" "$b/tools/bench_torch_train.py" --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null
 r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb")
 lenet="$here/models/lenet5_train.onnx"
 
@@ -58,5 +59,5 @@ for mode in acc32 am16 am32 fp16; do
   case_ "lenet5 train $mode" train "$lenet" --data "mnist:$b/data/idx" "${common[@]}" --epochs 2 --mode "$mode"
 done
 echo "--- PyTorch, the same ResNet-18 and LeNet-5 (FP32 eager, TF32 off)"
-python3 "$b/tools/bench_torch_train.py" --model resnet18 --batch 128 --steps 50
-python3 "$b/tools/bench_torch_train.py" --model lenet5 --batch 128 --steps 200
+"$py" "$b/tools/bench_torch_train.py" --model resnet18 --batch 128 --steps 50
+"$py" "$b/tools/bench_torch_train.py" --model lenet5 --batch 128 --steps 200

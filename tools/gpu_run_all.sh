@@ -8,11 +8,14 @@ set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
-cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
+# the interpreter with torch and onnx (PYTHON, else tools/torch_python.sh's; python3 when none has them:
+# the benchmarks against PyTorch then fail, the tests that need only onnx and numpy still run)
+py=${PYTHON:-$(tools/torch_python.sh torch onnx || command -v python3)}
+cublas=$("$py" -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null || true)
 # NCCL is not in the bundle: the system's libnccl.so.2, else the one PyTorch's wheels bring
 nccl=
 if ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
-  nccl=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0] + "/lib")' 2>/dev/null || true)
+  nccl=$("$py" -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0] + "/lib")' 2>/dev/null || true)
 fi
 # the machine's CUDA runtime and cuBLAS first, which belong together; the bundle's runtime is the
 # fallback for a machine without /usr/local/cuda
@@ -59,10 +62,10 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   done
   for n in lenet5 resnet8 tinyformer mbv3block; do
     t "golden-grad-$n" sh tests/golden/grad_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp "$tmp/gg-$n" cuda
-    t "golden-train3-$n" sh tests/golden/train_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp python3 \
+    t "golden-train3-$n" sh tests/golden/train_golden.sh "$m/${n}_train.onnx" "$m/golden/$n" $amd $cmp "$py" \
       tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gt-$n" cuda
     t "golden-train3-poisoned-$n" env AMD_CUDA_POISON_OUTPUTS=1 sh tests/golden/train_golden.sh "$m/${n}_train.onnx" \
-      "$m/golden/$n" $amd $cmp python3 tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gp-$n" cuda
+      "$m/golden/$n" $amd $cmp "$py" tests/golden/extract_initializers.py tests/golden/tensor_delta.py "$tmp/gp-$n" cuda
     for spec in "acc32 1e-4 fast" "am16 1e-4 exact" "am16 1e-3 fast"; do # mode, tolerance, GPU tier
       set -- $spec
       t "grad-cpu-vs-cuda-$n-$1-$3" sh tests/gpu/grad_cpu_vs_cuda.sh $amd $cmp "$m/${n}_train.onnx" "$m/golden/$n" \
@@ -71,17 +74,17 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   done
   t train-cli bash tests/gpu/train_gpu.sh $amd "$m" data/idx
   t sweep-cli bash tests/cli/test_sweep.sh $amd "$m" data/idx cuda
-  t eval-stream-gpu env PYTHON="$(command -v python3)" bash tests/gpu/eval_stream_gpu.sh $amd "$m" data/idx \
+  t eval-stream-gpu env PYTHON="$py" bash tests/gpu/eval_stream_gpu.sh $amd "$m" data/idx \
     ../tests/data/make_image_folder.py
   # onnxruntime-quantized LeNet-5 / ResNet-8 and the q8 table modes with every command on the GPU
-  t quant-ort-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/ort_quant.py $amd "$m"
-  t quant-q8-modes-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/quant/q8_modes.py $amd "$m"
-  t onnx-einsum-matmul-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/onnx/einsum_matmul.py $amd
-  t onnx-graph-rewrites-gpu env AMD_TEST_DEVICE=cuda python3 ../tests/onnx/graph_rewrites.py $amd
-  t train-rrc-gpu env PYTHON="$(command -v python3)" bash ../tests/data/train_rrc.sh $amd "$m" data/idx \
+  t quant-ort-gpu env AMD_TEST_DEVICE=cuda "$py" ../tests/quant/ort_quant.py $amd "$m"
+  t quant-q8-modes-gpu env AMD_TEST_DEVICE=cuda "$py" ../tests/quant/q8_modes.py $amd "$m"
+  t onnx-einsum-matmul-gpu env AMD_TEST_DEVICE=cuda "$py" ../tests/onnx/einsum_matmul.py $amd
+  t onnx-graph-rewrites-gpu env AMD_TEST_DEVICE=cuda "$py" ../tests/onnx/graph_rewrites.py $amd
+  t train-rrc-gpu env PYTHON="$py" bash ../tests/data/train_rrc.sh $amd "$m" data/idx \
     ../tests/data/make_image_folder.py
   # a poisoned batch on the GPU (the default device there): its step found one step late, nothing changed by it
-  t nan-batch-gpu env PYTHON="$(command -v python3)" bash tests/faults/nan_batch.sh $amd "$m" data/idx
+  t nan-batch-gpu env PYTHON="$py" bash tests/faults/nan_batch.sh $amd "$m" data/idx
   t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \
     --output-dir "$tmp/ds" --device cuda --debug-sync
   t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
@@ -103,9 +106,9 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "--- lenet5 acc32 --profile (CUDA events)"
   $amd train $m/lenet5_train.onnx --data mnist:data/idx "${common[@]}" --epochs 1 --limit 12800 --mode acc32 \
     --profile "$out/profile_lenet5_acc32.tsv" 2>&1 | sed -n '/^profile/,$p'
-  python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
-  if python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
-    python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
+  "$py" tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200
+  if "$py" tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1 &&
+    "$py" tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 2560 >/dev/null; then
     r18=("$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}")
     for mode in acc32 am16 "am16 --gemm exact" acc16 fp16 am32 mit16; do # (unquoted below: "--mode am16 --gemm exact")
       echo "--- resnet18 $mode"
@@ -116,13 +119,13 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       $amd bench "$tmp/gen/resnet18_train.onnx" --batch 128 --steps 10 --mode $mode \
         --profile "$out/profile_r18_$mode.tsv" 2>&1 | sed -n '/^bench/,$p'
     done
-    python3 tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50 --kernels
+    "$py" tools/bench_torch_train.py --model resnet18 --batch 128 --steps 50 --kernels
     # peak GPU memory, ResNet-50 batch 128 training (issue 5: at most 1.5x PyTorch's)
-    if python3 tools/export_models.py --out "$tmp/gen" --models resnet50 >>"$tmp/export.log" 2>&1; then
+    if "$py" tools/export_models.py --out "$tmp/gen" --models resnet50 >>"$tmp/export.log" 2>&1; then
       echo "--- resnet50 acc32 memory"
       $amd train "$tmp/gen/resnet50_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" "${common[@]}" \
         --epochs 1 --limit 384 2>&1 | grep -E "^epoch|GPU memory"
-      python3 tools/bench_torch_train.py --model resnet50 --batch 128 --steps 5 --warmup 2
+      "$py" tools/bench_torch_train.py --model resnet50 --batch 128 --steps 5 --warmup 2
     fi
     if [ "$gpus" -ge 2 ]; then
       # data parallel (issue 6): --batch 128 per GPU, so 2 GPUs take global batches of 256; second epoch (warm)
@@ -152,7 +155,7 @@ if [ "$what" = lenet ]; then
     $amd train $m/lenet5_train.onnx --data mnist:data/idx --batch 128 --lr 0.01 --device cuda -o "$tmp/b.onnx" \
       --epochs 2 --mode $mode 2>&1 | grep -E "^epoch|device"
   done
-  python3 tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200  # the same model in PyTorch
+  "$py" tools/bench_torch_train.py --model lenet5 --batch 128 --steps 200  # the same model in PyTorch
   for mode in acc32 am32; do
     echo "--- lenet5 $mode: bench, then bench --profile (CUDA events)"
     $amd bench $m/lenet5_train.onnx --batch 128 --steps 200 --mode $mode 2>&1 | tail -3
@@ -162,15 +165,15 @@ fi
 if [ "$what" = kernels ]; then
   # GPU time per kernel over a few ResNet-18 training steps (Nsight Compute,
   # one metric, so each kernel runs once more under the profiler)
-  python3 tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1
-  python3 tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 1280 >/dev/null
+  "$py" tools/export_models.py --out "$tmp/gen" --models resnet18 >"$tmp/export.log" 2>&1
+  "$py" tools/bench_torch_train.py --model resnet18 --write-tensors "$tmp/r18" --count 1280 >/dev/null
   for mode in ${KERNEL_MODES:-acc32}; do
     echo "--- resnet18 $mode: kernels"
     ncu --metrics gpu__time_duration.sum --csv --launch-skip ${KERNEL_SKIP:-3000} --launch-count ${KERNEL_COUNT:-1500} \
       $amd train "$tmp/gen/resnet18_train.onnx" --data "tensors:$tmp/r18/X.pb,$tmp/r18/Y.pb" --batch 128 --lr 0.01 \
       --device cuda -o "$tmp/k.onnx" --epochs 1 --mode $mode >"$out/kernels_r18_$mode.csv" 2>"$tmp/ncu.err"
     tail -2 "$tmp/ncu.err"
-    python3 tools/ncu_kernel_table.py "$out/kernels_r18_$mode.csv" | head -40
+    "$py" tools/ncu_kernel_table.py "$out/kernels_r18_$mode.csv" | head -40
   done
 fi
 if [ "$what" = all ] || [ "$what" = accuracy ]; then

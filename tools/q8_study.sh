@@ -18,7 +18,8 @@
 #
 #   tools/q8_study.sh CIFAR10_DIR OUT [STAGE ...]    (stages: train eval ft; default all)
 #
-# Environment: AMDNN (default build/src/amdnn-onnx), PYTHON (python3), EPOCHS
+# Environment: AMDNN (default build/src/amdnn-onnx), PYTHON (default: the
+# interpreter with torch and onnx that tools/torch_python.sh finds), EPOCHS
 # (15), BATCH (256), LR (2e-3), FT_EPOCHS (3), FT_LR (2e-4), TABLES (folder of
 # NAME.q8 tables, default OUT/tables), WORST (a table name: skip the choice),
 # LIMIT (N: train and evaluate on N images only, a quick trial of the script),
@@ -28,7 +29,8 @@ data=$1 out=$2
 shift 2
 stages=${*:-train eval ft}
 here=$(cd "$(dirname "$0")" && pwd)
-amdnn=${AMDNN:-build/src/amdnn-onnx} py=${PYTHON:-python3}
+amdnn=${AMDNN:-build/src/amdnn-onnx}
+py=${PYTHON:-$("$here/torch_python.sh" torch onnx)}
 epochs=${EPOCHS:-15} batch=${BATCH:-256} lr=${LR:-2e-3} ft_epochs=${FT_EPOCHS:-3} ft_lr=${FT_LR:-2e-4}
 tables=${TABLES:-$out/tables}
 mkdir -p "$out" "$tables"

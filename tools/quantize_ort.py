@@ -30,7 +30,8 @@ try:
     from onnx import helper, numpy_helper
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 except ImportError as e:
-    print(f"quantize_ort: {e} (python3 -m pip install onnx onnxruntime)", file=sys.stderr)
+    print(f"quantize_ort: {e} (python3 -m pip install onnx onnxruntime, or run it with a Python that has them:"
+          " $(tools/torch_python.sh onnx onnxruntime) tools/quantize_ort.py ...)", file=sys.stderr)
     sys.exit(77)
 
 

@@ -15,14 +15,15 @@
 # Environment: EPOCHS (default 20), BATCH (256), LR (1e-3 for vit_cifar,
 # 2e-3 otherwise), WD (0.05), AMDNN (the amdnn-onnx binary, default
 # build/src/amdnn-onnx), AMDNN_ARGS (more options for `amdnn-onnx train`,
-# e.g. --checkpoint-dir D --walltime 9m --resume), PYTHON (python3).
+# e.g. --checkpoint-dir D --walltime 9m --resume), PYTHON (default: the
+# interpreter with torch, torchvision and onnx that tools/torch_python.sh finds).
 set -eu
 model=$1 data=$2 out=$3
 shift 3
 what=${*:-torch acc32 am16}
 here=$(cd "$(dirname "$0")" && pwd)
 amdnn=${AMDNN:-build/src/amdnn-onnx}
-py=${PYTHON:-python3}
+py=${PYTHON:-$("$here/torch_python.sh" torch torchvision onnx)}
 epochs=${EPOCHS:-20} batch=${BATCH:-256} wd=${WD:-0.05} smooth=0.1
 case $model in
 vit_cifar) lr=${LR:-1e-3} ;;

@@ -5,14 +5,14 @@
 # momentum 0.85, weight decay 1.3e-3), label smoothing 0.2, crop (pad 2) and
 # flip, the whitening filters and the BN scales kept fixed, test accuracy with
 # test-time mirroring (--tta). On an H100 in acc32: 94% and more in under a
-# minute of training (README, "GPU").
+# minute of training (docs/results.md, "CIFAR-10 to 94% in under a minute").
 #
 # usage: tools/train_fastnet.sh CIFAR10_DIR OUT_DIR [train options, e.g. --mode am16 --seed 2]
 # Writes OUT_DIR/fastnet_train.onnx (the untrained export), OUT_DIR/fastnet_MODE.onnx
 # (trained), OUT_DIR/fastnet_MODE.tsv (epoch, hours, ..., test_top1 per epoch) and,
 # where amdnn-onnx has cairo, OUT_DIR/fastnet_MODE.png. Environment: AMDNN_ONNX (the
 # binary, default build/src/amdnn-onnx), PYTHON (an interpreter with torch and
-# onnx, default /usr/bin/python3 where it has them, else python3).
+# onnx, default the one tools/torch_python.sh finds).
 set -euo pipefail
 if [ $# -lt 2 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
   sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
@@ -22,11 +22,7 @@ data=$1 out=$2
 shift 2
 top=$(cd "$(dirname "$0")/.." && pwd)
 amd=${AMDNN_ONNX:-$top/build/src/amdnn-onnx}
-py=${PYTHON:-}
-if [ -z "$py" ]; then
-  py=python3
-  /usr/bin/python3 -c 'import torch, onnx' 2>/dev/null && py=/usr/bin/python3
-fi
+py=${PYTHON:-$("$top/tools/torch_python.sh" torch onnx)}
 [ -x "$amd" ] || { echo "train_fastnet.sh: no amdnn-onnx at $amd (build it, or set AMDNN_ONNX)" >&2; exit 1; }
 [ -d "$data" ] || { echo "train_fastnet.sh: no CIFAR-10 folder $data" >&2; exit 1; }
 mkdir -p "$out"

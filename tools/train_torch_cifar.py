@@ -9,7 +9,7 @@ normalisation), the same optimiser and schedule (AdamW, PyTorch's OneCycleLR
 with cosine annealing and no momentum cycling, which is what `--schedule
 onecycle` computes), label smoothing, FP32 eager on the GPU with TF32 off.
 
-    python3 tools/train_torch_cifar.py --model vit_cifar --data DIR --epochs 30 \\
+    $(tools/torch_python.sh) tools/train_torch_cifar.py --model vit_cifar --data DIR --epochs 30 \\
         --batch 256 --lr 1e-3 --wd 0.05 --label-smoothing 0.1 --metrics results/x.tsv
 
 Writes one row per epoch, with the columns of `amdnn-onnx train --metrics`:
@@ -23,6 +23,11 @@ import os
 import sys
 import time
 
+try:  # say which interpreter to use, instead of a bare ImportError
+    import numpy, torch, torchvision  # noqa: E401,F401
+except ImportError as e:
+    sys.exit(f"train_torch_cifar.py: {e}: run it with a Python that has numpy and torch and torchvision, e.g. "
+             "$(tools/torch_python.sh torch torchvision) tools/train_torch_cifar.py ...")
 import numpy as np
 import torch
 import torch.nn.functional as F
