@@ -313,8 +313,9 @@ static const api_option table[] = {
         "would: run again (train: with --resume) to continue"),
     /* several processes */
     FLAG("sync-bn", "several processes", TRAIN,
-         "BatchNormalization statistics over the global batch (default: each\n"
-         "rank's own; running statistics averaged; CPU ranks only for now)"),
+         "BatchNormalization statistics over the global batch, their sums\n"
+         "through MPI every step (default: each rank's own batch; the running\n"
+         "statistics averaged)"),
     /* tables */
     TEXT("format", "amdq8|bin", "amdq8", "tables", LUT, check_format,
          "8-bit tables: AMDQ8TAB (65536 int32) or TFApprox's .bin (65536\n"
