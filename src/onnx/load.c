@@ -362,7 +362,7 @@ int amd_graph_load(const char *path, int keep_proto, amd_graph **out, amd_status
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash) *slash = 0;
+  if (slash) slash[slash == dir] = 0; /* "/m.onnx" is in "/", not in "" */
   else snprintf(dir, sizeof dir, ".");
   /* the file's bytes go as soon as they are unpacked: the initializers are then converted from the
    * unpacked copy, so a model is never held three times over */

@@ -2,6 +2,7 @@
 #include "tensor_proto.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,27 @@ int amd_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *le
   return 0;
 }
 
+/* The real path (every symbolic link resolved) of external data at location
+ * in base_dir, into real; refused unless it lies inside the real path of
+ * base_dir. The text checks of the location cannot see a link: a file or a
+ * folder on the way that is a link leading out of the model's folder. */
+static int resolve_inside(const char *base_dir, const char *location, char real[PATH_MAX], amd_status *st) {
+  char path[PATH_MAX], dir[PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s/%s", base_dir, location);
+  if (n < 0 || n >= (int)sizeof path) return amd_fail(st, "external data path '%s' is too long", location);
+  if (!realpath(base_dir, dir))
+    return amd_fail(st, "cannot resolve the model's folder '%s': %s", base_dir, strerror(errno));
+  if (!realpath(path, real)) return amd_fail(st, "cannot open external data '%s': %s", path, strerror(errno));
+  size_t len = strcmp(dir, "/") == 0 ? 0 : strlen(dir); /* in "/", every path is inside */
+  if (strncmp(real, dir, len) != 0 || real[len] != '/')
+    return amd_fail(st, "external data '%s' resolves to '%s', outside the model's folder '%s'", location,
+                    real, dir);
+  return 0;
+}
+
 /* Reads external data (location relative to base_dir, offset, length); with
- * dst NULL only checks that the file holds nbytes at the offset. */
+ * dst NULL only checks that the file holds nbytes at the offset. The file
+ * opened is the resolved one that resolve_inside checked. */
 static int read_external(const Onnx__TensorProto *tp, const char *base_dir, uint8_t *dst, size_t nbytes,
                          amd_status *st) {
   const char *location = NULL;
@@ -57,8 +77,8 @@ static int read_external(const Onnx__TensorProto *tp, const char *base_dir, uint
   if (offset < 0 || (length >= 0 && (size_t)length != nbytes))
     return amd_fail(st, "external data '%s': offset %lld / length %lld do not match %zu bytes", location,
                     offset, length, nbytes);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", base_dir, location);
+  char path[PATH_MAX];
+  if (resolve_inside(base_dir, location, path, st)) return -1;
   FILE *f = fopen(path, "rb");
   if (!f) return amd_fail(st, "cannot open external data '%s': %s", path, strerror(errno));
   struct stat sb;

@@ -1,6 +1,7 @@
 /* TensorProto <-> amd_tensor: every dtype from raw_data and from the typed
  * fields, external data (path relative to the model's folder, never absolute
- * or with ".."), counts checked against dims; and TensorProto files (the .pb
+ * or with "..", and its real path, symbolic links resolved, inside the
+ * folder's), counts checked against dims; and TensorProto files (the .pb
  * files of the ONNX test suite and of `run`). */
 #ifndef AMD_TENSOR_PROTO_H
 #define AMD_TENSOR_PROTO_H

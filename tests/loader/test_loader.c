@@ -1,4 +1,5 @@
-/* Loader tests: every dtype from raw_data and the typed fields, external data,
+/* Loader tests: every dtype from raw_data and the typed fields, external data
+ * (and symbolic links that lead it out of the model's folder),
  * and each kind of bad input ending in one clear error (never a crash).
  *
  * Models are built in memory with the protobuf-c structs, packed to bytes and
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../test_check.h"
@@ -247,6 +249,137 @@ static void test_bad_models(void) {
     CHECK(w[0] == 1.5f && w[1] == -2 && w[3] == 4, "external data values %g %g %g", w[0], w[1], w[3]);
     amd_graph_free(g);
   }
+}
+
+/* Writes n floats to path (folders on the way must exist). */
+static void write_floats(const char *path, const float *v, size_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  fwrite(v, sizeof *v, n, f);
+  fclose(f);
+}
+
+/* Loads relu_model's graph with a float[4] initializer "w" stored as external
+ * data at location, the model in folder dir (from bytes, with dir as the
+ * model's folder, or written as dir/model.onnx and loaded from that file). */
+static amd_graph *load_external_w(const char *dir, const char *location, int from_file, amd_status *st) {
+  builder b;
+  relu_model(&b);
+  static int64_t d4[1] = {4};
+  Onnx__TensorProto *t = b_init_tensor(&b, "w", AMD_FLOAT, 1, d4);
+  Onnx__StringStringEntryProto loc, *locs[1] = {&loc};
+  onnx__string_string_entry_proto__init(&loc);
+  loc.key = (char *)"location";
+  loc.value = (char *)location;
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  t->n_external_data = 1;
+  t->external_data = locs;
+  size_t len;
+  uint8_t *buf = b_pack(&b, &len);
+  amd_graph *g = NULL;
+  if (from_file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    amd_graph_load(path, 0, &g, st);
+  } else {
+    amd_graph_load_bytes(buf, len, dir, 0, &g, st);
+  }
+  free(buf);
+  return g;
+}
+
+/* Checks that g loaded and that its "w" holds want[0..3]. */
+static void expect_w(amd_graph *g, const amd_status *st, const float *want, const char *what) {
+  CHECK(g != NULL, "%s: %s", what, st->msg);
+  if (!g) return;
+  const float *w = g->values[amd_graph_find_value(g, "w")].init.data;
+  CHECK(memcmp(w, want, 4 * sizeof *w) == 0, "%s: w = %g %g %g %g, expected %g %g %g %g", what, w[0], w[1],
+        w[2], w[3], want[0], want[1], want[2], want[3]);
+  printf("  %-32s -> loaded, w = %g %g %g %g\n", what, w[0], w[1], w[2], w[3]);
+  amd_graph_free(g);
+}
+
+/* External data whose location reads as inside the model's folder but
+ * resolves, through a symbolic link (the file itself or a folder on the way),
+ * to a file outside it is refused, naming the location and where it lands;
+ * links that stay inside the folder load. Under tmpdir:
+ *   m/            the model's folder: data.bin, sub/in.bin, and the links
+ *   mx/w.bin      a sibling whose name starts with the folder's ("m" in "mx")
+ *   secret.bin    outside, holding 4 floats that would load if allowed */
+static void test_external_links(void) {
+  amd_status st = {{0}};
+  char m[300], mx[300], secret[300], path[600], real[4096];
+  snprintf(m, sizeof m, "%s/m", tmpdir);
+  snprintf(mx, sizeof mx, "%s/mx", tmpdir);
+  snprintf(secret, sizeof secret, "%s/secret.bin", tmpdir);
+  snprintf(path, sizeof path, "%s/sub", m);
+  CHECK(mkdir(m, 0700) == 0 && mkdir(mx, 0700) == 0 && mkdir(path, 0700) == 0, "mkdir under %s", tmpdir);
+  static const float secret_v[4] = {6, 6, 6, 6}, data_v[4] = {1.5f, -2, 3, 4}, in_v[4] = {-1, 0.25f, 8, 5},
+                     mx_v[4] = {7, 7, 7, 7};
+  write_floats(secret, secret_v, 4);
+  snprintf(path, sizeof path, "%s/w.bin", mx);
+  write_floats(path, mx_v, 4);
+  snprintf(path, sizeof path, "%s/data.bin", m);
+  write_floats(path, data_v, 4);
+  snprintf(path, sizeof path, "%s/sub/in.bin", m);
+  write_floats(path, in_v, 4);
+
+  struct {
+    const char *name, *target; /* the link m/name -> target ("%s" = tmpdir) */
+  } links[] = {
+      {"link.bin", "../secret.bin"},   /* the file, relative, leading out */
+      {"abs.bin", "%s/secret.bin"},    /* the file, absolute, leading out */
+      {"outdir", "%s"},                /* a folder on the way, leading out */
+      {"sib.bin", "%s/mx/w.bin"},      /* to the sibling "mx": a prefix of the path is not the folder */
+      {"in.bin", "data.bin"},          /* the file, staying inside */
+      {"insub", "sub"},                /* a folder on the way, staying inside */
+      {"back.bin", "sub/../data.bin"}, /* a link whose target has "..", staying inside */
+  };
+  for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+    char target[600];
+    snprintf(path, sizeof path, "%s/%s", m, links[i].name);
+    snprintf(target, sizeof target, links[i].target, tmpdir);
+    CHECK(symlink(target, path) == 0, "symlink %s -> %s", path, target);
+  }
+
+  /* refused: the message names the location and the real file it reaches */
+  const char *bad[][2] = {{"link.bin", "secret.bin"},
+                          {"abs.bin", "secret.bin"},
+                          {"outdir/secret.bin", "secret.bin"},
+                          {"sib.bin", "mx/w.bin"}};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/%s", tmpdir, bad[i][1]);
+    CHECK(realpath(path, real) != NULL, "realpath %s", path);
+    for (int from_file = 0; from_file < 2; from_file++) {
+      amd_graph *g = load_external_w(m, bad[i][0], from_file, &st);
+      char what[96], needle[4200];
+      snprintf(what, sizeof what, "link out: %s%s", bad[i][0], from_file ? " (file)" : "");
+      snprintf(needle, sizeof needle, "'%s' resolves to '%s', outside", bad[i][0], real);
+      expect_error(g, &st, needle, what);
+    }
+  }
+
+  /* accepted: links inside the folder, and the folder reached through a link */
+  const char *good[3] = {"in.bin", "insub/in.bin", "back.bin"};
+  const float *good_v[3] = {data_v, in_v, data_v};
+  for (int i = 0; i < 3; i++)
+    for (int from_file = 0; from_file < 2; from_file++) {
+      char what[96];
+      snprintf(what, sizeof what, "link in: %s%s", good[i], from_file ? " (file)" : "");
+      expect_w(load_external_w(m, good[i], from_file, &st), &st, good_v[i], what);
+    }
+  char mlink[320];
+  snprintf(mlink, sizeof mlink, "%s/mlink", tmpdir);
+  CHECK(symlink("m", mlink) == 0, "symlink %s -> m", mlink);
+  expect_w(load_external_w(mlink, "sub/in.bin", 0, &st), &st, in_v, "folder via link: sub/in.bin");
+  /* the same model folder seen through the link still refuses what leads out */
+  expect_error(load_external_w(mlink, "link.bin", 0, &st), &st, "outside the model's folder",
+               "folder via link: link.bin");
 }
 
 /* Every dtype through raw_data and through its typed field. */
@@ -506,6 +639,7 @@ int main(void) {
   }
   test_dtypes();
   test_bad_models();
+  test_external_links();
   test_files_and_inputs();
   test_tensor_files();
   char cmd[600];

@@ -15,8 +15,10 @@ Checks:
   - `run`, acc32 and am16: the fused model's logits equal the unfused
     model's bit for bit (the Gelu does the chain's float operations in its
     order), for both forms, and numpy's float64 computation within 1e-5 in
-    acc32; the x * 0.5 form at 3e38, where x (erf(..) + 1) would overflow,
-    gives the chain's finite value;
+    acc32; each form alone at 3e38, where x (erf(..) + 1) overflows, gives
+    its chain's value: Inf for PyTorch's (x (erf + 1)) 0.5, finite for
+    (x 0.5) (erf + 1), so that either form computed in the other's order
+    fails;
   - `grad` (training mode, acc32): every parameter's gradient within 1e-5
     of the unfused model's (Gelu's own gradient, computed in double, where
     the chain rounds at each of its nodes), and the loss bit for bit;
@@ -88,16 +90,23 @@ def model(sqrt2=1.4142135623730951, named=False, form="torch"):
     return m
 
 
-def edge_model(named=False):
-    """The "bert" form alone on the input: where x a overflows and (x 0.5) a
-    does not, only the chain's order gives the chain's result."""
+def edge_model(named=False, form="torch"):
+    """One GELU chain of the given form alone on the input: where x a
+    overflows and (x 0.5) a does not, only the chain's order gives the
+    chain's result (Inf for "torch", finite for "bert"; away from overflow the
+    two orders agree, the product by 0.5 being exact)."""
+    if form == "torch":
+        products = [helper.make_node("Mul", ["input", "a"], ["m"], name="/act/Mul"),
+                    helper.make_node("Mul", ["m", "/act/Constant_2"], ["y"], name="/act/Mul_1")]
+    else:
+        products = [helper.make_node("Mul", ["input", "/act/Constant_2"], ["m"], name="/act/Mul"),
+                    helper.make_node("Mul", ["m", "a"], ["y"], name="/act/Mul_1")]
     nodes = [scalar("/act/Constant", 1.4142135623730951), scalar("/act/Constant_1", 1.0),
              scalar("/act/Constant_2", 0.5),
              helper.make_node("Div", ["input", "/act/Constant"], ["d"], name="/act/Div"),
              helper.make_node("Erf", ["d"], ["e"], name="/act/Erf"),
              helper.make_node("Add", ["e", "/act/Constant_1"], ["a"], name="/act/Add"),
-             helper.make_node("Mul", ["input", "/act/Constant_2"], ["m"], name="/act/Mul"),
-             helper.make_node("Mul", ["m", "a"], ["y"], name="/act/Mul_1")]
+             *products]
     outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])]
     if named:
         outputs.append(helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 4]))
@@ -168,14 +177,21 @@ with tempfile.TemporaryDirectory() as tmp:
     edge = {}
     ep = os.path.join(tmp, "edge_x.pb")
     write_tensor(ep, np.array([[3e38, -3e38, 1.5, -0.25]], np.float32), "input")
-    for tag, named in (("fused", False), ("named", True)):
-        mp = os.path.join(tmp, f"edge_{tag}.onnx")
-        onnx.save(edge_model(named), mp)
-        d = os.path.join(tmp, f"run.edge.{tag}")
-        amdnn("run", mp, "--input", ep, "--output-dir", d, "--device", DEVICE)
-        edge[tag] = tensor(os.path.join(d, "y.pb"))
-    check(np.array_equal(edge["fused"], edge["named"]) and np.isfinite(edge["fused"][0, 0]),
-          f"the x * 0.5 form at 3e38 (where x (erf + 1) overflows): the chain's values {edge['fused'].tolist()}")
+    for form in ("torch", "bert"):
+        for tag, named in (("fused", False), ("named", True)):
+            mp = os.path.join(tmp, f"edge_{form}_{tag}.onnx")
+            onnx.save(edge_model(named, form), mp)
+            ops = [op for _, op in node_ops(amdnn("info", mp))]
+            check(("Gelu" in ops) != named, f"edge, {form} form, {tag}: {ops}")
+            d = os.path.join(tmp, f"run.edge.{form}.{tag}")
+            amdnn("run", mp, "--input", ep, "--output-dir", d, "--device", DEVICE)
+            edge[form, tag] = tensor(os.path.join(d, "y.pb"))
+    # the chain: (3e38 a) 0.5 = inf 0.5 = inf for PyTorch's form, (3e38 0.5) a = 3e38 for the other
+    for form, overflows in (("torch", True), ("bert", False)):
+        y, chain = edge[form, "fused"], edge[form, "named"]
+        check(np.array_equal(y, chain) and np.isinf(chain[0, 0]) == overflows and np.isinf(y[0, 0]) == overflows,
+              f"the {form} form at 3e38 (where x (erf + 1) overflows): the chain's values {y.tolist()}"
+              f" (chain {chain.tolist()})")
 
     grads = {}
     for tag in ("fused", "named"):

@@ -14,6 +14,13 @@
  *  - a float MatMul quantized on the fly (MatMul[q8f]): the data range
  *    widens over the first 4 calls, then stays frozen (a larger value
  *    saturates);
+ *  - float Conv, Gemm (B's columns, transB's rows) and batched MatMul
+ *    quantized on the fly, in q8u:exact and q8s:exact, with weights whose
+ *    output channels span ranges from 0.04 to 50 wide: every channel's output
+ *    within 3 % (of its own largest value) of the float result in double,
+ *    which holds only when each channel is quantized on its own range (a
+ *    per-tensor scale, or a channel's values taken for another's, rounds
+ *    the small channels to nothing);
  *  - amd_q8_error and SHA-256 (FIPS 180-4 test vectors);
  *  - amd_q8_bit_bilinear on exact, truncated, perturbed and rounded tables. */
 #include <unistd.h>
@@ -261,6 +268,133 @@ static void test_calibration(void) {
   amd_mult_free(&m);
 }
 
+/* ---- float nodes quantized on the fly, weights whose output channels have
+ * ranges three orders of magnitude apart */
+
+/* Channel c of a weight: uniform in [-CH_LO[c], CH_HI[c]] (q8u's zero points
+ * differ too). */
+static const double CH_HI[6] = {0.02, 40, 0.5, 3, 0.06, 12}, CH_LO[6] = {0.02, 10, 0.05, 3, 0.01, 2};
+
+static double ch_uniform(int c) { return -CH_LO[c] + (CH_LO[c] + CH_HI[c]) * gc_uniform(); }
+
+/* Runs node op (attrs, inputs x and w) quantized on the fly in mode (a q8f
+ * node) and compares its output with want (the float result, in double):
+ * for every output channel (chan(i) of output element i), the largest error
+ * over the channel's outputs relative to the largest |want| of the channel.
+ * Each channel's weights are quantized on their own range, so 8 bits leave
+ * about 1 % of error per channel; one scale for the tensor (or another
+ * channel's) puts the small channels' weights on a step larger than
+ * themselves. */
+static void q8f_channels(const char *label, const char *mode, const char *op, int opset,
+                         Onnx__AttributeProto **attrs, int n_attrs, amd_tensor *x, amd_tensor *w,
+                         const double *want, int64_t nch, int64_t (*chan)(int64_t i)) {
+  amd_status st = {{0}};
+  amd_mult m;
+  gc_node g;
+  amd_tensor *in[2] = {x, w}, out[GC_MAX_OUT];
+  CHECK(amd_mult_parse(mode, &m, &st) == 0, "%s", st.msg);
+  int rc = gc_bind(&g, op, opset, attrs, n_attrs, in, 2, 1, &st);
+  g.node.mult = &m;
+  if (rc == 0) rc = amd_q8_float_node(&g.node, &st);
+  int q8f = rc == 0 &&
+            (g.node.op == &amd_op_Q8fConv || g.node.op == &amd_op_Q8fGemm || g.node.op == &amd_op_Q8fMatMul);
+  if (q8f) rc = gc_forward(&g.node, in, out, NULL, NULL, &st);
+  CHECK(rc == 0 && q8f, "%s %s: not run as a q8f node: %s", label, mode, st.msg);
+  if (rc == 0 && q8f) {
+    double err[6] = {0}, top[6] = {0};
+    const float *y = out[0].data;
+    for (int64_t i = 0; i < amd_tensor_numel(&out[0]); i++) {
+      const int64_t c = chan(i);
+      if (fabs(want[i]) > top[c]) top[c] = fabs(want[i]);
+      if (fabs(y[i] - want[i]) > err[c]) err[c] = fabs(y[i] - want[i]);
+    }
+    char line[256];
+    int len = 0, bad = 0;
+    for (int64_t c = 0; c < nch; c++) {
+      const double rel = top[c] > 0 ? err[c] / top[c] : 1;
+      bad += !(rel < 0.03);
+      len += snprintf(line + len, sizeof line - (size_t)len, " %.2g", rel);
+    }
+    CHECK(bad == 0, "%s %s: %d of %lld channels beyond 3 %% of their largest output (relative errors:%s)",
+          label, mode, bad, (long long)nch, line);
+    if (bad == 0) printf("ok   %-32s %s: each channel's relative error within 3 %%:%s\n", label, mode, line);
+    gc_free_outs(out, 1);
+  }
+  free(g.node.attrs);
+  amd_mult_free(&m);
+}
+
+enum { QN = 2, QC = 3, QH = 5, QW = 4, QM = 6, QK = 12, QR = 5 };
+static int64_t conv_chan(int64_t i) { return i / (QH * QW) % QM; }
+static int64_t last_chan(int64_t i) { return i % QM; }
+
+static void test_q8f_channels(void) {
+  /* Conv: x [QN, QC, QH, QW], w [QM, QC, 3, 3] (channel = axis 0), pads 1 */
+  amd_tensor x = gc_tensor(AMD_FLOAT, 4, (int64_t[]){QN, QC, QH, QW}, -1, 1.5);
+  amd_tensor w = gc_tensor(AMD_FLOAT, 4, (int64_t[]){QM, QC, 3, 3}, 0, 0);
+  float *xd = x.data, *wd = w.data;
+  for (int64_t e = 0; e < QM * QC * 9; e++) wd[e] = (float)ch_uniform((int)(e / (QC * 9)));
+  static double want[QN * QM * QH * QW];
+  for (int n = 0; n < QN; n++)
+    for (int o = 0; o < QM; o++)
+      for (int i = 0; i < QH; i++)
+        for (int j = 0; j < QW; j++) {
+          double acc = 0;
+          for (int c = 0; c < QC; c++)
+            for (int ki = 0; ki < 3; ki++)
+              for (int kj = 0; kj < 3; kj++) {
+                const int yi = i + ki - 1, xj = j + kj - 1;
+                if (yi < 0 || yi >= QH || xj < 0 || xj >= QW) continue;
+                acc += (double)xd[((n * QC + c) * QH + yi) * QW + xj] * wd[((o * QC + c) * 3 + ki) * 3 + kj];
+              }
+          want[((n * QM + o) * QH + i) * QW + j] = acc;
+        }
+  Onnx__AttributeProto *pads[1] = {gc_attr_ints("pads", 4, (int64_t[]){1, 1, 1, 1})};
+  for (int sg = 0; sg < 2; sg++)
+    q8f_channels("Conv (channels on axis 0)", sg ? "q8s:exact" : "q8u:exact", "Conv", 11, pads, 1, &x, &w,
+                 want, QM, conv_chan);
+  gc_attrs_free(pads, 1);
+  amd_tensor_free(&x), amd_tensor_free(&w);
+
+  /* Gemm: A [QR, QK]; B [QK, QM] (channel = column) and, with transB, [QM, QK] (channel = row) */
+  amd_tensor a = gc_tensor(AMD_FLOAT, 2, (int64_t[]){QR, QK}, -2, 1);
+  amd_tensor b = gc_tensor(AMD_FLOAT, 2, (int64_t[]){QK, QM}, 0, 0);
+  amd_tensor bt = gc_tensor(AMD_FLOAT, 2, (int64_t[]){QM, QK}, 0, 0);
+  const float *ad = a.data;
+  float *bd = b.data, *btd = bt.data;
+  for (int k = 0; k < QK; k++)
+    for (int c = 0; c < QM; c++) bd[k * QM + c] = btd[c * QK + k] = (float)ch_uniform(c);
+  static double gwant[QR * QM];
+  for (int r = 0; r < QR; r++)
+    for (int c = 0; c < QM; c++) {
+      double acc = 0;
+      for (int k = 0; k < QK; k++) acc += (double)ad[r * QK + k] * bd[k * QM + c];
+      gwant[r * QM + c] = acc;
+    }
+  Onnx__AttributeProto *tb[1] = {gc_attr_int("transB", 1)};
+  for (int sg = 0; sg < 2; sg++) {
+    const char *mode = sg ? "q8s:exact" : "q8u:exact";
+    q8f_channels("Gemm (channels = B's columns)", mode, "Gemm", 13, NULL, 0, &a, &b, gwant, QM, last_chan);
+    q8f_channels("Gemm transB (channels = rows)", mode, "Gemm", 13, tb, 1, &a, &bt, gwant, QM, last_chan);
+  }
+  gc_attrs_free(tb, 1);
+
+  /* MatMul: A [2, QR, QK] (batched) by B [QK, QM] (channel = last axis) */
+  amd_tensor a3 = gc_tensor(AMD_FLOAT, 3, (int64_t[]){2, QR, QK}, -1, 1);
+  const float *a3d = a3.data;
+  static double mwant[2 * QR * QM];
+  for (int r = 0; r < 2 * QR; r++)
+    for (int c = 0; c < QM; c++) {
+      double acc = 0;
+      for (int k = 0; k < QK; k++) acc += (double)a3d[r * QK + k] * bd[k * QM + c];
+      mwant[r * QM + c] = acc;
+    }
+  for (int sg = 0; sg < 2; sg++)
+    q8f_channels("MatMul batched (channels = last)", sg ? "q8s:exact" : "q8u:exact", "MatMul", 13, NULL, 0,
+                 &a3, &b, mwant, QM, last_chan);
+  amd_tensor_free(&a), amd_tensor_free(&b), amd_tensor_free(&bt), amd_tensor_free(&a3);
+}
+
 static void test_error_sha(void) {
   static int32_t t[AMD_Q8_ENTRIES];
   amd_q8_stats e;
@@ -348,6 +482,7 @@ int main(void) {
   test_files();
   test_one_entry();
   test_calibration();
+  test_q8f_channels();
   test_error_sha();
   test_bit_bilinear();
   /* clean up the files of test_files */
