@@ -9,7 +9,7 @@
  * or vanishes while this rank sits in the collective's kernel would
  * otherwise keep the kernel (and the next host synchronisation) waiting
  * forever. On either, ncclCommAbort ends this rank's part of the collective
- * and the caller ends the job (amd_dist_fail -> MPI_Abort). Every NCCL call
+ * and the caller ends the job (amd_dist_abort -> MPI_Abort). Every NCCL call
  * goes through AMD_NCCL_CHECK (nccl_check.h).
  *
  * Buckets (AMD_DIST_BUCKET_MB): each sum goes on a second stream (nc.side)
