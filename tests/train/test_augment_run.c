@@ -29,6 +29,7 @@
 #include "../test_check.h"
 #include "exec/backend.h"
 #include "onnx/tensor_proto.h"
+#include "onnx/load.h"
 #include "train/run.h"
 
 enum { SAMPLES = 12, BATCH = 2, EPOCHS = 2, STEPS = EPOCHS * SAMPLES / BATCH, SIDE = 28 };
@@ -44,20 +45,21 @@ typedef struct step_losses {
   double prev_sum; /* the epoch's loss sum at the previous report */
 } step_losses;
 
-static void on_progress(void *user, const amd_train_progress *p) {
+static int on_progress(void *user, const amd_train_progress *p) {
   step_losses *l = user;
-  if (!p) return;                    /* the epoch's steps are over */
+  if (!p) return 0;                  /* the epoch's steps are over */
   if (p->done == 1) l->prev_sum = 0; /* the sums restart with each epoch */
   int k = l->n;
   int64_t want_epoch = k / (SAMPLES / BATCH), want_done = k % (SAMPLES / BATCH) + 1;
   if (k == STEPS || p->epoch != want_epoch || p->done != want_done) {
     l->bad_report = 1;
-    return;
+    return 0;
   }
   l->epoch[k] = p->epoch;
   l->loss[k] = p->loss_sum - l->prev_sum;
   l->prev_sum = p->loss_sum;
   l->n++;
+  return 0;
 }
 
 static void on_line(void *user, amd_train_line kind, const char *text) {
@@ -73,7 +75,8 @@ static int cpu_backend(void *user, const amd_train_cfg *c, int local_rank, const
 }
 
 /* Trains lenet300 for EPOCHS epochs of batches of BATCH at learning rate 1e-30 on
- * data with the augmentation aug (NULL: none); fills l. Returns the exit code. */
+ * data with the augmentation aug (NULL: none); fills l. Returns amd_train_run's
+ * 0 (done) or -1 after printing the error. */
 static int train(const char *model, const char *data, const char *aug, const amd_image_opts *img,
                  step_losses *l) {
   char out[300];
@@ -89,7 +92,12 @@ static int train(const char *model, const char *data, const char *aug, const amd
   memset(l, 0, sizeof *l);
   const amd_train_hooks h = {
       .user = l, .progress_every_step = 1, .backend = cpu_backend, .line = on_line, .progress = on_progress};
-  return amd_train_run(&c, &h, "test_augment_run");
+  amd_status st = {{0}};
+  int rc = amd_graph_load(model, 1, &c.graph, &st);
+  if (rc == 0) rc = amd_train_run(&c, &h, &st);
+  if (rc) printf("    train: %s\n", st.msg);
+  amd_graph_free(c.graph);
+  return rc;
 }
 
 /* Losses closer than this are the same: the per-step losses come back as
