@@ -10,10 +10,12 @@
  * every BatchNormalization node outputs for its running statistics so they
  * are written back after each training step (ONNX momentum convention).
  *
- * A step: forward in training mode keeping every tensor, softmax
- * cross-entropy on the logits, then backward in reverse node order. Gradients
- * ACCUMULATE (+=) into buffers zeroed once per step; only values that depend
- * on a parameter get a gradient (no data gradient for the first layer).
+ * A step: forward in training mode keeping the values that some node's
+ * backward reads (and the graph's outputs and the logits; every other value
+ * loses its data after its last reader, exec.h), softmax cross-entropy on
+ * the logits, then backward in reverse node order. Gradients ACCUMULATE (+=)
+ * into buffers zeroed once per step; only values that depend on a parameter
+ * get a gradient (no data gradient for the first layer).
  *
  * Backends (amd_trainer_set_backend): every node runs through the backend
  * (src/exec/backend.h). On a device backend the parameter and gradient
@@ -23,7 +25,11 @@
  * (params, grads) and the graph's initializers are brought up to date only
  * by amd_trainer_sync_host (before writing a model, a checkpoint or the
  * gradients) and pushed with amd_trainer_sync_device (after a resume or a
- * change on the host). On the CPU backend both are no-ops. */
+ * change on the host). On the CPU backend both are no-ops.
+ *
+ * The code: trainer.c (life and blocks), trainer_params.c, trainer_bn.c,
+ * trainer_grads.c, trainer_deferred.c, trainer_eval.c; what they share is in
+ * trainer_internal.h, which says what each holds. */
 #ifndef AMD_TRAINER_H
 #define AMD_TRAINER_H
 
