@@ -8,7 +8,11 @@
  *
  * The parameter block belongs to the graph (g->param_block; the parameters'
  * initializers point into it, init_in_block), the gradient block to the
- * trainer. */
+ * trainer. A graph serves one trainer after another (each freed before the
+ * next is made): amd_trainer_free leaves the block and the trained values in
+ * the graph and takes back the nodes' and values' changes (trainer_bn.c);
+ * the next amd_trainer_init gives the old block's initializers their own
+ * memory again before it builds the block of its own parameters. */
 #include "trainer_internal.h"
 
 #include "../exec/backend.h"
@@ -18,10 +22,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Gives every initializer in the graph's parameter block (an earlier trainer's: the block stays with the
+ * graph when its trainer is freed) its own memory again, with the values training gave it, and frees the
+ * block. Stopped by a failure, every initializer is still whole, in the block or out of it. */
+static int release_param_block(amd_graph *g, amd_status *st) {
+  for (int v = 0; v < g->n_values; v++) {
+    amd_value *val = &g->values[v];
+    if (!val->init_in_block) continue;
+    amd_tensor own = val->init;
+    own.data = NULL;
+    if (amd_tensor_copy(&own, &val->init, st)) return -1;
+    val->init = own;
+    val->init_in_block = 0;
+  }
+  free(g->param_block);
+  g->param_block = NULL;
+  return 0;
+}
+
 /* Moves the parameters into one block (the graph owns it from now on) with its gradient block beside. */
 static int move_params(amd_trainer *t, amd_status *st) {
   amd_graph *g = t->g;
   const int64_t total = t->n_floats;
+  if (release_param_block(g, st)) return -1;
   /* one float at least: a block even without parameters (inference_only) */
   t->params = calloc((size_t)(total ? total : 1), sizeof(float));
   t->grads = calloc((size_t)(total ? total : 1), sizeof(float));
@@ -36,7 +59,6 @@ static int move_params(amd_trainer *t, amd_status *st) {
     t->dvals[t->param_value[p]] = val->init;
     t->dvals[t->param_value[p]].data = t->grads + t->param_offset[p];
   }
-  free(g->param_block);
   g->param_block = t->params;
   return 0;
 }
@@ -121,7 +143,8 @@ void amd_trainer_free(amd_trainer *t) {
   free(t->param_offset);
   free(t->grads);
   free(t->stats);
-  /* t->params belongs to the graph (g->param_block) */
+  amd_tr_restore_batchnorm(t);
+  /* t->params belongs to the graph (g->param_block), with the values training gave the parameters */
   memset(t, 0, sizeof *t);
 }
 

@@ -2,8 +2,11 @@
  * gets outputs 1 and 2 (its updated running mean and variance, ONNX momentum
  * convention) and t->stats pairs each with the initializer it goes back to;
  * after a step that was not skipped, amd_trainer_update_stats copies them
- * there (in the backend's copy of the initializer on a device backend). Also
- * the set-up's warning for a model whose BN an eval-mode export folded. */
+ * there (in the backend's copy of the initializer on a device backend).
+ * amd_trainer_free takes the outputs and values the set-up added away again
+ * (t->bn_added), so that the next trainer, or a run without one, finds the
+ * nodes as they were loaded. Also the set-up's warning for a model whose BN
+ * an eval-mode export folded. */
 #include "trainer_internal.h"
 
 #include "../exec/backend.h"
@@ -32,10 +35,16 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
   int n_bn = 0;
   for (int i = 0; i < g->n_nodes; i++) n_bn += amd_tr_is_op(&g->nodes[i], AMD_OP_IDX_BatchNormalization);
   t->stats = calloc((size_t)n_bn * 2 + 1, sizeof *t->stats);
-  if (!t->stats) return amd_fail(st, "out of memory");
+  t->bn_added = calloc((size_t)n_bn + 1, sizeof *t->bn_added);
+  if (!t->stats || !t->bn_added) return amd_fail(st, "out of memory");
+  t->bn_values_from = g->n_values;
   for (int i = 0; i < g->n_nodes; i++) {
     amd_node *n = &g->nodes[i];
     if (!amd_tr_is_op(n, AMD_OP_IDX_BatchNormalization) || n->n_in < 5) continue;
+    /* noted before the node changes, so that a failure below is undone too */
+    amd_bn_added *a = &t->bn_added[t->n_bn_added++];
+    a->node = i;
+    a->n_out = n->n_out;
     if (n->n_out < 3) {
       int *out = realloc(n->out, 3 * sizeof *out);
       if (!out) return amd_fail(st, "out of memory");
@@ -51,6 +60,7 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
         if (v < 0) return -1;
         g->values[v].producer = i;
         n->out[o] = v;
+        a->outs |= 1u << o;
       }
       int dst = n->in[2 + o];
       if (dst >= 0 && g->values[dst].is_initializer && g->values[dst].init.dtype == AMD_FLOAT) {
@@ -60,7 +70,27 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
       }
     }
   }
+  t->bn_values_to = g->n_values;
   return 0;
+}
+
+void amd_tr_restore_batchnorm(amd_trainer *t) {
+  amd_graph *g = t->g;
+  for (int k = 0; k < t->n_bn_added; k++) {
+    amd_node *n = &g->nodes[t->bn_added[k].node];
+    for (int o = 1; o <= 2; o++)
+      if ((t->bn_added[k].outs >> o) & 1u) n->out[o] = -1;
+    n->n_out = t->bn_added[k].n_out;
+  }
+  /* the values added last, unless something appended more since (then they stay, read and written by
+   * no node) */
+  if (t->bn_added && g->n_values == t->bn_values_to) {
+    for (int v = t->bn_values_from; v < g->n_values; v++) free(g->values[v].name);
+    g->n_values = t->bn_values_from;
+  }
+  free(t->bn_added);
+  t->bn_added = NULL;
+  t->n_bn_added = 0;
 }
 
 void amd_tr_warn_folded_batchnorm(amd_trainer *t) {

@@ -46,8 +46,12 @@ void amd_tr_mark_needs_grad(amd_trainer *t, const unsigned char *on_path);
 /* ---- trainer_bn.c */
 
 /* Gives every BatchNormalization node outputs 1 and 2 (its updated running
- * mean and variance in every opset) and records where they go back. */
+ * mean and variance in every opset) and records where they go back
+ * (t->stats) and what it added to the graph (t->bn_added). */
 int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st);
+/* Takes back what amd_tr_prepare_batchnorm added: the nodes' outputs and
+ * n_out as before, the values it appended removed. */
+void amd_tr_restore_batchnorm(amd_trainer *t);
 /* Eval-mode exports fold BatchNormalization into the convolutions (PyTorch
  * names their weights onnx::Conv_N): a model without BN whose convolutions
  * carry such weights gets a warning in t->warning. */
