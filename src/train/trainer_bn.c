@@ -37,7 +37,7 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
   t->stats = calloc((size_t)n_bn * 2 + 1, sizeof *t->stats);
   t->bn_added = calloc((size_t)n_bn + 1, sizeof *t->bn_added);
   if (!t->stats || !t->bn_added) return amd_fail(st, "out of memory");
-  t->bn_values_from = g->n_values;
+  t->bn_values_from = t->bn_values_to = g->n_values;
   for (int i = 0; i < g->n_nodes; i++) {
     amd_node *n = &g->nodes[i];
     if (!amd_tr_is_op(n, AMD_OP_IDX_BatchNormalization) || n->n_in < 5) continue;
@@ -58,6 +58,7 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
         snprintf(name, sizeof name, "%s.running_%s", n->name, o == 1 ? "mean" : "var");
         int v = add_value(g, name, st);
         if (v < 0) return -1;
+        t->bn_values_to = g->n_values;
         g->values[v].producer = i;
         n->out[o] = v;
         a->outs |= 1u << o;
@@ -70,7 +71,6 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
       }
     }
   }
-  t->bn_values_to = g->n_values;
   return 0;
 }
 
