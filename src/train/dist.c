@@ -311,7 +311,7 @@ static int plan_buckets(amd_dist *d, const amd_trainer *t, amd_status *st) {
       int v = g->nodes[i].in[k];
       if (v >= 0 && param_of[v] >= 0) first[param_of[v]] = i;
     }
-  /* parameters lie in the block in index order (trainer.c); consecutive ones share a bucket */
+  /* parameters lie in the block in index order (trainer_params.c); consecutive ones share a bucket */
   for (int p = 0; p < t->n_params;) {
     struct amd_dist_bucket *b = &d->buckets[d->n_buckets++];
     b->off = t->param_offset[p];

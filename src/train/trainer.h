@@ -9,11 +9,16 @@
  * block (g->param_block) with a gradient block of the same layout, and gives
  * every BatchNormalization node outputs for its running statistics so they
  * are written back after each training step (ONNX momentum convention).
+ * amd_trainer_free takes those outputs away again and leaves the trained
+ * values in the graph, so that a trainer made on it next (an evaluation, a
+ * training with another --freeze) starts from them.
  *
- * A step: forward in training mode keeping every tensor, softmax
- * cross-entropy on the logits, then backward in reverse node order. Gradients
- * ACCUMULATE (+=) into buffers zeroed once per step; only values that depend
- * on a parameter get a gradient (no data gradient for the first layer).
+ * A step: forward in training mode keeping the values that some node's
+ * backward reads (and the graph's outputs and the logits; every other value
+ * loses its data after its last reader, exec.h), softmax cross-entropy on
+ * the logits, then backward in reverse node order. Gradients ACCUMULATE (+=)
+ * into buffers zeroed once per step; only values that depend on a parameter
+ * get a gradient (no data gradient for the first layer).
  *
  * Backends (amd_trainer_set_backend): every node runs through the backend
  * (src/exec/backend.h). On a device backend the parameter and gradient
@@ -23,7 +28,11 @@
  * (params, grads) and the graph's initializers are brought up to date only
  * by amd_trainer_sync_host (before writing a model, a checkpoint or the
  * gradients) and pushed with amd_trainer_sync_device (after a resume or a
- * change on the host). On the CPU backend both are no-ops. */
+ * change on the host). On the CPU backend both are no-ops.
+ *
+ * The code: trainer.c (life and blocks), trainer_params.c, trainer_bn.c,
+ * trainer_grads.c, trainer_deferred.c, trainer_eval.c; what they share is in
+ * trainer_internal.h, which says what each holds. */
 #ifndef AMD_TRAINER_H
 #define AMD_TRAINER_H
 
@@ -49,6 +58,13 @@ typedef struct amd_trainer_opts {
 struct amd_backend;
 struct amd_optim;
 
+/* A BatchNormalization node that the set-up gave outputs for its running statistics: its n_out before and
+ * the outputs it added (bit o: output o, 1 or 2). */
+typedef struct amd_bn_added {
+  int node, n_out;
+  unsigned outs;
+} amd_bn_added;
+
 typedef struct amd_trainer {
   amd_graph *g;
   const struct amd_backend *be; /* the CPU unless amd_trainer_set_backend */
@@ -66,6 +82,10 @@ typedef struct amd_trainer {
   float *grads;
   int n_stats;
   int (*stats)[2];        /* BatchNormalization: [output with the new statistic, initializer to update] */
+  /* what the set-up added to the graph for BatchNormalization (amd_trainer_free takes it away): the nodes
+   * and the values appended, [bn_values_from, bn_values_to) */
+  amd_bn_added *bn_added;
+  int n_bn_added, bn_values_from, bn_values_to;
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
   unsigned char *dfresh;  /* per value: its dval is unwritten, unzeroed memory (see grad_of) */
@@ -91,6 +111,10 @@ typedef struct amd_trainer {
   int tta;                /* amd_trainer_eval_split: test-time augmentation (see there) */
 } amd_trainer;
 
+/* Sets t up on g (o may be NULL: train every parameter). A graph serves
+ * several trainers one after another (each freed before the next is made,
+ * with the same options or others): each starts from the values the one
+ * before left in the graph's initializers. */
 int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, amd_status *st);
 /* Runs the trainer on backend be from now on: allocates the device blocks and
  * uploads the parameters and every float initializer (call after any host
@@ -108,6 +132,9 @@ int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_op
  * change once the step guard is cleared (see amd_trainer_step_deferred). */
 int amd_trainer_optim_step(amd_trainer *t, const struct amd_optim *o, double lr, int64_t step, float *opt_state,
                            int64_t n_opt, int guarded, amd_status *st);
+/* Frees t. The graph keeps the host values of the parameters and BN
+ * statistics (on a device backend those of the last amd_trainer_sync_host)
+ * and gets back the nodes and values it had before amd_trainer_init. */
 void amd_trainer_free(amd_trainer *t);
 
 /* Forward + loss + backward on one batch x with labels; grads are overwritten

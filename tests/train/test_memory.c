@@ -1,4 +1,4 @@
-/* What a training step keeps in memory (src/exec/exec.c, src/train/trainer.c),
+/* What a training step keeps in memory (src/exec/exec.c, src/train/trainer_grads.c),
  * on ResNet-8 (training export: Conv, BatchNormalization, Relu, residual Add)
  * on the CPU backend:
  *  - after the forward pass, every value that some backward reads keeps its
