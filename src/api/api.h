@@ -95,6 +95,10 @@ int api_session_backend(amdnn_session *s, int local_rank, const struct amd_backe
 /* Loads the session's model again from its file with the session's modes
  * (the 8-bit modes rewrite nodes: sweep needs fresh ones). */
 int api_session_reload(amdnn_session *s, amd_status *st);
+/* The same into a graph of the caller's (*g, with its mode set), leaving the
+ * session's as it is (bench: its steps change the weights). The caller frees
+ * both, also after a failure. */
+int api_session_load(const amdnn_session *s, amd_graph **g, amd_mode_set *modes, amd_status *st);
 
 /* A node's output shape and multiply-accumulates from a shape-only pass. */
 typedef struct api_node_shape {

@@ -1,5 +1,7 @@
 /* amdnn_session_bench: the speed of training steps (or of inference) of a
- * model on one random batch of its input shape. The steps go through the
+ * model on one random batch of its input shape, on a copy of the model that
+ * the session's settings load from its file (the steps change the weights:
+ * the session's own stay as they are). The steps go through the
  * step API of training (src/train/step.h), so that they are the steps
  * training runs: on a GPU deferred and replayed from a CUDA graph,
  * synchronous on the CPU, with a profile or sync-steps. The batch is drawn
@@ -12,6 +14,7 @@
 #include <time.h>
 
 #include "../exec/backend.h"
+#include "../onnx/load.h"
 #include "../report/profile.h"
 #include "../train/optim.h"
 #include "../train/step.h"
@@ -102,13 +105,12 @@ out:
 }
 
 /* The set-up and the timing, after which the caller frees t, x and x_dev. */
-static int bench(amdnn_session *s, const bench_cfg *b, const amdnn_callbacks *cb, amd_trainer *t, amd_tensor *x,
-                 amd_tensor *x_dev, int64_t *labels, amdnn_bench_result *out, amd_status *st) {
-  const amd_graph *g = s->g;
+static int bench(amdnn_session *s, amd_graph *g, const bench_cfg *b, const amdnn_callbacks *cb, amd_trainer *t,
+                 amd_tensor *x, amd_tensor *x_dev, int64_t *labels, amdnn_bench_result *out, amd_status *st) {
   if (g->n_inputs != 1) return amd_fail(st, "bench needs a model with one input (this one has %d)", g->n_inputs);
   if (random_input(g, b->batch, (uint64_t)b->seed, x, st)) return -1;
   const amd_trainer_opts infer_opts = {.inference_only = 1}; /* infer: quantized models too */
-  if (amd_trainer_init(t, s->g, b->infer ? &infer_opts : NULL, st)) return -1;
+  if (amd_trainer_init(t, g, b->infer ? &infer_opts : NULL, st)) return -1;
   if (t->warning[0] && !b->infer) api_message(cb, AMDNN_MSG_WARNING, "%s", t->warning);
   const amd_backend *be;
   if (api_session_backend(s, 0, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;
@@ -158,10 +160,15 @@ amdnn_status *amdnn_session_bench(amdnn_session *s, const amdnn_options *opts, c
   amd_trainer t = {0};
   amd_tensor x = {0}, x_dev = {0}; /* x_dev: x in backend memory (device backends) */
   int64_t *labels = calloc((size_t)b.batch, sizeof *labels); /* class 0 until the first step shows the classes */
-  int rc = labels ? bench(s, &b, cb, &t, &x, &x_dev, labels, out, &st) : amd_fail(&st, "out of memory");
+  amd_graph *g = NULL;
+  amd_mode_set modes = {0};
+  int rc = labels ? api_session_load(s, &g, &modes, &st) : amd_fail(&st, "out of memory");
+  if (rc == 0) rc = bench(s, g, &b, cb, &t, &x, &x_dev, labels, out, &st);
   amd_prof_on = 0;
   if (x_dev.data) t.be->buf->free(&x_dev);
   amd_trainer_free(&t);
+  amd_graph_free(g);
+  amd_mode_set_free(&modes);
   amd_tensor_free(&x);
   free(labels);
   return rc ? api_from(&st, AMDNN_ERR_FAILED) : NULL;

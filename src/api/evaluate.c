@@ -82,7 +82,7 @@ int api_eval_setup(amdnn_session *s, const amdnn_options *opts, api_image_progre
                    amd_image_stream **stream, amd_dataset *ds, amd_trainer *t, amd_status *st) {
   const amdnn_callbacks *cb = ip->cb;
   const char *data = api_opt(opts, "data");
-  if (!data) return amd_fail(st, "no data: set the option data (mnist:DIR, cifar10:DIR, images:DIR, ...)");
+  if (!data) return amd_fail(st, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
   amd_image_opts img;
   if (api_image_opts(opts, &img, st)) return -1;
   const int64_t limit = api_opt_i64(opts, "limit", 0), batch = api_opt_i64(opts, "batch", 256);
@@ -197,7 +197,7 @@ static int evaluate(amdnn_session *s, const amdnn_options *opts, const amdnn_cal
   amd_dataset_describe(ds, r->data_note, sizeof r->data_note);
   if (keep_class_names(r, ds, st)) return -1;
   if (confusion) {
-    if (!amd_plot_available()) return amd_fail(st, "confusion: this build has no cairo (install libcairo2-dev and rebuild)");
+    if (!amd_plot_available()) return amd_fail(st, "--confusion: this build has no cairo (install libcairo2-dev and rebuild)");
     int prc = amd_plot_confusion(r->confusion, r->n_classes, (const char *const *)ds->class_names, confusion, st);
     amd_plot_release();
     if (prc) return -1;
@@ -213,7 +213,7 @@ amdnn_status *amdnn_session_evaluate(amdnn_session *s, const amdnn_options *opts
   *out = NULL;
   amdnn_status *bad = api_opts_check(opts, AMDNN_FOR_EVAL, "evaluate");
   if (bad) return bad;
-  if (!api_opt(opts, "data")) return api_error(AMDNN_ERR_ARGUMENT, "evaluate: the option data is required");
+  if (!api_opt(opts, "data")) return api_error(AMDNN_ERR_ARGUMENT, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
   amd_status st = {{0}};
   amd_dataset ds = {0};
   amd_trainer t = {0};

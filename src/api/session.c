@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../core/env.h"
-#include "../exec/backends.h"
+#include "backends.h"
 #include "../gemm/gemm.h"
 #include "../exec/exec.h"
 #include "../exec/mode_apply.h"
@@ -43,13 +43,15 @@ void api_init(void) {
   pthread_once(&once, read_env);
 }
 
-/* Loads the model and applies the session's multiplier settings. */
-static int load_model(amdnn_session *s, amd_status *st) {
-  if (amd_graph_load(s->path, 0, &s->g, st)) return -1;
-  if (amd_mode_apply(s->g, s->mode, s->mode_map, s->backward, &s->modes, st)) return -1;
-  if (amd_q8_grad_apply(s->g, s->q8_grad, st) || amd_q8_calib_apply(s->g, s->q8_calib, st)) return -1;
+int api_session_load(const amdnn_session *s, amd_graph **g, amd_mode_set *modes, amd_status *st) {
+  if (amd_graph_load(s->path, 0, g, st)) return -1;
+  if (amd_mode_apply(*g, s->mode, s->mode_map, s->backward, modes, st)) return -1;
+  if (amd_q8_grad_apply(*g, s->q8_grad, st) || amd_q8_calib_apply(*g, s->q8_calib, st)) return -1;
   return 0;
 }
+
+/* Loads the model and applies the session's multiplier settings. */
+static int load_model(amdnn_session *s, amd_status *st) { return api_session_load(s, &s->g, &s->modes, st); }
 
 amdnn_status *amdnn_session_open(const char *model_path, const amdnn_options *opts, amdnn_session **out) {
   if (!out) return api_error(AMDNN_ERR_ARGUMENT, "amdnn_session_open: out is NULL");

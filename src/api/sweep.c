@@ -363,9 +363,9 @@ amdnn_status *amdnn_session_sweep(amdnn_session *s, const amdnn_options *opts, c
   if (!s) return api_error(AMDNN_ERR_ARGUMENT, "amdnn_session_sweep: no session");
   amdnn_status *bad = api_opts_check(opts, AMDNN_FOR_SWEEP, "sweep");
   if (bad) return bad;
-  if (!api_opt(opts, "data")) return api_error(AMDNN_ERR_ARGUMENT, "sweep: the option data is required");
+  if (!api_opt(opts, "data")) return api_error(AMDNN_ERR_ARGUMENT, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
   if (api_opt(opts, "plot") && !amd_plot_available())
-    return api_error(AMDNN_ERR_ARGUMENT, "plot: this build has no cairo (install libcairo2-dev and rebuild)");
+    return api_error(AMDNN_ERR_ARGUMENT, "--plot: this build has no cairo (install libcairo2-dev and rebuild)");
   sweep_run w = {.s = s, .opts = opts, .cb = cb, .q8 = s->modes.def && s->modes.def->q8, .images = {cb, 0}};
   if (w.q8 && s->trained)
     return api_error(AMDNN_ERR_ARGUMENT, "sweep in an 8-bit table mode loads the model from its file for each row, "

@@ -103,10 +103,10 @@ static int make_cfg(amdnn_session *s, const amdnn_options *o, amd_train_cfg *c, 
 
 /* What is required, before anything is loaded. */
 static amdnn_status *check_cfg(const amd_train_cfg *c) {
-  if (!c->data) return api_error(AMDNN_ERR_ARGUMENT, "train: the option data is required");
-  if (c->resume && !c->ckpt_dir) return api_error(AMDNN_ERR_ARGUMENT, "train: resume needs checkpoint-dir");
+  if (!c->data) return api_error(AMDNN_ERR_ARGUMENT, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
+  if (c->resume && !c->ckpt_dir) return api_error(AMDNN_ERR_ARGUMENT, "--resume needs --checkpoint-dir");
   if (c->plot && !amd_plot_available())
-    return api_error(AMDNN_ERR_ARGUMENT, "plot: this build has no cairo (install libcairo2-dev and rebuild)");
+    return api_error(AMDNN_ERR_ARGUMENT, "--plot: this build has no cairo (install libcairo2-dev and rebuild)");
   return NULL;
 }
 

@@ -639,8 +639,12 @@ static int finish(run_state *r, amd_status *st) {
          (unsigned long long)sum);
   }
   if (amd_trainer_sync_host(&r->t, r->opt_state, r->n_opt, st)) return -1;
-  if (dist->rank == 0 && amd_graph_write(r->g, r->cfg->out, 1, st)) return -1;
-  line(r, AMD_TRAIN_INFO, "wrote %s (%.1f s of training)", r->cfg->out, r->pos.train_seconds);
+  if (r->cfg->out) { /* (a caller of the library may write the model itself later) */
+    if (dist->rank == 0 && amd_graph_write(r->g, r->cfg->out, 1, st)) return -1;
+    line(r, AMD_TRAIN_INFO, "wrote %s (%.1f s of training)", r->cfg->out, r->pos.train_seconds);
+  } else {
+    line(r, AMD_TRAIN_INFO, "trained (%.1f s of training)", r->pos.train_seconds);
+  }
   if (r->t.graph_replays)
     line(r, AMD_TRAIN_INFO, "CUDA graph: %lld training steps replayed", (long long)r->t.graph_replays);
   if (r->t.graph_off) line(r, AMD_TRAIN_INFO, "CUDA graph: none (%s); the steps ran uncaptured", r->t.graph_note);
@@ -690,8 +694,8 @@ int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, amd_status *st) {
     }
   }
   amd_prof_on = 0;
-  amd_status ignored;
-  if (rc > 0 && r->t.g) amd_trainer_sync_host(&r->t, NULL, 0, &ignored); /* the graph holds the weights so far */
+  amd_status ignored; /* after a stop, NaN or error: the graph holds the weights so far (finish() synced a done run) */
+  if (rc != 0 && r->t.g) amd_trainer_sync_host(&r->t, NULL, 0, &ignored);
   amd_batches_close(&r->data);
   free_state(r);
   if (c->plot) amd_plot_release();

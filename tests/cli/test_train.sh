@@ -173,9 +173,9 @@ check() { # name, expected rc, stderr substring, args...
 }
 check "missing data folder" 1 "does not exist" train "$models/lenet5_train.onnx" --data mnist:/nonexistent -o "$tmp/out.onnx"
 check "data of the wrong shape" 1 "expects [3, 32, 32] per sample; the data has [1, 28, 28]" train "$models/resnet8_train.onnx" --data "$data" --limit 100 -o "$tmp/out.onnx"
-check "unknown optimizer" 1 "sgd" train "$models/lenet5_train.onnx" --data "$data" --optimizer sgdd -o "$tmp/out.onnx"
-check "unknown mode" 1 "acc32" train "$models/lenet5_train.onnx" --data "$data" --mode am17 -o "$tmp/out.onnx"
-check "bad schedule" 1 "constant" train "$models/lenet5_train.onnx" --data "$data" --schedule zigzag -o "$tmp/out.onnx"
+check "unknown optimizer" 2 "sgd" train "$models/lenet5_train.onnx" --data "$data" --optimizer sgdd -o "$tmp/out.onnx"
+check "unknown mode" 2 "acc32" train "$models/lenet5_train.onnx" --data "$data" --mode am17 -o "$tmp/out.onnx"
+check "bad schedule" 2 "constant" train "$models/lenet5_train.onnx" --data "$data" --schedule zigzag -o "$tmp/out.onnx"
 check "missing -o" 2 "required" train "$models/lenet5_train.onnx" --data "$data"
 check "bad number" 2 "--epochs" train "$models/lenet5_train.onnx" --data "$data" --epochs -3 -o "$tmp/out.onnx"
 check "resume without a folder" 2 "--checkpoint-dir" train "$models/lenet5_train.onnx" --data "$data" --resume -o "$tmp/out.onnx"

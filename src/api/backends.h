@@ -1,12 +1,14 @@
-/* The backends by name, for whoever opens one (the sessions of src/api):
- * the CPU, always there, and the CUDA backend of builds that have it.
- * Compiled with the CUDA backend's flags (AMD_HAVE_CUDA), so it is part of
- * the public library's target, not of the core one (src/meson.build). */
+/* The backends by name, for the sessions and multipliers of the public API:
+ * the CPU, always there, and the CUDA backend of builds that have it. Here,
+ * at the top of the library, because it is the one place that binds the
+ * CUDA backend by name (it includes cuda/, which includes exec/), compiled
+ * with the CUDA backend's flags (AMD_HAVE_CUDA) in the public library's
+ * target (src/meson.build). */
 #ifndef AMD_BACKENDS_H
 #define AMD_BACKENDS_H
 
-#include "backend.h"
-#include "train_kernels.h"
+#include "../exec/backend.h"
+#include "../exec/train_kernels.h"
 
 /* The backend for spec: "cpu", "cuda" or "cuda:N"; NULL picks cuda:0 when
  * this build has the CUDA backend and a GPU is present, else the CPU. Asking
