@@ -26,7 +26,7 @@ ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/backend_ops/test_backend_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
   "$build/tests/gpu/test_cuda_q8_gemm" "$build/tests/gpu/test_cuda_q8f" "$build/tests/gpu/test_cuda_q8_grad" \
-  "$build/tests/data/bench-image-stream" \
+  "$build/tests/data/bench-image-stream" "$build/tests/gpu/test_api_cuda" \
   "$build/tests/golden/golden-compare" "$out/bin/"
 cp "$src/tests/mult/am_vectors.tsv" "$out/"
 # libraries other than glibc's, the dynamic loader, CUDA's large ones (cudart is small: taken along),

@@ -46,6 +46,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-q8-gemm bin/test_cuda_q8_gemm
   t cuda-q8-grad bin/test_cuda_q8_grad
   t cuda-q8f bin/test_cuda_q8f
+  t cuda-api bin/test_api_cuda "$m" data/idx
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
   t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m forward
   t cuda-ops-poisoned-grad env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m grad
@@ -90,7 +91,9 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
   # NCCL (issue 6): one-rank NCCL run = plain GPU run (any GPU machine); 2 ranks on 2 GPUs (skips with fewer)
   t nccl-one-rank bash tests/gpu/dist_gpu.sh one $amd "$m" data/idx tests/dist/compare_models.py
-  t nccl-two-gpus bash tests/gpu/dist_gpu.sh two $amd "$m" data/idx tests/dist/compare_models.py
+  for n in 2 4 8; do # N ranks on N GPUs (skipped on a machine with fewer)
+    t nccl-$n-gpus bash tests/gpu/dist_gpu.sh $n $amd "$m" data/idx tests/dist/compare_models.py
+  done
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "=== benchmarks"

@@ -11,18 +11,19 @@
 #   - ResNet-8 with --sync-bn (BatchNormalization sums through MPI every step)
 #     against the plain GPU run, within tolerance;
 #   - two ranks on one GPU (--device cuda:0 on both) are refused, naming them.
-#  two: needs 2 GPUs (else exit 77, "SKIP: needs 2 GPUs")
-#   - mpirun -np 2 --batch 32 on two GPUs against one process --batch 64: the
+#  two, or N (2, 4, 8): needs N GPUs (else exit 77, "SKIP: needs N GPUs")
+#   - mpirun -np N --batch 64/N on N GPUs against one process --batch 64: the
 #     first step's update and the parameters after an epoch (with an uneven
-#     last batch) agree within tolerance; each rank drives its own GPU;
+#     last batch, shared unevenly by the ranks) agree within tolerance; each
+#     rank drives its own GPU;
 #   - the ranks' parameter checksums agree before every step and at the end
 #     (AMD_DIST_CHECK=1);
 #   - the gradients summed in buckets during the backward pass give the same
 #     model, byte for byte, as one sum after it;
-#   - a rank that fails (an error, SIGKILL) ends the job, named; a rank that
-#     hangs makes the others give up the NCCL all-reduce after
+#   - the last rank failing (an error, SIGKILL) ends the job, named; rank 0
+#     hanging makes the others give up the NCCL all-reduce after
 #     AMD_NCCL_TIMEOUT_S, abort NCCL and end the job, naming themselves.
-# usage: dist_gpu.sh one|two AMDNN_ONNX MODELS_DIR IDX_DIR COMPARE_MODELS_PY
+# usage: dist_gpu.sh one|two|N AMDNN_ONNX MODELS_DIR IDX_DIR COMPARE_MODELS_PY
 set -u
 part=$1 amd=$2 models=$3 idx=$4 compare_py=$5
 amd="$(cd "$(dirname "$amd")" && pwd)/$(basename "$amd")"
@@ -34,7 +35,11 @@ if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
 else
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 fi
-[ "$part" = two ] && [ "$gpus" -lt 2 ] && { echo "SKIP: needs 2 GPUs (found $gpus)"; exit 77; }
+[ "$part" = two ] && part=2
+n=0
+[ "$part" != one ] && n=$part
+case "$n" in 0 | 2 | 4 | 8) ;; *) echo "dist_gpu.sh: one, two or a rank count of 2, 4 or 8 (64 samples split evenly)"; exit 2 ;; esac
+[ "$n" -gt 0 ] && [ "$gpus" -lt "$n" ] && { echo "SKIP: needs $n GPUs (found $gpus)"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amdnn-nccl.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -112,71 +117,76 @@ open('$tmp/Y.pb', 'wb').write(numpy_helper.from_array(g.integers(0, 10, 64).asty
   fi
 fi
 
-if [ "$part" = two ]; then
+if [ "$n" -gt 0 ]; then
   python3 -c "import numpy, onnx" 2>/dev/null || { echo "SKIP: python3 numpy + onnx missing (compare_models.py)"; exit 77; }
-  # 1. the first step's update (SGD without momentum: the gradients), 2 x 32 against 1 x 64
+  per=$((64 / n)) last=$((n - 1))
+  # 1. the first step's update (SGD without momentum: the gradients), N x 64/N against 1 x 64
   step1=(--data "mnist:$idx" --limit 64 --lr 0.05 --seed 3 --momentum 0 --epochs 1 --device cuda)
   "$amd" train "$lenet" "${step1[@]}" --batch 64 -o "$tmp/g1.onnx" >"$tmp/g1.log" 2>&1
-  mpi -np 2 "$amd" train "$lenet" "${step1[@]}" --batch 32 -o "$tmp/g2.onnx" >"$tmp/g2.log" 2>&1
-  if r=$(compare "$tmp/g1.onnx" "$tmp/g2.onnx" 1e-3 "$lenet"); then ok "first-step update, 2 GPUs x 32 vs 1 x 64: $r"
+  mpi -np "$n" "$amd" train "$lenet" "${step1[@]}" --batch $per -o "$tmp/g2.onnx" >"$tmp/g2.log" 2>&1
+  if r=$(compare "$tmp/g1.onnx" "$tmp/g2.onnx" 1e-3 "$lenet"); then ok "first-step update, $n GPUs x $per vs 1 x 64: $r"
   else bad "first-step update: $r"; tail -5 "$tmp/g1.log" "$tmp/g2.log"; fi
 
-  # 2. an epoch of 32 steps with an uneven last batch (7 + 8), checksums before every step
+  # 2. an epoch of 32 steps with an uneven last batch (15 samples over the ranks), checksums before every step
   common=(--data "mnist:$idx" --limit 1999 --lr 0.01 --seed 3 --epochs 1 --device cuda)
   "$amd" train "$lenet" "${common[@]}" --batch 64 -o "$tmp/one.onnx" >"$tmp/one.log" 2>&1
-  AMD_DIST_CHECK=1 mpi -np 2 -x AMD_DIST_CHECK "$amd" train "$lenet" "${common[@]}" --batch 32 -o "$tmp/two.onnx" \
+  AMD_DIST_CHECK=1 mpi -np "$n" -x AMD_DIST_CHECK "$amd" train "$lenet" "${common[@]}" --batch $per -o "$tmp/two.onnx" \
     >"$tmp/two.log" 2>&1
   rc=$?
-  if [ $rc -eq 0 ] && r=$(compare "$tmp/one.onnx" "$tmp/two.onnx" 1e-3); then ok "one epoch, 2 GPUs x 32 vs 1 x 64: $r"
-  else bad "one epoch on 2 GPUs: exit $rc, ${r:-}"; tail -8 "$tmp/two.log"; fi
-  grep -q "^2 ranks (NCCL): global batch 64" "$tmp/two.log" && ok "the run says: $(grep '^2 ranks' "$tmp/two.log")" \
-    || bad "no '2 ranks (NCCL)' line"
-  grep -q "device cuda:0" "$tmp/two.log" && grep -q "device cuda:1" "$tmp/two.log" \
-    && ok "rank 0 on cuda:0, rank 1 on cuda:1" || { bad "devices: $(grep -o 'device cuda:[0-9]*' "$tmp/two.log" | tr '\n' ' ')"; }
+  if [ $rc -eq 0 ] && r=$(compare "$tmp/one.onnx" "$tmp/two.onnx" 1e-3); then ok "one epoch, $n GPUs x $per vs 1 x 64: $r"
+  else bad "one epoch on $n GPUs: exit $rc, ${r:-}"; tail -8 "$tmp/two.log"; fi
+  grep -q "^$n ranks (NCCL): global batch 64" "$tmp/two.log" && ok "the run says: $(grep "^$n ranks" "$tmp/two.log")" \
+    || bad "no '$n ranks (NCCL)' line"
+  devices=$(grep -o 'device cuda:[0-9]*' "$tmp/two.log" | sort -u | tr '\n' ' ')
+  [ "$(grep -o 'device cuda:[0-9]*' "$tmp/two.log" | sort -u | wc -l)" -eq "$n" ] \
+    && ok "each rank on its own GPU: $devices" || bad "devices: $devices"
   c0=$(sed -n 's/^rank 0: parameter checksum \([0-9a-f]*\)$/\1/p' "$tmp/two.log")
-  c1=$(sed -n 's/^rank 1: parameter checksum \([0-9a-f]*\)$/\1/p' "$tmp/two.log")
-  [ -n "$c0" ] && [ "$c0" = "$c1" ] && grep -q "parameters identical on all 2 ranks (checksum $c0)" "$tmp/two.log" \
-    && ok "both ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
-    || bad "checksums: rank 0 '$c0', rank 1 '$c1'"
+  same=1
+  for r in $(seq 1 $last); do
+    [ "$(sed -n "s/^rank $r: parameter checksum \([0-9a-f]*\)$/\1/p" "$tmp/two.log")" = "$c0" ] || same=0
+  done
+  [ -n "$c0" ] && [ $same -eq 1 ] && grep -q "parameters identical on all $n ranks (checksum $c0)" "$tmp/two.log" \
+    && ok "all $n ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
+    || bad "checksums differ between the ranks (rank 0: '$c0')"
 
   # 2b. the gradients in 10 kB buckets during the backward pass: the same bytes
-  AMD_DIST_BUCKET_MB=0.01 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch 32 \
+  AMD_DIST_BUCKET_MB=0.01 mpi -np "$n" -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch $per \
     -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
-    ok "2 GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
+    ok "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
   else
-    bad "2 GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
+    bad "$n GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
     tail -5 "$tmp/twob.log"
   fi
 
-  # 3. a failing rank ends the job, named
+  # 3. the last rank failing ends the job, named
   for kind in error kill; do
-    fault="1:5"
-    [ $kind = kill ] && fault="1:5:kill"
+    fault="$last:5"
+    [ $kind = kill ] && fault="$last:5:kill"
     start=$(date +%s)
-    AMD_FAULT_RANK=$fault mpi -np 2 -x AMD_FAULT_RANK "$amd" train "$lenet" "${common[@]}" --batch 32 -o "$tmp/f.onnx" \
+    AMD_FAULT_RANK=$fault mpi -np "$n" -x AMD_FAULT_RANK "$amd" train "$lenet" "${common[@]}" --batch $per -o "$tmp/f.onnx" \
       >"$tmp/f-$kind.log" 2>&1
     rc=$? took=$(($(date +%s) - start))
     named=0
-    if [ $kind = error ]; then grep -q "rank 1 of 2 failed: injected failure (AMD_FAULT_RANK) at step 5" "$tmp/f-$kind.log" && named=1
-    else grep -q "process rank 1 .*exited on signal 9" "$tmp/f-$kind.log" && named=1; fi
+    if [ $kind = error ]; then grep -q "rank $last of $n failed: injected failure (AMD_FAULT_RANK) at step 5" "$tmp/f-$kind.log" && named=1
+    else grep -q "process rank $last .*exited on signal 9" "$tmp/f-$kind.log" && named=1; fi
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $named -eq 1 ] && [ ! -e "$tmp/f.onnx" ]; then
-      ok "rank 1 fails ($kind) at step 5: the job ends in ${took}s with exit $rc, naming rank 1"
+      ok "rank $last fails ($kind) at step 5: the job ends in ${took}s with exit $rc, naming rank $last"
     else bad "failing rank ($kind): exit $rc after ${took}s, named $named"; tail -12 "$tmp/f-$kind.log"; fi
   done
 
-  # 4. a rank that hangs (rank 0 stops itself after its checkpoint of step 3): rank 1 waits in the
-  #    all-reduce of step 4, gives up after AMD_NCCL_TIMEOUT_S=5, aborts NCCL and ends the job
+  # 4. a rank that hangs (rank 0 stops itself after its checkpoint of step 3): the others wait in the
+  #    all-reduce of step 4, give up after AMD_NCCL_TIMEOUT_S=5, abort NCCL and end the job
   start=$(date +%s)
   # shellcheck disable=SC2016 # expanded by the rank's shell
-  AMD_NCCL_TIMEOUT_S=5 mpi -np 2 -x AMD_NCCL_TIMEOUT_S bash -c \
+  AMD_NCCL_TIMEOUT_S=5 mpi -np "$n" -x AMD_NCCL_TIMEOUT_S bash -c \
     '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export AMD_FAULT_PAUSE_AFTER_STEP=3; exec "$0" "$@"' \
-    "$amd" train "$lenet" "${common[@]}" --batch 32 --checkpoint-dir "$tmp/ck" --checkpoint-steps 3 -o "$tmp/h.onnx" \
+    "$amd" train "$lenet" "${common[@]}" --batch $per --checkpoint-dir "$tmp/ck" --checkpoint-steps 3 -o "$tmp/h.onnx" \
     >"$tmp/hang.log" 2>&1
   rc=$? took=$(($(date +%s) - start))
-  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank 1 of 2 failed: .*ncclAllReduce did not complete in" "$tmp/hang.log"; then
-    ok "rank 0 hangs after step 3: rank 1 gives up the all-reduce (5 s), aborts NCCL, the job ends in ${took}s (exit $rc)"
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "rank [1-9][0-9]* of $n failed: .*ncclAllReduce did not complete in" "$tmp/hang.log"; then
+    ok "rank 0 hangs after step 3: $(grep -c "of $n failed: .*ncclAllReduce did not complete" "$tmp/hang.log") rank(s) give up the all-reduce (5 s), abort NCCL, the job ends in ${took}s (exit $rc)"
   else bad "hanging rank: exit $rc after ${took}s"; tail -12 "$tmp/hang.log"; fi
 fi
 
