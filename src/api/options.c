@@ -274,7 +274,7 @@ static const api_option table[] = {
     FLAG("sync-steps", "steps", TRAIN | BENCH,
          "on a GPU, wait for each step's loss before queuing the next (default:\n"
          "the host queues a step while the GPU runs the one before; the same\n"
-         "results)"),
+         "results; fp16 modes, --profile and several ranks always wait)"),
     FLAG("no-graph", "steps", TRAIN | BENCH,
          "on a GPU, launch every step's kernels (default: full batches replay a\n"
          "CUDA graph of the step; the same results)"),

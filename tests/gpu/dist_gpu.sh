@@ -19,7 +19,9 @@
 #   - the ranks' parameter checksums agree before every step and at the end
 #     (AMD_DIST_CHECK=1);
 #   - the gradients summed in buckets during the backward pass give the same
-#     model, byte for byte, as one sum after it;
+#     model as one sum after it: byte for byte with 2 ranks, within rounding
+#     with more (NCCL's ring order depends on where a value falls in the
+#     buffer, and buckets cut other buffers);
 #   - the last rank failing (an error, SIGKILL) ends the job, named; rank 0
 #     hanging makes the others give up the NCCL all-reduce after
 #     AMD_NCCL_TIMEOUT_S, abort NCCL and end the job, naming themselves.
@@ -149,12 +151,16 @@ if [ "$n" -gt 0 ]; then
     && ok "all $n ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
     || bad "checksums differ between the ranks (rank 0: '$c0')"
 
-  # 2b. the gradients in 10 kB buckets during the backward pass: the same bytes
+  # 2b. the gradients in 10 kB buckets during the backward pass: with 2 ranks the same bytes (a + b is
+  #     a + b in any order); with more, NCCL's ring adds a value's N terms in an order set by the chunk of
+  #     the buffer it falls in, and the buckets cut other buffers, so the same model within rounding
   AMD_DIST_BUCKET_MB=0.01 mpi -np "$n" -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch $per \
     -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
   rc=$?
-  if [ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
+  if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
     ok "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
+  elif [ $rc -eq 0 ] && [ "$n" -gt 2 ] && r=$(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-5); then
+    ok "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model within rounding: $r"
   else
     bad "$n GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
     tail -5 "$tmp/twob.log"
