@@ -8,7 +8,8 @@ that the library makes (CFUNCTYPE) take the GIL back while they run.
 
 Where the library comes from, first found wins:
   1. $AMDNN_LIBRARY, a path to libamdnn.so (development, other builds);
-  2. libamdnn.so in this package's folder (what `pip install .` puts there);
+  2. libamdnn.so.0 that `pip install .` installed with the package (in
+     site-packages/.amdnn.mesonpy.libs, meson-python's folder for it);
   3. build/src/libamdnn.so of the repository around a source checkout
      (python/amdnn imported from the tree, as the tests can do).
 """
@@ -185,7 +186,14 @@ def _candidates() -> list[Path]:
     if env:
         return [Path(env)]
     here = Path(__file__).resolve().parent
-    found = sorted(here.glob("libamdnn.so*"))
+    # an installed wheel: meson-python's folder of the package's libraries beside the package
+    roots = [here.parent] + [Path(p) for p in sys.path if p and Path(p) != here.parent]
+    found = []
+    for root in roots:  # (purelib and platlib may be two folders)
+        found += sorted((root / ".amdnn.mesonpy.libs").glob("libamdnn.so*"))
+        if found:
+            break
+    found += sorted(here.glob("libamdnn.so*"))
     repo = here.parent.parent  # python/amdnn -> the repository
     for build in ("build", "build-cpu"):
         found += sorted((repo / build / "src").glob("libamdnn.so.*[0-9]"))
@@ -212,6 +220,39 @@ def _preload_cuda_wheels() -> None:
                 break
 
 
+# The libraries that the wheel carries beside libamdnn (src/meson.build): the
+# system's copy is used where the loader finds one, these where it does not.
+_BUNDLED = ("libz.so.1", "libpng16.so.16", "libturbojpeg.so.0", "libgomp.so.1")
+
+
+def _preload_bundled(folder: Path) -> None:
+    for name in _BUNDLED:
+        p = folder / name
+        if p.exists():
+            try:
+                ctypes.CDLL(name)  # the system's, where there is one
+            except OSError:
+                ctypes.CDLL(str(p), mode=ctypes.RTLD_GLOBAL)
+
+
+def _open(path: Path) -> ctypes.CDLL:
+    """ctypes.CDLL of path; on a missing library, the bundled ones, then
+    NVIDIA's pip wheels of the CUDA libraries, are loaded first."""
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as e:
+        msg = str(e)
+    if any(name in msg for name in _BUNDLED):
+        _preload_bundled(path.parent)
+        try:
+            return ctypes.CDLL(str(path))
+        except OSError as e:
+            msg = str(e)
+    if "libcublas" in msg or "libcudart" in msg:
+        _preload_cuda_wheels()
+    return ctypes.CDLL(str(path))
+
+
 def _load() -> ctypes.CDLL:
     tried = []
     for path in _candidates():
@@ -219,18 +260,10 @@ def _load() -> ctypes.CDLL:
             tried.append(f"{path} (no such file)")
             continue
         try:
-            lib = ctypes.CDLL(str(path))
+            lib = _open(path)
         except OSError as e:
-            if "libcublas" in str(e) or "libcudart" in str(e):
-                _preload_cuda_wheels()
-                try:
-                    lib = ctypes.CDLL(str(path))
-                except OSError as e2:
-                    tried.append(f"{path} ({e2})")
-                    continue
-            else:
-                tried.append(f"{path} ({e})")
-                continue
+            tried.append(f"{path} ({e})")
+            continue
         for name, (res, args) in _PROTOTYPES.items():
             fn = getattr(lib, name)
             fn.restype = res
