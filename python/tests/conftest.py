@@ -118,3 +118,25 @@ def idx_data() -> str:
     if not (IDX / "train-images-idx3-ubyte.gz").exists() and not (IDX / "train-images-idx3-ubyte").exists():
         pytest.skip(f"no IDX data set in {IDX} (Debian: dataset-fashion-mnist)")
     return f"mnist:{IDX}"
+
+
+def fold_bn(model):
+    """A copy of a tools/export_models.py ResNet with every BatchNormalization
+    (its running statistics) folded into the Conv before it: a network of
+    Conv with bias, Relu, Add, GlobalAveragePool and Gemm."""
+    import copy
+    import torch
+    import torch.nn as nn
+    m = copy.deepcopy(model).eval()
+    for parent in list(m.modules()):
+        ch = parent._modules
+        for cname, bname in (("conv1", "bn1"), ("conv2", "bn2"), ("conv3", "bn3"), ("0", "1")):
+            c, b = ch.get(cname), ch.get(bname)
+            if isinstance(c, nn.Conv2d) and isinstance(b, nn.BatchNorm2d):
+                s = b.weight / torch.sqrt(b.running_var + b.eps)
+                fused = nn.Conv2d(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding, bias=True)
+                with torch.no_grad():
+                    fused.weight.copy_(c.weight * s.view(-1, 1, 1, 1))
+                    fused.bias.copy_(b.bias - b.running_mean * s)
+                ch[cname], ch[bname] = fused, nn.Identity()
+    return m

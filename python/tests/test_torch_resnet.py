@@ -38,7 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import amdnn  # noqa: E402
 import amdnn.torch as at  # noqa: E402
-from conftest import load_export_models, run_cli, same_bits  # noqa: E402
+from conftest import fold_bn, load_export_models, run_cli, same_bits  # noqa: E402
 
 SGD = dict(lr=0.05, momentum=0.9, weight_decay=5e-4)
 
@@ -69,24 +69,6 @@ def _export(em, model, x, path, training):
     model.load_state_dict(sd)  # (a training export runs one forward that moves the running statistics)
 
 
-def _fold_bn(model):
-    """A copy of model with every BatchNormalization (running statistics)
-    folded into the Conv before it: a network of Conv with bias, Relu, Add."""
-    m = copy.deepcopy(model).eval()
-    for parent in list(m.modules()):
-        ch = parent._modules
-        for cname, bname in (("conv1", "bn1"), ("conv2", "bn2"), ("0", "1")):
-            c, b = ch.get(cname), ch.get(bname)
-            if isinstance(c, nn.Conv2d) and isinstance(b, nn.BatchNorm2d):
-                s = b.weight / torch.sqrt(b.running_var + b.eps)
-                fused = nn.Conv2d(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding, bias=True)
-                with torch.no_grad():
-                    fused.weight.copy_(c.weight * s.view(-1, 1, 1, 1))
-                    fused.bias.copy_(b.bias - b.running_mean * s)
-                ch[cname], ch[bname] = fused, nn.Identity()
-    return m
-
-
 def _grads(model, x, y, mode):
     m = at.approximate(copy.deepcopy(model), mode=mode)
     m.train()
@@ -112,7 +94,7 @@ def _rel(a, b):
 
 def test_folded_resnet_is_the_clis_bits(tmp_path, resnet8):
     em, model, x, y = resnet8
-    folded = _fold_bn(model)
+    folded = fold_bn(model)
     _export(em, folded, x, tmp_path / "r8_fold.onnx", training=False)
     amdnn.write_tensor(tmp_path / "x.pb", x.numpy(), "input")
     run_cli("run", tmp_path / "r8_fold.onnx", "--input", tmp_path / "x.pb", "--output-dir", tmp_path / "run",
