@@ -85,7 +85,9 @@ def test_conv_linear_matmul_against_products(mode, gemm):
 
 def _export(module, x, path):
     pytest.importorskip("onnx")
-    kw = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    import inspect
+    # the TorchScript exporter (PyTorch 2.9 on would take the dynamo one, which needs onnxscript)
+    kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(module, (x,), str(path), input_names=["input"], output_names=["y"], opset_version=13,
                       do_constant_folding=False, **kw)
 
