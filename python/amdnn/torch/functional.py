@@ -95,10 +95,10 @@ class _Geom:
         """The GPU's pointwise path: also one group and >= 512 positions."""
         return self.direct and self.g == 1 and self.L >= 512
 
-    def chunk(self) -> int:
+    def chunk(self, limit_bytes: int = 1 << 29) -> int:
         """Images per chunk on the GPU: col under 512 MB (cuda/ops/conv.cu)."""
         per = float(self.ckk) * float(self.L) * 4.0
-        nb = int((1 << 29) / per) if per > 0 else self.n
+        nb = int(limit_bytes / per) if per > 0 else self.n
         return max(1, min(nb, self.n))
 
 
@@ -129,10 +129,17 @@ def _fold(dcol: torch.Tensor, g: _Geom, nb: int) -> torch.Tensor:
                   stride=(g.sh, g.sw))
 
 
-def _conv_forward(x, w, g: _Geom, modes: Modes) -> torch.Tensor:
+# The GPU's im2col chunk (cuda/ops/conv.cu); tests lower it to exercise several chunks.
+GPU_CHUNK_BYTES = 1 << 29
+
+
+def _conv_forward(x, w, g: _Geom, modes: Modes, gpu: bool) -> torch.Tensor:
+    """Y of a convolution with the GEMM calls of the library's CPU Conv, or of
+    its GPU Conv (gpu; the layout does not need CUDA tensors: the tests run it
+    on the CPU too)."""
     y = torch.empty((g.n, g.o, g.oh, g.ow), dtype=torch.float32, device=x.device)
     m, ex = modes.forward, modes.exact_tier
-    if not x.is_cuda:
+    if not gpu:
         cols = _unfold(x, g)
         for gi in range(g.g):  # per group: one call over the images, W repeated
             gemm(m, ex, 0, 0, g.og, g.L, g.kdim, w, gi * g.og * g.kdim, g.kdim, 0, cols, gi * g.kdim * g.L, g.L,
@@ -141,7 +148,7 @@ def _conv_forward(x, w, g: _Geom, modes: Modes) -> torch.Tensor:
     if g.pointwise_batched:
         gemm(m, ex, 0, 0, g.o, g.L, g.c, w, 0, g.c, 0, x, 0, g.L, g.c * g.L, y, 0, g.L, g.o * g.L, g.n)
         return y
-    step = g.chunk()
+    step = g.chunk(GPU_CHUNK_BYTES)
     for n0 in range(0, g.n, step):
         nb = min(step, g.n - n0)
         col = _col_t(x[n0:n0 + nb], g)
@@ -153,10 +160,11 @@ def _conv_forward(x, w, g: _Geom, modes: Modes) -> torch.Tensor:
     return y
 
 
-def _conv_backward(x, w, dy, g: _Geom, modes: Modes, need_x: bool, need_w: bool):
+def _conv_backward(x, w, dy, g: _Geom, modes: Modes, need_x: bool, need_w: bool, gpu: bool):
+    """(dX, dW) with the GEMM calls of the library's CPU or GPU Conv backward."""
     m, ex = modes.backward, modes.exact_tier
     dx = dw = None
-    if not x.is_cuda:
+    if not gpu:
         cols = _unfold(x, g) if need_w else None
         if need_w:  # dW_g = sum over the images, in order, of dY_n,g col_n,g^T
             dw = torch.zeros_like(w)
@@ -180,7 +188,7 @@ def _conv_backward(x, w, dy, g: _Geom, modes: Modes, need_x: bool, need_w: bool)
         return dx, dw
     if need_x:
         dx = torch.empty_like(x)
-    step = g.chunk()
+    step = g.chunk(GPU_CHUNK_BYTES)
     for n0 in range(0, g.n, step):
         nb = min(step, g.n - n0)
         nl = nb * g.L
@@ -213,7 +221,7 @@ class Conv2dFunction(torch.autograd.Function):
         if x32.dim() != 4 or w32.dim() != 4:
             raise errors.ArgumentError(f"conv2d: input {tuple(x.shape)} and weight {tuple(w.shape)} must be 4-D")
         g = _Geom(x32, w32, stride, padding, dilation, groups)
-        y = _conv_forward(x32, w32, g, modes)
+        y = _conv_forward(x32, w32, g, modes, x32.is_cuda)
         if b32 is not None:
             y += b32.view(1, -1, 1, 1)
         ctx.save_for_backward(x32, w32)
@@ -227,7 +235,7 @@ class Conv2dFunction(torch.autograd.Function):
         g = ctx.geom
         dy32 = dy.float().contiguous() if dy.dtype != torch.float32 else dy.contiguous()
         need_x, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
-        dx, dw = _conv_backward(x, w, dy32, g, ctx.modes, need_x, need_w)
+        dx, dw = _conv_backward(x, w, dy32, g, ctx.modes, need_x, need_w, x.is_cuda)
         db = dy32.sum(dim=(0, 2, 3)) if ctx.has_bias and need_b else None
         if dx is not None and ctx.in_dtype != torch.float32:
             dx = dx.to(ctx.in_dtype)
