@@ -12,9 +12,11 @@ as "tensors:" (without a test pair, the test split is the training data).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -215,12 +217,17 @@ def print_message(kind: str, text: str) -> None:
 class _Reporter:
     """The amdnn_callbacks of one call, made of Python callables. An exception
     raised by a callable (KeyboardInterrupt included) asks the library to stop;
-    the call then raises it."""
+    the call then raises it. Ctrl-C during the call (interruptible) is a
+    flag that the next callback turns into a stop request and the call into
+    KeyboardInterrupt: a KeyboardInterrupt raised by Python's own handler could
+    surface at the first instruction of a callback, outside any try, where
+    ctypes would print it and let the library go on."""
 
     def __init__(self, on_message: MessageFn | None = None, on_progress: Callable | None = None,
                  on_epoch: Callable | None = None, on_row: Callable | None = None, verbose: bool = True,
                  every_step: bool = False):
         self.error: BaseException | None = None
+        self.interrupted = False
         self.epochs: list[Epoch] = []
         self.rows: list[SweepRow] = []
         self._on_message = on_message if on_message is not None else (print_message if verbose else None)
@@ -231,6 +238,8 @@ class _Reporter:
         self.struct = _lib.Callbacks(None, *self._fns, int(every_step), 0)
 
     def _guard(self, fn, *args) -> int:
+        if self.interrupted and self.error is None:
+            self.error = KeyboardInterrupt()
         if self.error is not None:
             return 1
         try:
@@ -245,7 +254,7 @@ class _Reporter:
 
     def _progress(self, user, p) -> int:
         if self._on_progress is None:
-            return 1 if self.error is not None else 0  # (the call into Python lets Ctrl-C arrive)
+            return self._guard(lambda: 0)  # (the call into Python lets a Ctrl-C arrive)
         q = p.contents
         rec = Progress(_lib.text(q.stage), q.epoch, q.done, q.total, q.samples, q.loss, q.accuracy, q.elapsed_s,
                        q.images_per_s, q.eta_s)
@@ -259,18 +268,42 @@ class _Reporter:
         self.epochs.append(rec)
         if self._print_epochs:
             print(rec, flush=True)
-        return self._guard(self._on_epoch, rec) if self._on_epoch is not None else (1 if self.error else 0)
+        return self._guard(self._on_epoch, rec) if self._on_epoch is not None else self._guard(lambda: 0)
 
     def _row(self, user, r) -> int:
         q = r.contents
         rec = SweepRow(_lib.text(q.node), _lib.text(q.op_type), q.index, q.count, q.macs, q.top1, q.top5, q.loss,
                        q.top1_drop, q.loss_rise, q.n, bool(q.resumed))
         self.rows.append(rec)
-        return self._guard(self._on_row, rec) if self._on_row is not None else (1 if self.error else 0)
+        return self._guard(self._on_row, rec) if self._on_row is not None else self._guard(lambda: 0)
+
+    @contextlib.contextmanager
+    def interruptible(self):
+        """While the library works: Ctrl-C (SIGINT) sets the flag (a second one
+        ends the process, as the command line's second signal does). Only in
+        the main thread, and only over Python's default handler."""
+        if (threading.current_thread() is not threading.main_thread() or
+                signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            yield
+            return
+
+        def on_sigint(signum, frame):
+            if self.interrupted:
+                os.write(2, b"amdnn: a second Ctrl-C: exiting\n")
+                os._exit(128 + signal.SIGINT)
+            self.interrupted = True
+
+        old = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, old)
 
     def finish(self, st) -> None:
         """Raises what a callback raised (it made the library stop), else the
-        call's own error."""
+        call's own error; KeyboardInterrupt after a Ctrl-C."""
+        if self.interrupted and self.error is None:
+            self.error = KeyboardInterrupt()
         if self.error is not None:
             if st:
                 lib.amdnn_status_free(st)
@@ -534,7 +567,7 @@ class Model:
         with _Data(data) as d:
             o = options.Options(_lib.FOR_EVAL, "evaluate", dict(options_kw, data=d.spec))
             out = ctypes.POINTER(_lib.EvalResult)()
-            with self._lock:
+            with self._lock, rep.interruptible():
                 st = lib.amdnn_session_evaluate(self._handle(), o.handle, ctypes.byref(rep.struct), ctypes.byref(out))
             rep.finish(st)
         try:
@@ -560,7 +593,7 @@ class Model:
         rep = _Reporter(on_message, on_progress, on_row=on_row, verbose=verbose)
         with _Data(data) as d:
             o = options.Options(_lib.FOR_SWEEP, "sweep", dict(options_kw, data=d.spec))
-            with self._lock:
+            with self._lock, rep.interruptible():
                 st = lib.amdnn_session_sweep(self._handle(), o.handle, ctypes.byref(rep.struct))
             rep.finish(st)
         return sorted(rep.rows, key=lambda r: r.index)
@@ -596,7 +629,7 @@ class Model:
         try:
             with _Data(data) as d:
                 o = options.Options(_lib.FOR_TRAIN, "train", dict(kw, data=d.spec))
-                with self._lock:
+                with self._lock, rep.interruptible():
                     st = lib.amdnn_session_train(self._handle(), o.handle, ctypes.byref(rep.struct))
                 rep.finish(st)
         finally:
@@ -613,7 +646,7 @@ class Model:
         rep = _Reporter(on_message, verbose=verbose)
         o = options.Options(_lib.FOR_BENCH, "bench", options_kw)
         r = _lib.BenchResult()
-        with self._lock:
+        with self._lock, rep.interruptible():
             st = lib.amdnn_session_bench(self._handle(), o.handle, ctypes.byref(rep.struct), ctypes.byref(r))
         rep.finish(st)
         return BenchResult(r.batch, r.steps, r.seconds, r.images_per_s, r.ms_per_step, bool(r.inference))

@@ -223,3 +223,36 @@ def test_docstrings_come_from_the_option_table():
     table = {o.name: o for o in amdnn.option_table()}
     assert " ".join(table["epochs"].help.split()) in " ".join(amdnn.Model.train.__doc__.split())
     assert "epochs" not in amdnn.Model.evaluate.__doc__
+
+
+def test_ctrl_c_during_training(idx_data):
+    """A real SIGINT while the library trains: Python's KeyboardInterrupt at
+    the next step, the process alive (no crash, no exit inside the library)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    # (a child of a shell's background job starts with SIGINT ignored: Python's own handler, as in a terminal)
+    code = f"""
+import signal, sys, amdnn
+signal.signal(signal.SIGINT, signal.default_int_handler)
+first = []
+def progress(p):
+    if not first:
+        first.append(1)
+        print("started", flush=True)
+try:
+    amdnn.Model({str(LENET_TRAIN)!r}, device="cpu").train({idx_data!r}, epochs=50, batch=32, verbose=False,
+                                                          on_progress=progress)
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+    import amdnn
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(amdnn.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_parent] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline().strip() == "started"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0 and out.strip() == "interrupted", (p.returncode, out, err[-2000:])
