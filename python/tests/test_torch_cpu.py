@@ -308,6 +308,8 @@ def test_sdpa_is_caught():
     got = at.approximate(Block(), mode="am16")(q, k, v)
     want = at.scaled_dot_product_attention(q, k, v, is_causal=True, mode="am16")
     assert torch.equal(got, want)
+    assert torch.equal(at.approximate(Block(), mode="am16", matmuls=True)(q, k, v), want)  # the TorchFunctionMode
+    assert F.scaled_dot_product_attention(q, k, v, is_causal=True).shape == want.shape  # PyTorch's own again
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     acc = at.scaled_dot_product_attention(q, k, v, is_causal=True, mode="acc32")
     assert torch.allclose(acc, ref, atol=1e-5) and not torch.allclose(got, ref, atol=1e-3)

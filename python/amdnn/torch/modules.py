@@ -12,6 +12,7 @@ TorchFunctionMode that is active while the module runs.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import types
 from typing import Iterable, Optional, Union
 
@@ -188,10 +189,21 @@ def _sdpa_call(modes: Modes, query, key, value, attn_mask=None, dropout_p=0.0, i
 
 
 def _forward_in_mode(self, *args, **kwargs):
-    """The root module's forward, run with the functional interception on."""
+    """The root module's forward with the functional interception on: with
+    matmuls, a TorchFunctionMode (every torch function called passes through
+    it, SDPA and the matrix products are replaced); else only
+    F.scaled_dot_product_attention, swapped for the call (the mode would cost
+    a Python call per operation of the forward)."""
     modes, matmuls = getattr(self, "_amdnn_functional")
-    with _FunctionalMode(modes, matmuls):
+    if matmuls:
+        with _FunctionalMode(modes, matmuls):
+            return type(self).forward(self, *args, **kwargs)
+    original = F.scaled_dot_product_attention
+    F.scaled_dot_product_attention = functools.partial(_sdpa_call, modes)
+    try:
         return type(self).forward(self, *args, **kwargs)
+    finally:
+        F.scaled_dot_product_attention = original
 
 
 SkipSpec = Union[str, type]
@@ -225,9 +237,14 @@ def approximate(module: nn.Module, mode: str = "am16", backward_mode: Optional[s
     gemm: the GPU's GEMM tier of am16 and mbm14: "fast" (the default, as on
         the command line) or "exact" (the CPU's bits).
     attention: also catch F.scaled_dot_product_attention (PyTorch 2) called
-        inside module's forward.
+        inside module's forward as torch.nn.functional's attribute (the name
+        is swapped for the call: code that bound the function at import, or a
+        forward running in another thread at the same time, is not caught;
+        matmuls=True catches every call).
     matmuls: also catch torch.matmul, torch.bmm and @ on float tensors of 2
-        or more dimensions inside module's forward (hand-written attention).
+        or more dimensions, and every F.scaled_dot_product_attention, inside
+        module's forward (hand-written attention), through a TorchFunctionMode
+        (a Python call per operation of the forward).
 
     Only the products change: activations, normalisation, softmax, the loss
     and the optimizer stay PyTorch's fp32 operations. Autograd, optimizers,
