@@ -376,3 +376,28 @@ def test_the_gpu_layout_on_the_cpu(case, monkeypatch):
         abs_sum[gi * Og:(gi + 1) * Og] = np.abs(p).sum((0, 3))
     _check_bound(dw_gpu.reshape(O, K), dw_cpu.double().numpy().reshape(O, K), abs_sum, 2 * x.shape[0] * cols.shape[-1],
                  "dW, GPU layout against CPU layout", factor=2)
+
+
+def test_transformer_layers_take_the_multiplier():
+    """nn.TransformerEncoder in inference (where PyTorch 2 would take its fused
+    fast path on the attention's weights): the approximated layers' products
+    still go through the multiplier (acc32 matches PyTorch, am16 does not)."""
+    torch.manual_seed(11)
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True), 2)
+    enc.eval()
+    x = torch.randn(3, 6, 16)
+    with torch.no_grad():
+        ref = enc(x)
+        acc = at.approximate(copy_module(enc), mode="acc32")(x)
+        am = at.approximate(copy_module(enc), mode="am16")(x)
+    assert torch.allclose(acc, ref, atol=1e-5) and not torch.allclose(am, ref, atol=1e-3)
+    restored = at.restore(at.approximate(copy_module(enc)))
+    with torch.no_grad():
+        assert torch.allclose(restored(x), ref, atol=1e-6)
+    assert all(type(m) is not at.ApproxMultiheadAttention for m in restored.modules())
+    assert restored.layers[0].activation_relu_or_gelu == enc.layers[0].activation_relu_or_gelu
+
+
+def copy_module(m):
+    import copy
+    return copy.deepcopy(m)

@@ -159,6 +159,7 @@ _SWAP = [(nn.Conv2d, ApproxConv2d), (nn.Conv1d, ApproxConv1d), (nn.MultiheadAtte
          (nn.Linear, ApproxLinear)]
 _APPROX = tuple(a for _, a in _SWAP)
 _ORIGINAL = "_amdnn_original_class"
+_FAST_FLAG = "_amdnn_activation_relu_or_gelu"
 
 
 class _FunctionalMode(TorchFunctionMode):
@@ -267,6 +268,14 @@ def approximate(module: nn.Module, mode: str = "am16", backward_mode: Optional[s
                     break
         if isinstance(mod, _APPROX):
             setattr(mod, _ATTR, modes)
+    for mod in module.modules():  # (after the layers: a parent is visited before its children)
+        if (isinstance(mod, nn.TransformerEncoderLayer) and any(isinstance(c, _APPROX) for c in mod.modules()) and
+                getattr(mod, "activation_relu_or_gelu", 0) and _FAST_FLAG not in mod.__dict__):
+            # nn.TransformerEncoderLayer's inference fast path (and nn.TransformerEncoder's nested tensors)
+            # computes the layer in one fused kernel on its weights; it is taken only where this flag, which
+            # nothing else reads, is set (the activation stays self.activation)
+            setattr(mod, _FAST_FLAG, mod.activation_relu_or_gelu)
+            mod.activation_relu_or_gelu = 0
     if (attention and hasattr(F, "scaled_dot_product_attention")) or matmuls:
         if not _skipped("", module, skip):
             module._amdnn_functional = (modes, matmuls)
@@ -277,6 +286,8 @@ def approximate(module: nn.Module, mode: str = "am16", backward_mode: Optional[s
 def restore(module: nn.Module) -> nn.Module:
     """Undoes approximate: every layer back to its PyTorch class and op."""
     for _, mod in module.named_modules():
+        if _FAST_FLAG in mod.__dict__:
+            mod.activation_relu_or_gelu = mod.__dict__.pop(_FAST_FLAG)
         orig = mod.__dict__.pop(_ORIGINAL, None)
         if orig is not None:
             mod.__class__ = orig
