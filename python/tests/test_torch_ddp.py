@@ -2,7 +2,6 @@
 global batch (python/tests/ddp_check.py under torchrun; skipped without two
 GPUs and a CUDA build)."""
 import os
-import shutil
 import subprocess
 import sys
 

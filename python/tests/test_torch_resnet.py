@@ -33,7 +33,6 @@ import pytest
 pytestmark = [pytest.mark.torch, pytest.mark.cli]
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
-import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import amdnn  # noqa: E402

@@ -21,7 +21,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from .. import errors
 from ._gemm import Modes
 from .functional import Conv2dFunction, LinearFunction, MatMulFunction, _pair, _same_padding, _sdpa
 
@@ -91,7 +90,6 @@ class ApproxMultiheadAttention(nn.MultiheadAttention):
         if self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         tgt, bsz, embed = query.shape
-        src = key.shape[0]
         h, hd = self.num_heads, self.head_dim
         if self._qkv_same_embed_dim:
             w_q, w_k, w_v = self.in_proj_weight.chunk(3)
