@@ -201,6 +201,20 @@ AMDNN_API amdnn_status *amdnn_gemm(const amdnn_multiplier *m, int trans_a, int t
                                    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
                                    int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* amdnn_gemm strided and batched, as amdnn_gemm_cuda takes it, on host
+ * memory: for b in [0, batch), C_b = alpha * op(A_b) * op(B_b) + beta * C_b
+ * with X_b = X + b * stride_x (a stride of 0 repeats one matrix, e.g. a
+ * weight for every image). Each entry is exactly the amdnn_gemm call of its
+ * matrices, so the bits are those of the CPU's Conv and MatMul, which make
+ * the same calls image after image. stride_c 0 (with batch > 1) sums the
+ * entries into one C in batch order, each a GEMM with beta 1 after the first
+ * (which takes beta): the CPU Conv's weight gradient over a batch. Entries
+ * with their own C run on the threads at once when each is small. */
+AMDNN_API amdnn_status *amdnn_gemm_batched(const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M,
+                                           int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                                           int64_t stride_a, const float *B, int64_t ldb, int64_t stride_b,
+                                           float beta, float *C, int64_t ldc, int64_t stride_c, int64_t batch);
+
 /* The GEMM tiers of am16 and mbm14 on a GPU (docs/multipliers.md, "GEMM
  * tiers"): FAST sums the spec's products in another order (Mitchell products
  * plus their correction on tensor cores), EXACT gives the CPU's bits. */

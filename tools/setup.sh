@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs every Debian package that the build and the tests need, then
 # configures and builds amdnn-onnx in ./build (and ./build-asan with
-# AddressSanitizer + UndefinedBehaviorSanitizer for the hardening tests).
-# Run from anywhere; needs root (or sudo) for apt-get on a fresh machine.
+# AddressSanitizer + UndefinedBehaviorSanitizer for the hardening tests), and
+# installs the Python package (python/, `pip install .`) into ./.venv, a
+# virtual environment of Debian's python3 that sees its packages (torch,
+# numpy, onnx). Run from anywhere; needs root (or sudo) for apt-get on a
+# fresh machine. AMD_SKIP_PYTHON=1 leaves the Python package out;
+# AMD_PYTHON_CUDA=1 or 0 builds its CUDA backend or not (default: if a GPU is seen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +16,7 @@ packages=(
   libpng-dev libturbojpeg0-dev zlib1g-dev libcairo2-dev
   libonnx-testdata dataset-fashion-mnist
   python3-torch python3-torchvision python3-pil python3-onnx python3-numpy
+  python3-venv python3-pip python3-pytest patchelf
   libopenmpi-dev openmpi-bin
 )
 missing=()
@@ -36,3 +41,15 @@ if [ "${AMD_SKIP_ASAN:-0}" != 1 ]; then
   ninja -C build-asan
 fi
 echo "setup: built build/src/amdnn-onnx"
+if [ "${AMD_SKIP_PYTHON:-0}" != 1 ]; then
+  # Debian marks its python3 externally managed: the package goes into .venv
+  [ -x .venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv
+  # The package's library with the CUDA backend where this machine has a GPU
+  # (or AMD_PYTHON_CUDA=1); a wheel for other machines: `pip wheel .` (docs/python.md)
+  cuda_arg=-Csetup-args=-Dcuda=disabled
+  if [ "${AMD_PYTHON_CUDA:-}" = 1 ] || { [ "${AMD_PYTHON_CUDA:-}" != 0 ] && nvidia-smi -L >/dev/null 2>&1; }; then
+    cuda_arg=-Csetup-args=-Dcuda=auto
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check "$cuda_arg" .
+  echo "setup: installed the Python package amdnn into .venv ($(.venv/bin/python -c 'import amdnn; print(amdnn.__version__)'))"
+fi

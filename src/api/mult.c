@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/omp.h"
 #include "../gemm/gemm.h"
 #include "../mult/mult.h"
 #include "../mult/q8.h"
@@ -96,6 +97,34 @@ amdnn_status *amdnn_gemm(const amdnn_multiplier *m, int trans_a, int trans_b, in
   if (bad) return bad;
   if (M && N && (!C || (K && (!A || !B)))) return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm: a NULL matrix");
   amd_gemm(m ? &m->m : NULL, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return NULL;
+}
+
+amdnn_status *amdnn_gemm_batched(const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M, int64_t N,
+                                 int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
+                                 const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,
+                                 int64_t stride_c, int64_t batch) {
+  amdnn_status *bad = check_gemm("amdnn_gemm_batched", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  if (bad) return bad;
+  if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
+    return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm_batched: negative batch or stride");
+  if (batch == 0 || M == 0 || N == 0) return NULL;
+  if (!C || (K && (!A || !B))) return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm_batched: a NULL matrix");
+  const amd_mult *mult = m ? &m->m : NULL;
+  if (stride_c == 0) { /* one C: the entries summed in their order */
+    for (int64_t b = 0; b < batch; b++)
+      amd_gemm(mult, trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb,
+               b ? 1.0f : beta, C, ldc);
+    return NULL;
+  }
+  /* the entries to the threads (each GEMM single-threaded inside) when there
+   * are enough of them and each is small; the bits are the same either way */
+  const int par = batch >= 2 * amd_max_threads() && (double)M * (double)N * (double)K < 64.0 * 1024 * 1024;
+  (void)par; /* unused without OpenMP */
+  AMD_PRAGMA(omp parallel for schedule(dynamic, 1) if (par))
+  for (int64_t b = 0; b < batch; b++)
+    amd_gemm(mult, trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta,
+             C + b * stride_c, ldc);
   return NULL;
 }
 

@@ -147,6 +147,28 @@ static void test_codes_and_gemm(void) {
   }
   fails_with(amdnn_gemm(am, 0, 0, M, N, K, 1.0f, A, K - 1, B, N, 0.0f, C, N), AMDNN_ERR_ARGUMENT, "leading",
              "a short lda");
+  /* the batched host GEMM: each entry amdnn_gemm's bits (A repeated with stride 0, three Bs); a C stride of
+   * 0 sums the entries in order, each after the first with beta 1 */
+  enum { NB = 3 };
+  float Bs[NB * K * N], Cb[NB * M * N], Cs[M * N], Ce[M * N], Cacc[M * N];
+  for (int i = 0; i < NB * K * N; i++) Bs[i] = B[i % (K * N)] * (float)(1 + i / (K * N)) - 0.25f;
+  if (ok(amdnn_gemm_batched(am, 0, 0, M, N, K, 1.0f, A, K, 0, Bs, N, K * N, 0.0f, Cb, N, M * N, NB), "batched")) {
+    int same = 1;
+    for (int e = 0; e < NB; e++) {
+      amdnn_gemm(am, 0, 0, M, N, K, 1.0f, A, K, Bs + e * K * N, N, 0.0f, Ce, N);
+      same &= memcmp(Ce, Cb + e * M * N, sizeof Ce) == 0;
+    }
+    CHECK(same, "an entry of amdnn_gemm_batched differs from amdnn_gemm of its matrices");
+  }
+  for (int i = 0; i < M * N; i++) Cs[i] = Cacc[i] = 0.5f;
+  if (ok(amdnn_gemm_batched(am, 1, 1, M, N, K, 1.0f, A, M, 0, Bs, K, K * N, 1.0f, Cs, N, 0, NB), "summed")) {
+    for (int e = 0; e < NB; e++) amdnn_gemm(am, 1, 1, M, N, K, 1.0f, A, M, Bs + e * K * N, K, 1.0f, Cacc, N);
+    CHECK(memcmp(Cs, Cacc, sizeof Cs) == 0, "a C stride of 0 does not sum the entries in order with beta 1");
+  }
+  fails_with(amdnn_gemm_batched(am, 0, 0, M, N, K, 1.0f, A, K, -1, B, N, 0, 0.0f, C, N, 0, 2), AMDNN_ERR_ARGUMENT,
+             "negative", "a negative stride");
+  fails_with(amdnn_gemm_batched(u, 0, 0, M, N, K, 1.0f, A, K, 0, B, N, 0, 0.0f, C, N, 0, 1), AMDNN_ERR_ARGUMENT,
+             "8-bit", "a batched table GEMM");
   fails_with(amdnn_gemm(u, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N), AMDNN_ERR_ARGUMENT, "8-bit", "a table GEMM");
   if (amdnn_cuda_device_count() == 0)
     fails_with(amdnn_gemm_cuda(am, AMDNN_GEMM_EXACT, 0, 0, M, N, K, 1.0f, A, K, 0, B, N, 0, 0.0f, C, N, 0, 1, NULL),
