@@ -12,25 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../test_check.h"
-#include "amdnn.h"
-
-/* The call succeeded (a failure prints its message). */
-static int ok(amdnn_status *st, const char *what) {
-  checks++;
-  if (!st) return 1;
-  failures++;
-  printf("FAIL %s: %s\n", what, amdnn_status_message(st));
-  amdnn_status_free(st);
-  return 0;
-}
-
-/* The call failed with this code and a message containing want. */
-static void fails_with(amdnn_status *st, amdnn_code code, const char *want, const char *what) {
-  CHECK(st && amdnn_status_code(st) == code && strstr(amdnn_status_message(st), want), "%s: code %d, '%s'", what,
-        (int)amdnn_status_code(st), amdnn_status_message(st));
-  amdnn_status_free(st);
-}
+#include "api_check.h"
 
 static void test_options(void) {
   amdnn_options *o;

@@ -15,17 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../test_check.h"
-#include "amdnn.h"
-
-static int ok(amdnn_status *st, const char *what) {
-  checks++;
-  if (!st) return 1;
-  failures++;
-  printf("FAIL %s: %s\n", what, amdnn_status_message(st));
-  amdnn_status_free(st);
-  return 0;
-}
+#include "../api/api_check.h"
 
 /* The bound of one output of a host GEMM: (K + 4) 2^-23 (sum over k of |a_ik b_kj| + |beta c_ij|). */
 static double bound_of(const amdnn_multiplier *m, int ta, int tb, int M, int N, int K, const float *A, const float *B,
