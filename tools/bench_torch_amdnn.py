@@ -4,6 +4,7 @@ the library's own training steps and with PyTorch's FP32, in one command.
 
     python3 tools/bench_torch_amdnn.py                      # ResNet-18 (CIFAR form), batch 128, on cuda
     python3 tools/bench_torch_amdnn.py --model resnet8 --device cpu --steps 3 --warmup 1 --batch 16
+    python3 tools/bench_torch_amdnn.py --profile            # and where each loop's GPU time goes
 
 Rows, each images/s over --steps timed training steps (after --warmup
 untimed ones) on one random batch of 32 x 32 images, the same model
@@ -58,6 +59,30 @@ def torch_steps(model, shape, batch, steps, warmup, dev) -> float:
     return steps * batch / (time.perf_counter() - t0)
 
 
+def profile_steps(model, shape, batch, steps, dev, rows=12) -> None:
+    """Prints where the GPU time of the PyTorch loop goes: the kernels with
+    the most CUDA time over `steps` steps (torch.profiler), after one warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+    model = model.to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn((batch,) + tuple(shape), device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60)
+    print("\n".join("    " + line for line in table.splitlines()), flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="resnet18", choices=sorted(export_models.MODELS))
@@ -68,6 +93,8 @@ def main() -> int:
     ap.add_argument("--gemm", default="fast", choices=["fast", "exact"], help="the GPU tier of am16 / mbm14")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--work", default="bench_torch_amdnn", help="folder for the ONNX export")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print the CUDA kernels with the most time of each PyTorch loop (torch.profiler)")
     a = ap.parse_args()
     dev = torch.device(a.device)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -98,8 +125,12 @@ def main() -> int:
         ips = torch_steps(at.approximate(copy.deepcopy(base), mode=mode, gemm=a.gemm), shape, a.batch, a.steps,
                           a.warmup, dev)
         row(f"amdnn.torch {mode}", ips, f"{ips / r.images_per_s:.2f}x the library")
+        if a.profile and dev.type == "cuda":
+            profile_steps(at.approximate(copy.deepcopy(base), mode=mode, gemm=a.gemm), shape, a.batch, 5, dev)
     ips = torch_steps(copy.deepcopy(base), shape, a.batch, a.steps, a.warmup, dev)
     row("PyTorch FP32", ips, "(TF32 off)")
+    if a.profile and dev.type == "cuda":
+        profile_steps(copy.deepcopy(base), shape, a.batch, 5, dev)
     print("ratios:")
     if "am16" in modes:
         q = rows["amdnn.torch am16"] / rows["library am16"]

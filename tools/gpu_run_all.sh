@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the GPU suite and the GPU benchmarks from a folder made by
 # tools/gpu_bundle.sh (the same tests as `meson test --suite gpu`, with the
-# bundle's paths). usage: run_all.sh [tests|bench|accuracy|kernels|lenet|all] OUT_DIR
+# bundle's paths). usage: run_all.sh [tests|nccl|bench|accuracy|kernels|lenet|all] OUT_DIR
+# (nccl: the NCCL tests alone, which tests ends with)
 # (kernels: GPU time per kernel of ResNet-18 training under Nsight Compute;
 # lenet: the LeNet-5 epoch per mode, PyTorch's LeNet-5, the small GEMMs)
 set -u
@@ -89,6 +90,8 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   t debug-sync $amd grad "$m/resnet8_train.onnx" --input "$m/golden/resnet8/input.pb" --labels "$m/golden/resnet8/labels.pb" \
     --output-dir "$tmp/ds" --device cuda --debug-sync
   t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
+fi
+if [ "$what" = all ] || [ "$what" = tests ] || [ "$what" = nccl ]; then
   # NCCL (issue 6): one-rank NCCL run = plain GPU run (any GPU machine); 2 ranks on 2 GPUs (skips with fewer)
   t nccl-one-rank bash tests/gpu/dist_gpu.sh one $amd "$m" data/idx tests/dist/compare_models.py
   for n in 2 4 8; do # N ranks on N GPUs (skipped on a machine with fewer)

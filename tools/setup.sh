@@ -46,9 +46,9 @@ if [ "${AMD_SKIP_PYTHON:-0}" != 1 ]; then
   [ -x .venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv
   # The package's library with the CUDA backend where this machine has a GPU
   # (or AMD_PYTHON_CUDA=1); a wheel for other machines: `pip wheel .` (docs/python.md)
-  cuda_arg=-Csetup-args=-Dcuda=disabled
+  cuda_arg=--config-settings=setup-args=-Dcuda=disabled
   if [ "${AMD_PYTHON_CUDA:-}" = 1 ] || { [ "${AMD_PYTHON_CUDA:-}" != 0 ] && nvidia-smi -L >/dev/null 2>&1; }; then
-    cuda_arg=-Csetup-args=-Dcuda=auto
+    cuda_arg=--config-settings=setup-args=-Dcuda=auto
   fi
   .venv/bin/python -m pip install -q --disable-pip-version-check "$cuda_arg" .
   echo "setup: installed the Python package amdnn into .venv ($(.venv/bin/python -c 'import amdnn; print(amdnn.__version__)'))"

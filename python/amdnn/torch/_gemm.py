@@ -77,13 +77,7 @@ def gemm(m: Multiplier | None, exact_tier: bool, trans_a: int, trans_b: int, M: 
     c = C.data_ptr() + 4 * c_off
     if C.is_cuda:
         dev = C.device.index if C.device.index is not None else torch.cuda.current_device()
-        if torch.cuda.current_device() != dev:
-            with torch.cuda.device(dev):
-                stream = torch.cuda.current_stream(dev).cuda_stream
-                st = lib.amdnn_gemm_cuda(_h(m), _lib.GEMM_EXACT if exact_tier else _lib.GEMM_FAST, trans_a, trans_b,
-                                         M, N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                         batch, stream)
-        else:
+        with torch.cuda.device(dev):  # (a no-op where dev is already current)
             stream = torch.cuda.current_stream(dev).cuda_stream
             st = lib.amdnn_gemm_cuda(_h(m), _lib.GEMM_EXACT if exact_tier else _lib.GEMM_FAST, trans_a, trans_b, M,
                                      N, K, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch,
