@@ -120,6 +120,22 @@ def idx_data() -> str:
     return f"mnist:{IDX}"
 
 
+def warmed_model_and_batch(arch: str, batch: int, seed: int = 0):
+    """(export_models module, model, x, y): a tools/export_models.py model
+    (seeded) with warmed-up BatchNormalization (export_models.warm_up_bn), a
+    batch of inputs in [-0.5, 1.5) and its labels, all from one generator."""
+    import torch
+    em = load_export_models()
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    ctor, shape = em.MODELS[arch]
+    model = ctor()
+    em.warm_up_bn(model, shape, gen)
+    x = torch.rand((batch,) + shape, generator=gen) * 2 - 0.5
+    y = torch.randint(0, 10, (batch,), generator=gen)
+    return em, model, x, y
+
+
 def fold_bn(model):
     """A copy of a tools/export_models.py ResNet with every BatchNormalization
     (its running statistics) folded into the Conv before it: a network of

@@ -33,7 +33,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import amdnn.torch as at  # noqa: E402
-from conftest import fold_bn, load_export_models  # noqa: E402
+from conftest import fold_bn, warmed_model_and_batch  # noqa: E402
 
 
 def train(model, x, y, steps, ddp_rank=None):
@@ -58,14 +58,7 @@ def main() -> int:
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local_rank)
     dev = torch.device("cuda", local_rank)
-    em = load_export_models()
-    gen = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)
-    ctor, shape = em.MODELS["resnet8"]
-    base = ctor()
-    em.warm_up_bn(base, shape, gen)
-    x = torch.rand((args.batch,) + shape, generator=gen) * 2 - 0.5
-    y = torch.randint(0, 10, (args.batch,), generator=gen)
+    _, base, x, y = warmed_model_and_batch("resnet8", args.batch)
     per = args.batch // world
     mine = slice(rank * per, (rank + 1) * per)
     failed = 0

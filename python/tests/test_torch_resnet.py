@@ -37,7 +37,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import amdnn  # noqa: E402
 import amdnn.torch as at  # noqa: E402
-from conftest import fold_bn, load_export_models, run_cli, same_bits  # noqa: E402
+from conftest import fold_bn, run_cli, same_bits, warmed_model_and_batch  # noqa: E402
 
 SGD = dict(lr=0.05, momentum=0.9, weight_decay=5e-4)
 
@@ -49,15 +49,7 @@ def _file(name):
 @pytest.fixture(scope="module")
 def resnet8():
     """ResNet-8 with warmed-up BatchNormalization, a batch of 16 and its labels."""
-    em = load_export_models()
-    gen = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)
-    ctor, shape = em.MODELS["resnet8"]
-    model = ctor()
-    em.warm_up_bn(model, shape, gen)
-    x = torch.rand((16,) + shape, generator=gen) * 2 - 0.5
-    y = torch.randint(0, 10, (16,), generator=gen)
-    return em, model, x, y
+    return warmed_model_and_batch("resnet8", 16)
 
 
 def _export(em, model, x, path, training):
