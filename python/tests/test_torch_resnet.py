@@ -140,53 +140,56 @@ def test_resnet_gradients_against_cli_grad(tmp_path, resnet8, mode):
     assert abs(loss - float(amdnn.read_tensor(g / "loss.pb"))) <= 1e-3 * loss
 
 
-def _sgd_torch(model, x, y, mode, steps=3):
-    m = at.approximate(copy.deepcopy(model), mode=mode)
+def _sgd_torch(model, x, y, mode, device="cpu", steps=3):
+    m = at.approximate(copy.deepcopy(model).to(device), mode=mode)
     m.train()
     opt = torch.optim.SGD(m.parameters(), **SGD)
+    x, y = x.to(device), y.to(device)
     for _ in range(steps):
         opt.zero_grad()
         F.cross_entropy(m(x), y).backward()
         opt.step()
-    return {k: p.detach().numpy().copy() for k, p in m.named_parameters()}
+    return {k: p.detach().cpu().numpy().copy() for k, p in m.named_parameters()}
 
 
-def _sgd_cli(tmp, onnx_path, x, y, mode, tag, steps=3):
+def _sgd_cli(tmp, onnx_path, x, y, mode, tag, device="cpu", steps=3):
     amdnn.write_tensor(tmp / f"tx_{tag}.pb", x, "x")
     amdnn.write_tensor(tmp / f"ty_{tag}.pb", y.numpy().astype(np.int64), "y")
     out = tmp / f"trained_{tag}.onnx"
     run_cli("train", onnx_path, "--data", f"tensors:{tmp / f'tx_{tag}.pb'},{tmp / f'ty_{tag}.pb'}", "--mode", mode,
-            "--device", "cpu", "--epochs", steps, "--batch", len(x), "--no-shuffle", "--lr", SGD["lr"],
+            "--device", device, "--epochs", steps, "--batch", len(x), "--no-shuffle", "--lr", SGD["lr"],
             "--momentum", SGD["momentum"], "--wd", SGD["weight_decay"], "-o", out)
     import onnx
     from onnx import numpy_helper
     return {t.name: numpy_helper.to_array(t) for t in onnx.load(str(out)).graph.initializer}
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize("mode", ["acc32", "am16"])
-def test_three_sgd_steps_against_cli_train(tmp_path, resnet8, mode):
+def test_three_sgd_steps_against_cli_train(tmp_path, resnet8, mode, device):
     """Three steps of torch.optim.SGD (momentum 0.9, weight decay 5e-4) on
     one batch of 16, against `amdnn-onnx train` for 3 epochs of that one
-    batch: the weights' change differs by at most 1e-4 of itself in acc32;
-    in am16 by at most 3 times the CLI's own one-ulp noise."""
+    batch, both on the CPU or both on the GPU (the CLI then a CUDA build):
+    the weights' change differs by at most 1e-4 of itself in acc32; in am16
+    by at most 3 times the CLI's own one-ulp noise."""
     em, model, x, y = resnet8
     _export(em, model, x, tmp_path / "r8.onnx", training=True)
     start = {k: p.detach().numpy().copy() for k, p in model.named_parameters()}
     names = list(start)
-    got = _sgd_torch(model, x, y, mode)
-    cli = _sgd_cli(tmp_path, tmp_path / "r8.onnx", x.numpy(), y, mode, "x")
+    got = _sgd_torch(model, x, y, mode, device)
+    cli = _sgd_cli(tmp_path, tmp_path / "r8.onnx", x.numpy(), y, mode, "x", device)
     w0 = _param_vec(start, names)
     step_cli = _param_vec(cli, names) - w0
     d = _rel(_param_vec(got, names) - w0, step_cli)
     assert np.linalg.norm(step_cli) > 1e-3 * np.linalg.norm(w0)  # the steps moved the weights
     if mode == "acc32":
-        print(f"acc32, 3 SGD steps: the weights' change, PyTorch vs CLI {d:.3g}")
+        print(f"acc32, 3 SGD steps on {device}: the weights' change, PyTorch vs CLI {d:.3g}")
         assert d <= 1e-4, f"acc32: the weights' change differs by {d:.3g} of itself"
         return
-    cli1 = _sgd_cli(tmp_path, tmp_path / "r8.onnx", np.nextafter(x.numpy(), np.float32(np.inf)), y, mode, "x1")
+    cli1 = _sgd_cli(tmp_path, tmp_path / "r8.onnx", np.nextafter(x.numpy(), np.float32(np.inf)), y, mode, "x1", device)
     noise = _rel(_param_vec(cli1, names) - w0, step_cli)
-    acc = _sgd_cli(tmp_path, tmp_path / "r8.onnx", x.numpy(), y, "acc32", "acc32")
+    acc = _sgd_cli(tmp_path, tmp_path / "r8.onnx", x.numpy(), y, "acc32", "acc32", device)
     to_acc32 = _rel(_param_vec(acc, names) - w0, step_cli)
-    print(f"am16, 3 SGD steps: PyTorch vs CLI {d:.3g}, CLI one-ulp noise {noise:.3g}, CLI am16 vs acc32 {to_acc32:.3g}")
+    print(f"am16, 3 SGD steps on {device}: PyTorch vs CLI {d:.3g}, CLI one-ulp noise {noise:.3g}, CLI am16 vs acc32 {to_acc32:.3g}")
     assert d <= 3 * noise, f"am16: the weights' change differs by {d:.3g}; the CLI's own one-ulp noise {noise:.3g}"
     assert d <= 0.2 * to_acc32, f"am16: {d:.3g} from the CLI's am16 steps, which are {to_acc32:.3g} from acc32"
