@@ -389,10 +389,11 @@ AMDNN_API amdnn_status *amdnn_session_run(amdnn_session *s, const amdnn_tensor *
  * first output (of the logits before a final Softmax / LogSoftmax) for
  * labels (int64 or int32 [N]), and the gradient of every trainable
  * initializer (free with amdnn_tensors_free). Options: AMDNN_FOR_GRAD
- * (label-smoothing). */
+ * (label-smoothing). cb (may be NULL) hears the training set-up's warning
+ * (a node without a backward pass, BatchNormalization folded at export). */
 AMDNN_API amdnn_status *amdnn_session_grad(amdnn_session *s, const amdnn_tensor *x, const amdnn_tensor *labels,
-                                           const amdnn_options *opts, double *loss, amdnn_tensor **grads,
-                                           int *n_grads);
+                                           const amdnn_options *opts, const amdnn_callbacks *cb, double *loss,
+                                           amdnn_tensor **grads, int *n_grads);
 
 typedef struct amdnn_eval_result {
   int64_t n;                 /* samples scored */

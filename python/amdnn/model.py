@@ -20,6 +20,7 @@ import signal
 import sys
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, Union
 
@@ -214,6 +215,13 @@ def print_message(kind: str, text: str) -> None:
         print(f"amdnn: {kind}: {text}" if kind == "warning" else f"amdnn: {text}", file=sys.stderr, flush=True)
 
 
+def warn_message(kind: str, text: str) -> None:
+    """The library's messages where nothing asked for them: its warnings as
+    Python warnings (RuntimeWarning), the rest dropped."""
+    if kind == "warning":
+        warnings.warn(f"amdnn: {text}", RuntimeWarning, stacklevel=2)
+
+
 class _Reporter:
     """The amdnn_callbacks of one call, made of Python callables. An exception
     raised by a callable (KeyboardInterrupt included) asks the library to stop;
@@ -230,7 +238,7 @@ class _Reporter:
         self.interrupted = False
         self.epochs: list[Epoch] = []
         self.rows: list[SweepRow] = []
-        self._on_message = on_message if on_message is not None else (print_message if verbose else None)
+        self._on_message = on_message if on_message is not None else (print_message if verbose else warn_message)
         self._print_epochs = verbose
         self._on_progress, self._on_epoch, self._on_row = on_progress, on_epoch, on_row
         self._fns = (_lib.MESSAGE_FN(self._message), _lib.PROGRESS_FN(self._progress),
@@ -523,11 +531,14 @@ class Model:
         """The model's first output for these inputs (see run)."""
         return next(iter(self.run(*inputs, **named).values()))
 
-    def grad(self, x: Any, labels: Any, **options_kw: Any) -> tuple[float, dict]:
+    def grad(self, x: Any, labels: Any, *, on_message: MessageFn | None = None, verbose: bool = False,
+             **options_kw: Any) -> tuple[float, dict]:
         """One batch in training mode (`amdnn-onnx grad`): the mean softmax
         cross-entropy of the first output for labels (int64 or int32 [N]), and
-        the gradient of every trainable initializer as {name: array}.
-        Options:
+        the gradient of every trainable initializer as {name: array}. The
+        training set-up's warning (a node without a backward pass,
+        BatchNormalization folded at export) goes to on_message(kind, text),
+        printed with verbose, else it is a RuntimeWarning. Options:
 
         """
         o = options.Options(_lib.FOR_GRAD, "grad", options_kw)
@@ -541,9 +552,12 @@ class Model:
         loss = ctypes.c_double()
         out = ctypes.POINTER(_lib.Tensor)()
         n = ctypes.c_int()
+        rep = _Reporter(on_message, verbose=verbose)
         with self._lock:
-            _lib.check(lib.amdnn_session_grad(self._handle(), ctypes.byref(xt), ctypes.byref(yt), o.handle,
-                                              ctypes.byref(loss), ctypes.byref(out), ctypes.byref(n)))
+            st = lib.amdnn_session_grad(self._handle(), ctypes.byref(xt), ctypes.byref(yt), o.handle,
+                                        ctypes.byref(rep.struct), ctypes.byref(loss), ctypes.byref(out),
+                                        ctypes.byref(n))
+        rep.finish(st)
         del xa, ya
         try:
             return loss.value, {_lib.text(out[k].name): to_array(out[k]) for k in range(n.value)}

@@ -57,6 +57,23 @@ def test_grad_equals_cli(tmp_path):
         assert same_bits(g, cli), name
 
 
+def test_grad_warns_of_folded_batchnorm():
+    """The training set-up's warning of grad (a model exported in eval mode:
+    BatchNormalization folded into its Conv nodes) is a RuntimeWarning, or
+    goes to on_message; a training export has none."""
+    x = np.linspace(-0.5, 0.5, 2 * 3 * 32 * 32, dtype=np.float32).reshape(2, 3, 32, 32)
+    y = np.array([3, 7], dtype=np.int64)
+    with pytest.warns(RuntimeWarning, match="exported in eval mode"):
+        amdnn.Model(MODELS / "resnet8.onnx", device="cpu").grad(x, y)
+    heard = []
+    amdnn.Model(MODELS / "resnet8.onnx", device="cpu").grad(x, y, on_message=lambda k, t: heard.append((k, t)))
+    assert [k for k, _ in heard] == ["warning"] and "BatchNormalization was folded" in heard[0][1]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        amdnn.Model(MODELS / "resnet8_train.onnx", device="cpu").grad(x, y)
+
+
 @pytest.mark.cli
 def test_evaluate_equals_cli(idx_data):
     out = run_cli("eval", LENET, "--data", idx_data, "--mode", "mbm12", "--limit", "700", "--batch", "64",

@@ -480,7 +480,8 @@ static int labels_of(const amdnn_tensor *y, int64_t n, int64_t **out, amd_status
 }
 
 amdnn_status *amdnn_session_grad(amdnn_session *s, const amdnn_tensor *x, const amdnn_tensor *labels,
-                                 const amdnn_options *opts, double *loss, amdnn_tensor **grads, int *n_grads) {
+                                 const amdnn_options *opts, const amdnn_callbacks *cb, double *loss,
+                                 amdnn_tensor **grads, int *n_grads) {
   if (!s || !x || !labels || !loss || !grads || !n_grads)
     return api_error(AMDNN_ERR_ARGUMENT, "amdnn_session_grad: a NULL argument");
   *grads = NULL, *n_grads = 0;
@@ -496,6 +497,7 @@ amdnn_status *amdnn_session_grad(amdnn_session *s, const amdnn_tensor *x, const 
   const amd_backend *be;
   amdnn_tensor *out = NULL;
   int rc = amd_trainer_init(&t, s->g, NULL, &st);
+  if (rc == 0 && t.warning[0]) api_message(cb, AMDNN_MSG_WARNING, "%s", t.warning);
   if (rc == 0) rc = api_session_backend(s, 0, &be, &st) || amd_trainer_set_backend(&t, be, &st);
   if (rc == 0)
     rc = amd_trainer_step_grads(&t, &xt, y, (float)api_opt_f64(opts, "label-smoothing", 0), 1.0f, loss, NULL, &st);

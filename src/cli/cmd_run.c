@@ -71,7 +71,9 @@ int cli_grad(const cli_command *cmd, cli_args *a) {
   int rc = cli_open(a, &s);
   if (rc == 0) rc = cli_fail(a, amdnn_tensor_read(a->inputs[0], &x));
   if (rc == 0) rc = cli_fail(a, amdnn_tensor_read(a->labels, &y));
-  if (rc == 0) rc = cli_fail(a, amdnn_session_grad(s, x, y, a->call, &loss, &grads, &n));
+  cli_reporter rep;
+  const amdnn_callbacks cb = cli_callbacks(&rep, a);
+  if (rc == 0) rc = cli_fail(a, amdnn_session_grad(s, x, y, a->call, &cb, &loss, &grads, &n));
   if (rc == 0 && cli_make_dir(a, a->output_dir)) rc = 1;
   float lf = (float)loss;
   const amdnn_tensor lt = {.name = "loss", .dtype = AMDNN_FLOAT, .rank = 0, .data = &lf};

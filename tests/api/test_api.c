@@ -313,6 +313,55 @@ done:
   rmdir(tmp);
 }
 
+/* The warnings a callback heard. */
+typedef struct heard {
+  int warnings;
+  char last[512];
+} heard;
+static void on_message(void *user, amdnn_message_kind kind, const char *text) {
+  heard *h = user;
+  if (kind != AMDNN_MSG_WARNING) return;
+  h->warnings++;
+  snprintf(h->last, sizeof h->last, "%s", text);
+}
+
+/* grad: a loss and every initializer's gradient; the training set-up's warning reaches the callback (a model
+ * exported in eval mode, BatchNormalization folded into its Conv nodes), and none for a training export. */
+static void test_session_grad(const char *models) {
+  float x[2 * 3 * 32 * 32];
+  int64_t y[2] = {3, 7};
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+  const amdnn_tensor xt = {.dtype = AMDNN_FLOAT, .rank = 4, .dims = {2, 3, 32, 32}, .data = x};
+  const amdnn_tensor yt = {.dtype = AMDNN_INT64, .rank = 1, .dims = {2}, .data = y};
+  const char *names[] = {"resnet8.onnx", "resnet8_train.onnx"};
+  amdnn_options *so = opts_of("device", "cpu", NULL);
+  for (int k = 0; k < 2; k++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", models, names[k]);
+    amdnn_session *s = NULL;
+    amdnn_tensor *g = NULL;
+    int n = 0;
+    double loss = -1;
+    heard h = {0};
+    const amdnn_callbacks cb = {.user = &h, .message = on_message};
+    if (ok(amdnn_session_open(path, so, &s), "open for grad") &&
+        ok(amdnn_session_grad(s, &xt, &yt, NULL, &cb, &loss, &g, &n), names[k])) {
+      CHECK(n > 0 && isfinite(loss) && loss > 0, "%s: %d gradients, loss %g", names[k], n, loss);
+      if (k == 0)
+        CHECK(h.warnings == 1 && strstr(h.last, "exported in eval mode"), "%s: %d warnings, '%s'", names[k],
+              h.warnings, h.last);
+      else
+        CHECK(h.warnings == 0, "%s: %d warnings ('%s')", names[k], h.warnings, h.last);
+      /* no callbacks: the same call, nothing heard */
+      amdnn_tensors_free(g, n), g = NULL;
+      ok(amdnn_session_grad(s, &xt, &yt, NULL, NULL, &loss, &g, &n), "grad without callbacks");
+    }
+    amdnn_tensors_free(g, g ? n : 0);
+    amdnn_session_close(s);
+  }
+  amdnn_options_free(so);
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: test_api AM_VECTORS.tsv MODELS_DIR IDX_DATA_DIR\n");
@@ -323,6 +372,7 @@ int main(int argc, char **argv) {
   test_products(argv[1]);
   test_codes_and_gemm();
   test_session_run(argv[2]);
+  test_session_grad(argv[2]);
   if (access(argv[3], R_OK) == 0) test_session_train(argv[2], argv[3]);
   else printf("no IDX data in %s: the training part is skipped\n", argv[3]);
   return check_summary();
