@@ -120,6 +120,19 @@ def idx_data() -> str:
     return f"mnist:{IDX}"
 
 
+def export_layer(module, x, path) -> None:
+    """A module of one input ("input") and one output ("y") as ONNX (opset
+    13, no constant folding), by PyTorch's TorchScript exporter (PyTorch 2.9
+    on would take the dynamo one, which needs onnxscript); skips without onnx."""
+    import inspect
+    import pytest
+    import torch
+    pytest.importorskip("onnx")
+    kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    torch.onnx.export(module, (x,), str(path), input_names=["input"], output_names=["y"], opset_version=13,
+                      do_constant_folding=False, **kw)
+
+
 def warmed_model_and_batch(arch: str, batch: int, seed: int = 0):
     """(export_models module, model, x, y): a tools/export_models.py model
     (seeded) with warmed-up BatchNormalization (export_models.warm_up_bn), a

@@ -21,7 +21,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import amdnn  # noqa: E402
 import amdnn.torch as at  # noqa: E402
-from conftest import same_bits  # noqa: E402
+from conftest import export_layer, same_bits  # noqa: E402
 
 U = 2.0 ** -24
 
@@ -167,15 +167,6 @@ def test_matmul_against_products(shapes):
     _check_bound(b.grad, ref, ab, c.shape[-2] * (c.numel() // b.numel() + 1), "matmul dB")
 
 
-def _export(module, x, path):
-    pytest.importorskip("onnx")
-    import inspect
-    # the TorchScript exporter (PyTorch 2.9 on would take the dynamo one, which needs onnxscript)
-    kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-    torch.onnx.export(module, (x,), str(path), input_names=["input"], output_names=["y"], opset_version=13,
-                      do_constant_folding=False, **kw)
-
-
 @pytest.mark.parametrize("mode", ["am16", "lut"])
 def test_layers_give_the_library_nodes_bits(tmp_path, mode):
     """A Conv (with bias, stride, padding) and a Linear (the ONNX Gemm of the
@@ -191,13 +182,13 @@ def test_layers_give_the_library_nodes_bits(tmp_path, mode):
     torch.manual_seed(4)
     conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
     x = torch.randn(4, 3, 9, 9)
-    _export(conv, x, tmp_path / "conv.onnx")
+    export_layer(conv, x, tmp_path / "conv.onnx")
     want = amdnn.Model(tmp_path / "conv.onnx", mode=mode, device="cpu")(x.numpy())
     got = at.approximate(conv, mode=mode)(x).detach().numpy()
     assert same_bits(got, want)
     lin = nn.Linear(40, 9)
     xl = torch.randn(5, 40)
-    _export(lin, xl, tmp_path / "lin.onnx")
+    export_layer(lin, xl, tmp_path / "lin.onnx")
     want = amdnn.Model(tmp_path / "lin.onnx", mode=mode, device="cpu")(xl.numpy())
     assert same_bits(at.approximate(lin, mode=mode)(xl).detach().numpy(), want)
 

@@ -22,7 +22,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import amdnn  # noqa: E402
-from conftest import fold_bn, load_export_models, same_bits, warmed_model_and_batch  # noqa: E402
+from conftest import export_layer, fold_bn, load_export_models, same_bits, warmed_model_and_batch  # noqa: E402
 
 at = pytest.importorskip("amdnn.torch")
 U = 2.0 ** -24
@@ -84,15 +84,6 @@ def test_conv_linear_matmul_against_products(mode, gemm):
     _bound(yl, p.sum(-1) + bias, np.abs(p).sum(-1) + np.abs(bias), 31, "linear")
 
 
-def _export(module, x, path):
-    pytest.importorskip("onnx")
-    import inspect
-    # the TorchScript exporter (PyTorch 2.9 on would take the dynamo one, which needs onnxscript)
-    kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-    torch.onnx.export(module, (x,), str(path), input_names=["input"], output_names=["y"], opset_version=13,
-                      do_constant_folding=False, **kw)
-
-
 @pytest.mark.parametrize("gemm", ["fast", "exact"])
 @pytest.mark.parametrize("shape", [(4, 3, 9, 9, 3, 2), (2, 16, 32, 32, 1, 1), (64, 8, 4, 4, 3, 1)])
 def test_layers_give_the_library_nodes_bits_on_the_gpu(tmp_path, gemm, shape):
@@ -103,13 +94,13 @@ def test_layers_give_the_library_nodes_bits_on_the_gpu(tmp_path, gemm, shape):
     torch.manual_seed(2)
     conv = nn.Conv2d(c, 24, k, stride=s, padding=k // 2)
     x = torch.randn(n, c, h, w)
-    _export(conv, x, tmp_path / "conv.onnx")
+    export_layer(conv, x, tmp_path / "conv.onnx")
     want = amdnn.Model(tmp_path / "conv.onnx", mode="am16", device="cuda", gemm=gemm)(x.numpy())
     got = at.approximate(copy.deepcopy(conv).to(DEV), mode="am16", gemm=gemm)(x.to(DEV)).cpu().detach().numpy()
     assert same_bits(got, want), f"{int((got != want).sum())} of {got.size} differ"
     lin = nn.Linear(c * h, 9)
     xl = torch.randn(n, c * h)
-    _export(lin, xl, tmp_path / "lin.onnx")
+    export_layer(lin, xl, tmp_path / "lin.onnx")
     want = amdnn.Model(tmp_path / "lin.onnx", mode="am16", device="cuda", gemm=gemm)(xl.numpy())
     got = at.approximate(copy.deepcopy(lin).to(DEV), mode="am16", gemm=gemm)(xl.to(DEV)).cpu().detach().numpy()
     assert same_bits(got, want)
