@@ -10,25 +10,11 @@
 #include "trainer_internal.h"
 
 #include "../exec/backend.h"
+#include "../onnx/load.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Appends a new float value to the graph; returns its index or -1. */
-static int add_value(amd_graph *g, const char *name, amd_status *st) {
-  amd_value *nv = realloc(g->values, (size_t)(g->n_values + 1) * sizeof *nv);
-  if (!nv) return amd_fail(st, "out of memory");
-  g->values = nv;
-  amd_value *v = &g->values[g->n_values];
-  memset(v, 0, sizeof *v);
-  v->name = strdup(name);
-  if (!v->name) return amd_fail(st, "out of memory");
-  v->dtype = AMD_FLOAT;
-  v->rank = -1;
-  v->producer = -1;
-  return g->n_values++;
-}
 
 int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
   amd_graph *g = t->g;
@@ -38,6 +24,7 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
   t->bn_added = calloc((size_t)n_bn + 1, sizeof *t->bn_added);
   if (!t->stats || !t->bn_added) return amd_fail(st, "out of memory");
   t->bn_values_from = t->bn_values_to = g->n_values;
+  int cap = g->n_values; /* the graph keeps no capacity: the first value added reallocates */
   for (int i = 0; i < g->n_nodes; i++) {
     amd_node *n = &g->nodes[i];
     if (!amd_tr_is_op(n, AMD_OP_IDX_BatchNormalization) || n->n_in < 5) continue;
@@ -56,8 +43,9 @@ int amd_tr_prepare_batchnorm(amd_trainer *t, amd_status *st) {
       if (n->out[o] < 0) {
         char name[512];
         snprintf(name, sizeof name, "%s.running_%s", n->name, o == 1 ? "mean" : "var");
-        int v = add_value(g, name, st);
+        int v = amd_load_add_value(g, name, &cap, st);
         if (v < 0) return -1;
+        g->values[v].dtype = AMD_FLOAT;
         t->bn_values_to = g->n_values;
         g->values[v].producer = i;
         n->out[o] = v;
