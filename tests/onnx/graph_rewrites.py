@@ -50,17 +50,20 @@ def scalar(name, value):
                             value=numpy_helper.from_array(np.array(value, np.float32), name + "_value"))
 
 
+def gelu_products(x, out, form):
+    """The two Mul nodes that end a GELU on x into out: "torch", (x a) 0.5
+    (a = erf(x / sqrt 2) + 1), or "bert", (x 0.5) a."""
+    first, second = ("a", "/act/Constant_2") if form == "torch" else ("/act/Constant_2", "a")
+    return [helper.make_node("Mul", [x, first], ["m"], name="/act/Mul"),
+            helper.make_node("Mul", ["m", second], [out], name="/act/Mul_1")]
+
+
 def model(sqrt2=1.4142135623730951, named=False, form="torch"):
     """flatten, x W1 + b1 -> GELU chain -> Dropout(0) -> Identity -> W2. named: the
     Erf, Dropout and Identity outputs are graph outputs too. form: "torch",
     (x (erf(x / sqrt 2) + 1)) 0.5 as PyTorch exports F.gelu, or "bert",
     (x 0.5) (erf(x / sqrt 2) + 1) as x * 0.5 * (1 + torch.erf(x / sqrt(2)))."""
-    if form == "torch":
-        products = [helper.make_node("Mul", ["h", "a"], ["m"], name="/act/Mul"),
-                    helper.make_node("Mul", ["m", "/act/Constant_2"], ["g"], name="/act/Mul_1")]
-    else:
-        products = [helper.make_node("Mul", ["h", "/act/Constant_2"], ["m"], name="/act/Mul"),
-                    helper.make_node("Mul", ["m", "a"], ["g"], name="/act/Mul_1")]
+    products = gelu_products("h", "g", form)
     nodes = [
         helper.make_node("Flatten", ["input"], ["flat"], name="/Flatten"),
         helper.make_node("MatMul", ["flat", "w1"], ["h0"], name="/fc1/MatMul"),
@@ -95,12 +98,7 @@ def edge_model(named=False, form="torch"):
     overflows and (x 0.5) a does not, only the chain's order gives the
     chain's result (Inf for "torch", finite for "bert"; away from overflow the
     two orders agree, the product by 0.5 being exact)."""
-    if form == "torch":
-        products = [helper.make_node("Mul", ["input", "a"], ["m"], name="/act/Mul"),
-                    helper.make_node("Mul", ["m", "/act/Constant_2"], ["y"], name="/act/Mul_1")]
-    else:
-        products = [helper.make_node("Mul", ["input", "/act/Constant_2"], ["m"], name="/act/Mul"),
-                    helper.make_node("Mul", ["m", "a"], ["y"], name="/act/Mul_1")]
+    products = gelu_products("input", "y", form)
     nodes = [scalar("/act/Constant", 1.4142135623730951), scalar("/act/Constant_1", 1.0),
              scalar("/act/Constant_2", 0.5),
              helper.make_node("Div", ["input", "/act/Constant"], ["d"], name="/act/Div"),
