@@ -49,17 +49,7 @@ recipe sweep-resnet50 "$amd" sweep exp/resnet50.onnx --data images:IMAGES --resi
 
 # "Several GPUs" (random images in CIFAR-10's format, 1 epoch of 2,048 images per rank)
 if [ "$ranks" -gt 0 ]; then
-  mkdir -p cifar10
-  "$py" - cifar10 <<'EOF'
-import os, sys
-import numpy as np
-rng = np.random.default_rng(1)
-for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
-    rec = np.empty((2000, 3073), np.uint8)
-    rec[:, 0] = np.arange(2000) % 10
-    rec[:, 1:] = rng.integers(0, 256, (2000, 3072), dtype=np.uint8)
-    rec.tofile(os.path.join(sys.argv[1], name))
-EOF
+  "$py" "$src/tools/random_cifar10.py" cifar10 2000
   recipe export-resnet18 "$py" "$src/tools/export_models.py" --out cifar --models resnet18
   recipe mpirun-resnet18 mpirun -np "$ranks" -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE "$amd" train \
     cifar/resnet18_train.onnx --data cifar10:cifar10 --device cuda --limit $((2048 * ranks)) \

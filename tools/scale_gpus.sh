@@ -35,18 +35,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABL
 if [ -z "$cifar" ]; then
   cifar=$out/random-cifar10
   if [ ! -f "$cifar/test_batch.bin" ]; then
-    mkdir -p "$cifar"
-    "$py" - "$cifar" <<'EOF'
-import os, sys
-import numpy as np
-d = sys.argv[1]
-rng = np.random.default_rng(1)
-for name, n in [(f"data_batch_{i}.bin", 10000) for i in range(1, 6)] + [("test_batch.bin", 10000)]:
-    rec = np.empty((n, 3073), np.uint8)
-    rec[:, 0] = np.arange(n) % 10
-    rec[:, 1:] = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
-    rec.tofile(os.path.join(d, name))
-EOF
+    "$py" "$here/random_cifar10.py" "$cifar"
   fi
 fi
 models=$(for r in $runs; do echo "${r%%:*}"; done | sort -u | tr '\n' ',')
