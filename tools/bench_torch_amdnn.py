@@ -39,30 +39,9 @@ import amdnn  # noqa: E402
 import amdnn.torch as at  # noqa: E402
 
 
-def torch_steps(model, shape, batch, steps, warmup, dev) -> float:
-    """images/s of the plain PyTorch training loop."""
-    model = model.to(dev).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn((batch,) + tuple(shape), device=dev)
-    y = torch.randint(0, 10, (batch,), device=dev)
-    t0 = None
-    for i in range(warmup + steps):
-        if i == warmup:
-            if dev.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
-    return steps * batch / (time.perf_counter() - t0)
-
-
-def profile_steps(model, shape, batch, steps, dev, rows=12) -> None:
-    """Prints where the GPU time of the PyTorch loop goes: the kernels with
-    the most CUDA time over `steps` steps (torch.profiler), after one warm-up."""
-    from torch.profiler import ProfilerActivity, profile
+def training_step(model, shape, batch, dev):
+    """One step of the plain PyTorch training loop (SGD momentum 0.9, softmax
+    cross-entropy) on one random batch, as a function."""
     model = model.to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn((batch,) + tuple(shape), device=dev)
@@ -73,6 +52,29 @@ def profile_steps(model, shape, batch, steps, dev, rows=12) -> None:
         F.cross_entropy(model(x), y).backward()
         opt.step()
 
+    return step
+
+
+def torch_steps(model, shape, batch, steps, warmup, dev) -> float:
+    """images/s of the plain PyTorch training loop."""
+    step = training_step(model, shape, batch, dev)
+    t0 = None
+    for i in range(warmup + steps):
+        if i == warmup:
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    return steps * batch / (time.perf_counter() - t0)
+
+
+def profile_steps(model, shape, batch, steps, dev, rows=12) -> None:
+    """Prints where the GPU time of the PyTorch loop goes: the kernels with
+    the most CUDA time over `steps` steps (torch.profiler), after one warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+    step = training_step(model, shape, batch, dev)
     step()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
