@@ -235,6 +235,41 @@ AMDNN_API amdnn_status *amdnn_gemm_cuda(const amdnn_multiplier *m, amdnn_gemm_ti
 /* CUDA devices usable by this build (0 without CUDA, a driver or a GPU). */
 AMDNN_API int amdnn_cuda_device_count(void);
 
+/* A 2-D convolution as ONNX Conv and F.conv2d take it: input X [n][c][h][w],
+ * weight W [m][c / groups][kh][kw], output Y [n][m][oh][ow]; all float32,
+ * contiguous. */
+typedef struct amdnn_conv2d_shape {
+  int64_t n, c, h, w; /* X */
+  int64_t m, kh, kw;  /* W */
+  int64_t groups;     /* >= 1, dividing c and m */
+  int64_t stride[2], dilation[2]; /* >= 1, (height, width) */
+  int64_t pads[4];    /* >= 0: top, left, bottom, right (ONNX's order: the starts, then the ends) */
+} amdnn_conv2d_shape;
+
+/* Checks a shape and gives its output size and the bytes of device
+ * workspace that amdnn_conv2d_cuda (forward_bytes) and
+ * amdnn_conv2d_backward_cuda (backward_bytes) take; works in every build. */
+AMDNN_API amdnn_status *amdnn_conv2d_plan(const amdnn_conv2d_shape *s, int64_t *oh, int64_t *ow,
+                                          size_t *forward_bytes, size_t *backward_bytes);
+
+/* The library's own GPU convolution (the Conv node's kernels and GEMM calls
+ * on the same shapes, so its bits): Y = conv(X, W) + bias (bias NULL: none)
+ * with every product in m's mode (NULL: acc32), queued on the caller's CUDA
+ * stream of the current device with the caller's device workspace of at
+ * least the plan's forward_bytes (NULL when that is 0). Nothing synchronises
+ * with the host. */
+AMDNN_API amdnn_status *amdnn_conv2d_cuda(const amdnn_multiplier *m, amdnn_gemm_tier tier,
+                                          const amdnn_conv2d_shape *s, const float *x, const float *w,
+                                          const float *bias, float *y, void *workspace, size_t workspace_bytes,
+                                          void *cuda_stream);
+/* Its two backward GEMMs in m's mode: dX and dW (either NULL: not wanted)
+ * written, not added to, from dY; the workspace of the plan's
+ * backward_bytes. The bias gradient is dY summed over n, h and w. */
+AMDNN_API amdnn_status *amdnn_conv2d_backward_cuda(const amdnn_multiplier *m, amdnn_gemm_tier tier,
+                                                   const amdnn_conv2d_shape *s, const float *x, const float *w,
+                                                   const float *dy, float *dx, float *dw, void *workspace,
+                                                   size_t workspace_bytes, void *cuda_stream);
+
 /* ---------------------------------------------------- multiplier tables */
 
 /* Writes the table of a mode to path (atomically: a temporary file, then a

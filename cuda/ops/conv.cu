@@ -9,6 +9,7 @@
  * col2im gathers dcol back onto each input element (deterministic: no
  * atomics). Pointwise convolutions of large images skip im2col and col2im
  * (conv_pointwise). */
+#include "../conv2d.h"
 #include "ops_internal.h"
 
 /* ================================================================ Conv */
@@ -122,28 +123,29 @@ __global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_rows4(conv2d p, const
 }
 
 /* Unfolds x (nb images) into col: by rows when there are few enough for the grid's y dimension. */
-static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float *col, amd_status *st) {
+static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float *col, cudaStream_t s,
+                         amd_status *st) {
   int64_t rows = p.g * p.kdim, tot = rows * p.L;
   bool small = fits32(tot) && fits32(n_total * p.c * p.h * p.w);
   if (rows <= 65535 && p.ow % 4 == 0 && aligned16(col)) {
     int64_t bx = (p.L / 4 + IM2COL_PER * IM2COL_THREADS - 1) / (IM2COL_PER * IM2COL_THREADS);
     dim3 grid((unsigned)(bx > 1024 ? 1024 : bx), (unsigned)rows);
     if (small)
-      k_im2col_rows4<int><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+      k_im2col_rows4<int><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
     else
-      k_im2col_rows4<int64_t><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+      k_im2col_rows4<int64_t><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
   } else if (rows <= 65535) {
     int64_t bx = (p.L + IM2COL_PER * IM2COL_THREADS - 1) / (IM2COL_PER * IM2COL_THREADS);
     if (bx > 1024) bx = 1024;
     dim3 grid((unsigned)bx, (unsigned)rows);
     if (small)
-      k_im2col_rows<int><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+      k_im2col_rows<int><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
     else
-      k_im2col_rows<int64_t><<<grid, IM2COL_THREADS, 0, amd_cu.stream>>>(p, x, col);
+      k_im2col_rows<int64_t><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
   } else if (small) {
-    k_im2col<int><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+    k_im2col<int><<<amd_cu_blocks(tot), 256, 0, s>>>(p, x, col);
   } else {
-    k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, amd_cu.stream>>>(p, x, col);
+    k_im2col<int64_t><<<amd_cu_blocks(tot), 256, 0, s>>>(p, x, col);
   }
   AMD_CUDA_CHECK_LAUNCH("k_im2col", st);
   return 0;
@@ -184,27 +186,27 @@ __global__ void k_col2im(conv2d p, const float *dcol, float *dx, bool acc_dx) {
 }
 
 template <typename I>
-static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64_t nx, bool acc) {
+static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64_t nx, bool acc, cudaStream_t s) {
   /* about four elements a thread: fewer block launches, and each has its taps in flight */
   unsigned blocks = amd_cu_blocks((nx + 3) / 4);
   bool s1 = p.sh == 1 && p.sw == 1;
   if (p.kh == 3 && p.kw == 3 && s1)
-    k_col2im<I, 3, 3, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+    k_col2im<I, 3, 3, true><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
   else if (p.kh == 1 && p.kw == 1 && s1)
-    k_col2im<I, 1, 1, true><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+    k_col2im<I, 1, 1, true><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
   else if (p.kh == 3 && p.kw == 3)
-    k_col2im<I, 3, 3, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+    k_col2im<I, 3, 3, false><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
   else
-    k_col2im<I, 0, 0, false><<<blocks, 256, 0, amd_cu.stream>>>(p, dcol, dx, acc);
+    k_col2im<I, 0, 0, false><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
 }
 
 /* dx (nb images) += col2im(dcol), or (!acc) = */
-static int launch_col2im(const conv2d &p, const float *dcol, float *dx, bool acc, amd_status *st) {
+static int launch_col2im(const conv2d &p, const float *dcol, float *dx, bool acc, cudaStream_t s, amd_status *st) {
   int64_t nx = p.nb * p.c * p.h * p.w;
   if (fits32(nx) && fits32(p.g * p.kdim * p.L))
-    launch_col2im_i<int>(p, dcol, dx, nx, acc);
+    launch_col2im_i<int>(p, dcol, dx, nx, acc, s);
   else
-    launch_col2im_i<int64_t>(p, dcol, dx, nx, acc);
+    launch_col2im_i<int64_t>(p, dcol, dx, nx, acc, s);
   AMD_CUDA_CHECK_LAUNCH("k_col2im", st);
   return 0;
 }
@@ -251,30 +253,31 @@ __global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy
 
 /* The [img][m][pos] <-> [m][img*osz + pos] reorderings of a chunk of nb images. */
 static int conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const conv_epilogue &e, float *y,
-                    amd_status *st) {
+                    cudaStream_t s, amd_status *st) {
   int64_t n = nb * m * osz;
   bool v4 = osz % 4 == 0 && aligned16(yt) && aligned16(y) && (!e.resid || aligned16(e.resid));
   unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
   if (v4 && fits32(n))
-    k_conv_out<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
+    k_conv_out<int, 4><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
   else if (fits32(n))
-    k_conv_out<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
+    k_conv_out<int, 1><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
   else
-    k_conv_out<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, yt, e, y);
+    k_conv_out<int64_t, 1><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
   AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
   return 0;
 }
 
-static int conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *dyt, amd_status *st) {
+static int conv_dyt(int64_t nb, int64_t m, int64_t osz, const float *dy, float *dyt, cudaStream_t s,
+                    amd_status *st) {
   int64_t n = nb * m * osz;
   bool v4 = osz % 4 == 0 && aligned16(dy) && aligned16(dyt);
   unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
   if (v4 && fits32(n))
-    k_conv_dyt<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+    k_conv_dyt<int, 4><<<blocks, 256, 0, s>>>(nb, m, osz, dy, dyt);
   else if (fits32(n))
-    k_conv_dyt<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+    k_conv_dyt<int, 1><<<blocks, 256, 0, s>>>(nb, m, osz, dy, dyt);
   else
-    k_conv_dyt<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, dy, dyt);
+    k_conv_dyt<int64_t, 1><<<blocks, 256, 0, s>>>(nb, m, osz, dy, dyt);
   AMD_CUDA_CHECK_LAUNCH("k_conv_dyt", st);
   return 0;
 }
@@ -291,17 +294,17 @@ __global__ void k_conv_epilogue(int64_t nb, int64_t m_, int64_t osz_, conv_epilo
 
 /* The pointwise path's pass over its output (none when the epilogue is empty). */
 static int conv_epilogue_pass(int64_t nb, int64_t m, int64_t osz, const conv_epilogue &e, float *y,
-                              amd_status *st) {
+                              cudaStream_t s, amd_status *st) {
   const int64_t n = nb * m * osz;
   if (!e.bias && !e.resid && !e.relu) return 0;
   const bool v4 = osz % 4 == 0 && aligned16(y) && (!e.resid || aligned16(e.resid));
   const unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
   if (v4 && fits32(n))
-    k_conv_epilogue<int, 4><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
+    k_conv_epilogue<int, 4><<<blocks, 256, 0, s>>>(nb, m, osz, e, y);
   else if (fits32(n))
-    k_conv_epilogue<int, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
+    k_conv_epilogue<int, 1><<<blocks, 256, 0, s>>>(nb, m, osz, e, y);
   else
-    k_conv_epilogue<int64_t, 1><<<blocks, 256, 0, amd_cu.stream>>>(nb, m, osz, e, y);
+    k_conv_epilogue<int64_t, 1><<<blocks, 256, 0, s>>>(nb, m, osz, e, y);
   AMD_CUDA_CHECK_LAUNCH("k_conv_epilogue", st);
   return 0;
 }
@@ -328,12 +331,110 @@ static int64_t conv_chunk(const amd_conv_geom *g) {
   return nb < g->n ? nb : g->n;
 }
 
-/* The im2col matrix and the [M][L] output (or output gradient) of a chunk. */
-static int conv_workspaces(const amd_conv_geom *g, int64_t chunk, float **col, float **out, amd_status *st) {
-  size_t ncol = (size_t)(g->group * g->cg * g->kvol * chunk * g->osize),
-         nout = (size_t)(g->m * chunk * g->osize);
-  return amd_cu_workspace(AMD_CU_WS_COL, (ncol ? ncol : 1) * 4, (void **)col, st) ||
-         amd_cu_workspace(AMD_CU_WS_OUT, (nout ? nout : 1) * 4, (void **)out, st);
+/* The floats of a chunk's im2col matrix and of its [M][L] output (or output gradient). */
+static size_t conv_col_floats(const amd_conv_geom *g, int64_t chunk) {
+  size_t n = (size_t)(g->group * g->cg * g->kvol * chunk * g->osize);
+  return n ? n : 1;
+}
+static size_t conv_out_floats(const amd_conv_geom *g, int64_t chunk) {
+  size_t n = (size_t)(g->m * chunk * g->osize);
+  return n ? n : 1;
+}
+
+/* Where one convolution runs: its GEMM context, the stream of that context
+ * and of every kernel here, and the chunk's two workspaces (col, out). */
+struct conv_run {
+  amd_cuda_gemm_ctx *gemm;
+  cudaStream_t s;
+  float *col, *out;
+};
+
+/* Y = epilogue(conv(X, W)) through mult: the pointwise path (no workspace),
+ * or im2col, the GEMM per group and the reordering, chunk by chunk. */
+static int conv_fwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom &g, const float *x, const float *w,
+                    const conv_epilogue &e, float *y, amd_status *st) {
+  if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
+  if (conv_pointwise(g)) {
+    double t0 = amd_cu_prof_t0();
+    if (amd_cuda_gemm(r.gemm, mult, 0, 0, g.m, g.osize, g.c, 1.0f, w, g.c, 0, x, g.osize, g.c * g.osize, 0.0f, y,
+                      g.osize, g.m * g.osize, g.n, st))
+      return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)(g.n * g.osize) * (double)g.c);
+    return conv_epilogue_pass(g.n, g.m, g.osize, e, y, r.s, st);
+  }
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    double t0 = amd_cu_prof_t0();
+    if (launch_im2col(p, g.n, x + n0 * g.c * g.isize, r.col, r.s, st)) return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
+    t0 = amd_cu_prof_t0();
+    for (int64_t gi = 0; gi < g.group; gi++)
+      if (amd_cuda_gemm(r.gemm, mult, 0, 0, g.mg, p.L, kdim, 1.0f, w + gi * g.mg * kdim, kdim, 0,
+                        r.col + gi * kdim * p.L, p.L, 0, 0.0f, r.out + gi * g.mg * p.L, p.L, 0, 1, st))
+        return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
+    conv_epilogue ec = e; /* this chunk's images */
+    if (ec.resid) ec.resid += n0 * g.m * g.osize;
+    if (conv_out(nb, g.m, g.osize, r.out, ec, y + n0 * g.m * g.osize, r.s, st)) return -1;
+  }
+  return 0;
+}
+
+/* dW += dY col^T and dX (acc_dx ? += : =) col2im(W^T dY) through mult, chunk
+ * by chunk (dx or dw NULL: not wanted). Needs g.n, g.osize, g.mg and the
+ * kernel's volume all non-zero. */
+static int conv_bwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom &g, const float *x, const float *w,
+                    const float *dy, float *dx, bool acc_dx, float *dw, amd_status *st) {
+  if (dx && conv_pointwise(g)) { /* dX_img [C, osz] (+)= W^T [C, M] dY_img [M, osz], every image at once */
+    double t0 = amd_cu_prof_t0();
+    if (amd_cuda_gemm(r.gemm, mult, 1, 0, g.c, g.osize, g.m, 1.0f, w, g.c, 0, dy, g.osize, g.m * g.osize,
+                      acc_dx ? 1.0f : 0.0f, dx, g.osize, g.c * g.osize, g.n, st))
+      return -1;
+    amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)g.c * (double)(g.n * g.osize));
+    dx = NULL;
+  }
+  if (!dx && !dw) return 0;
+  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
+    conv2d p = make_conv2d(&g, nb);
+    if (conv_dyt(nb, g.m, g.osize, dy + n0 * g.m * g.osize, r.out, r.s, st)) return -1;
+    if (dw) {
+      double t0 = amd_cu_prof_t0();
+      if (launch_im2col(p, g.n, x + n0 * g.c * g.isize, r.col, r.s, st)) return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
+      t0 = amd_cu_prof_t0();
+      for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
+        if (amd_cuda_gemm(r.gemm, mult, 0, 1, g.mg, kdim, p.L, 1.0f, r.out + gi * g.mg * p.L, p.L, 0,
+                          r.col + gi * kdim * p.L, p.L, 0, 1.0f, dw + gi * g.mg * kdim, kdim, 0, 1, st))
+          return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)g.m * (double)kdim * (double)p.L);
+    }
+    if (dx) {
+      double t0 = amd_cu_prof_t0();
+      for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
+        if (amd_cuda_gemm(r.gemm, mult, 1, 0, kdim, p.L, g.mg, 1.0f, w + gi * g.mg * kdim, kdim, 0,
+                          r.out + gi * g.mg * p.L, p.L, 0, 0.0f, r.col + gi * kdim * p.L, p.L, 0, 1, st))
+          return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
+      t0 = amd_cu_prof_t0();
+      if (launch_col2im(p, r.col, dx + n0 * g.c * g.isize, acc_dx, r.s, st)) return -1;
+      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
+    }
+  }
+  return 0;
+}
+
+/* The node's run: the backend's GEMM context and stream, its workspaces
+ * (none for a pointwise forward). */
+static int node_run(const amd_conv_geom &g, bool need_workspace, conv_run *r, amd_status *st) {
+  r->gemm = amd_cu.gemm, r->s = amd_cu.stream, r->col = r->out = NULL;
+  if (!need_workspace) return 0;
+  const int64_t chunk = conv_chunk(&g);
+  return amd_cu_workspace(AMD_CU_WS_COL, conv_col_floats(&g, chunk) * 4, (void **)&r->col, st) ||
+         amd_cu_workspace(AMD_CU_WS_OUT, conv_out_floats(&g, chunk) * 4, (void **)&r->out, st);
 }
 
 int conv_forward(FWD_ARGS) {
@@ -342,37 +443,11 @@ int conv_forward(FWD_ARGS) {
   /* the bias, and the Add and Relu fused into this Conv (src/exec/exec.c) */
   const conv_epilogue e = {b ? F(b) : NULL, ctx && ctx->add_in ? F(ctx->add_in) : NULL, ctx && ctx->relu_out};
   amd_conv_geom g;
+  conv_run r;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
-  if (conv_pointwise(g)) {
-    double t0 = amd_cu_prof_t0();
-    if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.m, g.osize, g.c, 1.0f, F(w), g.c, 0, F(x), g.osize,
-                      g.c * g.osize, 0.0f, F(&out[0]), g.osize, g.m * g.osize, g.n, st))
-      return -1;
-    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)(g.n * g.osize) * (double)g.c);
-    return conv_epilogue_pass(g.n, g.m, g.osize, e, F(&out[0]), st);
-  }
-  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
-  float *colp, *ytp;
-  if (conv_workspaces(&g, chunk, &colp, &ytp, st)) return -1;
-  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
-    conv2d p = make_conv2d(&g, nb);
-    const float *xc = F(x) + n0 * g.c * g.isize;
-    double t0 = amd_cu_prof_t0();
-    if (launch_im2col(p, g.n, xc, colp, st)) return -1;
-    amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
-    t0 = amd_cu_prof_t0();
-    for (int64_t gi = 0; gi < g.group; gi++)
-      if (amd_cuda_gemm(amd_cu.gemm, n->mult, 0, 0, g.mg, p.L, kdim, 1.0f, F(w) + gi * g.mg * kdim, kdim, 0,
-                        colp + gi * kdim * p.L, p.L, 0, 0.0f, ytp + gi * g.mg * p.L, p.L, 0, 1, st))
-        return -1;
-    amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
-    conv_epilogue ec = e; /* this chunk's images */
-    if (ec.resid) ec.resid += n0 * g.m * g.osize;
-    if (conv_out(nb, g.m, g.osize, ytp, ec, F(&out[0]) + n0 * g.m * g.osize, st)) return -1;
-  }
-  return 0;
+  if (node_run(g, !conv_pointwise(g), &r, st)) return -1;
+  return conv_fwd(r, n->mult, g, F(x), F(w), e, F(&out[0]), st);
 }
 
 int conv_backward(BWD_ARGS) {
@@ -382,53 +457,61 @@ int conv_backward(BWD_ARGS) {
   amd_tensor *dx = din[0], *dw = din[1], *db = n->n_in > 2 && in[2] ? din[2] : NULL;
   if (!dy) return 0;
   amd_conv_geom g;
+  conv_run r;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (db && g.m > 0 && g.n * g.osize > 0 && channel_sum_into(g.n, g.m, g.osize, F(dy), F(db), st)) return -1;
   if (dx && !acc_of(ctx, 0) && (g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) &&
       amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
     AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
-  if (dx && conv_pointwise(g)) { /* dX_img [C, osz] (+)= W^T [C, M] dY_img [M, osz], every image at once */
-    double t0 = amd_cu_prof_t0();
-    if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, g.c, g.osize, g.m, 1.0f, F(w), g.c, 0, F(dy), g.osize,
-                      g.m * g.osize, acc_of(ctx, 0) ? 1.0f : 0.0f, F(dx), g.osize, g.c * g.osize, g.n, st))
-      return -1;
-    amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)g.c * (double)(g.n * g.osize));
-    dx = NULL;
-    if (!dw) return 0;
-  }
-  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
-  float *colp, *dytp;
-  if (conv_workspaces(&g, chunk, &colp, &dytp, st)) return -1;
-  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
-    int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
-    conv2d p = make_conv2d(&g, nb);
-    if (conv_dyt(nb, g.m, g.osize, F(dy) + n0 * g.m * g.osize, dytp, st)) return -1;
-    if (dw) {
-      double t0 = amd_cu_prof_t0();
-      if (launch_im2col(p, g.n, F(x) + n0 * g.c * g.isize, colp, st)) return -1;
-      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_IM2COL, 0);
-      t0 = amd_cu_prof_t0();
-      for (int64_t gi = 0; gi < g.group; gi++) /* dW_g [mg, kdim] += dYt_g [mg, L] col_g^T [L, kdim] */
-        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 0, 1, g.mg, kdim, p.L, 1.0f, dytp + gi * g.mg * p.L, p.L,
-                          0, colp + gi * kdim * p.L, p.L, 0, 1.0f, F(dw) + gi * g.mg * kdim, kdim, 0, 1, st))
-          return -1;
-      amd_cu_prof_stage(t0, AMD_PROF_BWD_WEIGHT_GEMM, (double)g.m * (double)kdim * (double)p.L);
-    }
-    if (dx) {
-      double t0 = amd_cu_prof_t0();
-      for (int64_t gi = 0; gi < g.group; gi++) /* dcol_g [kdim, L] = W_g^T [kdim, mg] dYt_g [mg, L] */
-        if (amd_cuda_gemm(amd_cu.gemm, n->bwd_mult, 1, 0, kdim, p.L, g.mg, 1.0f, F(w) + gi * g.mg * kdim,
-                          kdim, 0, dytp + gi * g.mg * p.L, p.L, 0, 0.0f, colp + gi * kdim * p.L, p.L, 0, 1,
-                          st))
-          return -1;
-      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_GEMM, (double)g.m * (double)kdim * (double)p.L);
-      t0 = amd_cu_prof_t0();
-      if (launch_col2im(p, colp, F(dx) + n0 * g.c * g.isize, acc_of(ctx, 0), st)) return -1;
-      amd_cu_prof_stage(t0, AMD_PROF_BWD_DATA_COL2IM, 0);
-    }
-  }
+  if (node_run(g, dw || !conv_pointwise(g), &r, st)) return -1;
+  return conv_bwd(r, n->bwd_mult, g, F(x), F(w), F(dy), F(dx), acc_of(ctx, 0), F(dw), st);
+}
+
+/* ------------------------------------- the public API's entry (conv2d.h) */
+
+size_t amd_cuda_conv2d_workspace(const amd_conv_geom *g, int backward) {
+  if (g->n == 0 || g->m == 0 || g->osize == 0 || (!backward && conv_pointwise(*g))) return 0;
+  const int64_t chunk = conv_chunk(g);
+  return 256 * ((conv_col_floats(g, chunk) * 4 + 255) / 256) + conv_out_floats(g, chunk) * 4;
+}
+
+/* The caller's workspace as the two buffers: col, then out at a 256-byte boundary. */
+static int caller_run(amd_cuda_gemm_ctx *gemm, cudaStream_t s, const amd_conv_geom *g, int backward, void *ws,
+                      size_t ws_bytes, conv_run *r, amd_status *st) {
+  r->gemm = gemm, r->s = s, r->col = r->out = NULL;
+  const size_t need = amd_cuda_conv2d_workspace(g, backward);
+  if (need == 0) return 0;
+  if (!ws || ws_bytes < need)
+    return amd_fail(st, "the workspace has %zu bytes, this convolution needs %zu", ws ? ws_bytes : (size_t)0, need);
+  if (!aligned16(ws)) return amd_fail(st, "the workspace is not 16-byte aligned");
+  const int64_t chunk = conv_chunk(g);
+  r->col = (float *)ws;
+  r->out = (float *)((char *)ws + 256 * ((conv_col_floats(g, chunk) * 4 + 255) / 256));
   return 0;
+}
+
+int amd_cuda_conv2d_forward(amd_cuda_gemm_ctx *gemm, cudaStream_t s, const amd_mult *mult, const amd_conv_geom *g,
+                            const float *x, const float *w, const float *bias, float *y, void *ws, size_t ws_bytes,
+                            amd_status *st) {
+  conv_run r;
+  if (caller_run(gemm, s, g, 0, ws, ws_bytes, &r, st)) return -1;
+  const conv_epilogue e = {bias, NULL, false};
+  return conv_fwd(r, mult, *g, x, w, e, y, st);
+}
+
+int amd_cuda_conv2d_backward(amd_cuda_gemm_ctx *gemm, cudaStream_t s, const amd_mult *mult, const amd_conv_geom *g,
+                             const float *x, const float *w, const float *dy, float *dx, float *dw, void *ws,
+                             size_t ws_bytes, amd_status *st) {
+  const bool empty = g->n == 0 || g->osize == 0 || g->mg == 0 || g->cg * g->kvol == 0;
+  if (!dx && !dw) return 0;
+  conv_run r; /* the workspace checked before anything is written */
+  if (caller_run(gemm, s, g, 1, ws, ws_bytes, &r, st)) return -1;
+  /* both gradients are written, not added to: dW accumulates the chunks from 0 */
+  if (dw) AMD_CUDA_CHECK(cudaMemsetAsync(dw, 0, (size_t)(g->m * g->cg * g->kvol) * 4, s), st);
+  if (dx && empty) AMD_CUDA_CHECK(cudaMemsetAsync(dx, 0, (size_t)(g->n * g->c * g->isize) * 4, s), st);
+  if (empty) return 0;
+  return conv_bwd(r, mult, *g, x, w, dy, dx, false, dw, st);
 }
 
 int conv_supported(const amd_node *n, const amd_tensor *const *in) {

@@ -48,6 +48,12 @@ class Tensor(Structure):
                 ("data", c_void_p)]
 
 
+class Conv2dShape(Structure):
+    _fields_ = [("n", c_int64), ("c", c_int64), ("h", c_int64), ("w", c_int64), ("m", c_int64), ("kh", c_int64),
+                ("kw", c_int64), ("groups", c_int64), ("stride", c_int64 * 2), ("dilation", c_int64 * 2),
+                ("pads", c_int64 * 4)]
+
+
 class OptionInfo(Structure):
     _fields_ = [("name", c_char_p), ("short_name", c_char), ("metavar", c_char_p), ("kind", c_int),
                 ("min", c_double), ("max", c_double), ("default_value", c_char_p), ("group", c_char_p),
@@ -158,6 +164,11 @@ _PROTOTYPES = {
     "amdnn_gemm_cuda": (_status, [_p, c_int, c_int, c_int, c_int64, c_int64, c_int64, c_float, _p, c_int64,
                                   c_int64, _p, c_int64, c_int64, c_float, _p, c_int64, c_int64, c_int64, _p]),
     "amdnn_cuda_device_count": (c_int, []),
+    "amdnn_conv2d_plan": (_status, [POINTER(Conv2dShape), POINTER(c_int64), POINTER(c_int64), POINTER(c_size_t),
+                                    POINTER(c_size_t)]),
+    "amdnn_conv2d_cuda": (_status, [_p, c_int, POINTER(Conv2dShape), _p, _p, _p, _p, _p, c_size_t, _p]),
+    "amdnn_conv2d_backward_cuda": (_status, [_p, c_int, POINTER(Conv2dShape), _p, _p, _p, _p, _p, _p, c_size_t,
+                                             _p]),
     "amdnn_table_write": (_status, [c_char_p, c_char_p, c_char_p]),
     "amdnn_q8_table_write": (_status, [_p, c_int, c_char_p, c_char_p]),
     "amdnn_q8_table_read": (_status, [c_char_p, c_int, _p, POINTER(c_int)]),

@@ -336,37 +336,31 @@ def test_half_inputs_compute_in_fp32():
 
 @pytest.mark.parametrize("case", CONV_CASES + [dict(x=(3, 4, 23, 23), w=(6, 4, 1, 1), stride=1, padding=0, dilation=1,
                                                      groups=1)])
-def test_the_gpu_layout_on_the_cpu(case, monkeypatch):
-    """The GPU's convolution (every image's im2col side by side, one GEMM over
-    all positions, chunks of images, the pointwise path of >= 512 positions)
-    run with the CPU's GEMM on CPU tensors: each output and each data-gradient
-    entry is the same sum in the same k order as the CPU layout's, so the same
-    bits; the weight gradient sums the positions of every image at once
-    (within the bound). Chunks of 2 images test the chunk loop."""
-    from amdnn.torch import functional as fn
-    torch.manual_seed(10)
+def test_the_gpu_convolution_plan(case):
+    """amdnn_conv2d_plan (the shape of the library's GPU convolution, which
+    amdnn.torch calls on CUDA tensors) gives F.conv2d's output size in every
+    build."""
+    from amdnn.torch import _gemm
     x, w = torch.randn(case["x"]), torch.randn(case["w"])
-    kw = {k: case[k] for k in ("stride", "padding", "dilation", "groups")}
-    g = fn._Geom(x, w, fn._pair(kw["stride"]), fn._pair(kw["padding"]), fn._pair(kw["dilation"]), kw["groups"])
-    monkeypatch.setattr(fn, "GPU_CHUNK_BYTES", max(1, g.n // 2) * g.ckk * g.L * 4)  # chunks of half the images
-    assert g.chunk(fn.GPU_CHUNK_BYTES) < g.n
-    modes = at.Modes.of("am16")
-    y_cpu, y_gpu = fn._conv_forward(x, w, g, modes, False), fn._conv_forward(x, w, g, modes, True)
-    assert torch.equal(y_cpu, y_gpu)
-    dy = torch.randn_like(y_cpu)
-    dx_cpu, dw_cpu = fn._conv_backward(x, w, dy, g, modes, True, True, False)
-    dx_gpu, dw_gpu = fn._conv_backward(x, w, dy, g, modes, True, True, True)
-    assert torch.equal(dx_cpu, dx_gpu)
-    cols = F.unfold(x, w.shape[2:], dilation=kw["dilation"], padding=kw["padding"], stride=kw["stride"])
-    O, K = w.shape[0], w[0].numel()
-    Og = O // kw["groups"]
-    dy3 = dy.reshape(dy.shape[0], O, -1)
-    abs_sum = np.zeros((O, K))
-    for gi in range(kw["groups"]):
-        p = _prod(dy3[:, gi * Og:(gi + 1) * Og, None, :], cols[:, None, gi * K:(gi + 1) * K], "am16")
-        abs_sum[gi * Og:(gi + 1) * Og] = np.abs(p).sum((0, 3))
-    _check_bound(dw_gpu.reshape(O, K), dw_cpu.double().numpy().reshape(O, K), abs_sum, 2 * x.shape[0] * cols.shape[-1],
-                 "dW, GPU layout against CPU layout", factor=2)
+    st, pd, dl = (at.functional._pair(case[k]) for k in ("stride", "padding", "dilation"))
+    plan = _gemm.conv_plan(*x.shape, w.shape[0], *w.shape[2:], case["groups"], st, dl, pd)
+    y = F.conv2d(x, w, stride=st, padding=pd, dilation=dl, groups=case["groups"])
+    assert (plan.oh, plan.ow) == tuple(y.shape[2:])
+
+
+@pytest.mark.parametrize("bad,message", [
+    (dict(c=5), "not divisible by 2 groups"),
+    (dict(m=7), "not divisible by group 2"),
+    (dict(kh=9), "larger than the padded input"),
+    (dict(stride=(0, 1)), "under 1"),
+    (dict(padding=(-1, 0)), "negative pad"),
+])
+def test_the_gpu_convolution_plan_refuses_bad_shapes(bad, message):
+    from amdnn.torch import _gemm
+    args = dict(n=2, c=4, h=6, w=6, m=6, kh=3, kw=3, groups=2, stride=(1, 1), dilation=(1, 1), padding=(1, 1))
+    args.update(bad)
+    with pytest.raises(amdnn.ArgumentError, match=message):
+        _gemm.conv_plan(**args)
 
 
 def test_transformer_layers_take_the_multiplier():

@@ -11,7 +11,8 @@
  * train.c    amdnn_session_train (src/train/run.c on the session's graph)
  * bench.c    amdnn_session_bench
  * mult.c     multipliers alone: products, the mode GEMM on host and device,
- *            tables */
+ *            tables
+ * conv.c     the library's GPU convolution on a caller's stream */
 #ifndef AMD_API_H
 #define AMD_API_H
 
@@ -22,6 +23,10 @@
 #include "../core/status.h"
 #include "../data/dataset.h"
 #include "../mult/mode_map.h"
+#include "../mult/mult.h"
+#ifdef AMD_HAVE_CUDA
+#include "../../cuda/mode_gemm.h"
+#endif
 
 struct amdnn_status {
   amdnn_code code;
@@ -62,6 +67,23 @@ amdnn_status *api_opts_check(const amdnn_options *o, unsigned call, const char *
 /* The image options set in o (resize, crop, normalize, workers, fast-decode,
  * skip-bad) into img (zeroed first). */
 int api_image_opts(const amdnn_options *o, amd_image_opts *img, amd_status *st);
+
+/* ---------------------------------------------------- multipliers alone */
+
+struct amdnn_multiplier {
+  amd_mult m;
+};
+
+/* NULL, or the status of a bad GEMM call of fn: an 8-bit table, a negative
+ * size, a leading dimension under its rows (mult.c). */
+amdnn_status *api_check_gemm(const char *fn, const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M,
+                             int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc);
+#ifdef AMD_HAVE_CUDA
+/* The GEMM context of the current device and this stream (a cudaStream_t),
+ * set to tier: a cuBLAS handle bound to the stream, the mode tables,
+ * workspaces; made on first use and kept for the process (mult.c). */
+int api_cuda_gemm_ctx(void *stream, amdnn_gemm_tier tier, amd_cuda_gemm_ctx **ctx, amd_status *st);
+#endif
 
 /* ------------------------------------------------------------ sessions */
 

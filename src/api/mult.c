@@ -15,13 +15,6 @@
 #include "../mult/mult.h"
 #include "../mult/q8.h"
 #include "api.h"
-#ifdef AMD_HAVE_CUDA
-#include "../../cuda/mode_gemm.h"
-#endif
-
-struct amdnn_multiplier {
-  amd_mult m;
-};
 
 int amdnn_mode_count(void) { return AMD_MODE_COUNT; }
 
@@ -76,9 +69,9 @@ amdnn_status *amdnn_multiply_codes(const amdnn_multiplier *m, const void *a, con
   return NULL;
 }
 
-/* The checks both GEMMs share. */
-static amdnn_status *check_gemm(const char *fn, const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M,
-                                int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
+/* The checks the GEMMs share. */
+amdnn_status *api_check_gemm(const char *fn, const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M,
+                             int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
   if (m && m->m.q8)
     return api_error(AMDNN_ERR_ARGUMENT, "%s: %s is an 8-bit table, whose GEMM is on integer codes", fn, m->m.name);
   if (M < 0 || N < 0 || K < 0) return api_error(AMDNN_ERR_ARGUMENT, "%s: negative size", fn);
@@ -93,7 +86,7 @@ static amdnn_status *check_gemm(const char *fn, const amdnn_multiplier *m, int t
 amdnn_status *amdnn_gemm(const amdnn_multiplier *m, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                          float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                          int64_t ldc) {
-  amdnn_status *bad = check_gemm("amdnn_gemm", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  amdnn_status *bad = api_check_gemm("amdnn_gemm", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
   if (bad) return bad;
   if (M && N && (!C || (K && (!A || !B)))) return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm: a NULL matrix");
   amd_gemm(m ? &m->m : NULL, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -104,7 +97,7 @@ amdnn_status *amdnn_gemm_batched(const amdnn_multiplier *m, int trans_a, int tra
                                  int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
                                  const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,
                                  int64_t stride_c, int64_t batch) {
-  amdnn_status *bad = check_gemm("amdnn_gemm_batched", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  amdnn_status *bad = api_check_gemm("amdnn_gemm_batched", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
   if (bad) return bad;
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
     return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm_batched: negative batch or stride");
@@ -162,21 +155,26 @@ static int ctx_for(cudaStream_t stream, amd_cuda_gemm_ctx **out, amd_status *st)
   pthread_mutex_unlock(&ctx_lock);
   return rc;
 }
+
+int api_cuda_gemm_ctx(void *stream, amdnn_gemm_tier tier, amd_cuda_gemm_ctx **ctx, amd_status *st) {
+  if (ctx_for((cudaStream_t)stream, ctx, st)) return -1;
+  amd_cuda_gemm_set_tier(*ctx, tier == AMDNN_GEMM_EXACT ? AMD_GEMM_TIER_EXACT : AMD_GEMM_TIER_FAST);
+  return 0;
+}
 #endif
 
 amdnn_status *amdnn_gemm_cuda(const amdnn_multiplier *m, amdnn_gemm_tier tier, int trans_a, int trans_b, int64_t M,
                               int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
                               const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,
                               int64_t stride_c, int64_t batch, void *cuda_stream) {
-  amdnn_status *bad = check_gemm("amdnn_gemm_cuda", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
+  amdnn_status *bad = api_check_gemm("amdnn_gemm_cuda", m, trans_a, trans_b, M, N, K, lda, ldb, ldc);
   if (bad) return bad;
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0)
     return api_error(AMDNN_ERR_ARGUMENT, "amdnn_gemm_cuda: negative batch or stride");
 #ifdef AMD_HAVE_CUDA
   amd_status st = {{0}};
   amd_cuda_gemm_ctx *ctx;
-  if (ctx_for((cudaStream_t)cuda_stream, &ctx, &st)) return api_from(&st, AMDNN_ERR_FAILED);
-  amd_cuda_gemm_set_tier(ctx, tier == AMDNN_GEMM_EXACT ? AMD_GEMM_TIER_EXACT : AMD_GEMM_TIER_FAST);
+  if (api_cuda_gemm_ctx(cuda_stream, tier, &ctx, &st)) return api_from(&st, AMDNN_ERR_FAILED);
   if (amd_cuda_gemm(ctx, m ? &m->m : NULL, trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta,
                     C, ldc, stride_c, batch, &st))
     return api_from(&st, AMDNN_ERR_FAILED);

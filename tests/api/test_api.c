@@ -158,6 +158,51 @@ static void test_codes_and_gemm(void) {
   amdnn_multiplier_close(u), amdnn_multiplier_close(s), amdnn_multiplier_close(am);
 }
 
+/* The convolution's plan (every build): ONNX Conv's output size, workspaces
+ * only where a pass needs one, and the refusals of bad shapes; the
+ * convolution without a GPU fails with a message. */
+static void test_conv2d_plan(void) {
+  /* 2 x 4 x 9 x 8, 6 filters of 2 x 3 x 3 (two groups), strides 2 x 1, dilation 1 x 2, pads 1, 0, 2, 1 */
+  amdnn_conv2d_shape s = {.n = 2, .c = 4, .h = 9, .w = 8, .m = 6, .kh = 3, .kw = 3, .groups = 2,
+                          .stride = {2, 1}, .dilation = {1, 2}, .pads = {1, 0, 2, 1}};
+  int64_t oh = 0, ow = 0;
+  size_t fwd = 1, bwd = 1;
+  if (ok(amdnn_conv2d_plan(&s, &oh, &ow, &fwd, &bwd), "plan")) {
+    /* (9 + 1 + 2 - 3) / 2 + 1 = 5; (8 + 0 + 1 - 5) / 1 + 1 = 5 */
+    CHECK(oh == 5 && ow == 5, "plan: output %lldx%lld, expected 5x5", (long long)oh, (long long)ow);
+  }
+  /* a pointwise convolution of large images needs no forward workspace in a CUDA build */
+  amdnn_conv2d_shape pw = {.n = 3, .c = 8, .h = 32, .w = 32, .m = 16, .kh = 1, .kw = 1, .groups = 1,
+                           .stride = {1, 1}, .dilation = {1, 1}};
+  if (ok(amdnn_conv2d_plan(&pw, &oh, &ow, &fwd, &bwd), "pointwise plan"))
+    CHECK(oh == 32 && ow == 32 && fwd == 0, "pointwise plan: %lldx%lld, forward workspace %zu", (long long)oh,
+          (long long)ow, fwd);
+  amdnn_conv2d_shape bad = s;
+  bad.c = 5;
+  fails_with(amdnn_conv2d_plan(&bad, NULL, NULL, NULL, NULL), AMDNN_ERR_ARGUMENT, "not divisible", "5 channels");
+  bad = s, bad.stride[1] = 0;
+  fails_with(amdnn_conv2d_plan(&bad, NULL, NULL, NULL, NULL), AMDNN_ERR_ARGUMENT, "under 1", "stride 0");
+  bad = s, bad.kh = 20;
+  fails_with(amdnn_conv2d_plan(&bad, NULL, NULL, NULL, NULL), AMDNN_ERR_ARGUMENT, "larger than", "a large kernel");
+  bad = s, bad.pads[2] = -1;
+  fails_with(amdnn_conv2d_plan(&bad, NULL, NULL, NULL, NULL), AMDNN_ERR_ARGUMENT, "negative pad", "a negative pad");
+  fails_with(amdnn_conv2d_plan(NULL, NULL, NULL, NULL, NULL), AMDNN_ERR_ARGUMENT, "no shape", "no shape");
+  float x[2 * 4 * 9 * 8] = {0}, w[6 * 2 * 9] = {0}, y[2 * 6 * 25];
+  fails_with(amdnn_conv2d_cuda(NULL, AMDNN_GEMM_FAST, &s, x, w, NULL, NULL, NULL, 0, NULL), AMDNN_ERR_ARGUMENT,
+             "NULL", "no output");
+  amdnn_multiplier *u = NULL;
+  if (ok(amdnn_multiplier_open("q8u:exact", &u), "q8u:exact"))
+    fails_with(amdnn_conv2d_cuda(u, AMDNN_GEMM_FAST, &s, x, w, NULL, y, NULL, 0, NULL), AMDNN_ERR_ARGUMENT, "8-bit",
+               "a table convolution");
+  amdnn_multiplier_close(u);
+  if (amdnn_cuda_device_count() == 0) {
+    fails_with(amdnn_conv2d_cuda(NULL, AMDNN_GEMM_FAST, &s, x, w, NULL, y, NULL, 0, NULL), AMDNN_ERR_FAILED, "CUDA",
+               "the convolution without a GPU");
+    fails_with(amdnn_conv2d_backward_cuda(NULL, AMDNN_GEMM_FAST, &s, x, w, y, x, NULL, NULL, 0, NULL),
+               AMDNN_ERR_FAILED, "CUDA", "its backward without a GPU");
+  }
+}
+
 /* An options object from name, value pairs (NULL-terminated). */
 static amdnn_options *opts_of(const char *name, ...) {
   amdnn_options *o = NULL;
@@ -371,6 +416,7 @@ int main(int argc, char **argv) {
   test_options();
   test_products(argv[1]);
   test_codes_and_gemm();
+  test_conv2d_plan();
   test_session_run(argv[2]);
   test_session_grad(argv[2]);
   if (access(argv[3], R_OK) == 0) test_session_train(argv[2], argv[3]);

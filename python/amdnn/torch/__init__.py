@@ -1,7 +1,8 @@
 """amdnn.torch: PyTorch layers whose products go through the library's
 multiplier emulation, forward and both backward GEMMs, on the CPU
-(amdnn_gemm_batched) and on CUDA tensors (amdnn_gemm_cuda on the tensor's
-device and PyTorch's current stream, with no host synchronisation).
+(amdnn_gemm_batched) and on CUDA tensors (the library's GPU convolution,
+amdnn_conv2d_cuda, and amdnn_gemm_cuda, on the tensor's device and PyTorch's
+current stream, with no host synchronisation).
 
     model = amdnn.torch.approximate(model, mode="am16")   # then train as usual
 

@@ -10,12 +10,10 @@ conv2d, CPU: per image, Y_n[O, L] = W[O, kdim] col_n[kdim, L] with col_n
   F.unfold's im2col of image n (one batched call, W repeated with stride 0);
   dW = sum over the images in order of dY_n col_n^T (one batched call that
   accumulates into dW, beta 1); dcol_n = W^T dY_n, folded back (F.fold).
-conv2d, GPU: col[kdim, N*L] (every image's positions side by side, made by one
-  strided copy of the padded input), Yt[O, N*L] = W col, Y its transpose;
-  dW = dYt col^T (one GEMM over all images' positions), dcol = W^T dYt, folded
-  back. A 1x1 convolution with unit strides on images of >= 512 positions is
-  one GEMM batched over the images (the library's pointwise path). Images go
-  in chunks that keep col under 512 MB, as the library's do.
+conv2d, GPU: the library's own GPU Conv (amdnn_conv2d_cuda and
+  amdnn_conv2d_backward_cuda: its im2col, GEMM calls, col2im and chunks of
+  images, the same kernels as `amdnn-onnx` on the same shapes), on the
+  tensors' device and PyTorch's current stream.
 linear: the ONNX Gemm of PyTorch's export (transB = 1): Y = X W^T + b with
   the bias in the GEMM's C (beta 1), dX = dY W, dW = dY^T X.
 matmul: the ONNX MatMul: numpy broadcasting; a 2-D right operand is one GEMM
@@ -34,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import errors
-from ._gemm import Modes, gemm
+from ._gemm import Modes, conv2d_backward_cuda, conv2d_cuda, conv_plan, gemm
 
 _IntPair = Union[int, Sequence[int]]
 
@@ -90,35 +88,12 @@ class _Geom:
         """1x1, unit strides, no padding: col is X itself (the CPU's fast path)."""
         return (self.kh == 1 and self.kw == 1 and self.sh == 1 and self.sw == 1 and self.ph == 0 and self.pw == 0)
 
-    @property
-    def pointwise_batched(self) -> bool:
-        """The GPU's pointwise path: also one group and >= 512 positions."""
-        return self.direct and self.g == 1 and self.L >= 512
-
-    def chunk(self, limit_bytes: int = 1 << 29) -> int:
-        """Images per chunk on the GPU: col under 512 MB (cuda/ops/conv.cu)."""
-        per = float(self.ckk) * float(self.L) * 4.0
-        nb = int(limit_bytes / per) if per > 0 else self.n
-        return max(1, min(nb, self.n))
-
 
 def _unfold(x: torch.Tensor, g: _Geom) -> torch.Tensor:
     """[N, C*kh*kw, L]: each image's im2col (the CPU's layout)."""
     if g.direct:
         return x.reshape(g.n, g.c, g.L)
     return F.unfold(x, (g.kh, g.kw), dilation=(g.dh, g.dw), padding=(g.ph, g.pw), stride=(g.sh, g.sw))
-
-
-def _col_t(x: torch.Tensor, g: _Geom) -> torch.Tensor:
-    """[C*kh*kw, nb*L]: the images' im2col side by side (the GPU's layout),
-    one copy of a strided view of the padded input."""
-    if g.ph or g.pw:
-        x = F.pad(x, (g.pw, g.pw, g.ph, g.ph))
-    nb = x.shape[0]
-    sn, sc, sh, sw = x.stride()
-    v = x.as_strided((g.c, g.kh, g.kw, nb, g.oh, g.ow),
-                     (sc, g.dh * sh, g.dw * sw, sn, g.sh * sh, g.sw * sw))
-    return v.reshape(g.ckk, nb * g.L)
 
 
 def _fold(dcol: torch.Tensor, g: _Geom, nb: int) -> torch.Tensor:
@@ -129,83 +104,38 @@ def _fold(dcol: torch.Tensor, g: _Geom, nb: int) -> torch.Tensor:
                   stride=(g.sh, g.sw))
 
 
-# The GPU's im2col chunk (cuda/ops/conv.cu); tests lower it to exercise several chunks.
-GPU_CHUNK_BYTES = 1 << 29
-
-
-def _conv_forward(x, w, g: _Geom, modes: Modes, gpu: bool) -> torch.Tensor:
-    """Y of a convolution with the GEMM calls of the library's CPU Conv, or of
-    its GPU Conv (gpu; the layout does not need CUDA tensors: the tests run it
-    on the CPU too)."""
+def _conv_forward(x, w, g: _Geom, modes: Modes) -> torch.Tensor:
+    """Y of a convolution (no bias) with the GEMM calls of the library's CPU Conv."""
     y = torch.empty((g.n, g.o, g.oh, g.ow), dtype=torch.float32, device=x.device)
     m, ex = modes.forward, modes.exact_tier
-    if not gpu:
-        cols = _unfold(x, g)
-        for gi in range(g.g):  # per group: one call over the images, W repeated
-            gemm(m, ex, 0, 0, g.og, g.L, g.kdim, w, gi * g.og * g.kdim, g.kdim, 0, cols, gi * g.kdim * g.L, g.L,
-                 g.ckk * g.L, y, gi * g.og * g.L, g.L, g.o * g.L, g.n)
-        return y
-    if g.pointwise_batched:
-        gemm(m, ex, 0, 0, g.o, g.L, g.c, w, 0, g.c, 0, x, 0, g.L, g.c * g.L, y, 0, g.L, g.o * g.L, g.n)
-        return y
-    step = g.chunk(GPU_CHUNK_BYTES)
-    for n0 in range(0, g.n, step):
-        nb = min(step, g.n - n0)
-        col = _col_t(x[n0:n0 + nb], g)
-        yt = torch.empty((g.o, nb * g.L), dtype=torch.float32, device=x.device)
-        for gi in range(g.g):
-            gemm(m, ex, 0, 0, g.og, nb * g.L, g.kdim, w, gi * g.og * g.kdim, g.kdim, 0, col, gi * g.kdim * nb * g.L,
-                 nb * g.L, 0, yt, gi * g.og * nb * g.L, nb * g.L, 0)
-        y[n0:n0 + nb] = yt.view(g.o, nb, g.oh, g.ow).permute(1, 0, 2, 3)
+    cols = _unfold(x, g)
+    for gi in range(g.g):  # per group: one call over the images, W repeated
+        gemm(m, ex, 0, 0, g.og, g.L, g.kdim, w, gi * g.og * g.kdim, g.kdim, 0, cols, gi * g.kdim * g.L, g.L,
+             g.ckk * g.L, y, gi * g.og * g.L, g.L, g.o * g.L, g.n)
     return y
 
 
-def _conv_backward(x, w, dy, g: _Geom, modes: Modes, need_x: bool, need_w: bool, gpu: bool):
-    """(dX, dW) with the GEMM calls of the library's CPU or GPU Conv backward."""
+def _conv_backward(x, w, dy, g: _Geom, modes: Modes, need_x: bool, need_w: bool):
+    """(dX, dW) with the GEMM calls of the library's CPU Conv backward."""
     m, ex = modes.backward, modes.exact_tier
     dx = dw = None
-    if not gpu:
-        cols = _unfold(x, g) if need_w else None
-        if need_w:  # dW_g = sum over the images, in order, of dY_n,g col_n,g^T
-            dw = torch.zeros_like(w)
-            for gi in range(g.g):
-                gemm(m, ex, 0, 1, g.og, g.kdim, g.L, dy, gi * g.og * g.L, g.L, g.o * g.L, cols, gi * g.kdim * g.L,
-                     g.L, g.ckk * g.L, dw, gi * g.og * g.kdim, g.kdim, 0, g.n, beta=1.0)
-        if need_x:  # dcol_n,g = W_g^T dY_n,g, then col2im
-            dcol = torch.empty((g.n, g.ckk, g.L), dtype=torch.float32)
-            for gi in range(g.g):
-                gemm(m, ex, 1, 0, g.kdim, g.L, g.og, w, gi * g.og * g.kdim, g.kdim, 0, dy, gi * g.og * g.L, g.L,
-                     g.o * g.L, dcol, gi * g.kdim * g.L, g.L, g.ckk * g.L, g.n)
-            dx = _fold(dcol, g, g.n)
-        return dx, dw
-    if need_x and g.pointwise_batched:  # dX_n = W^T dY_n, every image in one call
-        dx = torch.empty_like(x)
-        gemm(m, ex, 1, 0, g.c, g.L, g.o, w, 0, g.c, 0, dy, 0, g.L, g.o * g.L, dx, 0, g.L, g.c * g.L, g.n)
-        need_x = False
-    if need_w:
+    cols = _unfold(x, g) if need_w else None
+    if need_w:  # dW_g = sum over the images, in order, of dY_n,g col_n,g^T
         dw = torch.zeros_like(w)
-    elif not need_x:
-        return dx, dw
-    if need_x:
-        dx = torch.empty_like(x)
-    step = g.chunk(GPU_CHUNK_BYTES)
-    for n0 in range(0, g.n, step):
-        nb = min(step, g.n - n0)
-        nl = nb * g.L
-        dyt = dy[n0:n0 + nb].permute(1, 0, 2, 3).reshape(g.o, nl)
-        if need_w:  # dW_g += dYt_g col_g^T over this chunk's positions
-            col = _col_t(x[n0:n0 + nb], g)
-            for gi in range(g.g):
-                gemm(m, ex, 0, 1, g.og, g.kdim, nl, dyt, gi * g.og * nl, nl, 0, col, gi * g.kdim * nl, nl, 0, dw,
-                     gi * g.og * g.kdim, g.kdim, 0, beta=1.0)
-            del col
-        if need_x:  # dcol_g = W_g^T dYt_g, then col2im
-            dcol = torch.empty((g.ckk, nl), dtype=torch.float32, device=x.device)
-            for gi in range(g.g):
-                gemm(m, ex, 1, 0, g.kdim, nl, g.og, w, gi * g.og * g.kdim, g.kdim, 0, dyt, gi * g.og * nl, nl, 0,
-                     dcol, gi * g.kdim * nl, nl, 0)
-            dx[n0:n0 + nb] = _fold(dcol.view(g.ckk, nb, g.L).permute(1, 0, 2).contiguous(), g, nb)
+        for gi in range(g.g):
+            gemm(m, ex, 0, 1, g.og, g.kdim, g.L, dy, gi * g.og * g.L, g.L, g.o * g.L, cols, gi * g.kdim * g.L,
+                 g.L, g.ckk * g.L, dw, gi * g.og * g.kdim, g.kdim, 0, g.n, beta=1.0)
+    if need_x:  # dcol_n,g = W_g^T dY_n,g, then col2im
+        dcol = torch.empty((g.n, g.ckk, g.L), dtype=torch.float32)
+        for gi in range(g.g):
+            gemm(m, ex, 1, 0, g.kdim, g.L, g.og, w, gi * g.og * g.kdim, g.kdim, 0, dy, gi * g.og * g.L, g.L,
+                 g.o * g.L, dcol, gi * g.kdim * g.L, g.L, g.ckk * g.L, g.n)
+        dx = _fold(dcol, g, g.n)
     return dx, dw
+
+
+def _plan(g: _Geom):
+    return conv_plan(g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.g, (g.sh, g.sw), (g.dh, g.dw), (g.ph, g.pw))
 
 
 class Conv2dFunction(torch.autograd.Function):
@@ -221,9 +151,13 @@ class Conv2dFunction(torch.autograd.Function):
         if x32.dim() != 4 or w32.dim() != 4:
             raise errors.ArgumentError(f"conv2d: input {tuple(x.shape)} and weight {tuple(w.shape)} must be 4-D")
         g = _Geom(x32, w32, stride, padding, dilation, groups)
-        y = _conv_forward(x32, w32, g, modes, x32.is_cuda)
-        if b32 is not None:
-            y += b32.view(1, -1, 1, 1)
+        if x32.is_cuda:  # the library's GPU Conv, the bias added as it writes y
+            y = torch.empty((g.n, g.o, g.oh, g.ow), dtype=torch.float32, device=x32.device)
+            conv2d_cuda(modes, _plan(g), x32, w32, b32, y)
+        else:
+            y = _conv_forward(x32, w32, g, modes)
+            if b32 is not None:
+                y += b32.view(1, -1, 1, 1)
         ctx.save_for_backward(x32, w32)
         ctx.geom, ctx.modes, ctx.has_bias, ctx.in_dtype = g, modes, b is not None, in_dtype
         ctx.w_dtype = w.dtype
@@ -235,7 +169,13 @@ class Conv2dFunction(torch.autograd.Function):
         g = ctx.geom
         dy32 = dy.float().contiguous() if dy.dtype != torch.float32 else dy.contiguous()
         need_x, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
-        dx, dw = _conv_backward(x, w, dy32, g, ctx.modes, need_x, need_w, x.is_cuda)
+        if x.is_cuda:
+            dx = torch.empty_like(x) if need_x else None
+            dw = torch.empty_like(w) if need_w else None
+            if need_x or need_w:
+                conv2d_backward_cuda(ctx.modes, _plan(g), x, w, dy32, dx, dw)
+        else:
+            dx, dw = _conv_backward(x, w, dy32, g, ctx.modes, need_x, need_w)
         db = dy32.sum(dim=(0, 2, 3)) if ctx.has_bias and need_b else None
         if dx is not None and ctx.in_dtype != torch.float32:
             dx = dx.to(ctx.in_dtype)
