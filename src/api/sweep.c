@@ -338,7 +338,7 @@ static int sweep(sweep_run *w, FILE **out, amd_status *st) {
   if (make_rows(w, n_gemm, st)) return -1;
   /* the test split, and with limit N images of it (images:), decoded once into memory for every pass */
   if (api_eval_setup(s, w->opts, &w->images, 1, NULL, &w->ds, &w->t, st)) return -1;
-  api_limit_index(&w->ds.test, api_opt_i64(w->opts, "limit", 0), &w->count);
+  free(api_limit_index(&w->ds.test, api_opt_i64(w->opts, "limit", 0), &w->count)); /* the count alone */
   if (w->count < 1) return amd_fail(st, "the test split of %s is empty", api_opt(w->opts, "data"));
   int kept = 0;
   const char *tsv = api_opt(w->opts, "tsv");

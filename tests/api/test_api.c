@@ -253,6 +253,7 @@ static void test_session_run(const char *models) {
   if (ok(amdnn_session_node(s, 0, &node), "node 0"))
     CHECK(!strcmp(node.op_type, "Conv") && node.on_multiplier && !strcmp(node.forward_mode, "acc32"), "node 0");
   fails_with(amdnn_session_node(s, 999, &node), AMDNN_ERR_ARGUMENT, "no node", "node 999");
+  free((char *)x->name); /* run by position: no name */
   x->name = NULL;
   if (ok(amdnn_session_run(s, x, 1, &out, &n), "run acc32"))
     CHECK(n == 1 && rel_diff(&out[0], want) >= 0 && rel_diff(&out[0], want) <= 1e-4, "acc32 logits off by %g",
