@@ -74,7 +74,8 @@ except ImportError as e:
     sys.exit(f"train_torch_mnist.py: {e}: run it with a Python that has numpy, torch and onnx, e.g. "
              "$(tools/torch_python.sh torch onnx) tools/train_torch_mnist.py ...")
 
-M64 = (1 << 64) - 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from amdnn_recipe import evaluate, shuffled  # noqa: E402
 
 
 # ---------------------------------------------------------------- the model
@@ -259,52 +260,7 @@ def load_mnist(data, limit):
     return norm(xtr), torch.from_numpy(ytr), norm(xte), torch.from_numpy(yte), float(mean), float(std)
 
 
-def amdnn_order(n, seed, epoch):
-    """amdnn-onnx's permutation of epoch (from 0): splitmix64 Fisher-Yates (src/data/dataset.c)."""
-    gamma = 0x9e3779b97f4a7c15
-    state = ((seed * gamma) & M64) ^ (((epoch + 1) * 0xbf58476d1ce4e5b9) & M64)
-    # the draws, vectorised: draw k (from 1) is splitmix64 of state + k * gamma
-    with np.errstate(over="ignore"):
-        z = np.uint64(state) + np.arange(1, n, dtype=np.uint64) * np.uint64(gamma)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
-        z = z ^ (z >> np.uint64(31))
-    mods = np.arange(n, 1, -1, dtype=np.uint64)  # i + 1 for i = n-1 .. 1
-    umax = np.uint64(M64)
-    if np.any(z >= umax - umax % mods):
-        js = None  # a rejected draw (about one in 2^50 runs): draw one by one
-    else:
-        js = (z % mods).tolist()
-    perm = list(range(n))
-    for k, i in enumerate(range(n - 1, 0, -1)):
-        if js is not None:
-            j = js[k]
-        else:
-            while True:
-                state = (state + gamma) & M64
-                r = state
-                r = ((r ^ (r >> 30)) * 0xbf58476d1ce4e5b9) & M64
-                r = ((r ^ (r >> 27)) * 0x94d049bb133111eb) & M64
-                r ^= r >> 31
-                if r < M64 - M64 % (i + 1):
-                    j = r % (i + 1)
-                    break
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
-
-
 # ---------------------------------------------------------------- training
-
-def evaluate(net, x, y, batch):
-    loss = torch.zeros((), dtype=torch.float64, device=x.device)
-    top1 = torch.zeros((), dtype=torch.int64, device=x.device)
-    with torch.no_grad():
-        for s in range(0, len(y), batch):
-            z = net(x[s:s + batch])
-            loss += F.cross_entropy(z.double(), y[s:s + batch], reduction="sum")
-            top1 += (z.argmax(1) == y[s:s + batch]).sum()
-    return loss.item() / len(y), top1.item() / len(y)
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -353,7 +309,7 @@ def main():
     rows = ["epoch\thours\ttrain_loss\ttrain_acc\ttest_loss\ttest_top1\tlr\timages_per_s"]
     step, hours = 0, 0.0
     for epoch in range(a.epochs):
-        perm = torch.tensor(amdnn_order(n, a.seed, epoch), dtype=torch.int64, device=dev)
+        perm = torch.from_numpy(shuffled(n, a.seed, epoch)).to(dev)
         if dev.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
