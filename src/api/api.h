@@ -175,8 +175,8 @@ typedef struct api_image_progress {
  * streamed (decoded batch after batch) unless opts say in-memory. */
 int api_eval_setup(amdnn_session *s, const amdnn_options *opts, api_image_progress *ip, int split_test,
                    struct amd_image_stream **stream, amd_dataset *ds, struct amd_trainer *t, amd_status *st);
-/* The inference-mode trainer alone (sweep makes it again after a reload). */
-int api_eval_trainer(amdnn_session *s, int tta, struct amd_trainer *t, amd_status *st);
+/* The inference-mode trainer alone (sweep makes it again after a reload), with opts' tta and tta-shift. */
+int api_eval_trainer(amdnn_session *s, const amdnn_options *opts, struct amd_trainer *t, amd_status *st);
 /* The probe of the model's outputs: one per class of ds. */
 int api_check_outputs(struct amd_trainer *t, const amd_dataset *ds, amd_status *st);
 /* The indices of `limit` samples spread evenly over split s (the --limit

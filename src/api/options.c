@@ -94,6 +94,12 @@ static int check_schedule(const char *v, amd_status *st) {
   return amd_schedule_parse(v, 0.01, 0, &s, st);
 }
 
+static int check_lookahead(const char *v, amd_status *st) {
+  int64_t k;
+  double d;
+  return amd_lookahead_parse(v, &k, &d, st);
+}
+
 static int check_augment(const char *v, amd_status *st) {
   amd_augment a;
   return amd_augment_parse(v, &a, st);
@@ -212,12 +218,19 @@ static const api_option table[] = {
     INT("val", "N", 0, BIG, "0", "data", TRAIN, "hold out N training samples (seeded) as a validation set"),
     FLAG("no-shuffle", "data", TRAIN, "keep the data order (default: a seeded permutation per epoch)"),
     TEXT("augment", "LIST", NULL, "data", TRAIN, check_augment,
-         "comma list of crop:P (pad P and crop back), flip, cutout:S,\n"
-         "rrc[:SMIN] (images: with --crop N, torchvision's RandomResizedCrop(N,\n"
-         "scale=(SMIN, 1)), SMIN default 0.08, from each image kept uncropped)"),
+         "comma list of crop:P (pad P and crop back), flip, flip:alt (each\n"
+         "image mirrored in every other epoch, from a seeded phase of its own),\n"
+         "cutout:S, rrc[:SMIN] (images: with --crop N, torchvision's\n"
+         "RandomResizedCrop(N, scale=(SMIN, 1)), SMIN default 0.08, from each\n"
+         "image kept uncropped)"),
     FLAG("tta", "data", TRAIN | EVAL | SWEEP,
          "test-time augmentation: score each test image and its left-right\n"
          "mirror by the mean of the two logits"),
+    INT("tta-shift", "N", 0, 16, "0", "data", TRAIN | EVAL | SWEEP,
+        "with --tta, also score the image shifted N pixels down-right and N\n"
+        "up-left (padding as crop:P), each with its mirror: the logits are 1/2\n"
+        "the unshifted pair's mean and 1/4 each shifted pair's (airbench94's\n"
+        "test-time translations, N 1)"),
     FLAG("host-batches", "data", TRAIN,
          "on a GPU, assemble each batch on the host and upload it (default\n"
          "there: the images go to the GPU once and a kernel makes each batch;\n"
@@ -255,11 +268,18 @@ static const api_option table[] = {
     REAL("wd", "WD", 0, INFINITY, "0", "optimisation", TRAIN, "weight decay (decoupled for adamw)"),
     TEXT("schedule", "SPEC", "constant", "optimisation", TRAIN, check_schedule,
          "constant, step:E1,E2[:GAMMA] (times GAMMA, default 0.1, at those\n"
-         "epochs), cosine[:MIN] (to MIN x lr), onecycle[:PCT]"),
+         "epochs), cosine[:MIN] (to MIN x lr), onecycle[:PCT],\n"
+         "triangle[:PCT[:START[:END]]] (linear from START x lr up to lr over PCT\n"
+         "of the steps, then down to END x lr; defaults 0.25, 0, 0)"),
     INT("warmup", "N", 0, BIG, "0", "optimisation", TRAIN,
         "linear learning-rate warm-up over the first N epochs"),
     REAL("label-smoothing", "EPS", 0, 0.999999, "0", "optimisation", TRAIN | GRAD,
          "label smoothing of the cross-entropy, in [0, 1)"),
+    TEXT("lookahead", "K[:D]", NULL, "optimisation", TRAIN, check_lookahead,
+         "every K steps pull the weights (and BatchNormalization statistics)\n"
+         "back to their slow average: slow += (1 - d)(w - slow), w = slow, with\n"
+         "d = D x (step / steps)^3 (D default 0.95^K); the trained model is\n"
+         "the slow weights (airbench94's Lookahead: 5)"),
     TEXT("freeze", "LIST", NULL, "optimisation", TRAIN, NULL,
          "comma list; a parameter is kept fixed when an entry is a prefix of\n"
          "its initializer name ('layer1.'), a pattern with * or ? of the whole\n"

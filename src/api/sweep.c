@@ -220,7 +220,7 @@ static int eval_row(sweep_run *w, int k, amd_status *st) {
     nd->mult = nd->bwd_mult = on ? s->modes.def : NULL;
   }
   if (w->q8 && k > 0) {
-    if (amd_mode_apply_q8(s->g, st) || api_eval_trainer(s, api_opt_flag(w->opts, "tta"), &w->t, st) ||
+    if (amd_mode_apply_q8(s->g, st) || api_eval_trainer(s, w->opts, &w->t, st) ||
         api_check_outputs(&w->t, &w->ds, st))
       return -1;
   }
@@ -316,8 +316,11 @@ static void tsv_header(const sweep_run *w, char *buf, size_t n) {
   amd_status ignored;
   if (!strncmp(data, "images:", 7) && api_image_opts(w->opts, &img, &ignored) == 0)
     amd_image_opts_describe(&img, imgdesc, sizeof imgdesc);
-  snprintf(buf, n, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s%s", w->s->path, data,
-           w->s->mode, (long long)api_opt_i64(w->opts, "limit", 0), api_opt_flag(w->opts, "tta"),
+  char shift[32] = ""; /* (only when set: the TSVs of earlier sweeps resume) */
+  if (api_opt_i64(w->opts, "tta-shift", 0))
+    snprintf(shift, sizeof shift, " tta_shift=%lld", (long long)api_opt_i64(w->opts, "tta-shift", 0));
+  snprintf(buf, n, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s%s%s", w->s->path, data,
+           w->s->mode, (long long)api_opt_i64(w->opts, "limit", 0), api_opt_flag(w->opts, "tta"), shift,
            imgdesc[0] ? " " : "", imgdesc, w->s->gemm_exact ? " gemm=exact" : "");
 }
 

@@ -40,9 +40,13 @@ int cli_eval(const cli_command *cmd, cli_args *a) {
   if (rc == 0) {
     const char *mode = amdnn_options_get(a->session, "mode"), *split = amdnn_options_get(a->call, "split");
     const char *confusion = amdnn_options_get(a->call, "confusion");
+    const char *tta_shift = amdnn_options_get(a->call, "tta-shift");
+    const int shifted = tta_shift && strcmp(tta_shift, "0") != 0;
     printf("model %s, mode %s, %s split of %s: %lld images%s\n", a->model, mode ? mode : "acc32",
            split ? split : "test", amdnn_options_get(a->call, "data"), (long long)r->n,
-           amdnn_options_get(a->call, "tta") ? " (and each mirrored: --tta)" : "");
+           !amdnn_options_get(a->call, "tta") ? ""
+           : shifted                          ? " (and each mirrored and shifted: --tta, --tta-shift)"
+                                              : " (and each mirrored: --tta)");
     const double n = r->n ? (double)r->n : 1;
     printf("top1 %.2f%%  top5 %.2f%%  loss %.4f  %.0f images/s\n", 100.0 * (double)r->top1 / n,
            100.0 * (double)r->top5 / n, r->loss, r->images_per_s);

@@ -325,7 +325,7 @@ int amd_val_split(int64_t n, int64_t k, uint64_t seed, int64_t *perm, amd_status
 /* ---------------------------------------------------------------- augmentation */
 
 int amd_augment_parse(const char *s, amd_augment *a, amd_status *st) {
-  static const char *valid = "valid: crop:P, flip, cutout:S, rrc or rrc:SMIN with 0 < SMIN <= 1";
+  static const char *valid = "valid: crop:P, flip, flip:alt, cutout:S, rrc or rrc:SMIN with 0 < SMIN <= 1";
   memset(a, 0, sizeof *a);
   if (!s) return 0;
   char buf[256];
@@ -334,6 +334,8 @@ int amd_augment_parse(const char *s, amd_augment *a, amd_status *st) {
     int v;
     if (strcmp(tok, "flip") == 0) {
       a->hflip = 1;
+    } else if (strcmp(tok, "flip:alt") == 0) {
+      a->hflip_alt = 1;
     } else if (sscanf(tok, "crop:%d", &v) == 1 && v > 0) {
       a->pad_crop = v;
     } else if (sscanf(tok, "cutout:%d", &v) == 1 && v > 0) {
@@ -353,6 +355,7 @@ int amd_augment_parse(const char *s, amd_augment *a, amd_status *st) {
     }
   }
   if (a->rrc && a->pad_crop) return amd_fail(st, "--augment: rrc and crop:P both crop; choose one");
+  if (a->hflip && a->hflip_alt) return amd_fail(st, "--augment: flip and flip:alt both mirror; choose one");
   return 0;
 }
 
@@ -388,6 +391,14 @@ void amd_rrc_box(int64_t ih, int64_t iw, double min_scale, uint64_t *rng, int32_
 /* ---------------------------------------------------------------- batches */
 
 /* The draws of one sample, in amd_dataset_batch's order. */
+/* flip:alt: sample s's phase, a bit of a splitmix64 mix of the seed and s. */
+static uint64_t flip_phase(uint64_t seed, int64_t s) {
+  uint64_t z = seed + ((uint64_t)s + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (z ^ (z >> 31)) >> 63;
+}
+
 static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int64_t s, const amd_augment *aug,
                         uint64_t *rng, amd_batch_sample *p) {
   const int64_t H = ds->h, W = ds->w;
@@ -402,8 +413,13 @@ static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int6
   if (P) {
     p->dy = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
     p->dx = (int32_t)((int64_t)amd_rng_below(rng, 2 * (uint64_t)P + 1) - P);
+  } else if (aug) {
+    p->dy = aug->shift_y, p->dx = aug->shift_x;
   }
-  p->mirror = aug && aug->hflip ? (int32_t)(amd_rng_next(rng) >> 63) : aug && aug->mirror_all;
+  if (aug && aug->hflip_alt)
+    p->mirror = (int32_t)((flip_phase(aug->flip_seed, s) ^ (uint64_t)aug->epoch) & 1);
+  else
+    p->mirror = aug && aug->hflip ? (int32_t)(amd_rng_next(rng) >> 63) : aug && aug->mirror_all;
   if (S) {
     int64_t cy = (int64_t)amd_rng_below(rng, (uint64_t)H);
     int64_t cx = (int64_t)amd_rng_below(rng, (uint64_t)W);
@@ -493,9 +509,9 @@ static void fill_ragged(const amd_dataset *ds, const amd_data_split *split, cons
     float sc, sh, inv;
     amd_dataset_batch_norm(ds, c, &sc, &sh, &inv);
     for (int64_t i = 0; i < H; i++)
-      for (int64_t j = 0; j < W; j++) {
-        const int64_t jj = p->mirror ? W - 1 - j : j;
-        o[i * W + j] = (float)pix[(i * W + jj) * C + c] * sc + sh;
+      for (int64_t j = 0; j < W; j++) { /* as fill_sample: (i + dy, mirrored j + dx), padding outside */
+        const int64_t si = i + p->dy, sj = (p->mirror ? W - 1 - j : j) + p->dx;
+        o[i * W + j] = si < 0 || si >= H || sj < 0 || sj >= W ? sh : (float)pix[(si * W + sj) * C + c] * sc + sh;
       }
     for (int64_t i = p->cut_y0; i < p->cut_y1; i++)
       for (int64_t j = p->cut_x0; j < p->cut_x1; j++) o[i * W + j] = 0.0f;

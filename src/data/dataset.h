@@ -198,14 +198,22 @@ typedef struct amd_augment {
   int hflip;      /* 1: mirror left-right with probability 0.5 */
   int cutout;     /* S > 0: a SxS square (centre uniform over the image, clipped at the
                      border) set to 0 after normalisation, all channels */
+  int hflip_alt;  /* 1 (flip:alt): mirror each sample in every other epoch, from a phase of its own
+                     (flip_seed, the sample's index: no draw), so that every sample is seen
+                     mirrored in one epoch of each pair (airbench94's alternating flip) */
+  uint64_t flip_seed; /* hflip_alt: the phases' seed (the run's) */
+  int64_t epoch;      /* hflip_alt: the epoch (0-based) whose batches are made */
   int mirror_all; /* 1 (without hflip): mirror every sample, no draw (test-time augmentation) */
+  int shift_y, shift_x; /* without crop:P: every sample shifted by this offset (output (i, j) reads
+                           (i + shift_y, j + shift_x); outside: padding), no draw (test-time augmentation) */
   int rrc;        /* 1: RandomResizedCrop (torchvision's algorithm, amd_rrc_box) from the stored
                      images of a ragged split (amd_data_split.rag), resized to H x W */
   double rrc_min_scale; /* rrc: the lower bound of the area fraction (default 0.08); the upper is 1 */
 } amd_augment;
 
-/* "crop:P,flip,cutout:S,rrc[:SMIN]" (any subset, comma-separated; NULL: none)
- * into a; rrc with crop:P is refused (both crop). */
+/* "crop:P,flip,flip:alt,cutout:S,rrc[:SMIN]" (any subset, comma-separated;
+ * NULL: none) into a; rrc with crop:P is refused (both crop), flip with
+ * flip:alt too. */
 int amd_augment_parse(const char *s, amd_augment *a, amd_status *st);
 
 /* RandomResizedCrop's box in an ih x iw image, torchvision's get_params with

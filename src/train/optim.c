@@ -306,6 +306,9 @@ const char *amd_schedule_help(void) {
          "                          over the steps after the warm-up\n"
          "onecycle[:PCT_START]      PyTorch OneCycleLR (cos), max_lr = base rate, div_factor 25,\n"
          "                          final_div_factor 1e4, PCT_START in (0, 1) (default 0.3); no --warmup\n"
+         "triangle[:PCT[:START[:END]]]  linear per step from START x the base rate up to the base rate over\n"
+         "                          the first PCT of the steps (default 0.25; START default 0), then\n"
+         "                          linearly down to END x the base rate (default 0); no --warmup\n"
          "constant, step and cosine start with a linear warm-up over the warm-up epochs:\n"
          "lr * (step + 1) / warmup_steps.\n";
 }
@@ -313,7 +316,7 @@ const char *amd_schedule_help(void) {
 static int sched_bad(amd_status *st, const char *spec, const char *why) {
   return amd_fail(st,
                   "bad learning-rate schedule '%s': %s (accepted forms: constant, step:E1,E2,...[:GAMMA], "
-                  "cosine[:MIN_LR], onecycle[:PCT_START])",
+                  "cosine[:MIN_LR], onecycle[:PCT_START], triangle[:PCT[:START[:END]]])",
                   spec, why);
 }
 
@@ -361,6 +364,21 @@ int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_s
       return sched_bad(st, spec, "PCT_START must be a number in (0, 1)");
     if (warmup_epochs > 0)
       return sched_bad(st, spec, "onecycle has its own warm-up (PCT_START): leave the warm-up epochs at 0");
+  } else if (IS("triangle")) {
+    s->kind = AMD_SCHED_TRIANGLE;
+    s->pct_start = 0.25, s->start_factor = 0, s->end_factor = 0;
+    double *fields[3] = {&s->pct_start, &s->start_factor, &s->end_factor};
+    const char *q = arg;
+    for (int f = 0; q && f < 3; f++) {
+      const char *c2 = strchr(q, ':');
+      if (f == 2 && c2) return sched_bad(st, spec, "triangle takes at most PCT:START:END");
+      if (parse_double(q, c2 ? c2 : end, fields[f]) < 0) return sched_bad(st, spec, "PCT, START and END must be numbers");
+      q = c2 ? c2 + 1 : NULL;
+    }
+    if (!(s->pct_start >= 0 && s->pct_start < 1)) return sched_bad(st, spec, "PCT must be in [0, 1)");
+    if (!(s->start_factor >= 0 && s->end_factor >= 0)) return sched_bad(st, spec, "START and END must be >= 0");
+    if (warmup_epochs > 0)
+      return sched_bad(st, spec, "triangle has its own warm-up (PCT): leave the warm-up epochs at 0");
   } else if (IS("step")) {
     s->kind = AMD_SCHED_STEP;
     if (!arg || !*arg) return sched_bad(st, spec, "step needs milestone epochs");
@@ -396,6 +414,19 @@ int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_s
   return 0;
 }
 
+int amd_lookahead_parse(const char *spec, int64_t *k, double *d, amd_status *st) {
+  const char *colon = spec ? strchr(spec, ':') : NULL;
+  const char *end = spec ? spec + strlen(spec) : NULL;
+  double kk;
+  if (!spec || parse_double(spec, colon ? colon : end, &kk) < 0 || kk != floor(kk) || kk < 1 || kk > 1e9)
+    return amd_fail(st, "--lookahead: '%s' is not K[:D] with K a whole number of steps >= 1", spec ? spec : "");
+  *k = (int64_t)kk;
+  *d = pow(0.95, kk);
+  if (colon && (parse_double(colon + 1, end, d) < 0 || !(*d >= 0 && *d < 1)))
+    return amd_fail(st, "--lookahead: '%s': D must be a number in [0, 1)", spec);
+  return 0;
+}
+
 /* torch.optim.lr_scheduler.OneCycleLR.get_lr (three_phase=False, cos). */
 static double onecycle_lr(const amd_schedule *s, int64_t step, int64_t total_steps) {
   const double max_lr = s->base_lr, initial_lr = max_lr / s->div_factor,
@@ -421,11 +452,20 @@ double amd_schedule_lr(const amd_schedule *s, int64_t step, int64_t steps_per_ep
   if (total_steps < 1) total_steps = 1;
   if (step < 0) step = 0;
   if (s->kind == AMD_SCHED_ONECYCLE) return onecycle_lr(s, step, total_steps);
+  if (s->kind == AMD_SCHED_TRIANGLE) {
+    /* up over the first floor(PCT x steps) steps, then down over the rest (airbench94's schedule:
+     * triangle:0.23:0.2:0.07) */
+    const int64_t up = (int64_t)(s->pct_start * (double)total_steps);
+    if (step < up) return s->base_lr * (s->start_factor + (1 - s->start_factor) * (double)step / (double)up);
+    const double down = (double)(step - up) / (double)(total_steps - up);
+    return s->base_lr * (1 + (s->end_factor - 1) * (down < 1 ? down : 1));
+  }
   const int64_t warmup_steps = s->warmup_epochs * steps_per_epoch;
   double lr = s->base_lr;
   switch (s->kind) {
   case AMD_SCHED_CONSTANT:
   case AMD_SCHED_ONECYCLE:
+  case AMD_SCHED_TRIANGLE:
     break;
   case AMD_SCHED_STEP: {
     /* MultiStepLR's chained form: one multiplication per milestone passed */

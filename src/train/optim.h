@@ -50,6 +50,8 @@ typedef enum amd_sched_kind {
   AMD_SCHED_STEP,     /* multiply by gamma at each milestone epoch */
   AMD_SCHED_COSINE,   /* cosine from base_lr to min_lr over the run */
   AMD_SCHED_ONECYCLE, /* PyTorch OneCycleLR (cos annealing), max_lr = base_lr */
+  AMD_SCHED_TRIANGLE, /* linear up from start_factor x base_lr over pct_start of the steps, then down to
+                         end_factor x base_lr */
 } amd_sched_kind;
 
 typedef struct amd_schedule {
@@ -61,7 +63,8 @@ typedef struct amd_schedule {
   int64_t milestones[16]; /* epochs, strictly increasing, >= 1; absolute (warm-up epochs count) */
   double gamma;           /* step: 0.1 by default */
   double min_lr;          /* cosine: 0 by default */
-  double pct_start, div_factor, final_div_factor; /* one-cycle: 0.3, 25, 1e4 */
+  double pct_start, div_factor, final_div_factor; /* one-cycle: 0.3, 25, 1e4 (triangle: pct_start 0.25) */
+  double start_factor, end_factor;                 /* triangle: 0, 0 */
 } amd_schedule;
 
 /* Parses SPEC (see amd_schedule_help()) with base learning rate lr. A
@@ -75,8 +78,14 @@ int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_s
  * base_lr * gamma^(milestones <= epoch) (MultiStepLR stepped per epoch);
  * cosine: over steps [warmup_steps, total_steps) (CosineAnnealingLR with
  * T_max = total_steps - warmup_steps, eta_min = min_lr); onecycle: OneCycleLR
- * stepped per batch (the learning rate only; momentum is not cycled). */
+ * stepped per batch (the learning rate only; momentum is not cycled);
+ * triangle: up = floor(pct_start x total_steps), lr = base_lr x (start +
+ * (1 - start) x step / up) before it, then base_lr x (1 + (end - 1) x
+ * (step - up) / (total_steps - up)). */
 double amd_schedule_lr(const amd_schedule *s, int64_t step, int64_t steps_per_epoch, int64_t total_steps);
+/* --lookahead "K[:D]": every K optimizer steps (K >= 1) the weights are pulled back to their slow
+ * copy with decay D x (progress)^3, D in [0, 1) (default 0.95^K: airbench94's 0.95 per step). */
+int amd_lookahead_parse(const char *spec, int64_t *k, double *d, amd_status *st);
 /* The accepted SPEC forms, for --help. */
 const char *amd_schedule_help(void);
 

@@ -58,6 +58,10 @@ typedef struct run_state {
   double prof_wall; /* --profile: wall time and count of the measured steps */
   int64_t prof_steps;
   int stop_requested; /* a hook asked to stop */
+  /* --lookahead: every look_k steps the weights are pulled back to their slow copy (trainer.h), with
+   * decay look_d x (step / total_steps)^3; the copy is in opt_state from float look_off */
+  int64_t look_k, look_off;
+  double look_d;
 } run_state;
 
 /* ------------------------------------------------------------------ output */
@@ -104,6 +108,10 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
            c->data, (long long)(c->batch * c->ranks), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
            (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
+  if (c->lookahead) { /* (only when chosen: older checkpoints resume) */
+    size_t k = strlen(buf);
+    snprintf(buf + k, n - k, " lookahead=%s", c->lookahead);
+  }
   /* the table-derived q8 backward (only when chosen: older checkpoints resume) */
   if (c->q8_grad && strcmp(c->q8_grad, "ste") != 0) {
     size_t k = strlen(buf);
@@ -140,6 +148,8 @@ static int setup_inputs(run_state *r, amd_status *st) {
   if (amd_optim_check(&r->opt, st)) return -1;
   if (amd_schedule_parse(c->schedule, c->lr, c->warmup, &r->sched, st)) return -1;
   if (amd_augment_parse(c->augment, &r->aug, st)) return -1;
+  r->aug.flip_seed = (uint64_t)c->seed * 0x94d049bb133111ebull + 3; /* flip:alt's phases */
+  if (c->lookahead && amd_lookahead_parse(c->lookahead, &r->look_k, &r->look_d, st)) return -1;
   /* random resized crops come from the training images kept resized but uncropped */
   c->img.uncropped_train = r->aug.rrc;
   r->g = c->graph;
@@ -186,7 +196,7 @@ static int setup_trainer(run_state *r, amd_status *st) {
   if (r->h->backend(r->h->user, c, r->dist.local_rank, &be, st)) return -1;
   if (amd_dist_use_device(&r->dist, be, st)) return -1; /* NCCL between GPU ranks */
   if (amd_trainer_set_backend(&r->t, be, st)) return -1;
-  r->t.tta = c->tta;
+  r->t.tta = c->tta, r->t.tta_shift = c->tta_shift;
   if (r->h->backend_ready) r->h->backend_ready(r->h->user, r->g, be);
   int64_t n_out;
   if (amd_trainer_n_outputs(&r->t, &r->ds, &n_out, st)) return -1;
@@ -214,6 +224,8 @@ static int setup_state(run_state *r, amd_status *st) {
   r->val_idx = split + r->n_train;
   r->n_val = c->val;
   r->n_opt = (int64_t)amd_optim_state_blocks(&r->opt) * r->t.n_floats;
+  r->look_off = r->n_opt; /* the slow copy after the optimizer's blocks */
+  if (r->look_k) r->n_opt += amd_trainer_lookahead_floats(&r->t);
   r->opt_state = calloc((size_t)(r->n_opt ? r->n_opt : 1), sizeof(float));
   r->n_buffers = amd_trainer_buffers(&r->t, r->buffer_values, MAX_BUFFERS);
   for (int i = 0; i < r->n_buffers; i++) r->n_buffer_floats += amd_tensor_numel(&r->g->values[r->buffer_values[i]].init);
@@ -370,6 +382,16 @@ static int add_finished(run_state *r, const amd_step_result *s) {
   return 0;
 }
 
+/* --lookahead after optimizer step p->step (counted from 1): every look_k-th pulls the weights back to
+ * their slow copy, with a decay that grows as the cube of the run's progress (airbench94's). */
+static int lookahead_after_step(run_state *r, amd_status *st) {
+  const int64_t s = r->pos.step;
+  if (!r->look_k || s % r->look_k) return 0;
+  const double f = s < r->total_steps ? (double)s / (double)r->total_steps : 1.0;
+  return amd_trainer_lookahead(&r->t, AMD_LOOKAHEAD_PULL, (float)(r->look_d * f * f * f), r->opt_state, r->n_opt,
+                               r->look_off, st);
+}
+
 /* Waits for the queued step: 0, 4 (a bad step, reported) or -1. */
 static int finish_queued(run_state *r, amd_status *st) {
   amd_step_result s;
@@ -395,6 +417,7 @@ static int finish_sync(run_state *r, const amd_step_result *s, amd_status *st) {
     if (amd_step_apply(&r->step, r->lr, p->step + 1, p->loss_scale, st)) return -1;
     if (p->loss_scale != 1.0 && ++p->scale_good == 2000) p->loss_scale *= 2, p->scale_good = 0;
     p->step++;
+    if (lookahead_after_step(r, st)) return -1;
   }
   p->seen += s->b;
   p->loss_sum += s->bs.loss_sum;
@@ -420,7 +443,7 @@ static int train_batch(run_state *r, amd_status *st) {
   if (r->step.deferred) {
     in.lr = r->lr = amd_schedule_lr(&r->sched, p->step, r->batches, r->total_steps);
     p->step++;
-    if (amd_step_run(&r->step, &in, &res, st)) return -1;
+    if (amd_step_run(&r->step, &in, &res, st) || lookahead_after_step(r, st)) return -1; /* (queued after it) */
     return add_finished(r, &res);
   }
   if (amd_step_run(&r->step, &in, &res, st)) return -1;
@@ -479,6 +502,7 @@ static int train_steps(run_state *r, amd_status *st) {
     uint64_t s = (uint64_t)c->seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)p->epoch + 1) * 0xbf58476d1ce4e5b9ull;
     amd_shuffle_i64(r->perm, r->n_train, &s);
   }
+  r->aug.epoch = p->epoch; /* flip:alt */
   double epoch_start = now_s();
   int64_t seen_at_start = p->seen;
   int64_t report_every = r->batches / 10 > 0 ? r->batches / 10 : 1;
@@ -502,6 +526,10 @@ static int train_steps(run_state *r, amd_status *st) {
   double t_last = now_s(); /* the epoch's last step, counted in its training time */
   int rc = finish_queued(r, st);
   if (rc) return rc;
+  /* --lookahead: the run's weights are the slow ones */
+  if (r->look_k && p->epoch + 1 == c->epochs &&
+      amd_trainer_lookahead(&r->t, AMD_LOOKAHEAD_END, 0, r->opt_state, r->n_opt, r->look_off, st))
+    return -1;
   p->train_seconds += now_s() - t_last;
   amd_step_graph_release(&r->step); /* the evaluation uses the device's memory */
   progress_end(r);
@@ -594,6 +622,10 @@ static int start(run_state *r, amd_status *st) {
     if (!found) line(r, AMD_TRAIN_INFO, "no checkpoint in %s: starting from the model's weights", c->ckpt_dir);
   }
   if (share_state(r, st)) return -1;
+  /* --lookahead: a fresh run's slow copy starts as its weights (a resumed one's came with the state) */
+  if (r->look_k && r->pos.step == 0 &&
+      amd_trainer_lookahead(&r->t, AMD_LOOKAHEAD_START, 0, r->opt_state, r->n_opt, r->look_off, st))
+    return -1;
   if (c->sync_bn) amd_dist_sync_bn(dist, &r->t);
   char desc[512];
   line(r, AMD_TRAIN_INFO, "model %s: %d trainable initializers, %lld parameters; %s", c->model, r->t.n_params,

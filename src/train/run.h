@@ -37,11 +37,13 @@ typedef struct amd_train_cfg {
   struct amd_graph *graph;
   const char *model, *data, *out, *metrics, *plot, *profile, *ckpt_dir, *mode, *bmode, *mode_map, *optimizer,
       *schedule, *augment, *freeze, *device;
+  const char *lookahead; /* NULL or "K[:D]" (optim.h amd_lookahead_parse) */
   const char *q8_grad; /* the q8f nodes' backward: NULL or "ste", "table" (exec/mode_apply.h) */
   const char *q8_calib; /* their data range's calibration: NULL, "minmax", "percentile[:P]" (exec/mode_apply.h) */
   int64_t epochs, batch, seed, val, ckpt_every, ckpt_steps, warmup, limit, stop_after;
   float lr, momentum, wd, smoothing, ckpt_minutes;
   double walltime_s;
+  int tta_shift; /* with tta: also the views shifted by this many pixels (trainer.h) */
   int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
   int handle_signals; /* SIGTERM and SIGINT stop the run with a checkpoint (a command-line tool) */
   int ranks;   /* processes training together (set by amd_train_run) */

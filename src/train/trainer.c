@@ -231,18 +231,22 @@ int amd_trainer_sync_device(amd_trainer *t, const float *opt_state, int64_t n_op
   return be->buf->mem_zero(t->bopt, (size_t)n_opt * sizeof(float), st);
 }
 
+int amd_tr_opt_state(amd_trainer *t, float *opt_state, int64_t n_opt, float **state, amd_status *st) {
+  const amd_backend *be = t->be;
+  *state = opt_state;
+  if (be->device == AMD_DEVICE_CPU) return 0;
+  if (n_opt && (!t->bopt || t->n_bopt != n_opt)) {
+    if (device_opt_state(t, n_opt, st)) return -1;
+    if (opt_state && be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st)) return -1;
+  }
+  *state = t->bopt;
+  return 0;
+}
+
 int amd_trainer_optim_step(amd_trainer *t, const amd_optim *o, double lr, int64_t step, float *opt_state,
                            int64_t n_opt, int guarded, amd_status *st) {
-  const amd_backend *be = t->be;
-  float *state = opt_state;
-  if (be->device != AMD_DEVICE_CPU) {
-    if (n_opt && (!t->bopt || t->n_bopt != n_opt)) {
-      if (device_opt_state(t, n_opt, st)) return -1;
-      if (opt_state && be->buf->mem_from_host(t->bopt, opt_state, (size_t)n_opt * sizeof(float), st))
-        return -1;
-    }
-    state = t->bopt;
-  }
+  float *state;
+  if (amd_tr_opt_state(t, opt_state, n_opt, &state, st)) return -1;
   amd_optim_update u;
   amd_optim_update_make(o, lr, step, &u);
   return amd_tr_kernels(t)->optim_step(&u, t->bparams, t->bgrads, state, t->n_floats, guarded, st);

@@ -31,7 +31,7 @@
  * change on the host). On the CPU backend both are no-ops.
  *
  * The code: trainer.c (life and blocks), trainer_params.c, trainer_bn.c,
- * trainer_grads.c, trainer_deferred.c, trainer_eval.c; what they share is in
+ * trainer_grads.c, trainer_deferred.c, trainer_eval.c, trainer_lookahead.c; what they share is in
  * trainer_internal.h, which says what each holds. */
 #ifndef AMD_TRAINER_H
 #define AMD_TRAINER_H
@@ -109,6 +109,7 @@ typedef struct amd_trainer {
   int64_t frozen_floats;  /* their values */
   char frozen_names[512]; /* their names, comma-separated (", ..." when cut) */
   int tta;                /* amd_trainer_eval_split: test-time augmentation (see there) */
+  int tta_shift;          /* with tta: also the views shifted by this many pixels (see there) */
 } amd_trainer;
 
 /* Sets t up on g (o may be NULL: train every parameter). A graph serves
@@ -181,6 +182,16 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
 /* BN statistic i (0 <= i < n_stats) in the memory of t's backend: the
  * tensor the training steps update (a device copy on a device backend). */
 amd_tensor *amd_trainer_stat(amd_trainer *t, int i);
+/* Lookahead (--lookahead): a slow copy of the parameters and then of the BN
+ * statistics (amd_trainer_lookahead_floats values, in the order of stats[])
+ * kept in the optimizer state (opt_state / the device copy, n_opt floats) at
+ * float offset `offset`, after the optimizer's own blocks. START: slow =
+ * fast; PULL: slow = decay x slow + (1 - decay) x fast, then fast = slow
+ * (float products and sum, in the step's stream); END: fast = slow. */
+typedef enum amd_lookahead_op { AMD_LOOKAHEAD_START, AMD_LOOKAHEAD_PULL, AMD_LOOKAHEAD_END } amd_lookahead_op;
+int64_t amd_trainer_lookahead_floats(const amd_trainer *t);
+int amd_trainer_lookahead(amd_trainer *t, amd_lookahead_op op, float decay, float *opt_state, int64_t n_opt,
+                          int64_t offset, amd_status *st);
 /* Every float initializer that is not a parameter but training changes
  * (the BN statistics): count and the value index of each. */
 int amd_trainer_buffers(const amd_trainer *t, int *values, int max);
@@ -194,7 +205,10 @@ struct amd_data_split;
  * matrix [label][prediction] for C = n_classes. The batches are made where
  * the backend can (batches.h: on the GPU, from a copy of the split). With
  * t->tta each batch also runs mirrored left-right, and the loss and the
- * prediction come from the mean of the two logits. */
+ * prediction come from the mean of the two logits; with t->tta_shift N > 0
+ * also both shifted N pixels down-right and up-left (padding as crop:P), the
+ * logits then 1/2 the unshifted pair's mean and 1/4 each shifted pair's
+ * (airbench94's test-time translations). */
 int amd_trainer_eval_split(amd_trainer *t, const struct amd_dataset *ds, const struct amd_data_split *split,
                            const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, int64_t *confusion,
                            int64_t n_classes, amd_status *st);

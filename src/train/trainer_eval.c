@@ -1,7 +1,7 @@
 /* Evaluation (see trainer.h): the inference-mode forward (running
  * statistics, no dropout) and the loss of one batch, with test-time
  * augmentation (t->tta: the mean of the logits of the batch and of its
- * mirror); a split or a stream of pieces in batches made where the backend
+ * mirror, and with t->tta_shift of shifted copies of both); a split or a stream of pieces in batches made where the backend
  * can (batches.h), scored into the sums and a confusion matrix; the model's
  * number of outputs from a probe of one sample. Nothing here changes a
  * parameter. */
@@ -46,23 +46,55 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
   return eval_loss(t, z->data, labels, n, c, bs, pred, st);
 }
 
-/* amd_trainer_eval of samples ids[0..k) with test-time augmentation: the
- * batch as it is and mirrored (made into b), the logits of the two summed in
- * *sum (backend memory for `batch` samples, allocated by the first call)
- * and halved. */
-static int eval_mirrored(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_t k, int64_t batch,
-                         int64_t *y, void **sum, amd_batch_stats *bs, int64_t *pred, amd_status *st) {
-  static const amd_augment mirror = {.mirror_all = 1};
-  const amd_tensor *z;
+/* One view of a batch for test-time augmentation: the images shifted by
+ * (dy, dx) (padding outside, as crop:P), mirrored or not, and its logits'
+ * weight in the mean. */
+typedef struct tta_view {
+  int dy, dx, mirror;
+  float weight;
+} tta_view;
+
+/* The views of t->tta: the batch and its mirror (1/2 each); with tta_shift
+ * N also both shifted N pixels down-right and up-left (output (i, j) reads
+ * (i - N, j - N), then (i + N, j + N)), each mirrored or not: the unshifted
+ * pair 1/4 each and the four shifted views 1/8 each. Every weight is a power
+ * of two, so the plain pair's mean is bit for bit (z1 + z2) / 2. */
+static int tta_views(const amd_trainer *t, tta_view *v) {
+  int n = 0;
+  const int N = t->tta_shift;
+  const float pair = N ? 0.25f : 0.5f;
+  v[n++] = (tta_view){0, 0, 0, pair};
+  v[n++] = (tta_view){0, 0, 1, pair};
+  for (int s = -1; N && s <= 1; s += 2) {
+    v[n++] = (tta_view){s * N, s * N, 0, 0.125f};
+    v[n++] = (tta_view){s * N, s * N, 1, 0.125f};
+  }
+  return n;
+}
+
+/* amd_trainer_eval of samples ids[0..k) with test-time augmentation: each
+ * view of tta_views made into b, its logits weighted and summed in *sum
+ * (backend memory for `batch` samples, allocated by the first call). */
+static int eval_views(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_t k, int64_t batch, int64_t *y,
+                      void **sum, amd_batch_stats *bs, int64_t *pred, amd_status *st) {
+  const amd_train_kernels *kern = amd_tr_kernels(t);
+  tta_view views[6];
+  const int n_views = tta_views(t, views);
   int64_t n = 0, c = 0;
-  if (amd_batches_make(b, ids, k, NULL, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st)) return -1;
-  if (!*sum && t->be->buf->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
-  float *s = *sum;
-  if (t->be->buf->mem_copy(s, z->data, (size_t)(n * c) * sizeof(float), st) ||
-      amd_batches_make(b, ids, k, &mirror, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st) ||
-      amd_tr_kernels(t)->add(s, z->data, n * c, st) || amd_tr_kernels(t)->scale(s, n * c, 0.5f, st))
-    return -1;
-  return eval_loss(t, s, y, n, c, bs, pred, st);
+  for (int v = 0; v < n_views; v++) {
+    const amd_augment view = {.mirror_all = views[v].mirror, .shift_y = views[v].dy, .shift_x = views[v].dx};
+    const amd_tensor *z;
+    if (amd_batches_make(b, ids, k, &view, NULL, y, st) || eval_forward(t, &b->x, &z, &n, &c, st)) return -1;
+    if (!*sum && t->be->buf->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
+    float *s = *sum, *zv = z->data; /* (the logits are the run's: free to scale until the next forward) */
+    if (v == 0) {
+      if (t->be->buf->mem_copy(s, zv, (size_t)(n * c) * sizeof(float), st) || kern->scale(s, n * c, views[v].weight, st))
+        return -1;
+    } else if (kern->scale(zv, n * c, views[v].weight, st) || kern->add(s, zv, n * c, st)) {
+      return -1;
+    }
+  }
+  return eval_loss(t, *sum, y, n, c, bs, pred, st);
 }
 
 /* The working memory of an evaluation over batches of up to `batch`. */
@@ -111,7 +143,7 @@ static int eval_ids(amd_trainer *t, eval_work *w, int64_t k, amd_batch_stats *bs
                     int64_t n_classes, amd_status *st) {
   int rc;
   if (t->tta) {
-    rc = eval_mirrored(t, &w->b, w->ids, k, w->batch, w->y, &w->sum, bs, w->pred, st);
+    rc = eval_views(t, &w->b, w->ids, k, w->batch, w->y, &w->sum, bs, w->pred, st);
   } else {
     rc = amd_batches_make(&w->b, w->ids, k, NULL, NULL, w->y, st);
     if (rc == 0) rc = amd_trainer_eval(t, &w->b.x, w->y, bs, w->pred, st);

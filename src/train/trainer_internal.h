@@ -9,7 +9,7 @@
  * trainer_grads.c one step's gradients (forward, loss, backward walk);
  * trainer_deferred.c the steps that do not wait for their loss and their
  * CUDA graph; trainer_eval.c evaluation (a batch, a split, a stream of
- * pieces). */
+ * pieces); trainer_lookahead.c the slow weights of --lookahead. */
 #ifndef AMD_TRAINER_INTERNAL_H
 #define AMD_TRAINER_INTERNAL_H
 
@@ -22,6 +22,9 @@ static inline int amd_tr_is_op(const amd_node *n, amd_op_idx idx) { return n->op
 
 /* The training kernels of the trainer's device (amd_trainer_set_backend checks there are). */
 const amd_train_kernels *amd_tr_kernels(const amd_trainer *t);
+/* The optimizer state of n_opt floats in the backend's memory: opt_state itself on the CPU, else the
+ * device copy (allocated, and filled from opt_state when non-NULL, on first use). */
+int amd_tr_opt_state(amd_trainer *t, float *opt_state, int64_t n_opt, float **state, amd_status *st);
 /* Frees a gradient (or any backend tensor) d and clears its data. */
 void amd_tr_free_dval(amd_trainer *t, amd_tensor *d);
 

@@ -8,6 +8,7 @@
 #    with Dropout, whose masks must resume from the same stream, and LeNet-5
 #    with its Dropouts written as random ops);
 #  - 1, 2 and 3 OpenMP threads train the same model, byte for byte;
+#  - --lookahead (a no-op form = none; stop and resume), flip:alt, the triangle schedule, --tta-shift;
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -83,6 +84,47 @@ else
   bad "resume: exits $rc1 $rc2 $rc3, models $(cmp "$tmp/full.onnx" "$tmp/part.onnx" 2>&1 | head -1)"; tail -3 "$tmp/s1.log" "$tmp/s2.log" "$tmp/s3.log"
 fi
 [ "$(ls "$tmp/ck" | wc -l)" -le 2 ] && ok "checkpoint folder keeps at most two" || bad "checkpoints kept: $(ls "$tmp/ck")"
+
+# 3a. the options from airbench94's recipe: --lookahead 1:0 (every pull a no-op: d = 0) gives the model of a
+# run without it, byte for byte, so the slow copy in the optimizer state leaves the optimizer's own state
+# alone; --lookahead 3 changes the model, and a run of it stopped and resumed ends the same (the slow copy
+# is in the checkpoint); the same for ResNet-8 (BatchNormalization statistics in the slow copy too); with
+# flip:alt and the triangle schedule; train --tta --tta-shift 1 reports what eval --tta --tta-shift 1 gives
+la=(--epochs 2 --limit 1000 --augment crop:2,flip:alt --schedule triangle:0.23:0.2:0.07)
+r8=(--data "tensors:$models/golden/resnet8/input.pb,$models/golden/resnet8/labels.pb" --batch 4 --epochs 3 --lr 0.05)
+for m in lenet5 resnet8; do
+  if [ $m = lenet5 ]; then args=("${common[@]}" "${la[@]}"); else args=("${r8[@]}"); fi
+  "$amd" train "$models/${m}_train.onnx" "${args[@]}" -o "$tmp/la_$m.onnx" >/dev/null 2>&1
+  rc0=$?
+  "$amd" train "$models/${m}_train.onnx" "${args[@]}" --lookahead 1:0 -o "$tmp/la1_$m.onnx" >"$tmp/la1.log" 2>&1
+  rc1=$?
+  "$amd" train "$models/${m}_train.onnx" "${args[@]}" --lookahead 3 -o "$tmp/la3_$m.onnx" >/dev/null 2>&1
+  rc3=$?
+  "$amd" train "$models/${m}_train.onnx" "${args[@]}" --lookahead 3 --checkpoint-dir "$tmp/lack_$m" --stop-after 7 \
+    -o "$tmp/lap_$m.onnx" >/dev/null 2>&1
+  rcs=$?
+  "$amd" train "$models/${m}_train.onnx" "${args[@]}" --lookahead 3 --checkpoint-dir "$tmp/lack_$m" --resume \
+    -o "$tmp/lap_$m.onnx" >"$tmp/lar.log" 2>&1
+  rcr=$?
+  if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && cmp -s "$tmp/la_$m.onnx" "$tmp/la1_$m.onnx"; then
+    ok "$m: --lookahead 1:0 = no lookahead, byte for byte"
+  else
+    bad "$m: --lookahead 1:0: exits $rc0 $rc1, $(cmp "$tmp/la_$m.onnx" "$tmp/la1_$m.onnx" 2>&1 | head -1)"; tail -3 "$tmp/la1.log"
+  fi
+  if [ $rc3 -eq 0 ] && ! cmp -s "$tmp/la_$m.onnx" "$tmp/la3_$m.onnx" && [ $rcs -eq 3 ] && [ $rcr -eq 0 ] &&
+    cmp -s "$tmp/la3_$m.onnx" "$tmp/lap_$m.onnx"; then
+    ok "$m: --lookahead 3 changes the model; stopped at step 7 and resumed, the same model"
+  else
+    bad "$m: --lookahead 3: exits $rc3 $rcs $rcr, $(cmp "$tmp/la3_$m.onnx" "$tmp/lap_$m.onnx" 2>&1 | head -1)"
+    tail -3 "$tmp/lar.log"
+  fi
+done
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${la[@]}" --tta --tta-shift 1 -o "$tmp/ts.onnx" >"$tmp/ts.log" 2>&1
+tacc=$(sed -n 's/.*test loss [0-9.]* top1 \([0-9.]*\)%.*/\1/p' "$tmp/ts.log" | tail -1)
+eacc=$("$amd" eval "$tmp/ts.onnx" --data "$data" --limit 1000 --tta --tta-shift 1 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+macc=$("$amd" eval "$tmp/ts.onnx" --data "$data" --limit 1000 --tta 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+[ -n "$tacc" ] && [ "$tacc" = "$eacc" ] && ok "train --tta --tta-shift 1: test top1 $tacc%, as eval gives (mirror only: $macc%)" \
+  || { bad "train --tta --tta-shift 1 '$tacc' vs eval '$eacc'"; tail -3 "$tmp/ts.log"; }
 
 # 3b. the same with Dropout (LeNet-5 + two Dropout layers, augmentation on):
 # the resumed run must also restore the dropout stream
@@ -179,5 +221,11 @@ check "bad schedule" 2 "constant" train "$models/lenet5_train.onnx" --data "$dat
 check "missing -o" 2 "required" train "$models/lenet5_train.onnx" --data "$data"
 check "bad number" 2 "--epochs" train "$models/lenet5_train.onnx" --data "$data" --epochs -3 -o "$tmp/out.onnx"
 check "resume without a folder" 2 "--checkpoint-dir" train "$models/lenet5_train.onnx" --data "$data" --resume -o "$tmp/out.onnx"
+check "lookahead of 0 steps" 2 "K[:D]" train "$models/lenet5_train.onnx" --data "$data" --lookahead 0 -o "$tmp/out.onnx"
+check "lookahead decay 1" 2 "[0, 1)" train "$models/lenet5_train.onnx" --data "$data" --lookahead 5:1 -o "$tmp/out.onnx"
+check "tta-shift without tta" 2 "needs --tta" train "$models/lenet5_train.onnx" --data "$data" --tta-shift 1 -o "$tmp/out.onnx"
+check "eval tta-shift without tta" 1 "needs --tta" eval "$models/lenet5_train.onnx" --data "$data" --tta-shift 1
+check "flip with flip:alt" 2 "choose one" train "$models/lenet5_train.onnx" --data "$data" --augment flip,flip:alt -o "$tmp/out.onnx"
+check "triangle with warm-up" 1 "own warm-up" train "$models/lenet5_train.onnx" --data "$data" --schedule triangle --warmup 1 -o "$tmp/out.onnx"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

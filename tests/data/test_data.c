@@ -905,6 +905,54 @@ static void test_batches(void) {
           n_not_mirrored += x1[b * TCHW + c * THW + i * TW + j] != x0[b * TCHW + c * THW + i * TW + (TW - 1 - j)];
   CHECK(n_not_mirrored == 0, "mirror_all: %d pixels are not the mirror's", n_not_mirrored);
 
+  /* flip:alt: no draw; each sample mirrored in exactly one epoch of a pair, by a phase of its own that
+   * depends on the seed; epoch 2 repeats epoch 0 */
+  {
+    amd_augment alt = {0};
+    amd_status ast = {{0}};
+    CHECK(amd_augment_parse("crop:1,flip:alt", &alt, &ast) == 0 && alt.hflip_alt && !alt.hflip, "flip:alt parsed");
+    CHECK(amd_augment_parse("flip,flip:alt", &alt, &ast) == -1 && strstr(ast.msg, "choose one"),
+          "flip with flip:alt refused: %s", ast.msg);
+    CHECK(amd_augment_parse("flip:alt", &alt, &ast) == 0, "flip:alt alone");
+    amd_batch_sample pe[3][TN];
+    int64_t ya[TN];
+    alt.flip_seed = 5;
+    for (int e = 0; e < 3; e++) {
+      alt.epoch = e;
+      amd_dataset_batch_plan(&ds, &ds.train, idx, TN, &alt, NULL, pe[e], ya);
+    }
+    int once = 1, repeat = 1, n_first = 0, n_moved = 0;
+    for (int b = 0; b < TN; b++) {
+      once &= pe[0][b].mirror + pe[1][b].mirror == 1;
+      repeat &= pe[2][b].mirror == pe[0][b].mirror && pe[0][b].dy == 0 && pe[0][b].dx == 0;
+      n_first += pe[0][b].mirror;
+    }
+    alt.flip_seed = 6, alt.epoch = 0;
+    amd_batch_sample other[TN];
+    amd_dataset_batch_plan(&ds, &ds.train, idx, TN, &alt, NULL, other, ya);
+    for (int b = 0; b < TN; b++) n_moved += other[b].mirror != pe[0][b].mirror;
+    CHECK(once && repeat, "flip:alt: every sample mirrored in one epoch of a pair, the same every other epoch");
+    CHECK(n_first > 0 && n_first < TN && n_moved > 0, "flip:alt: both phases occur (%d of %d), another seed moves %d",
+          n_first, TN, n_moved);
+  }
+
+  /* a fixed shift (test-time augmentation's translations): no draw, padding outside */
+  {
+    amd_augment shift = {.shift_y = 1, .shift_x = -2, .mirror_all = 1};
+    amd_dataset_batch(&ds, &ds.train, idx, TN, &shift, NULL, x1, y);
+    int n_bad = 0;
+    for (int b = 0; b < TN; b++)
+      for (int c = 0; c < TC; c++)
+        for (int i = 0; i < TH; i++)
+          for (int j = 0; j < TW; j++) {
+            int si = i + 1, sj = (TW - 1 - j) - 2;
+            float want = (si < 0 || si >= TH || sj < 0 || sj >= TW) ? -mean[c] / std[c]
+                                                                    : x0[b * TCHW + c * THW + si * TW + sj];
+            n_bad += fabsf(x1[b * TCHW + c * THW + i * TW + j] - want) > 1e-6f;
+          }
+    CHECK(n_bad == 0, "shift (1, -2) mirrored: %d pixels differ", n_bad);
+  }
+
   /* crop only: each sample is the plain one shifted by some (dy, dx) in [-P, P]^2 with
    * padding = normalised 0 pixel; a non-zero shift occurs */
   const int PAD = 2;
@@ -1149,6 +1197,28 @@ static void test_rrc(void) {
   /* image 0 (5x7): offsets round(1/2) = 0 (half to even) and round(3/2) = 2 */
   amd_dataset_batch_norm(&ds, 2, &sc, &sh, &inv);
   CHECK(xb[2 * H * W + 3 * W + 3] == (float)pix[(3 * iw[0] + 5) * C + 2] * sc + sh, "image 0 centre crop");
+  /* crop:P on a ragged split shifts the centre crop as on the others (it was ignored there): a plan with
+   * (dy, dx) = (1, -1) against the unshifted crop */
+  {
+    amd_batch_sample p0[1], p1[1];
+    int64_t one = 0, yy;
+    static float c0[C * H * W], c1[C * H * W];
+    amd_dataset_batch_plan(&ds, &sp, &one, 1, NULL, NULL, p0, &yy);
+    amd_dataset_batch_fill(&ds, &sp, p0, 1, c0);
+    p1[0] = p0[0], p1[0].dy = 1, p1[0].dx = -1;
+    amd_dataset_batch_fill(&ds, &sp, p1, 1, c1);
+    int n_bad = 0;
+    for (int c = 0; c < C; c++) {
+      amd_dataset_batch_norm(&ds, c, &sc, &sh, &inv);
+      for (int i = 0; i < H; i++)
+        for (int j = 0; j < W; j++) {
+          const int si = i + 1, sj = j - 1;
+          const float want = si >= H || sj < 0 ? sh : c0[c * H * W + si * W + sj];
+          n_bad += c1[c * H * W + i * W + j] != want;
+        }
+    }
+    CHECK(n_bad == 0, "ragged crop shift (1, -1): %d values differ", n_bad);
+  }
 }
 
 /* ---------------------------------------------------------------- main */

@@ -149,7 +149,7 @@ mpid=$!
 for _ in $(seq 100); do grep -q "^  epoch 1 batch" "$tmp/sig.log" 2>/dev/null && break; sleep 0.2; done
 rank1=$(pgrep -P $mpid | tail -1)
 kill -TERM "$rank1" 2>/dev/null
-( sleep 60; kill -KILL $mpid 2>/dev/null ) &
+( sleep 60; kill -KILL $mpid 2>/dev/null ) >/dev/null 2>&1 & # (its sleep, left behind by the kill below, must not hold the test's output open)
 guard=$!
 wait $mpid
 rc=$?

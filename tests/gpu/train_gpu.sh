@@ -16,7 +16,8 @@
 #    printed losses and accuracies;
 #  - a float LeNet-5 in q8u:exact and q8s:exact trains and evaluates on the GPU, its q8 nodes native;
 #  - with an approximate 8-bit table and --q8-grad table (the table-derived backward, cuda/q8_grad.h) too:
-#    the loss falls, graph replay = --sync-steps, the first epoch's loss near the CPU's.
+#    the loss falls, graph replay = --sync-steps, the first epoch's loss near the CPU's;
+#  - --lookahead, flip:alt, the triangle schedule: replayed = --sync-steps = --host-batches; --tta-shift on the GPU.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -191,5 +192,43 @@ with open(sys.argv[1], "wb") as f:
 else
   bad "--q8-grad table on the GPU: python3 could not write the table"
 fi
+# 10. the options from airbench94's recipe on the GPU: --lookahead (its pulls queued in the step's stream
+#     between replayed CUDA graphs), flip:alt and the triangle schedule: the deferred, replayed steps = --sync-steps
+#     byte for byte, and = --host-batches; --lookahead 1:0 = none; ResNet-8 (BN statistics in the slow copy) too;
+#     eval --tta --tta-shift 1 on the GPU (the shifted views made there) within 0.5 points of the CPU's
+air=(--epochs 2 --augment crop:2,flip:alt --schedule triangle:0.23:0.2:0.07 --lookahead 3)
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${air[@]}" -o "$tmp/air.onnx" >"$tmp/air.log" 2>&1
+rc1=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${air[@]}" --sync-steps -o "$tmp/airs.onnx" >"$tmp/airs.log" 2>&1
+rc2=$?
+"$amd" train "$models/lenet5_train.onnx" "${common[@]}" "${air[@]}" --host-batches -o "$tmp/airh.onnx" >/dev/null 2>&1
+rc3=$?
+replayed=$(sed -n 's/^CUDA graph: \([0-9]*\) training steps replayed/\1/p' "$tmp/air.log")
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && cmp -s "$tmp/air.onnx" "$tmp/airs.onnx" &&
+  cmp -s "$tmp/air.onnx" "$tmp/airh.onnx" && [ "$(lines "$tmp/air.log")" = "$(lines "$tmp/airs.log")" ] && [ "${replayed:-0}" -gt 0 ]; then
+  ok "--lookahead 3, flip:alt, triangle: ${replayed} replayed steps = --sync-steps = --host-batches ($(lines "$tmp/air.log" | tail -1))"
+else
+  bad "--lookahead on the GPU: exits $rc1 $rc2 $rc3, $(cmp "$tmp/air.onnx" "$tmp/airs.onnx" 2>&1 | head -1), $(cmp "$tmp/air.onnx" "$tmp/airh.onnx" 2>&1 | head -1)"
+  tail -3 "$tmp/air.log"
+fi
+r8=(--data "tensors:$models/golden/resnet8/input.pb,$models/golden/resnet8/labels.pb" --batch 4 --epochs 3 --lr 0.05 --device cuda)
+"$amd" train "$models/resnet8_train.onnx" "${r8[@]}" -o "$tmp/r8.onnx" >/dev/null 2>&1
+rc0=$?
+"$amd" train "$models/resnet8_train.onnx" "${r8[@]}" --lookahead 1:0 -o "$tmp/r8n.onnx" >/dev/null 2>&1
+rc1=$?
+"$amd" train "$models/resnet8_train.onnx" "${r8[@]}" --lookahead 2 -o "$tmp/r8a.onnx" >/dev/null 2>&1
+rc2=$?
+"$amd" train "$models/resnet8_train.onnx" "${r8[@]}" --lookahead 2 --sync-steps -o "$tmp/r8s.onnx" >/dev/null 2>&1
+rc3=$?
+if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && cmp -s "$tmp/r8.onnx" "$tmp/r8n.onnx" &&
+  ! cmp -s "$tmp/r8.onnx" "$tmp/r8a.onnx" && cmp -s "$tmp/r8a.onnx" "$tmp/r8s.onnx"; then
+  ok "ResNet-8 on the GPU: --lookahead 1:0 = none; --lookahead 2 changes the model, replayed = --sync-steps"
+else
+  bad "ResNet-8 --lookahead on the GPU: exits $rc0 $rc1 $rc2 $rc3, $(cmp "$tmp/r8.onnx" "$tmp/r8n.onnx" 2>&1 | head -1), $(cmp "$tmp/r8a.onnx" "$tmp/r8s.onnx" 2>&1 | head -1)"
+fi
+gt=$("$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cuda --tta --tta-shift 1 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+ct=$("$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cpu --tta --tta-shift 1 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
+[ -n "$gt" ] && awk -v a="$gt" -v b="${ct:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' \
+  && ok "eval --tta --tta-shift 1: top1 $gt% on cuda, $ct% on the cpu" || bad "eval --tta --tta-shift 1: cuda '$gt', cpu '$ct'"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -274,6 +274,34 @@ static void test_schedule_formula(void) {
   CHECK(rel_err(amd_schedule_lr(&s, 49, 10, 50), 0.5 / 25 / 1e4) <= RTOL, "onecycle end");
   CHECK(amd_schedule_parse("cosine:1e-5", 0.5, 0, &s, &st) == 0 && s.min_lr == 1e-5, "cosine parse");
   CHECK(amd_schedule_parse("onecycle:0.4", 0.5, 0, &s, &st) == 0 && s.pct_start == 0.4, "onecycle:0.4 parse");
+  /* triangle:0.23:0.2:0.07 against airbench94's LambdaLR factor, written its way: up over int(0.23 x total)
+   * steps from 0.2 to 1, then down to 0.07 */
+  CHECK(amd_schedule_parse("triangle:0.23:0.2:0.07", 1.5, 0, &s, &st) == 0, "triangle: %s", st.msg);
+  worst = 0;
+  const int64_t total = 485;
+  const int64_t warm = (int64_t)(total * 0.23);
+  for (int64_t step = 0; step < total; step++) {
+    double f, want;
+    if (step < warm) {
+      f = (double)step / warm;
+      want = 1.5 * (0.2 * (1 - f) + 1.0 * f);
+    } else {
+      f = (double)(step - warm) / (total - warm);
+      want = 1.5 * (1.0 * (1 - f) + 0.07 * f);
+    }
+    double e = rel_err(amd_schedule_lr(&s, step, 49, total), want);
+    if (!(e <= worst)) worst = e;
+  }
+  printf("schedule %-16s max rel diff vs formula %.3g\n", "triangle", worst);
+  CHECK(worst <= RTOL, "triangle: %.3g", worst);
+  CHECK(amd_schedule_parse("triangle", 0.5, 0, &s, &st) == 0 && s.pct_start == 0.25 && s.start_factor == 0 &&
+            s.end_factor == 0,
+        "triangle defaults");
+  CHECK(amd_schedule_lr(&s, 0, 10, 100) == 0 && rel_err(amd_schedule_lr(&s, 25, 10, 100), 0.5) <= RTOL &&
+            rel_err(amd_schedule_lr(&s, 99, 10, 100), 0.5 / 75) <= RTOL,
+        "triangle: 0 at the start, the peak at step 25, 1/75 of it at the last step");
+  CHECK(amd_schedule_parse("triangle:0.3", 0.5, 2, &s, &st) == -1 && strstr(st.msg, "warm-up"),
+        "triangle with --warmup refused: %s", st.msg);
 }
 
 static void test_schedule_bad(void) {
@@ -304,6 +332,13 @@ static void test_schedule_bad(void) {
       "cosine:abc",
       "cosine:inf",
       "cosine:1e-3x",
+      "triangle:",
+      "triangle:1",
+      "triangle:-0.1",
+      "triangle:0.2:-1",
+      "triangle:0.2:0.1:x",
+      "triangle:0.2:0.1:0.1:0",
+      "triangle:0.2::0.1",
       "onecycle:",
       "onecycle:0",
       "onecycle:1",
