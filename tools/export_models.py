@@ -74,7 +74,7 @@ NUM_CLASSES = 10
 SGD_ARGS = dict(lr=0.05, momentum=0.9, weight_decay=5e-4)
 TRAIN_STEPS = 3
 
-WHITEN_IMAGES = 5000  # --cifar10: the training images whose patches make fastnet's whitening filters
+WHITEN_IMAGES = 5000  # --cifar10: the training images whose patches make the fastnets' whitening filters
 
 
 # ---------------------------------------------------------------- models
@@ -247,10 +247,12 @@ class ScaledBiasBatchNorm2d(nn.BatchNorm2d):
     """BatchNorm2d whose bias enters as bias_scale x the stored parameter (a
     Mul node before BatchNormalization's B input). SGD then moves the
     effective bias bias_scale^2 times faster, with the same relative weight
-    decay: a per-parameter learning-rate factor carried by the graph."""
+    decay: a per-parameter learning-rate factor carried by the graph.
+    momentum and eps as in nn.BatchNorm2d (momentum in PyTorch's convention:
+    the weight of the new batch statistics)."""
 
-    def __init__(self, channels, bias_scale):
-        super().__init__(channels)
+    def __init__(self, channels, bias_scale, momentum=0.1, eps=1e-5):
+        super().__init__(channels, eps=eps, momentum=momentum)
         self.bias_scale = bias_scale
 
     def forward(self, x):
@@ -270,24 +272,52 @@ class FastNet(nn.Module):
     multiply-accumulates per image, two thirds of ResNet-9's. The BN biases
     learn 64 times faster than the other parameters, as in airbench
     (ScaledBiasBatchNorm2d with 8); that recipe also keeps the BN scales at
-    1 (tools/train_fastnet.sh: --freeze *.bn1.weight,*.bn2.weight)."""
+    1 (tools/train_fastnet.sh: --freeze *.bn1.weight,*.bn2.weight).
 
-    def __init__(self, widths=(96, 384, 384), num_classes=10):
+    The keyword arguments give airbench94's own network ("fastnet_narrow"):
+    act "gelu" puts nn.GELU() (the erf form; the ONNX export writes it as
+    Div, Erf, Add, Mul, Mul) where the ReLUs are; dirac True sets, in every
+    3x3 conv of the blocks with weight [out, in, 3, 3], the first in output
+    channels to the identity kernel (torch.nn.init.dirac_), the others
+    keeping PyTorch's default initialisation; bn_momentum (PyTorch's
+    convention, None: ScaledBiasBatchNorm2d's default) and bn_eps go to
+    every BN. The defaults build "fastnet", with the same random draws."""
+
+    def __init__(self, widths=(96, 384, 384), num_classes=10, act="relu", dirac=False, bn_momentum=None,
+                 bn_eps=1e-5):
         super().__init__()
+        if act not in ("relu", "gelu"):
+            raise ValueError("FastNet: act must be relu or gelu, not %r" % (act,))
+        self.act = act
+        bn_args = {"eps": bn_eps}
+        if bn_momentum is not None:
+            bn_args["momentum"] = bn_momentum
+
+        def activation():
+            return nn.GELU() if act == "gelu" else nn.ReLU()
+
         self.whiten = nn.Conv2d(3, 24, 2, bias=True)
         blocks, cin = [], 24
         for w in widths:  # initializers blocks.K.conv1.weight, blocks.K.bn1.weight, ...
+            # relu1 / relu2 whatever act is: the names of fastnet's nodes stay.
             blocks.append(nn.Sequential(collections.OrderedDict([
                 ("conv1", nn.Conv2d(cin, w, 3, padding=1, bias=False)), ("pool", nn.MaxPool2d(2)),
-                ("bn1", ScaledBiasBatchNorm2d(w, 8.0)), ("relu1", nn.ReLU()),
-                ("conv2", nn.Conv2d(w, w, 3, padding=1, bias=False)), ("bn2", ScaledBiasBatchNorm2d(w, 8.0)),
-                ("relu2", nn.ReLU())])))
+                ("bn1", ScaledBiasBatchNorm2d(w, 8.0, **bn_args)), ("relu1", activation()),
+                ("conv2", nn.Conv2d(w, w, 3, padding=1, bias=False)),
+                ("bn2", ScaledBiasBatchNorm2d(w, 8.0, **bn_args)), ("relu2", activation())])))
             cin = w
         self.blocks = nn.Sequential(*blocks)
         self.linear = nn.Linear(cin, num_classes, bias=False)
+        if dirac:
+            with torch.no_grad():
+                for block in self.blocks:
+                    for conv in (block.conv1, block.conv2):
+                        torch.nn.init.dirac_(conv.weight[:conv.weight.shape[1]])
 
     def forward(self, x):
-        x = self.blocks(F.relu(self.whiten(x)))
+        x = self.whiten(x)
+        x = F.gelu(x) if self.act == "gelu" else F.relu(x)
+        x = self.blocks(x)
         x = torch.flatten(F.max_pool2d(x, 3), 1)
         return self.linear(x) / 9.0
 
@@ -388,6 +418,10 @@ MODELS = {
     "resnet50": (lambda: CifarResNet(Bottleneck, [3, 4, 6, 3], *WIDE), (3, 32, 32)),
     "resnet9": (ResNet9, (3, 32, 32)),
     "fastnet": (FastNet, (3, 32, 32)),
+    # airbench94's network: BN momentum 0.6 in airbench's convention (and
+    # ONNX's), 0.4 in PyTorch's
+    "fastnet_narrow": (lambda: FastNet(widths=(64, 256, 256), act="gelu", dirac=True, bn_momentum=0.4,
+                                       bn_eps=1e-12), (3, 32, 32)),
     "tinyformer": (TinyFormer, (3, 16, 16)),
     "mbv3block": (MobileV3Block, (3, 16, 16)),
 }
@@ -395,7 +429,7 @@ MODELS = {
 # Networks for training from scratch: BatchNormalization keeps PyTorch's
 # initial scale 1 and bias 0 (warm_up_bn gives the others random ones, which
 # the golden tests want).
-FROM_SCRATCH = {"fastnet"}
+FROM_SCRATCH = {"fastnet", "fastnet_narrow"}
 
 # Networks with Dropout: PyTorch's train-mode logits depend on its own random
 # masks, so no NAME_train.logits.pb is written for them.
@@ -673,8 +707,9 @@ def main():
     ap.add_argument("--train-goldens", default="", metavar="NAMES",
                     help="comma-separated models (from --models) whose training goldens go into OUT/golden/NAME/")
     ap.add_argument("--cifar10", metavar="DIR",
-                    help="CIFAR-10 binary batches: fastnet's first conv becomes the whitening filters of their "
-                         "training images (without it: PyTorch's default initialisation)")
+                    help="CIFAR-10 binary batches: the first conv of fastnet and fastnet_narrow becomes the "
+                         "whitening filters of their training images (without it: PyTorch's default "
+                         "initialisation)")
     args = ap.parse_args()
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     for n in names:
