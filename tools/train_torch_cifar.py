@@ -45,7 +45,7 @@ What it mirrors (the C file of each choice):
   each epoch 0..n-1 shuffled by Fisher-Yates (i from n-1 down, j =
   below(i + 1)), splitmix64 seeded seed * 0x9e3779b97f4a7c15 ^ (epoch + 1) *
   0xbf58476d1ce4e5b9; ceil(n / global batch) batches, the last one short.
-- Augmentation (--augment crop:P,flip,cutout:S; src/data/dataset.c
+- Augmentation (--augment crop:P,flip,flip:alt,cutout:S; src/data/dataset.c
   plan_sample, fill_sample; src/train/run.c train_batch): amdnn-onnx draws
   from its own splitmix64 stream, started at seed * 0x9e3779b97f4a7c15 + 1
   and never reset, per sample in batch order: dy, dx = below(2P + 1) - P,
@@ -54,7 +54,10 @@ What it mirrors (the C file of each choice):
   the same crops and flips of the same images at every step: pad with the
   normalised value of a zero pixel (shift), crop, then mirror the crop;
   cutout zeroes a square after normalisation. (PyTorch's own generators could
-  not give amdnn-onnx's draws; this replaces them.)
+  not give amdnn-onnx's draws; this replaces them.) flip:alt draws nothing:
+  sample s (its index in the split) is mirrored when the top bit of
+  splitmix64(seed x 0x94d049bb133111eb + 3 + (s + 1) GAMMA) differs from the
+  epoch's parity.
 - --ranks R: the data-parallel run of R amdnn-onnx ranks (`mpirun -np R`,
   --batch per rank; docs/distributed.md, src/train/dist.c amd_dist_share,
   amd_dist_rng_split, amd_dist_sync_stats) on one device: rank r takes
@@ -86,9 +89,16 @@ What it mirrors (the C file of each choice):
   batches): constant; cosine[:MIN] = MIN + (lr - MIN)(1 + cos(pi t / T)) / 2
   over the steps after the warm-up; onecycle[:PCT] = PyTorch's OneCycleLR
   (cos, div_factor 25, final_div_factor 1e4, PCT default 0.3, no --warmup);
-  step:E1,E2[:GAMMA]; --warmup N epochs: lr (s + 1) / (N batches) over the
-  first N epochs (not with onecycle). The lr column is the rate of the
+  step:E1,E2[:GAMMA]; triangle[:PCT[:START[:END]]] = up = int(PCT S), lr
+  (START + (1 - START) s / up) before it, then lr (1 + (END - 1)(s - up) /
+  (S - up)); --warmup N epochs: lr (s + 1) / (N batches) over the first N
+  epochs (not with onecycle or triangle). The lr column is the rate of the
   epoch's last step (%.6g).
+- Lookahead (--lookahead K[:D]; src/train/trainer_lookahead.c, run.c): a
+  slow copy of the parameters and BN running statistics taken at the start;
+  after every K-th step s, d = float(D (s / S)^3) (D default 0.95^K), slow =
+  d slow + (1 - d) w (float products, then the sum), w = slow; after the
+  last step of the run, w = slow. The checkpoints keep the slow copy.
 - Metrics (src/train/run.c append_metrics): epoch, hours (cumulative time of
   the training steps, evaluation excluded), train_loss, train_acc (over the
   epoch's batches, before each update), test_loss, test_top1 (first maximal
@@ -133,11 +143,12 @@ except ImportError as e:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from amdnn_recipe import GAMMA, M64, Stream, evaluate, rejected, shuffled  # noqa: E402
+from amdnn_recipe import GAMMA, M64, Stream, evaluate, rejected, shuffled, splitmix_array  # noqa: E402
 
 RESNETS = ("resnet8", "resnet18", "resnet34", "resnet50")
 TORCHVISION = ("transformer_encoder", "vit_cifar", "mobilenet_v3_cifar")
 RANK_MIX = 0xd1b54a32d192ed03  # the rank's term of its stream (src/train/dist.c amd_dist_rng_split)
+FLIP_MIX = 0x94d049bb133111eb  # flip:alt's phase seed, seed x this + 3 (src/train/run.c setup_inputs)
 
 
 def die(msg, status=2):
@@ -146,31 +157,44 @@ def die(msg, status=2):
 
 
 class Augment:
-    """--augment crop:P,flip,cutout:S (amdnn-onnx's syntax; 'none' or '' for none)."""
+    """--augment crop:P,flip,flip:alt,cutout:S (amdnn-onnx's syntax; 'none' or '' for none)."""
 
     def __init__(self, spec):
         self.pad = self.cutout = 0
-        self.flip = False
+        self.flip = self.flip_alt = False
         for item in (spec or "").split(","):
             item = item.strip()
             if item in ("", "none"):
                 continue
             if item == "flip":
                 self.flip = True
+            elif item == "flip:alt":
+                self.flip_alt = True
             elif item.startswith("crop:") and item[5:].isdigit() and int(item[5:]) > 0:
                 self.pad = int(item[5:])
             elif item.startswith("cutout:") and item[7:].isdigit() and int(item[7:]) > 0:
                 self.cutout = int(item[7:])
             else:
-                die(f"--augment: unknown item '{item}' (crop:P, flip, cutout:S; rrc is for images: data only)")
+                die(f"--augment: unknown item '{item}' (crop:P, flip, flip:alt, cutout:S; rrc is for images: data "
+                    "only)")
+        if self.flip and self.flip_alt:
+            die("--augment: flip and flip:alt both mirror; choose one")
 
     def random(self):
         return bool(self.pad or self.flip or self.cutout)
 
     def text(self):
         parts = ([f"crop:{self.pad}"] if self.pad else []) + (["flip"] if self.flip else []) + \
-                ([f"cutout:{self.cutout}"] if self.cutout else [])
+                (["flip:alt"] if self.flip_alt else []) + ([f"cutout:{self.cutout}"] if self.cutout else [])
         return ",".join(parts) or "none"
+
+    def alt_mirror(self, seed, ids, epoch):
+        """flip:alt (plan_sample): sample s mirrored when the top bit of
+        splitmix64(flip seed + (s + 1) GAMMA) differs from the epoch's parity; no draw."""
+        flip_seed = np.uint64((seed * FLIP_MIX + 3) & M64)
+        with np.errstate(over="ignore"):
+            z = flip_seed + (np.asarray(ids, dtype=np.uint64) + np.uint64(1)) * np.uint64(GAMMA)
+        return ((splitmix_array(z) >> np.uint64(63)) ^ np.uint64(epoch & 1)).astype(np.int64)
 
     def draws(self, stream, n, h, w):
         """The draws of n samples, in plan_sample's order: a dict of int64 arrays
@@ -288,6 +312,7 @@ class Batches:
         b = len(ids)
         if not draws or b == 0:
             return x, y
+        mirrored = self.aug.flip or self.aug.flip_alt
         p = self.aug.pad
         src = x
         if p:  # the padded images: every border pixel is the normalised zero pixel
@@ -296,7 +321,7 @@ class Batches:
         dy = torch.from_numpy(draws["dy"] + p).to(dev) if p else torch.zeros(b, dtype=torch.int64, device=dev)
         dx = torch.from_numpy(draws["dx"] + p).to(dev) if p else torch.zeros(b, dtype=torch.int64, device=dev)
         cols = self.cols.view(1, -1).expand(b, -1)
-        if self.aug.flip:  # the crop mirrored: column j of the output is the crop's W - 1 - j
+        if mirrored:  # the crop mirrored: column j of the output is the crop's W - 1 - j
             m = torch.from_numpy(draws["mirror"]).to(dev).bool().view(-1, 1)
             cols = torch.where(m, self.w - 1 - cols, cols)
         rows = self.rows.view(1, -1) + dy.view(-1, 1)  # [b, H]
@@ -424,9 +449,20 @@ def parse_schedule(spec, warmup):
             if any(m < 1 for m in miles) or miles != sorted(set(miles)) or not gamma > 0:
                 raise ValueError
             return kind, (miles, gamma)
+        if kind == "triangle":
+            fields = [float(v) for v in arg.split(":")] if arg else []
+            if len(fields) > 3:
+                raise ValueError
+            pct, first, last = fields + [0.25, 0.0, 0.0][len(fields):]
+            if not 0 <= pct < 1 or first < 0 or last < 0:
+                raise ValueError
+            if warmup:
+                die("triangle has its own warm-up (PCT): leave --warmup at 0")
+            return kind, (pct, first, last)
     except ValueError:
         pass
-    die(f"bad --schedule '{spec}' (constant, cosine[:MIN_LR], onecycle[:PCT_START], step:E1,E2[:GAMMA])")
+    die(f"bad --schedule '{spec}' (constant, cosine[:MIN_LR], onecycle[:PCT_START], step:E1,E2[:GAMMA], "
+        "triangle[:PCT[:START[:END]]])")
 
 
 def schedule_lr(sched, base, warmup_epochs, step, per_epoch, total):
@@ -447,6 +483,12 @@ def schedule_lr(sched, base, warmup_epochs, step, per_epoch, total):
                 a, b = lo_hi[i]
                 return b + (a - b) / 2.0 * (math.cos(math.pi * frac) + 1)
             begin = ends[i]
+    if kind == "triangle":
+        pct, first, last = arg
+        up = int(pct * total)
+        if step < up:
+            return base * (first + (1 - first) * step / up)
+        return base * (1 + (last - 1) * min((step - up) / (total - up), 1.0))
     warm = warmup_epochs * per_epoch
     lr = base
     if kind == "step":
@@ -461,6 +503,31 @@ def schedule_lr(sched, base, warmup_epochs, step, per_epoch, total):
     if step < warm:
         lr = lr * (step + 1) / warm
     return lr
+
+
+def parse_lookahead(spec):
+    """amd_lookahead_parse: K[:D], K >= 1 whole, D in [0, 1) (default 0.95^K)."""
+    k, _, d = spec.partition(":")
+    try:
+        kk = float(k)
+        dd = float(d) if d else 0.95 ** kk
+        if kk == int(kk) and 1 <= kk <= 1e9 and 0 <= dd < 1:
+            return int(kk), dd
+    except ValueError:
+        pass
+    die(f"--lookahead: '{spec}' is not K[:D] with K a whole number of steps >= 1 and D in [0, 1)")
+
+
+def lookahead_pull(fast, slow, decay):
+    """slow = decay slow + (1 - decay) fast, then fast = slow: amdnn-onnx's float steps (decay and 1 - decay
+    are C floats; products, then the sum, each rounded to float)."""
+    keep = float(np.float32(1.0) - np.float32(decay))
+    with torch.no_grad():
+        for w, s in zip(fast, slow):
+            s.mul_(decay)
+            w.mul_(keep)
+            s.add_(w)
+            w.copy_(s)
 
 
 def parse_duration(s):
@@ -549,10 +616,15 @@ def main():
                     help="weight decay on every parameter: coupled for sgd (default 0), decoupled for adamw "
                          "(default 0.05)")
     ap.add_argument("--schedule", default="onecycle",
-                    help="constant, cosine[:MIN_LR], onecycle[:PCT_START] (default), step:E1,E2[:GAMMA]")
+                    help="constant, cosine[:MIN_LR], onecycle[:PCT_START] (default), step:E1,E2[:GAMMA], "
+                         "triangle[:PCT[:START[:END]]]")
     ap.add_argument("--warmup", type=int, default=0, help="linear warm-up epochs (not with onecycle)")
     ap.add_argument("--label-smoothing", type=float, default=0.1)
-    ap.add_argument("--augment", default="crop:4,flip", help="crop:P, flip, cutout:S, comma-separated, or none")
+    ap.add_argument("--lookahead", metavar="K[:D]",
+                    help="every K steps the weights and BN running statistics move to their slow copy, decay "
+                         "D x (step / steps)^3 (D default 0.95^K); the trained model is the slow copy")
+    ap.add_argument("--augment", default="crop:4,flip",
+                    help="crop:P, flip, flip:alt, cutout:S, comma-separated, or none")
     ap.add_argument("--seed", type=int, default=1, help="data order and augmentation draws, as amdnn-onnx's --seed")
     ap.add_argument("--limit", type=int, default=0, help="N samples of each split, sample j = j * n // N")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -580,6 +652,7 @@ def main():
         if not os.path.exists(p):
             die(f"{p}: no such file or folder")
     walltime = parse_duration(a.walltime) if a.walltime else 0.0
+    look_k, look_d = parse_lookahead(a.lookahead) if a.lookahead else (0, 0.0)
     sched = parse_schedule(a.schedule, a.warmup)
     aug = Augment(a.augment)
     dev = torch.device(a.device)
@@ -614,7 +687,14 @@ def main():
     config = (f"model={a.model} init={file_crc(a.init) if a.init else '-'} data={os.path.abspath(a.data)} "
               f"epochs={a.epochs} batch={a.batch} ranks={a.ranks} optimizer={a.optimizer} lr={a.lr} "
               f"momentum={a.momentum} nesterov={int(a.nesterov)} wd={a.wd} schedule={a.schedule} "
-              f"warmup={a.warmup} smoothing={a.label_smoothing} augment={aug.text()} seed={a.seed} limit={a.limit}")
+              f"warmup={a.warmup} smoothing={a.label_smoothing} augment={aug.text()} seed={a.seed} limit={a.limit}"
+              + (f" lookahead={a.lookahead}" if a.lookahead else ""))
+
+    def look_fast():
+        """--lookahead's tensors: the parameters, then the BN running statistics (trainer.h
+        amd_trainer_lookahead); asked each time, as forward_ranks replaces the statistics' tensors."""
+        return params + [t for m in bns for t in (m.running_mean, m.running_var)] if look_k else []
+    slow = [t.detach().clone() for t in look_fast()]
 
     rows = ["epoch\thours\ttrain_loss\ttrain_acc\ttest_loss\ttest_top1\tlr\timages_per_s"]
     first_epoch, step, hours, epoch_s = 0, 0, 0.0, 0.0
@@ -633,6 +713,7 @@ def main():
         opt.load_state_dict(saved["opt"])
         first_epoch, step, hours, epoch_s = saved["epoch"], saved["step"], saved["hours"], saved["epoch_s"]
         aug_state, rows = saved["aug_state"], saved["rows"]
+        slow = [t.to(dev) for t in saved.get("slow", slow)]
         print(f"resuming from {ckpt}: epoch {first_epoch + 1}, step {step}", flush=True)
     elif a.resume:
         print(f"no checkpoint in {a.checkpoint_dir}: starting from the initial weights", flush=True)
@@ -649,7 +730,8 @@ def main():
     def save(epoch_done):
         tmp = ckpt + ".tmp"
         torch.save({"config": config, "epoch": epoch_done, "step": step, "hours": hours, "epoch_s": epoch_s,
-                    "aug_state": aug_state, "rows": rows, "model": model.state_dict(), "opt": opt.state_dict()},
+                    "aug_state": aug_state, "rows": rows, "model": model.state_dict(), "opt": opt.state_dict(),
+                    "slow": slow},
                    tmp)
         os.replace(tmp, ckpt)
 
@@ -693,6 +775,8 @@ def main():
                 else:  # amd_dist_rng_split: the rank's stream from the shared one
                     own = Stream(Stream(aug_state ^ ((RANK_MIX * (r + 1)) & M64)).next())
                     draws = aug.draws(own, hi - lo, data.h, data.w)
+                if aug.flip_alt:  # no draw: the sample's phase and the epoch's parity
+                    draws = dict(draws or {}, mirror=aug.alt_mirror(a.seed, ids, epoch))
                 x, y = data.make(ids, draws)
                 xs.append(x)
                 ys.append(y)
@@ -708,9 +792,16 @@ def main():
             loss.backward()
             opt.step()
             step += 1
+            if look_k and step % look_k == 0:
+                f = min(step / total, 1.0)
+                lookahead_pull(look_fast(), slow, float(np.float32(look_d * f * f * f)))
             with torch.no_grad():
                 loss_sum += F.cross_entropy(z.detach().double(), y, reduction="sum", label_smoothing=smoothing)
                 top1 += (z.detach().argmax(1) == y).sum()
+        if look_k and epoch + 1 == a.epochs:  # the run's weights are the slow ones
+            with torch.no_grad():
+                for w, s in zip(look_fast(), slow):
+                    w.copy_(s)
         if dev.type == "cuda":
             torch.cuda.synchronize()
         dt = time.perf_counter() - t0
