@@ -20,7 +20,8 @@
 #   github.com/KellerJordan/cifar10-airbench (none of it is in this repository)
 # Writes OUT_DIR/airbench94_fp32.{log,tsv}, OUT_DIR/<mode>_s<seed>/ (each
 # run's export, model, TSV and log) and OUT_DIR/race.md (the table).
-# Environment: SEEDS (3), RUNS (3), MODES (acc32), EPOCHS (11), AMDNN_ONNX
+# Environment: SEEDS (3), RUNS (3), MODES (acc32), EPOCHS (11), RANKS (1; 2:
+# ours on two GPUs, tools/train_fastnet.sh's RANKS; airbench94 on one), AMDNN_ONNX
 # (default build/src/amdnn-onnx), PYTHON (an interpreter with torch,
 # torchvision and onnx; default the one tools/torch_python.sh finds).
 set -euo pipefail
@@ -32,7 +33,7 @@ data=$1 airbench=$2 out=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 amd=${AMDNN_ONNX:-$top/build/src/amdnn-onnx}
 py=${PYTHON:-$("$top/tools/torch_python.sh" torch torchvision onnx)}
-seeds=${SEEDS:-3} runs=${RUNS:-3} modes=${MODES:-acc32} epochs=${EPOCHS:-11}
+seeds=${SEEDS:-3} runs=${RUNS:-3} modes=${MODES:-acc32} epochs=${EPOCHS:-11} ranks=${RANKS:-1}
 [ -f "$airbench" ] || { echo "race_cifar94.sh: no airbench94.py at $airbench" >&2; exit 2; }
 [ -x "$amd" ] || { echo "race_cifar94.sh: no amdnn-onnx at $amd (build it, or set AMDNN_ONNX)" >&2; exit 2; }
 mkdir -p "$out"
@@ -54,8 +55,8 @@ for mode in $modes; do
   accs=() times=()
   for ((s = 1; s <= seeds; s++)); do
     dir=$out/${mode}_s$s
-    echo "== amdnn-onnx fastnet_narrow, $mode, seed $s, $epochs epochs"
-    NET=narrow AMDNN_ONNX=$amd PYTHON=$py "$top/tools/train_fastnet.sh" "$data" "$dir" --mode "$mode" --seed "$s" \
+    echo "== amdnn-onnx fastnet_narrow, $mode, seed $s, $epochs epochs, $ranks GPU(s)"
+    NET=narrow RANKS=$ranks AMDNN_ONNX=$amd PYTHON=$py "$top/tools/train_fastnet.sh" "$data" "$dir" --mode "$mode" --seed "$s" \
       --epochs "$epochs" >"$dir.log" 2>&1 || { tail -5 "$dir.log"; echo "race_cifar94.sh: the run failed" >&2; exit 1; }
     train_s=$(sed -n 's/.*(\([0-9.]*\) s of training).*/\1/p' "$dir.log")
     acc=$(grep '^epoch' "$dir.log" | tail -1 | sed -n 's/.* top1 \([0-9.]*\)%.*/\1/p')
@@ -73,7 +74,7 @@ for mode in $modes; do
   mean_t=$(printf '%s\n' "${times[@]}" | awk '{ s += $1 } END { printf "%.2f", s / NR }')
   ratio=$(awk -v a="$mean_t" -v b="$air_s" 'BEGIN { printf "%.2f", a / b }')
   each=$(printf '%s, ' "${accs[@]}")
-  echo "| amdnn-onnx fastnet_narrow ($epochs epochs) | $mode | $seeds | $mean_acc% | ${each%, } | $mean_t s | ${ratio}x |" \
+  echo "| amdnn-onnx fastnet_narrow ($epochs epochs, $ranks GPU$([ "$ranks" = 1 ] || echo s)) | $mode | $seeds | $mean_acc% | ${each%, } | $mean_t s | ${ratio}x |" \
     >>"$out/race.md"
 done
 echo

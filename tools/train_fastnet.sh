@@ -12,12 +12,14 @@
 #   --lookahead 5 and test-time mirroring and 1-pixel shifts (--tta-shift 1):
 #   94.09% (mean of 3) in 15.6 s of training on an H200.
 # Both keep the whitening filters and the BN scales fixed (--freeze).
+# RANKS=2 trains on two GPUs (mpirun -np 2, --batch 512 each: the same global
+# batch; BatchNormalization over each rank's 512 unless --sync-bn is given).
 #
 # usage: [NET=narrow] tools/train_fastnet.sh CIFAR10_DIR OUT_DIR [train options, e.g. --mode am16 --seed 2]
 # (later options win: --epochs 12). Writes OUT_DIR/NAME_train.onnx (the untrained export),
 # OUT_DIR/NAME_MODE.onnx (trained), OUT_DIR/NAME_MODE.tsv (epoch, hours, ..., test_top1 per
 # epoch) and, where amdnn-onnx has cairo, OUT_DIR/NAME_MODE.png, NAME fastnet or
-# fastnet_narrow. Environment: NET, AMDNN_ONNX (the binary, default build/src/amdnn-onnx),
+# fastnet_narrow. Environment: NET, RANKS (1), MPIRUN (mpirun), AMDNN_ONNX (the binary, default build/src/amdnn-onnx),
 # PYTHON (an interpreter with torch and onnx, default the one tools/torch_python.sh finds).
 set -euo pipefail
 if [ $# -lt 2 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -47,11 +49,24 @@ narrow)
   echo "train_fastnet.sh: NET is wide or narrow, not '$NET'" >&2
   exit 2 ;;
 esac
+ranks=${RANKS:-1}
+launch=()
+case $ranks in
+1) ;;
+2 | 4 | 8)
+  read -r -a launch <<<"${MPIRUN:-mpirun}" # (it may carry options: MPIRUN="mpirun --oversubscribe")
+  launch+=(-np "$ranks")
+  [ "$(id -u)" != 0 ] || launch+=(--allow-run-as-root)
+  common+=(--batch $((1024 / ranks))) ;;
+*)
+  echo "train_fastnet.sh: RANKS is 1, 2, 4 or 8, not '$ranks'" >&2
+  exit 2 ;;
+esac
 "$py" "$top/tools/export_models.py" --out "$out" --models $name --cifar10 "$data" | grep -E "whitening|_train.onnx"
 plot=()
 ldd "$amd" 2>/dev/null | grep -q libcairo && plot=(--plot "$out/${name}_$mode.png")
 start=$(date +%s.%N)
-"$amd" train "$out/${name}_train.onnx" --data "cifar10:$data" "${common[@]}" "${recipe[@]}" \
+"${launch[@]}" "$amd" train "$out/${name}_train.onnx" --data "cifar10:$data" "${common[@]}" "${recipe[@]}" \
   -o "$out/${name}_$mode.onnx" --metrics "$out/${name}_$mode.tsv" "${plot[@]}" "$@"
 echo "train_fastnet.sh: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s for the" \
   "whole training command (epoch times, tests and set-up); per epoch: $out/${name}_$mode.tsv"
