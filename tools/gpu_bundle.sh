@@ -3,7 +3,8 @@
 # carried to a GPU machine that has only the CUDA driver, runtime and cuBLAS
 # (the device runs of issue 5): the tool and test binaries, the shared
 # libraries they use besides CUDA's and glibc's, the models and goldens, the
-# test scripts, an IDX data set, and tools/gpu_run_all.sh as run_all.sh.
+# test scripts, an IDX data set, tools/gpu_run_all.sh as run_all.sh, and
+# amdnn-onnx, a wrapper that runs bin/amdnn-onnx with the bundle's libraries.
 # Not carried: NCCL (large; run_all.sh finds the GPU machine's libnccl.so.2)
 # and Open MPI with its helpers (hwloc, libevent): the ranks must use the
 # libraries of the machine's own mpirun.
@@ -45,5 +46,15 @@ cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"
 cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" \
   "$src/tools/torch_python.sh" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
+# OUT_DIR/amdnn-onnx: the tool with the bundle's libraries, for commands of one's own
+# (AMDNN_ONNX=OUT_DIR/amdnn-onnx tools/train_fastnet.sh ...)
+cat >"$out/amdnn-onnx" <<'WRAPPER'
+#!/bin/sh
+# bin/amdnn-onnx with this bundle's libraries; the machine's CUDA runtime and cuBLAS first, as in run_all.sh
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:$here/lib:${LD_LIBRARY_PATH:-}"
+exec "$here/bin/amdnn-onnx" "$@"
+WRAPPER
+chmod +x "$out/amdnn-onnx"
 cp -r "$idx" "$out/data/idx"
 du -sh "$out"
