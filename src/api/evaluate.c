@@ -63,7 +63,8 @@ int api_eval_trainer(amdnn_session *s, const amdnn_options *opts, amd_trainer *t
   const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
   const amd_backend *be;
   const int tta = api_opt_flag(opts, "tta"), tta_shift = (int)api_opt_i64(opts, "tta-shift", 0);
-  if (tta_shift && !tta) return amd_fail(st, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
+  if (tta_shift && !tta)
+    return amd_fail(st, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
   if (amd_trainer_init(t, s->g, &eval_opts, st)) return -1;
   /* (a profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (api_session_backend(s, 0, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;

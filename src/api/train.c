@@ -80,7 +80,8 @@ static int make_cfg(amdnn_session *s, const amdnn_options *o, amd_train_cfg *c, 
   c->plot = api_opt(o, "plot"), c->profile = api_opt(o, "profile"), c->ckpt_dir = api_opt(o, "checkpoint-dir");
   const char *optimizer = api_opt(o, "optimizer"), *schedule = api_opt(o, "schedule");
   c->optimizer = optimizer ? optimizer : "sgd", c->schedule = schedule ? schedule : "constant";
-  c->augment = api_opt(o, "augment"), c->freeze = api_opt(o, "freeze"), c->lookahead = api_opt(o, "lookahead");
+  c->augment = api_opt(o, "augment"), c->freeze = api_opt(o, "freeze");
+  c->lookahead = api_opt(o, "lookahead");
   c->epochs = api_opt_i64(o, "epochs", 10), c->batch = api_opt_i64(o, "batch", 128);
   c->seed = api_opt_i64(o, "seed", 1), c->val = api_opt_i64(o, "val", 0);
   c->ckpt_every = api_opt_i64(o, "checkpoint-every", c->ckpt_dir ? 1 : 0);
@@ -107,7 +108,8 @@ static amdnn_status *check_cfg(const amd_train_cfg *c) {
   if (!c->data) return api_error(AMDNN_ERR_ARGUMENT, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
   if (c->resume && !c->ckpt_dir) return api_error(AMDNN_ERR_ARGUMENT, "--resume needs --checkpoint-dir");
   if (c->tta_shift && !c->tta)
-    return api_error(AMDNN_ERR_ARGUMENT, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
+    return api_error(AMDNN_ERR_ARGUMENT,
+                     "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
   if (c->plot && !amd_plot_available())
     return api_error(AMDNN_ERR_ARGUMENT, "--plot: this build has no cairo (install libcairo2-dev and rebuild)");
   return NULL;

@@ -511,7 +511,8 @@ static void fill_ragged(const amd_dataset *ds, const amd_data_split *split, cons
     for (int64_t i = 0; i < H; i++)
       for (int64_t j = 0; j < W; j++) { /* as fill_sample: (i + dy, mirrored j + dx), padding outside */
         const int64_t si = i + p->dy, sj = (p->mirror ? W - 1 - j : j) + p->dx;
-        o[i * W + j] = si < 0 || si >= H || sj < 0 || sj >= W ? sh : (float)pix[(si * W + sj) * C + c] * sc + sh;
+        const int outside = si < 0 || si >= H || sj < 0 || sj >= W;
+        o[i * W + j] = outside ? sh : (float)pix[(si * W + sj) * C + c] * sc + sh;
       }
     for (int64_t i = p->cut_y0; i < p->cut_y1; i++)
       for (int64_t j = p->cut_x0; j < p->cut_x1; j++) o[i * W + j] = 0.0f;

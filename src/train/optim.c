@@ -372,11 +372,13 @@ int amd_schedule_parse(const char *spec, double lr, int64_t warmup_epochs, amd_s
     for (int f = 0; q && f < 3; f++) {
       const char *c2 = strchr(q, ':');
       if (f == 2 && c2) return sched_bad(st, spec, "triangle takes at most PCT:START:END");
-      if (parse_double(q, c2 ? c2 : end, fields[f]) < 0) return sched_bad(st, spec, "PCT, START and END must be numbers");
+      if (parse_double(q, c2 ? c2 : end, fields[f]) < 0)
+        return sched_bad(st, spec, "PCT, START and END must be numbers");
       q = c2 ? c2 + 1 : NULL;
     }
     if (!(s->pct_start >= 0 && s->pct_start < 1)) return sched_bad(st, spec, "PCT must be in [0, 1)");
-    if (!(s->start_factor >= 0 && s->end_factor >= 0)) return sched_bad(st, spec, "START and END must be >= 0");
+    if (!(s->start_factor >= 0 && s->end_factor >= 0))
+      return sched_bad(st, spec, "START and END must be >= 0");
     if (warmup_epochs > 0)
       return sched_bad(st, spec, "triangle has its own warm-up (PCT): leave the warm-up epochs at 0");
   } else if (IS("step")) {
@@ -419,7 +421,8 @@ int amd_lookahead_parse(const char *spec, int64_t *k, double *d, amd_status *st)
   const char *end = spec ? spec + strlen(spec) : NULL;
   double kk;
   if (!spec || parse_double(spec, colon ? colon : end, &kk) < 0 || kk != floor(kk) || kk < 1 || kk > 1e9)
-    return amd_fail(st, "--lookahead: '%s' is not K[:D] with K a whole number of steps >= 1", spec ? spec : "");
+    return amd_fail(st, "--lookahead: '%s' is not K[:D] with K a whole number of steps >= 1",
+                    spec ? spec : "");
   *k = (int64_t)kk;
   *d = pow(0.95, kk);
   if (colon && (parse_double(colon + 1, end, d) < 0 || !(*d >= 0 && *d < 1)))

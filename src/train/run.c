@@ -388,8 +388,8 @@ static int lookahead_after_step(run_state *r, amd_status *st) {
   const int64_t s = r->pos.step;
   if (!r->look_k || s % r->look_k) return 0;
   const double f = s < r->total_steps ? (double)s / (double)r->total_steps : 1.0;
-  return amd_trainer_lookahead(&r->t, AMD_LOOKAHEAD_PULL, (float)(r->look_d * f * f * f), r->opt_state, r->n_opt,
-                               r->look_off, st);
+  const float decay = (float)(r->look_d * f * f * f);
+  return amd_trainer_lookahead(&r->t, AMD_LOOKAHEAD_PULL, decay, r->opt_state, r->n_opt, r->look_off, st);
 }
 
 /* Waits for the queued step: 0, 4 (a bad step, reported) or -1. */
@@ -443,7 +443,8 @@ static int train_batch(run_state *r, amd_status *st) {
   if (r->step.deferred) {
     in.lr = r->lr = amd_schedule_lr(&r->sched, p->step, r->batches, r->total_steps);
     p->step++;
-    if (amd_step_run(&r->step, &in, &res, st) || lookahead_after_step(r, st)) return -1; /* (queued after it) */
+    /* (the lookahead's pull is queued after the step) */
+    if (amd_step_run(&r->step, &in, &res, st) || lookahead_after_step(r, st)) return -1;
     return add_finished(r, &res);
   }
   if (amd_step_run(&r->step, &in, &res, st)) return -1;

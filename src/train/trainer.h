@@ -31,8 +31,8 @@
  * change on the host). On the CPU backend both are no-ops.
  *
  * The code: trainer.c (life and blocks), trainer_params.c, trainer_bn.c,
- * trainer_grads.c, trainer_deferred.c, trainer_eval.c, trainer_lookahead.c; what they share is in
- * trainer_internal.h, which says what each holds. */
+ * trainer_grads.c, trainer_deferred.c, trainer_eval.c, trainer_lookahead.c;
+ * what they share is in trainer_internal.h, which says what each holds. */
 #ifndef AMD_TRAINER_H
 #define AMD_TRAINER_H
 

@@ -1,10 +1,10 @@
 /* Evaluation (see trainer.h): the inference-mode forward (running
  * statistics, no dropout) and the loss of one batch, with test-time
  * augmentation (t->tta: the mean of the logits of the batch and of its
- * mirror, and with t->tta_shift of shifted copies of both); a split or a stream of pieces in batches made where the backend
- * can (batches.h), scored into the sums and a confusion matrix; the model's
- * number of outputs from a probe of one sample. Nothing here changes a
- * parameter. */
+ * mirror, and with t->tta_shift of shifted copies of both); a split or a
+ * stream of pieces in batches made where the backend can (batches.h), scored
+ * into the sums and a confusion matrix; the model's number of outputs from a
+ * probe of one sample. Nothing here changes a parameter. */
 #include "trainer_internal.h"
 
 #include "../data/dataset.h"
@@ -75,8 +75,8 @@ static int tta_views(const amd_trainer *t, tta_view *v) {
 /* amd_trainer_eval of samples ids[0..k) with test-time augmentation: each
  * view of tta_views made into b, its logits weighted and summed in *sum
  * (backend memory for `batch` samples, allocated by the first call). */
-static int eval_views(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_t k, int64_t batch, int64_t *y,
-                      void **sum, amd_batch_stats *bs, int64_t *pred, amd_status *st) {
+static int eval_views(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_t k, int64_t batch,
+                      int64_t *y, void **sum, amd_batch_stats *bs, int64_t *pred, amd_status *st) {
   const amd_train_kernels *kern = amd_tr_kernels(t);
   tta_view views[6];
   const int n_views = tta_views(t, views);
@@ -88,7 +88,8 @@ static int eval_views(amd_trainer *t, amd_batches *b, const int64_t *ids, int64_
     if (!*sum && t->be->buf->mem_alloc(sum, (size_t)(batch * c) * sizeof(float), st)) return -1;
     float *s = *sum, *zv = z->data; /* (the logits are the run's: free to scale until the next forward) */
     if (v == 0) {
-      if (t->be->buf->mem_copy(s, zv, (size_t)(n * c) * sizeof(float), st) || kern->scale(s, n * c, views[v].weight, st))
+      if (t->be->buf->mem_copy(s, zv, (size_t)(n * c) * sizeof(float), st) ||
+          kern->scale(s, n * c, views[v].weight, st))
         return -1;
     } else if (kern->scale(zv, n * c, views[v].weight, st) || kern->add(s, zv, n * c, st)) {
       return -1;

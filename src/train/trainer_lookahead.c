@@ -14,8 +14,8 @@ int64_t amd_trainer_lookahead_floats(const amd_trainer *t) {
 }
 
 /* One tensor of n floats: w the fast values, s their slow copy. */
-static int lookahead_one(const amd_trainer *t, amd_lookahead_op op, float decay, float *w, float *s, int64_t n,
-                         amd_status *st) {
+static int lookahead_one(const amd_trainer *t, amd_lookahead_op op, float decay, float *w, float *s,
+                         int64_t n, amd_status *st) {
   const amd_train_kernels *k = amd_tr_kernels(t);
   const size_t bytes = (size_t)n * sizeof(float);
   switch (op) {
