@@ -175,6 +175,8 @@ typedef struct api_image_progress {
  * streamed (decoded batch after batch) unless opts say in-memory. */
 int api_eval_setup(amdnn_session *s, const amdnn_options *opts, api_image_progress *ip, int split_test,
                    struct amd_image_stream **stream, amd_dataset *ds, struct amd_trainer *t, amd_status *st);
+/* tta-shift without tta: -1 with the reason (train, eval and sweep check it before loading anything). */
+int api_check_tta(const amdnn_options *opts, amd_status *st);
 /* The inference-mode trainer alone (sweep makes it again after a reload), with opts' tta and tta-shift. */
 int api_eval_trainer(amdnn_session *s, const amdnn_options *opts, struct amd_trainer *t, amd_status *st);
 /* The probe of the model's outputs: one per class of ds. */

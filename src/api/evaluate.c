@@ -59,16 +59,19 @@ static void on_image_progress(void *user, const char *stage, int64_t done, int64
   api_progress(ip->cb, &p);
 }
 
+int api_check_tta(const amdnn_options *opts, amd_status *st) {
+  if (api_opt_i64(opts, "tta-shift", 0) && !api_opt_flag(opts, "tta"))
+    return amd_fail(st, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
+  return 0;
+}
+
 int api_eval_trainer(amdnn_session *s, const amdnn_options *opts, amd_trainer *t, amd_status *st) {
   const amd_trainer_opts eval_opts = {.inference_only = 1}; /* quantized models too */
   const amd_backend *be;
-  const int tta = api_opt_flag(opts, "tta"), tta_shift = (int)api_opt_i64(opts, "tta-shift", 0);
-  if (tta_shift && !tta)
-    return amd_fail(st, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
   if (amd_trainer_init(t, s->g, &eval_opts, st)) return -1;
   /* (a profile on a GPU times with CUDA events on the stream: report/profile.h) */
   if (api_session_backend(s, 0, &be, st) || amd_trainer_set_backend(t, be, st)) return -1;
-  t->tta = tta, t->tta_shift = tta_shift;
+  t->tta = api_opt_flag(opts, "tta"), t->tta_shift = (int)api_opt_i64(opts, "tta-shift", 0);
   return 0;
 }
 
@@ -86,8 +89,7 @@ int api_eval_setup(amdnn_session *s, const amdnn_options *opts, api_image_progre
   const amdnn_callbacks *cb = ip->cb;
   const char *data = api_opt(opts, "data");
   if (!data) return amd_fail(st, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
-  if (api_opt_i64(opts, "tta-shift", 0) && !api_opt_flag(opts, "tta")) /* (before the data is loaded) */
-    return amd_fail(st, "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
+  if (api_check_tta(opts, st)) return -1; /* (before the data is loaded) */
   amd_image_opts img;
   if (api_image_opts(opts, &img, st)) return -1;
   const int64_t limit = api_opt_i64(opts, "limit", 0), batch = api_opt_i64(opts, "batch", 256);

@@ -317,8 +317,8 @@ static void tsv_header(const sweep_run *w, char *buf, size_t n) {
   if (!strncmp(data, "images:", 7) && api_image_opts(w->opts, &img, &ignored) == 0)
     amd_image_opts_describe(&img, imgdesc, sizeof imgdesc);
   char shift[32] = ""; /* (only when set: the TSVs of earlier sweeps resume) */
-  if (api_opt_i64(w->opts, "tta-shift", 0))
-    snprintf(shift, sizeof shift, " tta_shift=%lld", (long long)api_opt_i64(w->opts, "tta-shift", 0));
+  const long long tta_shift = (long long)api_opt_i64(w->opts, "tta-shift", 0);
+  if (tta_shift) snprintf(shift, sizeof shift, " tta_shift=%lld", tta_shift);
   snprintf(buf, n, "# amdnn-onnx sweep model=%s data=%s mode=%s limit=%lld tta=%d%s%s%s%s", w->s->path, data,
            w->s->mode, (long long)api_opt_i64(w->opts, "limit", 0), api_opt_flag(w->opts, "tta"), shift,
            imgdesc[0] ? " " : "", imgdesc, w->s->gemm_exact ? " gemm=exact" : "");

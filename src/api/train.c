@@ -107,9 +107,6 @@ static int make_cfg(amdnn_session *s, const amdnn_options *o, amd_train_cfg *c, 
 static amdnn_status *check_cfg(const amd_train_cfg *c) {
   if (!c->data) return api_error(AMDNN_ERR_ARGUMENT, "--data is required (mnist:DIR, cifar10:DIR, images:DIR, ...)");
   if (c->resume && !c->ckpt_dir) return api_error(AMDNN_ERR_ARGUMENT, "--resume needs --checkpoint-dir");
-  if (c->tta_shift && !c->tta)
-    return api_error(AMDNN_ERR_ARGUMENT,
-                     "--tta-shift needs --tta (the shifted views come with the mirrored ones)");
   if (c->plot && !amd_plot_available())
     return api_error(AMDNN_ERR_ARGUMENT, "--plot: this build has no cairo (install libcairo2-dev and rebuild)");
   return NULL;
@@ -132,7 +129,7 @@ amdnn_status *amdnn_session_train(amdnn_session *s, const amdnn_options *opts, c
   if (bad) return bad;
   amd_train_cfg c;
   amd_status st = {{0}};
-  if (make_cfg(s, opts, &c, &st)) return api_from(&st, AMDNN_ERR_ARGUMENT);
+  if (api_check_tta(opts, &st) || make_cfg(s, opts, &c, &st)) return api_from(&st, AMDNN_ERR_ARGUMENT);
   if ((bad = check_cfg(&c))) return bad;
   /* the writer starts from the ModelProto the session did not keep */
   if (c.out && amd_graph_attach_proto(s->g, &st)) return api_from(&st, AMDNN_ERR_FAILED);

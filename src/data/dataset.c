@@ -390,15 +390,14 @@ void amd_rrc_box(int64_t ih, int64_t iw, double min_scale, uint64_t *rng, int32_
 
 /* ---------------------------------------------------------------- batches */
 
-/* The draws of one sample, in amd_dataset_batch's order. */
-/* flip:alt: sample s's phase, a bit of a splitmix64 mix of the seed and s. */
+/* flip:alt: sample s's phase, the top bit of draw s + 1 of the stream seeded with the seed (no stream
+ * state is kept: the phase depends on s alone). */
 static uint64_t flip_phase(uint64_t seed, int64_t s) {
-  uint64_t z = seed + ((uint64_t)s + 1) * 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (z ^ (z >> 31)) >> 63;
+  uint64_t state = seed + (uint64_t)s * 0x9e3779b97f4a7c15ull;
+  return amd_rng_next(&state) >> 63;
 }
 
+/* The draws of one sample, in amd_dataset_batch's order. */
 static void plan_sample(const amd_dataset *ds, const amd_data_split *split, int64_t s, const amd_augment *aug,
                         uint64_t *rng, amd_batch_sample *p) {
   const int64_t H = ds->h, W = ds->w;
