@@ -3,18 +3,28 @@
  * acc32 (mult NULL or AMD_MODE_ACC32): cuBLAS SGEMM, TF32 off (default math),
  * row-major through the operand swap: C^T = op(B)^T op(A)^T in column-major.
  *
- * Every other mode: one SIMT kernel template per mode (mode_kernel<MODE, MI>),
- * whose arithmetic follows the mode's KIND and M in src/mult/mode_list.h
- * (ModeTraits; the launch switch instantiates it for every mode of the list).
+ * Every other mode: one SIMT kernel template per mode and operand layout
+ * (mode_kernel<MODE, MI, LAYOUT>), whose arithmetic follows the mode's KIND
+ * and M in src/mult/mode_list.h (ModeTraits; the launch switch instantiates
+ * it for every mode of the list). LAYOUT (layout_of) says which operands are
+ * stored with k contiguous, so that the loads and stores of a tile are
+ * straight-line code (a runtime choice left both forms in the loop,
+ * predicated).
  * - Block tile BM x 128 (BM = 128 or 64: MI = BM / 64), K step BK = 8, 256
  *   threads, each a (4 MI) x 8 register tile (rows ty*4+i and 64+ty*4+i,
  *   columns tx*4+j and 64+tx*4+j, so operands are read as 128-bit words).
  * - Shared memory (dynamic): the mode's table, then two stages of
  *   [A enc | A mask | B enc | B mask], each plane BK rows of 132 uint32 (k-major,
  *   padded so that the transposing stores do not conflict), then per-warp
- *   exponent ranges for the fast-path check.
- * - The next K tile is loaded into registers while the current one is
- *   computed; it is then decoded once (the encodings below) into the other
+ *   exponent ranges for the fast-path check, then one slot per thread for
+ *   its share of the next tile pair.
+ * - A thread's share of an operand tile is BM / 32 (A) or 4 (B) floats
+ *   consecutive in memory (TileShare). The next tile pair travels into the
+ *   slots by cp.async while the current one is computed (one 8- or 16-byte
+ *   copy a share where the operand is aligned, else float by float; a tile
+ *   at the matrix's edge is read element by element after the products), so
+ *   no register holds it during the inner loop; each thread then reads its
+ *   own slot back and decodes it once (the encodings below) into the other
  *   stage. Per K tile the block reduces the exponent range and the presence
  *   of Inf/NaN of its A and B tiles; when every product of the tile pair stays
  *   in the normal range (E(a) + E(b) in [128, 380], no Inf/NaN) the tile is
@@ -120,6 +130,7 @@ struct Params {
   int lut_bits;              /* m of lut: */
   const float *corr;         /* fast tier: the correction sums, [batch][M][N], or NULL */
   const uint32_t *range;     /* fast tier: the operands' range words (see range_ok) */
+  int vec_a, vec_b;          /* large tile: the operand allows its tile share's wide loads (see load_tile) */
 };
 
 /* ---- per-mode arithmetic ------------------------------------------------ */
@@ -167,9 +178,6 @@ template <int MODE> struct ModeTraits {
   static constexpr int planes = a_planes + 2; /* per stage */
   /* MIT_FORCED: the forced bit of MBM_m without correction */
   static constexpr uint32_t forced = kind == AMD_KIND_MIT_FORCED ? 1u << (23 - m) : 0u;
-  /* MBM1: h = (u >> hshift) & hmask, the m - 1 kept bits above the forced one */
-  static constexpr int hshift = 24 - m;
-  static constexpr uint32_t hmask = (1u << ((mbm1 ? m : 1) - 1)) - 1u;
 };
 
 /* The kept fraction F' of the Mitchell-style kinds (MIT: F & T_m; MIT_FORCED
@@ -180,7 +188,9 @@ template <int MODE> __device__ __forceinline__ uint32_t mit_frac(uint32_t u) {
 
 /* MBM1's h (see the file comment). */
 template <int MODE> __device__ __forceinline__ uint32_t mbm1_h(uint32_t u) {
-  return (u >> ModeTraits<MODE>::hshift) & ModeTraits<MODE>::hmask;
+  /* the m - 1 kept bits above the forced one */
+  constexpr int m = ModeTraits<MODE>::m;
+  return (u >> (24 - m)) & ((1u << (m - 1)) - 1u);
 }
 
 /* Fast encoding of an A (first) or B (second) operand. */
@@ -197,121 +207,212 @@ template <int MODE, bool IS_A> __device__ __forceinline__ uint32_t encode(uint32
 }
 
 /* The exact product (the shared scalar code), on bit patterns. */
-#define AMD_MODE_EXACT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                        \
-  case ID:                                                                                                \
+#define AMD_MODE_EXACT(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                 \
+  case ID:                                                                                                   \
     return AMD_MODE_CALL_##ARGS(BITS, a, b, lut, m);
 template <int MODE>
 __device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uint8_t *lut, int m) {
-  switch (exact_mode_of(MODE)) {
-    AMD_MODE_LIST(AMD_MODE_EXACT)
-  }
+  switch (exact_mode_of(MODE)) { AMD_MODE_LIST(AMD_MODE_EXACT) }
   return 0;
 }
 #undef AMD_MODE_EXACT
 
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
-/* Loads this thread's part of an R x BK operand tile into registers (zeros
- * outside the matrix; see ONE for rows beyond it). kc: the tile is stored
- * with k contiguous (X[r*ld + k]), else with r contiguous (X[k*ld + r]).
- * Element q: k = kk(q), r = rr(q). */
-template <int R, bool ONE>
-__device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool kc, int rows, int r0, int k0,
-                                          int kend, uint32_t (&v)[R / 32]) {
-  const int tid = threadIdx.x;
+/* The share of an R x BK operand tile that one thread loads and stores: W =
+ * R / 32 elements, consecutive in memory. kc (the tile stored with k
+ * contiguous, X[r*ld + k]): row tile_r, depths tile_k .. tile_k + W - 1;
+ * otherwise (X[k*ld + r]): depth tile_k, rows tile_r .. tile_r + W - 1. So a
+ * tile inside the matrix is read with one W-wide load a thread, and the
+ * second form is stored with one W-wide store a plane. */
+template <int R> struct TileShare {
+  static constexpr int W = R / 32;
+  static_assert(W == 2 || W == 4, "a 64- or 128-row tile");
+  static constexpr int per_k = BK / W; /* kc: threads per row */
+};
+template <int R, bool KC> __device__ __forceinline__ int tile_k() {
+  return KC ? (int)(threadIdx.x % TileShare<R>::per_k) * TileShare<R>::W : (int)(threadIdx.x / 32);
+}
+template <int R, bool KC> __device__ __forceinline__ int tile_r() {
+  return KC ? (int)(threadIdx.x / TileShare<R>::per_k) : (int)(threadIdx.x % 32) * TileShare<R>::W;
+}
+
+/* This thread's first element of the R x BK operand tile at rows r0..,
+ * depths k0.. (see TileShare). */
+template <int R, bool KC>
+__device__ __forceinline__ const float *tile_src(const float *X, int64_t ld, int r0, int k0) {
+  const int k = tile_k<R, KC>(), r = tile_r<R, KC>();
+  return KC ? X + (int64_t)(r0 + r) * ld + (k0 + k) : X + (int64_t)(k0 + k) * ld + (r0 + r);
+}
+
+/* Whether a tile lies inside the matrix. */
+template <int R> __device__ __forceinline__ bool tile_inside(int rows, int r0, int k0, int kend) {
+  return r0 + R <= rows && k0 + BK <= kend;
+}
+
+/* Starts the copy of this thread's share of a tile inside the matrix into
+ * its own slot of shared memory (cp.async: the data travels while the
+ * kernel computes, with no register held; only this thread reads the slot,
+ * after cp_wait). vec: in one piece (the operand allows it: aligned
+ * pointer, leading dimension and batch stride), else float by float. */
+template <int W> __device__ __forceinline__ void cp_share(uint32_t *slot, const float *src, bool vec) {
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
+  if (!vec) {
 #pragma unroll
-  for (int q = 0; q < R / 32; q++) {
-    int k, r;
-    if (kc) {
-      k = tid & 7;
-      r = (tid >> 3) + 32 * q;
-    } else {
-      k = tid >> 5;
-      r = (tid & 31) + 32 * q;
-    }
-    const int gr = r0 + r, gk = k0 + k;
-    /* past K: zeros (they are summed); a row beyond the matrix: 0, or with
-     * ONE (the MIT kinds) 1.0, which only the outputs that are not written
-     * read (so that it does not count as a zero for compute_mit) */
+    for (int q = 0; q < W; q++)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst + 4 * q), "l"(src + q));
+  } else if constexpr (W == 4) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src));
+  }
+}
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/* Reads W consecutive words (a share: from its slot, or from the operand)
+ * in one access; p is aligned to 4 W bytes. */
+template <int W> __device__ __forceinline__ void read_share(const void *p, uint32_t (&v)[W]) {
+  if constexpr (W == 4) {
+    const uint4 w = *reinterpret_cast<const uint4 *>(p);
+    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+  } else {
+    const uint2 w = *reinterpret_cast<const uint2 *>(p);
+    v[0] = w.x, v[1] = w.y;
+  }
+}
+
+/* Loads this thread's share of a tile element by element (a tile at the
+ * matrix's edge, or an operand without wide copies): zeros past K (they are
+ * summed); a row beyond the matrix: 0, or with ONE (the MIT kinds) 1.0,
+ * which only the outputs that are not written read (so that it does not
+ * count as a zero for compute_mit). */
+template <int R, bool ONE, bool KC>
+__device__ __forceinline__ void load_share(const float *X, int64_t ld, int rows, int r0, int k0, int kend,
+                                           uint32_t (&v)[R / 32]) {
+  const int k = tile_k<R, KC>(), r = tile_r<R, KC>();
+  const float *src = tile_src<R, KC>(X, ld, r0, k0);
+#pragma unroll
+  for (int q = 0; q < TileShare<R>::W; q++) {
+    const int gr = r0 + r + (KC ? 0 : q), gk = k0 + k + (KC ? q : 0);
     float x = ONE && gk < kend ? 1.0f : 0.0f;
-    if (gr < rows && gk < kend) x = kc ? X[(int64_t)gr * ld + gk] : X[(int64_t)gk * ld + gr];
+    if (gr < rows && gk < kend) x = src[q];
     v[q] = __float_as_uint(x);
   }
 }
 
-template <int R> __device__ __forceinline__ int tile_k(bool kc, int q) {
-  return kc ? (threadIdx.x & 7) : (threadIdx.x >> 5);
-}
-template <int R> __device__ __forceinline__ int tile_r(bool kc, int q) {
-  return kc ? (threadIdx.x >> 3) + 32 * q : (threadIdx.x & 31) + 32 * q;
+/* Loads this thread's share of a tile now (the first tile of a slice). */
+template <int R, bool ONE, bool KC>
+__device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool vec, int rows, int r0, int k0,
+                                          int kend, uint32_t (&v)[R / 32]) {
+  if (vec && tile_inside<R>(rows, r0, k0, kend)) {
+    read_share(tile_src<R, KC>(X, ld, r0, k0), v);
+  } else {
+    load_share<R, ONE, KC>(X, ld, rows, r0, k0, kend, v);
+  }
 }
 
-/* Exponent range of the normal values among v, and whether one is Inf/NaN:
- * folded into lo (min E), hi (max E), sp. */
+/* The exponent statistics of a tile that decide its path, over the bits e =
+ * u & 0x7F800000 of its values: hi = max e (0x7F800000: an Inf or NaN),
+ * lo = min (e - 2^23) as unsigned (the smallest normal exponent less one;
+ * zeros and subnormals wrap to 0xFF800000 and never win), zmin = min e (0: a
+ * zero or subnormal is present). Identities: lo, zmin = ~0u, hi = 0. */
+constexpr uint32_t EXP_BITS = 0x7F800000u, EXP_ONE = 0x00800000u, NO_NORMAL = 0xFF800000u;
 template <int NV>
-__device__ __forceinline__ void exp_range(const uint32_t (&v)[NV], uint32_t &lo, uint32_t &hi, uint32_t &sp) {
+__device__ __forceinline__ void tile_stats(const uint32_t (&v)[NV], uint32_t &lo, uint32_t &hi,
+                                           uint32_t &zmin) {
 #pragma unroll
   for (int q = 0; q < NV; q++) {
-    const uint32_t e = (v[q] >> 23) & 0xFFu;
-    if (e == 255u) sp = 1u;
-    if (e != 0u && e != 255u) {
-      lo = min(lo, e);
-      hi = max(hi, e);
-    }
+    const uint32_t e = v[q] & EXP_BITS;
+    hi = max(hi, e);
+    zmin = min(zmin, e);
+    lo = min(lo, e - EXP_ONE);
   }
 }
 
 /* 1 when one of v is a zero or a subnormal (the MIT kinds' fast path needs
  * to know which side holds zeros). */
 template <int NV> __device__ __forceinline__ uint32_t any_zero(const uint32_t (&v)[NV]) {
-  uint32_t z = 0u;
+  uint32_t z = ~0u;
 #pragma unroll
-  for (int q = 0; q < NV; q++) z |= (v[q] & 0x7F800000u) == 0u;
-  return z;
+  for (int q = 0; q < NV; q++) z = min(z, v[q] & EXP_BITS);
+  return z == 0u;
 }
 
-/* Decodes (fast: encodes, else keeps the raw bits) and stores one operand
- * tile into its planes. */
-template <int MODE, bool IS_A, int R>
-__device__ __forceinline__ void store_tile(uint32_t *enc, uint32_t *mask, const uint32_t (&v)[R / 32],
-                                           bool kc, bool fast, int m) {
+/* The fast encodings (or, !FAST, the raw bits) of one operand value, one
+ * word for each of the mode's planes of that operand (see store_share). */
+template <int MODE, bool IS_A> struct PlaneWords {
+  static constexpr int n = IS_A ? ModeTraits<MODE>::a_planes : 2;
+};
+template <int MODE, bool IS_A, bool FAST>
+__device__ __forceinline__ void plane_words(uint32_t u, int m, uint32_t (&w)[PlaneWords<MODE, IS_A>::n]) {
+  if constexpr (ModeTraits<MODE>::scaled) {
+    /* A: alpha, gamma, scale; B: beta, scale (the raw bits in the first
+     * plane on the exact path) */
+    const uint32_t f = u & AMD_PROD_FRAC, scale = u & 0xFF800000u; /* +-0 for a zero or subnormal */
+    if constexpr (!FAST) {
+      w[0] = u;
+      w[1] = 0u;
+      if constexpr (IS_A) w[2] = 0u;
+    } else if constexpr (IS_A) {
+      w[0] = __float_as_uint(__fmul_rn(__uint2float_rn(MBM23_K0 + f), 0x1p-23f)); /* exact */
+      w[1] = MBM23_K1 + f;
+      w[2] = scale;
+    } else {
+      w[0] = 0x3F800000u | f;
+      w[1] = scale;
+    }
+  } else if constexpr (ModeTraits<MODE>::mbm1) {
+    /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
+    w[0] = FAST ? mbm1_h<MODE>(u) << 7 : u;
+    w[1] = u & 0xFF800000u;
+  } else if constexpr (ModeTraits<MODE>::mit) {
+    /* a zero or subnormal operand: an encoding whose sum with the other
+     * operand's stays finite (A: 0, so the sum is b'; B: 1.0's bits, so it
+     * is a'), and the mask 0.0f that compute_mit multiplies it by */
+    const bool zero = (u & EXP_BITS) == 0u;
+    w[0] = !FAST ? u : zero ? (IS_A ? 0u : 0x3F800000u) : encode<MODE, IS_A>(u, m);
+    w[1] = zero ? 0u : 0x3F800000u;
+  } else {
+    w[0] = FAST ? encode<MODE, IS_A>(u, m) : u;
+    w[1] = (u & EXP_BITS) ? 0xFFFFFFFFu : 0u; /* read only by the kinds with masks */
+  }
+}
+
+/* Decodes (fast: encodes, else keeps the raw bits) this thread's share of
+ * one operand tile into its planes (PLANE words apart from planes[0]). */
+template <int MODE, bool IS_A, int R, bool KC, bool FAST>
+__device__ __forceinline__ void store_share(uint32_t *planes, const uint32_t (&v)[R / 32], int m) {
+  constexpr int W = TileShare<R>::W, NP = PlaneWords<MODE, IS_A>::n;
+  constexpr int stored = ModeTraits<MODE>::masks ? NP : 1; /* planes that the kernel reads */
+  uint32_t w[W][NP];
 #pragma unroll
-  for (int q = 0; q < R / 32; q++) {
-    const int idx = tile_k<R>(kc, q) * LDS + tile_r<R>(kc, q);
-    const uint32_t u = v[q];
-    if (ModeTraits<MODE>::scaled) {
-      /* planes from enc on: A alpha, gamma, scale; B beta, scale (the raw
-       * bits in the first plane on the exact path) */
-      const uint32_t f = u & AMD_PROD_FRAC, scale = u & 0xFF800000u; /* +-0 for a zero or subnormal */
-      if (!fast) {
-        enc[idx] = u;
-      } else if (IS_A) {
-        enc[idx] = __float_as_uint(__fmul_rn(__uint2float_rn(MBM23_K0 + f), 0x1p-23f)); /* exact */
-        enc[PLANE + idx] = MBM23_K1 + f;
-        enc[2 * PLANE + idx] = scale;
-      } else {
-        enc[idx] = 0x3F800000u | f;
-        enc[PLANE + idx] = scale;
-      }
-      continue;
+  for (int q = 0; q < W; q++) plane_words<MODE, IS_A, FAST>(v[q], m, w[q]);
+  uint32_t *dst = planes + tile_k<R, KC>() * LDS + tile_r<R, KC>();
+#pragma unroll
+  for (int j = 0; j < stored; j++) {
+    if constexpr (KC) {
+#pragma unroll
+      for (int q = 0; q < W; q++) dst[j * PLANE + q * LDS] = w[q][j];
+    } else if constexpr (W == 4) {
+      *reinterpret_cast<uint4 *>(dst + j * PLANE) = make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+    } else {
+      *reinterpret_cast<uint2 *>(dst + j * PLANE) = make_uint2(w[0][j], w[1][j]);
     }
-    if (ModeTraits<MODE>::mbm1) {
-      /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
-      enc[idx] = fast ? mbm1_h<MODE>(u) << 7 : u;
-      mask[idx] = u & 0xFF800000u;
-      continue;
-    }
-    if (ModeTraits<MODE>::mit) {
-      /* a zero or subnormal operand: an encoding whose sum with the other
-       * operand's stays finite (A: 0, so the sum is b'; B: 1.0's bits, so it
-       * is a'), and the mask 0.0f that compute_mit multiplies it by */
-      const bool zero = (u & 0x7F800000u) == 0u;
-      enc[idx] = !fast ? u : zero ? (IS_A ? 0u : 0x3F800000u) : encode<MODE, IS_A>(u, m);
-      mask[idx] = zero ? 0u : 0x3F800000u;
-      continue;
-    }
-    enc[idx] = fast ? encode<MODE, IS_A>(u, m) : u;
-    if (ModeTraits<MODE>::masks) mask[idx] = (u & 0x7F800000u) ? 0xFFFFFFFFu : 0u;
+  }
+}
+
+/* Stores this thread's shares of a tile pair into a stage (see store_share),
+ * encoded on the fast path, raw on the exact one. */
+template <int MODE, int BM, bool KCA, bool KCB>
+__device__ __forceinline__ void store_tiles(uint32_t *stage, const uint32_t (&va)[BM / 32],
+                                            const uint32_t (&vb)[BN / 32], bool fast, int m) {
+  constexpr int BOFF = ModeTraits<MODE>::a_planes * PLANE;
+  if (fast) {
+    store_share<MODE, true, BM, KCA, true>(stage, va, m);
+    store_share<MODE, false, BN, KCB, true>(stage + BOFF, vb, m);
+  } else {
+    store_share<MODE, true, BM, KCA, false>(stage, va, m);
+    store_share<MODE, false, BN, KCB, false>(stage + BOFF, vb, m);
   }
 }
 
@@ -558,7 +659,8 @@ __device__ __forceinline__ bool range_ok(const uint32_t *w) {
 /* The J values of one operand u (see tier_extend), as bf16 bits, and its
  * share of the range statistics. */
 template <int J, bool IS_A>
-__device__ __forceinline__ void tier_values(uint32_t u, uint16_t (&v)[J], uint32_t &lo, uint32_t &hi, uint32_t &sp) {
+__device__ __forceinline__ void tier_values(uint32_t u, uint16_t (&v)[J], uint32_t &lo, uint32_t &hi,
+                                            uint32_t &sp) {
   const uint32_t e = (u >> 23) & 0xFFu;
   const bool normal = e != 0u && e != 255u;
   if (e == 255u) sp = 1u;
@@ -584,8 +686,8 @@ __device__ __forceinline__ void tier_values(uint32_t u, uint16_t (&v)[J], uint32
  * thread (cols, ld and the pointers multiples of 4 floats). The range
  * words take one atomic per block, and only when it raises them. */
 template <int J, bool IS_A, bool VEC4>
-__global__ void tier_extend(const float *X, int64_t ld, int64_t stride, int rows, int cols, int nb, bool kcols,
-                            uint16_t *out, uint32_t *range) {
+__global__ void tier_extend(const float *X, int64_t ld, int64_t stride, int rows, int cols, int nb,
+                            bool kcols, uint16_t *out, uint32_t *range) {
   __shared__ uint32_t red[3][NT / 32];
   uint32_t lo = 0u, hi = 0u, sp = 0u;
   const int64_t nrows = (int64_t)nb * rows;
@@ -607,7 +709,8 @@ __global__ void tier_extend(const float *X, int64_t ld, int64_t stride, int rows
       }
 #pragma unroll
       for (int j = 0; j < J; j++) {
-        uint16_t *dst = kcols ? o + r * J * cols + (int64_t)j * cols + c : o + ((int64_t)j * rows + r) * cols + c;
+        uint16_t *dst =
+            kcols ? o + r * J * cols + (int64_t)j * cols + c : o + ((int64_t)j * rows + r) * cols + c;
         if constexpr (VEC4)
           *reinterpret_cast<uint2 *>(dst) = make_uint2((uint32_t)v[0][j] | (uint32_t)v[1][j] << 16,
                                                        (uint32_t)v[2][j] | (uint32_t)v[3][j] << 16);
@@ -650,59 +753,82 @@ __device__ __forceinline__ uint32_t tier_zeros(const uint32_t (&va)[NA], const u
   return za | zb;
 }
 
-/* Block-wide decision for a tile pair: reduce the exponent ranges over the
- * warps (red: this stage's 8 x 4 words). Contains a barrier. scaled: am32's
- * V * scale(b) (V < 4) must also stay finite, E(b) <= 253. */
-__device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t blo, uint32_t bhi, uint32_t sp,
-                                          uint32_t *red, bool scaled = false, uint32_t zab = 0u,
+/* Block-wide decision for a tile pair from the tile_stats of this thread's
+ * shares of the A tile (alo, ahi, az) and the B tile (blo, bhi, bz), reduced
+ * over the warps through red (this stage's 8 x 4 words; contains a
+ * barrier). Fast when no value is Inf or NaN and every product of normal
+ * values stays normal: E(a) + E(b) in [128, 380] at the extremes (a side
+ * without normal values: every product is zero). scaled: am32's V * scale(b)
+ * (V < 4) must also stay finite, E(b) <= 253. zout: zeros in A's tile (bit
+ * 0), in B's (bit 1). */
+__device__ __forceinline__ bool tile_fast(uint32_t alo, uint32_t ahi, uint32_t az, uint32_t blo, uint32_t bhi,
+                                          uint32_t bz, uint32_t *red, bool scaled = false,
                                           uint32_t *zout = nullptr) {
   const unsigned full = 0xFFFFFFFFu;
+  const uint32_t z = (az == 0u ? 1u : 0u) | (bz == 0u ? 2u : 0u);
   alo = __reduce_min_sync(full, alo);
   ahi = __reduce_max_sync(full, ahi);
   blo = __reduce_min_sync(full, blo);
-  /* bhi's word also carries the Inf/NaN flag (bit 31) and zab (bits 8, 9:
-   * zeros in A's tile, in B's) */
-  bhi = __reduce_max_sync(full, bhi) | (__reduce_or_sync(full, sp) << 31) | (__reduce_or_sync(full, zab) << 8);
-  const int warp = threadIdx.x >> 5;
-  if ((threadIdx.x & 31) == 0) {
-    red[warp * 4 + 0] = alo;
-    red[warp * 4 + 1] = ahi;
-    red[warp * 4 + 2] = blo;
-    red[warp * 4 + 3] = bhi;
-  }
+  /* the exponent bits leave bits 0 and 1 of bhi's word free for z */
+  bhi = __reduce_max_sync(full, bhi) | __reduce_or_sync(full, z);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) *reinterpret_cast<uint4 *>(red + 4 * warp) = make_uint4(alo, ahi, blo, bhi);
   __syncthreads();
-  uint32_t s = 0, z = 0;
-  alo = 255u, ahi = 0u, blo = 255u, bhi = 0u;
-#pragma unroll
-  for (int w = 0; w < NT / 32; w++) {
-    const uint4 v = *reinterpret_cast<const uint4 *>(red + 4 * w);
-    alo = min(alo, v.x);
-    ahi = max(ahi, v.y);
-    blo = min(blo, v.z);
-    bhi = max(bhi, v.w & 0xFFu);
-    s |= v.w >> 31;
-    z |= (v.w >> 8) & 3u;
-  }
-  if (zout) *zout = z;
-  if (s || (scaled && blo <= bhi && bhi > 253u)) return false;
-  if (alo > ahi || blo > bhi) return true; /* only zeros on a side */
-  return alo + blo >= 128u && ahi + bhi <= 380u;
+  /* every warp reduces the warps' words again, lane w taking warp w's */
+  uint4 v = make_uint4(~0u, 0u, ~0u, 0u);
+  if (lane < NT / 32) v = *reinterpret_cast<const uint4 *>(red + 4 * lane);
+  alo = __reduce_min_sync(full, v.x);
+  ahi = __reduce_max_sync(full, v.y);
+  blo = __reduce_min_sync(full, v.z);
+  bhi = __reduce_max_sync(full, v.w) & EXP_BITS;
+  const uint32_t zz = __reduce_or_sync(full, v.w);
+  if (zout) *zout = zz & 3u;
+  if (ahi == EXP_BITS || bhi == EXP_BITS) return false; /* an Inf or NaN */
+  const bool a_normal = alo < NO_NORMAL, b_normal = blo < NO_NORMAL;
+  if (scaled && b_normal && (bhi >> 23) > 253u) return false;
+  if (!a_normal || !b_normal) return true; /* only zeros on a side */
+  /* lo holds the smallest normal exponent less one */
+  return (alo >> 23) + (blo >> 23) + 2u >= 128u && (ahi >> 23) + (bhi >> 23) <= 380u;
 }
 
+/* The path of a tile pair (see tile_fast; the fast tier's was settled for
+ * the whole GEMM, and only asks where the zeros are) and, for the MIT
+ * kinds, zab: zeros in A's tile (bit 0), in B's (bit 1). */
+template <int MODE, int NA, int NB>
+__device__ __forceinline__ void decide_tile(const uint32_t (&va)[NA], const uint32_t (&vb)[NB], uint32_t *red,
+                                            bool tier_ok, bool &fast, uint32_t &zab) {
+  if constexpr (ModeTraits<MODE>::tier) {
+    fast = tier_ok;
+    zab = tier_zeros(va, vb);
+  } else if constexpr (ModeTraits<MODE>::check) {
+    uint32_t alo = ~0u, ahi = 0u, az = ~0u, blo = ~0u, bhi = 0u, bz = ~0u;
+    tile_stats(va, alo, ahi, az);
+    tile_stats(vb, blo, bhi, bz);
+    fast = tile_fast(alo, ahi, az, blo, bhi, bz, red, ModeTraits<MODE>::scaled, &zab);
+  }
+}
+
+/* The threads' slots for the next tile's raw shares (see cp_share): A's
+ * (BM / 32 words each), then B's (BN / 32). */
+template <int MI> constexpr int slot_words() { return NT * (2 * MI + BN / 32); }
+
 template <int MODE, int MI> constexpr int smem_bytes(int tab_words) {
-  return tab_words * 4 + 2 * ModeTraits<MODE>::planes * PLANE * 4 + 2 * (NT / 32) * 4 * 4;
+  return tab_words * 4 + 2 * ModeTraits<MODE>::planes * PLANE * 4 + 2 * (NT / 32) * 4 * 4 +
+         slot_words<MI>() * 4;
 }
 
 /* The mode GEMM kernel. grid: x = N tiles, y = M tiles, z = batch * splits
  * (looped when larger than the grid). */
-template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel(const Params p) {
+template <int MODE, int MI, int LAYOUT> __global__ void __launch_bounds__(NT, 2) mode_kernel(const Params p) {
   constexpr int BM = 64 * MI;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t *tabs = smem;
   uint32_t *stages = smem + p.tab_words;
-  constexpr int SP = ModeTraits<MODE>::planes * PLANE, BOFF = ModeTraits<MODE>::a_planes * PLANE;
+  constexpr int SP = ModeTraits<MODE>::planes * PLANE;
   uint32_t *red = stages + 2 * SP;
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+  uint32_t *slot_a = red + 2 * (NT / 32) * 4 + tid * (BM / 32),
+           *slot_b = red + 2 * (NT / 32) * 4 + NT * (BM / 32) + tid * (BN / 32);
   const uint32_t lane4 = (uint32_t)(tid & 31) << 2;
   const int m = p.lut_bits;
 
@@ -710,7 +836,7 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
     for (int i = tid; i < p.tab_words; i += NT) tabs[i] = p.tab[i];
 
   const int r0 = blockIdx.y * BM, c0 = blockIdx.x * BN;
-  const bool kca = !p.trans_a, kcb = p.trans_b; /* k contiguous in memory */
+  constexpr bool KCA = LAYOUT & 1, KCB = LAYOUT & 2; /* k contiguous in memory (see layout_of) */
   /* fast tier: every tile takes the Mitchell path when the whole GEMM is in
    * the fast range (the correction sums assume it), else the exact one */
   bool tier_ok = true;
@@ -732,20 +858,10 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
     bool fast = true;
     uint32_t zab = 0u; /* MIT kinds: zeros in this tile pair's A (bit 0), B (bit 1) */
     if (ntiles > 0) {
-      load_tile<BM, ModeTraits<MODE>::mit>(A, p.lda, kca, p.M, r0, kbeg, kend, va);
-      load_tile<BN, ModeTraits<MODE>::mit>(B, p.ldb, kcb, p.N, c0, kbeg, kend, vb);
-      if constexpr (ModeTraits<MODE>::tier) {
-        fast = tier_ok;
-        zab = tier_zeros(va, vb);
-      } else if (ModeTraits<MODE>::check) {
-        uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
-        exp_range(va, alo, ahi, sp);
-        exp_range(vb, blo, bhi, sp);
-        const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
-        fast = tile_fast(alo, ahi, blo, bhi, sp, red, ModeTraits<MODE>::scaled, z, &zab);
-      }
-      store_tile<MODE, true, BM>(stages, stages + PLANE, va, kca, fast, m);
-      store_tile<MODE, false, BN>(stages + BOFF, stages + BOFF + PLANE, vb, kcb, fast, m);
+      load_tile<BM, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.vec_a, p.M, r0, kbeg, kend, va);
+      load_tile<BN, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.vec_b, p.N, c0, kbeg, kend, vb);
+      decide_tile<MODE>(va, vb, red, tier_ok, fast, zab);
+      store_tiles<MODE, BM, KCA, KCB>(stages, va, vb, fast, m);
     }
     __syncthreads();
 
@@ -753,11 +869,12 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
       const uint32_t *cur = stages + (t & 1) * SP;
       uint32_t *nxt = stages + ((t + 1) & 1) * SP;
       const bool more = t + 1 < ntiles;
-      if (more) {
-        const int k0 = kbeg + (t + 1) * BK;
-        load_tile<BM, ModeTraits<MODE>::mit>(A, p.lda, kca, p.M, r0, k0, kend, va);
-        load_tile<BN, ModeTraits<MODE>::mit>(B, p.ldb, kcb, p.N, c0, k0, kend, vb);
-      }
+      const int k1 = kbeg + (t + 1) * BK; /* the next tile's depth */
+      /* the next tile's shares travel during this one's products */
+      const bool copy_a = more && tile_inside<BM>(p.M, r0, k1, kend);
+      const bool copy_b = more && tile_inside<BN>(p.N, c0, k1, kend);
+      if (copy_a) cp_share<BM / 32>(slot_a, tile_src<BM, KCA>(A, p.lda, r0, k1), p.vec_a);
+      if (copy_b) cp_share<BN / 32>(slot_b, tile_src<BN, KCB>(B, p.ldb, c0, k1), p.vec_b);
       if (!fast)
         compute_exact<MODE, MI>(cur, acc, p.lut, m);
       else if constexpr (ModeTraits<MODE>::scaled)
@@ -772,18 +889,17 @@ template <int MODE, int MI> __global__ void __launch_bounds__(NT, 2) mode_kernel
       } else
         compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       if (more) {
-        if constexpr (ModeTraits<MODE>::tier) {
-          zab = tier_zeros(va, vb);
-        } else if (ModeTraits<MODE>::check) {
-          uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
-          exp_range(va, alo, ahi, sp);
-          exp_range(vb, blo, bhi, sp);
-          const uint32_t z = ModeTraits<MODE>::mit ? any_zero(va) | any_zero(vb) << 1 : 0u;
-          fast = tile_fast(alo, ahi, blo, bhi, sp, red + ((t + 1) & 1) * (NT / 32) * 4,
-                           ModeTraits<MODE>::scaled, z, &zab);
-        }
-        store_tile<MODE, true, BM>(nxt, nxt + PLANE, va, kca, fast, m);
-        store_tile<MODE, false, BN>(nxt + BOFF, nxt + BOFF + PLANE, vb, kcb, fast, m);
+        if (copy_a || copy_b) cp_wait();
+        if (copy_a)
+          read_share(slot_a, va);
+        else
+          load_share<BM, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.M, r0, k1, kend, va);
+        if (copy_b)
+          read_share(slot_b, vb);
+        else
+          load_share<BN, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.N, c0, k1, kend, vb);
+        decide_tile<MODE>(va, vb, red + ((t + 1) & 1) * (NT / 32) * 4, tier_ok, fast, zab);
+        store_tiles<MODE, BM, KCA, KCB>(nxt, va, vb, fast, m);
       }
       __syncthreads();
     }
@@ -897,10 +1013,10 @@ template <int MODE> __global__ void __launch_bounds__(NT) small_kernel(const Par
       }
       bool fast = use_fast;
       if (use_fast && ModeTraits<MODE>::check) {
-        uint32_t alo = 255u, ahi = 0u, blo = 255u, bhi = 0u, sp = 0u;
-        exp_range(va, alo, ahi, sp);
-        exp_range(vb, blo, bhi, sp);
-        fast = tile_fast(alo, ahi, blo, bhi, sp, red);
+        uint32_t alo = ~0u, ahi = 0u, az = ~0u, blo = ~0u, bhi = 0u, bz = ~0u;
+        tile_stats(va, alo, ahi, az);
+        tile_stats(vb, blo, bhi, bz);
+        fast = tile_fast(alo, ahi, az, blo, bhi, bz, red);
       }
       const auto stage = [&](uint32_t u, bool is_a) {
         uint32_t e = u;
@@ -1065,8 +1181,8 @@ static amd_mode_kind kind_of(amd_mode mode) { return mode_rows[mode].kind; }
 
 /* The bit-level product of a mode (its BITS in mode_list.h), on the host. */
 static uint32_t host_bits(const amd_mult *mult, uint32_t a, uint32_t b) {
-#define AMD_MODE_HOST_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                    \
-  case ID:                                                                                                \
+#define AMD_MODE_HOST_BITS(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                             \
+  case ID:                                                                                                   \
     return AMD_MODE_CALL_##ARGS(BITS, a, b, mult->lut, mult->lut_bits);
   switch (mult->mode) {
     AMD_MODE_LIST(AMD_MODE_HOST_BITS)
@@ -1231,19 +1347,47 @@ static unsigned grid_z(const Params &p) {
   return (unsigned)(z < 65535 ? z : 65535);
 }
 
+/* Whether every matrix of an operand allows loads of w floats at the
+ * offsets that load_tile uses (multiples of w from the start of a row). */
+static int wide_loads_ok(const float *X, int64_t ld, int64_t stride, int batch, int w) {
+  return (uintptr_t)X % (4u * (unsigned)w) == 0 && ld % w == 0 && (batch == 1 || stride % w == 0);
+}
+
+/* The operands' layout, mode_kernel's LAYOUT: bit 0 when A is stored with k
+ * contiguous (not transposed), bit 1 when B is (transposed). A convolution's
+ * forward GEMM is 1, its weight gradient 3, its data gradient 0. */
+static int layout_of(const Params &p) { return (p.trans_a ? 0 : 1) | (p.trans_b ? 2 : 0); }
+
+typedef void (*mode_kernel_fn)(const Params);
+template <int MODE, int MI> static mode_kernel_fn mode_kernel_for(int layout) {
+  switch (layout) {
+  case 0:
+    return mode_kernel<MODE, MI, 0>;
+  case 1:
+    return mode_kernel<MODE, MI, 1>;
+  case 2:
+    return mode_kernel<MODE, MI, 2>;
+  default:
+    return mode_kernel<MODE, MI, 3>;
+  }
+}
+
 /* Launches one instantiation of the large-tile kernel: picks the split from
  * an occupancy model. */
 template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
   constexpr int BM = 64 * MI;
+  p.vec_a = wide_loads_ok(p.A, p.lda, p.sa, p.batch, TileShare<BM>::W);
+  p.vec_b = wide_loads_ok(p.B, p.ldb, p.sb, p.batch, TileShare<BN>::W);
+  const int layout = layout_of(p);
+  const mode_kernel_fn kernel = mode_kernel_for<MODE, MI>(layout);
   const int smem = smem_bytes<MODE, MI>(p.tab_words);
-  static int attr_done = 0; /* the largest dynamic shared memory already allowed */
-  if (smem > attr_done) {
-    AMD_CUDA_CHECK(
-        cudaFuncSetAttribute(mode_kernel<MODE, MI>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), st);
-    attr_done = smem;
+  static int attr_done[4] = {0, 0, 0, 0}; /* per layout: the largest dynamic shared memory already allowed */
+  if (smem > attr_done[layout]) {
+    AMD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), st);
+    attr_done[layout] = smem;
   }
   int per_sm = 0;
-  AMD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mode_kernel<MODE, MI>, NT, smem), st);
+  AMD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, NT, smem), st);
   if (per_sm < 1) return amd_fail(st, "mode GEMM kernel does not fit on the device (%d B shared)", smem);
   const int64_t tm = (p.M + BM - 1) / BM, tn = (p.N + BN - 1) / BN;
   if (tm > 65535) return amd_fail(st, "amd_cuda_gemm: M = %d needs more than 65535 row tiles", p.M);
@@ -1268,7 +1412,7 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
   if (set_splits(ctx, p, ksteps, best, BK, st)) return -1;
   if (p.splits >= 1) {
     dim3 grid((unsigned)tn, (unsigned)tm, grid_z(p));
-    mode_kernel<MODE, MI><<<grid, NT, smem, ctx->stream>>>(p);
+    kernel<<<grid, NT, smem, ctx->stream>>>(p);
     AMD_CUDA_CHECK_LAUNCH("mode_kernel", st);
   }
   return reduce_splits(ctx, p, st);
@@ -1286,8 +1430,8 @@ static size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 /* Queues tier_extend for one operand stored rows x cols (ld, batch stride;
  * stride 0: one matrix for every batch entry). */
 template <int J, bool IS_A>
-static int launch_extend(amd_cuda_gemm_ctx *ctx, const float *X, int64_t ld, int64_t stride, int batch, int rows,
-                         int cols, bool kcols, uint16_t *out, uint32_t *range, amd_status *st) {
+static int launch_extend(amd_cuda_gemm_ctx *ctx, const float *X, int64_t ld, int64_t stride, int batch,
+                         int rows, int cols, bool kcols, uint16_t *out, uint32_t *range, amd_status *st) {
   const int nb = stride ? batch : 1;
   const bool vec4 = cols % 4 == 0 && ld % 4 == 0 && (stride % 4 == 0 || nb == 1) && ((uintptr_t)X & 15u) == 0;
   const int64_t per_block = (int64_t)NT * (vec4 ? 4 : 1);
@@ -1296,9 +1440,11 @@ static int launch_extend(amd_cuda_gemm_ctx *ctx, const float *X, int64_t ld, int
   const int64_t gy_max = (16 * (int64_t)ctx->sms + gx - 1) / gx;
   const dim3 grid((unsigned)gx, (unsigned)(ny < gy_max ? ny : gy_max));
   if (vec4)
-    tier_extend<J, IS_A, true><<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
+    tier_extend<J, IS_A, true>
+        <<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
   else
-    tier_extend<J, IS_A, false><<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
+    tier_extend<J, IS_A, false>
+        <<<grid, NT, 0, ctx->stream>>>(X, ld, stride, rows, cols, nb, kcols, out, range);
   AMD_CUDA_CHECK_LAUNCH("tier_extend", st);
   return 0;
 }
@@ -1307,7 +1453,8 @@ static int launch_extend(amd_cuda_gemm_ctx *ctx, const float *X, int64_t ld, int
  * the correction GEMM on bf16 tensor cores (cuBLAS, fp32 sums, alpha = c)
  * into the workspace, then the Mitchell kernel, which adds it to its sums
  * when the range words allow, else computes every product exactly. */
-template <int MODE, int TIER_MODE, int MI> static int launch_tier(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
+template <int MODE, int TIER_MODE, int MI>
+static int launch_tier(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
   constexpr int J = MODE == AMD_MODE_AM16 ? 3 : 1;
   const float c = MODE == AMD_MODE_AM16 ? 0.078125f : 0.0625f, zero = 0.0f;
   const int64_t M = p.M, N = p.N, K = p.K, JK = J * K;
@@ -1328,7 +1475,8 @@ template <int MODE, int TIER_MODE, int MI> static int launch_tier(amd_cuda_gemm_
                               p.trans_b, b_ext, range, st))
     return -1;
   /* column-major view as in run_acc32: corr^T (N x M) = op(B_ext)^T op(A_ext)^T */
-  const cublasOperation_t ob = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t ob = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          oa = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = p.trans_a ? M : JK, ldb = p.trans_b ? JK : N;
   AMD_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(ctx->cublas, ob, oa, N, M, JK, &c, b_ext, CUDA_R_16BF, ldb,
                                                  nbb > 1 ? JK * N : 0, a_ext, CUDA_R_16BF, lda,
@@ -1487,8 +1635,8 @@ extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int t
     }
   }
   switch (mult->mode) {
-#define AMD_MODE_LAUNCH(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                       \
-  case ID:                                                                                                \
+#define AMD_MODE_LAUNCH(ID, NAME, PROD, BITS, ARGS, KIND, M, TABLE7, SUMMARY)                                \
+  case ID:                                                                                                   \
     return launch_mode_of<ID>(ctx, p, st);
     AMD_MODE_LIST(AMD_MODE_LAUNCH)
 #undef AMD_MODE_LAUNCH

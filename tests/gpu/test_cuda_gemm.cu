@@ -4,8 +4,8 @@
  *
  * Shapes: 1, primes, non-multiples of the tiles, the 64- and 128-row tiles,
  * long K (split-K), LeNet-5's small convolutions, all four transpose combinations, leading dimensions
- * padded by 3, several alpha / beta (beta == 0: C starts as NaN and must not
- * be read), strided batches with stride 0 (broadcast A or B).
+ * padded by 3, and compact matrices of multiples of 4 (the large tile's wide copies), several alpha / beta
+ * (beta == 0: C starts as NaN and must not be read), strided batches with stride 0 (broadcast A or B).
  * - K = 1, every mode but acc32: every output is alpha * (0 + one product)
  *   (+ beta * C) and must equal the CPU bit for bit (any NaN equals any
  *   NaN), on every operand set
@@ -29,13 +29,17 @@ extern "C" {
 #include "../../cuda/mode_gemm.h"
 
 static long cases, failures;
+/* added to every leading dimension of check's matrices: 3 (rows that start
+ * anywhere), or 0 with the shapes whose dimensions are multiples of 4 (the
+ * large tile's wide copies) */
+static int64_t ld_pad = 3;
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* One case: batch entries, stride 0 for A (bcast == 1) or B (bcast == 2). */
 static void check(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const char *mname, int ta, int tb, int64_t M,
                   int64_t N, int64_t K, float alpha, float beta, int64_t batch, int bcast, int set) {
-  const int64_t lda = imax(ta ? M : K, 1) + 3, ldb = imax(tb ? K : N, 1) + 3, ldc = N + 3;
+  const int64_t lda = imax(ta ? M : K, 1) + ld_pad, ldb = imax(tb ? K : N, 1) + ld_pad, ldc = N + ld_pad;
   const int64_t sa = bcast == 1 ? 0 : (ta ? K : M) * lda, sb = bcast == 2 ? 0 : (tb ? N : K) * ldb,
                 sc = M * ldc;
   const int64_t na = (bcast == 1 ? 1 : batch) * (ta ? K : M) * lda;
@@ -127,8 +131,9 @@ out:
 
 /* Operand sets of the tier check (A side: is_a). */
 enum { TS_UNIFORM, TS_ZEROS, TS_RELU, TS_EDGE_IN, TS_EDGE_OUT, TS_CORNER, TS_MIXED, TS_COUNT };
-static const char *const ts_names[TS_COUNT] = {"uniform",    "zeros and -0",   "relu-sparse", "edge of range",
-                                               "past range", "corner fractions", "mixed corners"};
+static const char *const ts_names[TS_COUNT] = {"uniform",       "zeros and -0", "relu-sparse",
+                                               "edge of range", "past range",   "corner fractions",
+                                               "mixed corners"};
 
 /* A value with biased exponent e and the am16 kept fraction f7 (odd,
  * units of 2^-7) in its top bits, random below them. */
@@ -141,7 +146,7 @@ static float tier_operand(int set, int is_a) {
   const uint32_t r = gpu_urand() % 100, e = 120u + gpu_urand() % 12u;
   switch (set) {
   case TS_ZEROS:
-    if (r < 15) return gpu_bits(gpu_urand() & 0x80000000u); /* +0 or -0 */
+    if (r < 15) return gpu_bits(gpu_urand() & 0x80000000u);                               /* +0 or -0 */
     if (r < 20) return gpu_bits((gpu_urand() & 0x80000000u) | (gpu_urand() & 0x7FFFFFu)); /* subnormal */
     return gpu_value(SET_NORMAL);
   case TS_RELU: /* B as activations after a ReLU: 60% zero, the rest positive */
@@ -171,7 +176,8 @@ static float tier_operand(int set, int is_a) {
  * be wrong by far more). The exact tier must meet the same bound. Returns
  * 1 when fast and exact differ somewhere (so the fast tier did run). */
 static int check_tier(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const char *mname, int ta, int tb,
-                      int64_t M, int64_t N, int64_t K, float alpha, float beta, int64_t batch, int bcast, int set) {
+                      int64_t M, int64_t N, int64_t K, float alpha, float beta, int64_t batch, int bcast,
+                      int set) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
   const int64_t sa = bcast == 1 ? 0 : M * K, sb = bcast == 2 ? 0 : K * N, sc = M * N;
   const int64_t na = (bcast == 1 ? 1 : batch) * M * K, nb = (bcast == 2 ? 1 : batch) * K * N, nc = batch * sc;
@@ -266,11 +272,14 @@ static void check_tiers(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, const char
     if (set == TS_UNIFORM) ran = d;
     check_tier(ctx, mult, mname, 1, 1, 130, 70, 300, 0.5f, -1.25f, 1, 0, set);
   }
-  for (int t = 0; t < 4; t++) check_tier(ctx, mult, mname, t & 1, t >> 1, 129, 200, 67, 1.0f, 0.0f, 1, 0, TS_MIXED);
-  for (int bc = 0; bc < 3; bc++) check_tier(ctx, mult, mname, bc & 1, 1, 70, 140, 150, 0.75f, 0.5f, 3, bc, TS_MIXED);
+  for (int t = 0; t < 4; t++)
+    check_tier(ctx, mult, mname, t & 1, t >> 1, 129, 200, 67, 1.0f, 0.0f, 1, 0, TS_MIXED);
+  for (int bc = 0; bc < 3; bc++)
+    check_tier(ctx, mult, mname, bc & 1, 1, 70, 140, 150, 0.75f, 0.5f, 3, bc, TS_MIXED);
   check_tier(ctx, mult, mname, 1, 0, 64, 64, 8192, 1.0f, 0.0f, 1, 0, TS_RELU); /* split-K */
   if (!ran) {
-    printf("FAIL %s tier: fast and exact gave the same bits on uniform data (the fast tier did not run)\n", mname);
+    printf("FAIL %s tier: fast and exact gave the same bits on uniform data (the fast tier did not run)\n",
+           mname);
     failures++;
   }
   printf("%-16s %-10s %s\n", mname, "fast tier", failures == f0 ? "ok" : "FAIL");
@@ -355,6 +364,18 @@ int main(int argc, char **argv) {
           check(ctx, mult, names[mi], t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], x[0], x[1], 1,
                 0, set);
         }
+      /* compact matrices of dimensions that are multiples of 4: the large
+       * tile's wide copies, at tiles inside the matrix and at its edges */
+      static const int64_t wide_shapes[][3] = {{128, 256, 72}, {64, 384, 40}, {256, 128, 96},
+                                               {192, 260, 44}, {68, 132, 36}, {124, 128, 1200}};
+      ld_pad = 0;
+      for (unsigned s = 0; s < sizeof wide_shapes / sizeof wide_shapes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+          const float *x = ab[(s + t) % 4];
+          check(ctx, mult, names[mi], t & 1, t >> 1, wide_shapes[s][0], wide_shapes[s][1], wide_shapes[s][2],
+                x[0], x[1], 1 + (s & 1), s % 3 == 2 ? 1 : 0, (s + t) % 3);
+        }
+      ld_pad = 3;
       /* batches: separate, A broadcast, B broadcast (K = 1 bit-exact and K > 1) */
       for (int bc = 0; bc < 3; bc++) {
         check(ctx, mult, names[mi], 0, 0, 33, 45, 1, 1.0f, 0.0f, 3, bc, SET_WILD);
