@@ -18,28 +18,7 @@
 #include <string.h>
 
 #include "../cuda/mode_gemm.h"
-
-#define CK(expr)                                                                                             \
-  do {                                                                                                       \
-    cudaError_t e_ = (expr);                                                                                 \
-    if (e_ != cudaSuccess) {                                                                                 \
-      fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                                            \
-      exit(1);                                                                                               \
-    }                                                                                                        \
-  } while (0)
-
-/* uniform in [-1, 1) from a hash of the index; a quarter zeros (ReLU outputs) */
-__global__ void fill(float *x, size_t n, uint32_t seed, int zeros) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    x[i] = (zeros && (h & 3u) == 0) ? 0.0f : (float)(h >> 8) / 8388608.0f - 1.0f;
-  }
-}
+#include "gemm_operands.cuh"
 
 typedef struct shape {
   const char *name;
@@ -123,8 +102,8 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&A, maxa * 4));
   CK(cudaMalloc(&B, maxb * 4));
   CK(cudaMalloc(&C, maxc * 4));
-  fill<<<1024, 256>>>(A, maxa, 1u, 0);
-  fill<<<1024, 256>>>(B, maxb, 2u, 1);
+  fill_operands<<<1024, 256>>>(A, maxa, 1u, 0);
+  fill_operands<<<1024, 256>>>(B, maxb, 2u, 1); /* a quarter zeros (ReLU outputs) */
   CK(cudaDeviceSynchronize());
   cudaStream_t stream;
   CK(cudaStreamCreate(&stream));

@@ -21,34 +21,7 @@
 #include <string.h>
 
 #include "../cuda/mode_gemm.h"
-
-#define CK(expr)                                                                                             \
-  do {                                                                                                       \
-    cudaError_t e_ = (expr);                                                                                 \
-    if (e_ != cudaSuccess) {                                                                                 \
-      fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                                            \
-      exit(1);                                                                                               \
-    }                                                                                                        \
-  } while (0)
-
-/* Operand values from a hash of the index. kind 0: uniform in [-1, 1); 1: a
- * quarter of them zero (ReLU outputs); 2: also some scaled by 2^-40 .. 2^23
- * (tiles outside the fast range); 3: a quarter zero, and a few Inf. */
-__global__ void fill(float *x, size_t n, uint32_t seed, int kind) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    float v = (float)(h >> 8) / 8388608.0f - 1.0f;
-    if (kind >= 1 && (h & 3u) == 0) v = 0.0f;
-    if (kind == 2 && (h & 0x3F0u) == 0x3F0u) v = ldexpf(v, (int)(h >> 26) - 40);
-    if (kind == 3 && (h & 0xFFF0u) == 0x1230u) v = __int_as_float(0x7F800000);
-    x[i] = v;
-  }
-}
+#include "gemm_operands.cuh"
 
 int main(void) {
   /* trans_a, trans_b, M, N, K */
@@ -93,8 +66,11 @@ int main(void) {
             const long long ta = shapes[si][0], tb = shapes[si][1], M = shapes[si][2], N = shapes[si][3],
                             K = shapes[si][4];
             /* A: dense, or with far exponents (kind 2) or zeros and Inf (kind 3) */
-            fill<<<512, 256, 0, stream>>>(A, (size_t)(M * K), 17 + si, kind == 2 ? 2 : kind == 3 ? 3 : 0);
-            fill<<<512, 256, 0, stream>>>(B, (size_t)(K * N), 91 + si, kind);
+            fill_operands<<<512, 256, 0, stream>>>(A, (size_t)(M * K), 17 + si,
+                                                   kind == 2   ? 2
+                                                   : kind == 3 ? 3
+                                                               : 0);
+            fill_operands<<<512, 256, 0, stream>>>(B, (size_t)(K * N), 91 + si, kind);
             if (amd_cuda_gemm(ctx, &m, (int)ta, (int)tb, M, N, K, 1.0f, A, ta ? M : K, 0, B, tb ? K : N, 0,
                               0.0f, C, N, 0, 1, &st))
               return fprintf(stderr, "%s: %s\n", modes[mi], st.msg), 1;
