@@ -46,8 +46,12 @@
 # decay on every parameter, BN and biases included: amdnn-onnx has no way to
 # exempt them; amd_schedule_lr for onecycle and the warm-up), src/core/
 # xent_row.h (label smoothing), src/data/dataset.c (crop:4,flip).
-# RANKS=2 runs amdnn-onnx as `mpirun -np 2` (docs/distributed.md: BATCH is per
-# rank, BatchNorm statistics per rank, running statistics averaged); PyTorch
+# RANKS=2 runs amdnn-onnx as `mpirun -np 2` where the machine has two GPUs
+# (docs/distributed.md: BATCH is per rank, BatchNorm statistics per rank,
+# running statistics averaged), else as one process with `--accumulate 2`,
+# which computes the two ranks' shares in turn and trains the same model
+# byte for byte (tests/dist/test_dist.sh, tests/gpu/dist_gpu.sh); PROCS=1 or
+# PROCS=2 chooses. A run stopped in one form continues in the other. PyTorch
 # has no DDP here, so the torch column runs on one GPU with --ranks 2, which
 # reproduces exactly that: the global batch cut into the two ranks' shares,
 # each normalised with its own BatchNorm statistics, each rank's augmentation
@@ -76,10 +80,12 @@
 # 64 MiB a call, the build), and no run can span two leases: about 6 h of
 # device time (13-14 leases of 30 minutes) on one GPU, 3.3 h (8 leases) on
 # two. On one GPU, ResNet-50 am32 (34 min) and ResNet-34 am32 (28 min) do
-# not fit in a lease: they need RANKS=2 (or fewer EPOCHS for those rows);
+# not fit in a lease: they need two GPUs (or fewer EPOCHS for those rows);
 # ResNet-50 am16 and fp16 (22-23 min) fit alone in a fresh lease.
 #
-# Environment: EPOCHS (30), RANKS (1 or 2, default 1), BATCH (per rank,
+# Environment: EPOCHS (30), RANKS (1 or 2, default 1), PROCS (processes for
+# RANKS=2: 2 under mpirun, 1 with --accumulate 2; default 2 where 2 GPUs are
+# visible or DEVICE=cpu, else 1), BATCH (per rank,
 # default 256 / RANKS), LR (0.1 x RANKS x BATCH / 128), WD (5e-4), SEED (1),
 # LIMIT (none: --limit N, quick checks), DEVICE (cuda; cpu for tests),
 # WALLTIME (none: this command's time budget, e.g. 9m: each run gets
@@ -143,9 +149,22 @@ if [ -n "${WALLTIME:-}" ]; then
 fi
 py=
 need_python() { [ -n "$py" ] || py=${PYTHON:-$("$here/torch_python.sh" torch onnx)}; }
+# the ranks as processes (one GPU each) or in turn in one process: the same model
+procs=${PROCS:-}
+if [ -z "$procs" ]; then
+  procs=$ranks
+  if [ "$ranks" -gt 1 ] && [ "$device" != cpu ]; then
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    [ "${gpus:-0}" -ge "$ranks" ] || procs=1
+  fi
+fi
+[ "$procs" = 1 ] || [ "$procs" = "$ranks" ] || { echo "resnet_table.sh: PROCS is 1 or RANKS ($ranks)" >&2; exit 2; }
+accumulate=()
+[ "$procs" = "$ranks" ] || accumulate=(--accumulate "$ranks")
+[ "$procs" = "$ranks" ] || describe="$describe, the $ranks ranks' shares in turn in one process (--accumulate $ranks)"
 mpi=()
-if [ "$ranks" -gt 1 ]; then
-  mpi=("${MPIRUN:-mpirun}" -np "$ranks")
+if [ "$procs" -gt 1 ]; then
+  mpi=("${MPIRUN:-mpirun}" -np "$procs")
   [ "$(id -u)" != 0 ] || mpi+=(--allow-run-as-root)
 fi
 
@@ -206,7 +225,7 @@ for m in $models; do
         "${recipe[@]}" --device "$device" --metrics "$tsv" -o "$out/$tag.onnx" --checkpoint-dir "$ck" --resume \
         "${wt[@]}" 2>&1 | tee -a "$log"
     else
-      "${mpi[@]}" "$amdnn" train "$onnx" --data "cifar10:$data" "${recipe[@]}" --mode "$w" --device "$device" \
+      "${mpi[@]}" "$amdnn" train "$onnx" --data "cifar10:$data" "${recipe[@]}" "${accumulate[@]}" --mode "$w" --device "$device" \
         -o "$out/$tag.onnx" --metrics "$tsv" --checkpoint-dir "$ck" --resume "${wt[@]}" 2>&1 |
         { grep -v '^  epoch [0-9]* batch ' || true; } | tee -a "$log"
     fi

@@ -214,7 +214,14 @@ static const api_option table[] = {
         "the same samples in every command and run (quick runs)"),
     INT("batch", "N", 1, 1 << 30, NULL, "data", TRAIN | EVAL | BENCH | SWEEP,
         "samples per batch (default 128 for train and bench, 256 for eval and\n"
-        "sweep); under mpirun per rank: the global batch is ranks x N"),
+        "sweep); under mpirun per rank: the global batch is ranks x N (x\n"
+        "--accumulate)"),
+    INT("accumulate", "N", 1, 4096, "1", "data", TRAIN,
+        "each step computes N shares of --batch samples one after another and\n"
+        "steps once on their summed gradients (global batch N x --batch, x the\n"
+        "ranks under mpirun); each share has its own BatchNormalization\n"
+        "statistics, as a rank has: --accumulate 2 on one GPU trains the model\n"
+        "that mpirun -np 2 trains on two"),
     INT("val", "N", 0, BIG, "0", "data", TRAIN, "hold out N training samples (seeded) as a validation set"),
     FLAG("no-shuffle", "data", TRAIN, "keep the data order (default: a seeded permutation per epoch)"),
     TEXT("augment", "LIST", NULL, "data", TRAIN, check_augment,

@@ -87,6 +87,7 @@ static int make_cfg(amdnn_session *s, const amdnn_options *o, amd_train_cfg *c, 
   c->ckpt_every = api_opt_i64(o, "checkpoint-every", c->ckpt_dir ? 1 : 0);
   c->ckpt_steps = api_opt_i64(o, "checkpoint-steps", 0), c->warmup = api_opt_i64(o, "warmup", 0);
   c->limit = api_opt_i64(o, "limit", 0), c->stop_after = api_opt_i64(o, "stop-after", 0);
+  c->accumulate = (int)api_opt_i64(o, "accumulate", 1);
   c->lr = (float)api_opt_f64(o, "lr", 0.01), c->momentum = (float)api_opt_f64(o, "momentum", 0.9);
   c->momentum_set = api_opt(o, "momentum") != NULL;
   c->wd = (float)api_opt_f64(o, "wd", 0), c->smoothing = (float)api_opt_f64(o, "label-smoothing", 0);

@@ -84,7 +84,7 @@ static void share_cores(const amd_dist *d, int omp_threads_set) {
 
 int amd_dist_init(amd_dist *d, const amd_env *env, amd_status *st) {
   memset(d, 0, sizeof *d);
-  d->size = d->local_size = 1;
+  d->size = d->local_size = d->parts = 1;
   d->ops = &single_ops;
   const char *want = env->dist;
   long launched = env->launcher_size;
@@ -168,12 +168,13 @@ int amd_dist_use_device(amd_dist *d, const amd_backend *be, amd_status *st) {
 #endif
 }
 
-/* Frees the BN scratch in the memory it came from. */
+/* Frees the BN scratch and the shares' gradient sum in the memory they came from. */
 static void free_scratch(amd_dist *d) {
   if (d->scratch && d->scratch_be) d->scratch_be->buf->mem_free(d->scratch);
-  d->scratch = NULL;
-  d->n_scratch = 0;
-  d->scratch_be = NULL;
+  if (d->part_grads && d->part_grads_be) d->part_grads_be->buf->mem_free(d->part_grads);
+  d->scratch = d->part_grads = NULL;
+  d->n_scratch = d->n_part_grads = 0;
+  d->scratch_be = d->part_grads_be = NULL;
 }
 
 void amd_dist_finalize(amd_dist *d) {
@@ -193,16 +194,20 @@ void amd_dist_abort(amd_dist *d) {
   d->ops->abort(d, 1);
 }
 
+int amd_dist_shares(const amd_dist *d) { return d->size * d->parts; }
+
 void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count) {
-  int64_t lo = b * d->rank / d->size, hi = b * (d->rank + 1) / d->size;
+  const int64_t n = amd_dist_shares(d), k = (int64_t)d->rank * d->parts + d->part;
+  int64_t lo = b * k / n, hi = b * (k + 1) / n;
   *offset = lo;
   *count = hi - lo;
 }
 
 uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared) {
-  if (d->size == 1) return *shared;
-  uint64_t mixed = *shared ^ (0xd1b54a32d192ed03ull * (uint64_t)(d->rank + 1));
-  amd_rng_next(shared);
+  if (amd_dist_shares(d) == 1) return *shared;
+  const int k = d->rank * d->parts + d->part;
+  uint64_t mixed = *shared ^ (0xd1b54a32d192ed03ull * (uint64_t)(k + 1));
+  if (d->part == d->parts - 1) amd_rng_next(shared);
   return amd_rng_next(&mixed);
 }
 
@@ -343,13 +348,89 @@ static int start_buckets(void *user, int i, amd_status *st) {
   return 0;
 }
 
+/* ---- BN statistics and shares in turn ---- */
+
+/* How many floats t's BN running statistics hold. */
+static int64_t stats_count(amd_trainer *t) {
+  int64_t n = 0;
+  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(amd_trainer_stat(t, s));
+  return n;
+}
+
+/* d->scratch for n floats of statistics in be's memory (2n with parts). */
+static int stats_scratch(amd_dist *d, const amd_backend *be, int64_t n, amd_status *st) {
+  const int64_t want = d->parts > 1 ? 2 * n : n;
+  if (want <= d->n_scratch && d->scratch_be == be) return 0;
+  if (d->scratch && d->scratch_be) d->scratch_be->buf->mem_free(d->scratch);
+  d->scratch = NULL;
+  d->n_scratch = 0;
+  if (be->buf->mem_alloc((void **)&d->scratch, (size_t)want * sizeof(float), st)) return -1;
+  d->scratch_be = be;
+  d->n_scratch = want;
+  return 0;
+}
+
+/* Copies t's running statistics, one after another, into dst (memory of t's
+ * backend), or back from it (to_stats). computed: the ones the last training
+ * forward pass computed (amd_trainer_stat_computed) instead of the ones in
+ * the model. */
+static int pack_stats(amd_trainer *t, float *dst, int computed, int to_stats, amd_status *st) {
+  const amd_backend *be = t->be;
+  float *p = dst;
+  for (int s = 0; s < t->n_stats; s++) {
+    amd_tensor *x = amd_trainer_stat(t, s);
+    const amd_tensor *from = computed ? amd_trainer_stat_computed(t, s) : NULL;
+    if (!from) from = x;
+    size_t bytes = amd_tensor_nbytes(x);
+    int rc;
+    if (to_stats)
+      rc = x->device == be->device ? be->buf->mem_copy(x->data, p, bytes, st) : be->buf->mem_to_host(x->data, p, bytes, st);
+    else
+      rc = from->device == be->device ? be->buf->mem_copy(p, from->data, bytes, st)
+                                      : be->buf->mem_from_host(p, from->data, bytes, st);
+    if (rc) return -1;
+    p += amd_tensor_numel(x);
+  }
+  return 0;
+}
+
+/* --accumulate, after the backward pass of share d->part: its gradients and
+ * running statistics join those of the process's shares before it (the
+ * first share's are copied). After the last share the gradient block holds
+ * g_last + (g_0 + ... + g_{N-2}) (for two shares the one sum two ranks
+ * make) and d->scratch the sum of the shares' running statistics, which
+ * amd_dist_sync_stats turns into their mean. computed == 0: a share without
+ * samples (zero gradients) leaves the statistics as they were. */
+static int add_share(amd_dist *d, amd_trainer *t, int computed, amd_status *st) {
+  const amd_backend *be = t->be;
+  const amd_train_kernels *k = amd_train_kernels_for(be->device);
+  const int first = d->part == 0, last = d->part == d->parts - 1;
+  const int64_t n = t->n_floats;
+  if (!d->part_grads || d->n_part_grads != n || d->part_grads_be != be) {
+    if (d->part_grads && d->part_grads_be) d->part_grads_be->buf->mem_free(d->part_grads);
+    d->part_grads = NULL;
+    if (be->buf->mem_alloc((void **)&d->part_grads, (size_t)n * sizeof(float), st)) return -1;
+    d->n_part_grads = n;
+    d->part_grads_be = be;
+  }
+  int rc = last    ? k->add(t->bgrads, d->part_grads, n, st)
+           : first ? be->buf->mem_copy(d->part_grads, t->bgrads, (size_t)n * sizeof(float), st)
+                   : k->add(d->part_grads, t->bgrads, n, st);
+  if (rc || t->n_stats == 0) return rc;
+  const int64_t ns = stats_count(t);
+  if (stats_scratch(d, be, ns, st)) return -1;
+  float *sum = d->scratch, *share = d->scratch + ns;
+  if (pack_stats(t, first ? sum : share, computed, 0, st)) return -1;
+  return first ? 0 : k->add(sum, share, ns, st);
+}
+
 /* The gradients of one step, summed over the ranks: in buckets during the
  * walk when asked for and offered, else in one piece after it. n_local == 0:
  * this rank adds zeros (and starts the same buckets as the others). */
 static int grads_summed(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
                         int64_t n_local, float smoothing, float scale, int64_t step, double *loss,
                         amd_batch_stats *bs, amd_status *st) {
-  int buckets = d->bucket_floats > 0 && d->ops->allreduce_f32_start && d->ops->allreduce_f32_finish;
+  int buckets = d->parts == 1 && d->bucket_floats > 0 && d->ops->allreduce_f32_start && d->ops->allreduce_f32_finish;
   if (buckets) {
     if (plan_buckets(d, t, st)) return -1;
     d->next_bucket = 0;
@@ -364,6 +445,10 @@ static int grads_summed(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   t->backward_progress = NULL;
   t->progress_user = NULL;
   if (rc) return -1;
+  if (d->parts > 1) { /* --accumulate: this share joins the ones before; the ranks' sum waits for the last */
+    if (add_share(d, t, n_local > 0, st)) return -1;
+    if (d->part < d->parts - 1) return 0;
+  }
   double t0 = AMD_PROF_T0; /* the wait for the slowest rank counts here too */
   /* the block where the backend keeps it: host memory (MPI) or the GPU's (NCCL) */
   if (buckets)
@@ -378,16 +463,16 @@ static int grads_summed(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
 int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const int64_t *labels,
                         int64_t n_local, int64_t n_global, float smoothing, float loss_scale, int64_t step,
                         double *loss, amd_batch_stats *bs, amd_status *st) {
-  if (d->size == 1 && !d->reduce_alone)
+  if (amd_dist_shares(d) == 1 && !d->reduce_alone)
     return amd_trainer_step_grads(t, x, labels, smoothing, loss_scale, loss, bs, st);
-  if (d->size == 1) { /* the one-rank sums (tests): the same gradients, loss and sums */
+  if (amd_dist_shares(d) == 1) { /* the one-rank sums (tests): the same gradients, loss and sums */
     return grads_summed(d, t, x, labels, n_local, smoothing, loss_scale, step, loss, bs, st);
   }
-  if (d->faults.fail_rank == d->rank && step + 1 >= d->faults.fail_step) {
+  if (d->part == 0 && d->faults.fail_rank == d->rank && step + 1 >= d->faults.fail_step) {
     if (d->faults.fail_kill) raise(SIGKILL);
     return amd_fail(st, "injected failure (AMD_FAULT_RANK) at step %lld", (long long)step + 1);
   }
-  if (d->check_every_step && amd_dist_check_identical(d, t, NULL, st))
+  if (d->part == 0 && d->size > 1 && d->check_every_step && amd_dist_check_identical(d, t, NULL, st))
     return amd_fail_prefix(st, "before step %lld", (long long)step + 1);
   if (d->sync_bn && n_local == 0)
     return amd_fail(st, "--sync-bn: this rank has no sample of a global batch of %lld", (long long)n_global);
@@ -400,8 +485,13 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
   if (grads_summed(d, t, x, labels, n_local, smoothing, loss_scale * w, step, &local_loss, &local, st))
     return -1;
   t->ctx.rng = shared;
-  double t0 = AMD_PROF_T0;
   double sums[4] = {local.loss_sum, (double)local.n, (double)local.top1, (double)local.top5};
+  if (d->parts > 1) { /* the process's sums over its shares, reduced after the last */
+    for (int i = 0; i < 4; i++) d->part_sums[i] = d->part == 0 ? sums[i] : d->part_sums[i] + sums[i];
+    if (d->part < d->parts - 1) return 0;
+    memcpy(sums, d->part_sums, sizeof sums);
+  }
+  double t0 = AMD_PROF_T0;
   if (d->ops->allreduce_f64(d, sums, 4, st)) return amd_fail_prefix(st, "all-reduce of the loss");
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_ALLREDUCE, amd_prof_clock() - t0);
   bs->loss_sum += sums[0];
@@ -413,42 +503,21 @@ int amd_dist_step_grads(amd_dist *d, amd_trainer *t, const amd_tensor *x, const 
 }
 
 int amd_dist_sync_stats(amd_dist *d, amd_trainer *t, amd_status *st) {
-  if ((d->size == 1 && !d->reduce_alone) || d->sync_bn || t->n_stats == 0) return 0;
+  if ((amd_dist_shares(d) == 1 && !d->reduce_alone) || d->sync_bn || t->n_stats == 0) return 0;
   /* the statistics where the backend keeps them (the GPU's memory on a device
-   * backend), packed into one scratch buffer in the same memory, summed,
-   * scaled by 1/R and copied back */
+   * backend), packed into one scratch buffer in the same memory (with parts,
+   * add_share left the sum of this process's shares there), summed over the
+   * ranks, scaled by 1/shares and copied back */
   const amd_backend *be = t->be;
-  int64_t n = 0;
-  for (int s = 0; s < t->n_stats; s++) n += amd_tensor_numel(amd_trainer_stat(t, s));
-  if (n > d->n_scratch || d->scratch_be != be) {
-    free_scratch(d);
-    if (be->buf->mem_alloc((void **)&d->scratch, (size_t)n * sizeof(float), st)) return -1;
-    d->scratch_be = be;
-    d->n_scratch = n;
-  }
-  float *p = d->scratch;
-  for (int s = 0; s < t->n_stats; s++) {
-    const amd_tensor *x = amd_trainer_stat(t, s);
-    size_t bytes = amd_tensor_nbytes(x);
-    if (x->device == be->device ? be->buf->mem_copy(p, x->data, bytes, st)
-                                : be->buf->mem_from_host(p, x->data, bytes, st))
-      return -1;
-    p += amd_tensor_numel(x);
-  }
+  const int64_t n = stats_count(t);
+  if (d->parts == 1 && (stats_scratch(d, be, n, st) || pack_stats(t, d->scratch, 0, 0, st))) return -1;
+  if (d->parts > 1 && (!d->scratch || d->scratch_be != be || d->n_scratch < 2 * n))
+    return amd_fail(st, "amd_dist_sync_stats: no statistics of the shares (amd_dist_step_grads comes first)");
   if (d->ops->allreduce_f32(d, d->scratch, n, st))
     return amd_fail_prefix(st, "all-reduce of the BN statistics");
   /* the trainer's backend has training kernels (amd_trainer_set_backend) */
-  if (amd_train_kernels_for(be->device)->scale(d->scratch, n, 1.0f / (float)d->size, st)) return -1;
-  p = d->scratch;
-  for (int s = 0; s < t->n_stats; s++) {
-    amd_tensor *x = amd_trainer_stat(t, s);
-    size_t bytes = amd_tensor_nbytes(x);
-    if (x->device == be->device ? be->buf->mem_copy(x->data, p, bytes, st)
-                                : be->buf->mem_to_host(x->data, p, bytes, st))
-      return -1;
-    p += amd_tensor_numel(x);
-  }
-  return 0;
+  if (amd_train_kernels_for(be->device)->scale(d->scratch, n, 1.0f / (float)amd_dist_shares(d), st)) return -1;
+  return pack_stats(t, d->scratch, 0, 1, st);
 }
 
 static int bn_reduce(void *user, double *buf, int64_t n, amd_status *st) {
@@ -466,8 +535,8 @@ void amd_dist_sync_bn(amd_dist *d, amd_trainer *t) {
 int amd_dist_eval_split(amd_dist *d, amd_trainer *t, const amd_dataset *ds, const amd_data_split *split,
                         const int64_t *idx, int64_t n, int64_t batch, amd_batch_stats *bs, amd_status *st) {
   if (d->size == 1) return amd_trainer_eval_split(t, ds, split, idx, n, batch, bs, NULL, 0, st);
-  int64_t lo, cnt;
-  amd_dist_share(d, n, &lo, &cnt);
+  /* the ranks' parts of the n samples (evaluation has no shares in turn) */
+  int64_t lo = n * d->rank / d->size, cnt = n * (d->rank + 1) / d->size - lo;
   int64_t *own = NULL;
   if (!idx && cnt > 0) {
     own = malloc((size_t)cnt * sizeof *own);

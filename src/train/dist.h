@@ -28,7 +28,18 @@
  *    are reduced too, so every rank holds the same parameters, optimizer
  *    state and statistics after every step, and rank 0 alone writes files.
  * With one rank every function here leaves the single-process run exactly as
- * it was (same calls, same arithmetic). */
+ * it was (same calls, same arithmetic).
+ *
+ * Shares in turn (train --accumulate N): each process computes N shares of
+ * the global batch one after another, as ranks rank*N ... rank*N+N-1 of
+ * size*N would, and steps once. Every convention above holds for those
+ * size*N shares: a share's own BatchNormalization statistics and
+ * augmentation and dropout streams, its gradient weighted by its share of
+ * the global batch, the running statistics averaged over the shares. The
+ * gradient blocks are summed in share order (for two shares the one sum
+ * two ranks make), so `--accumulate 2` on one GPU gives the model that
+ * `mpirun -np 2` gives on two, byte for byte. The caller sets d->part before
+ * it assembles and computes each share. */
 #ifndef AMD_DIST_H
 #define AMD_DIST_H
 
@@ -76,6 +87,8 @@ struct amd_dist {
   void *impl;
   int requested;          /* AMD_DIST_AUTO ... AMD_DIST_NCCL */
   int reduce_alone;       /* one rank that still runs its sums (AMD_DIST=nccl under mpirun -np 1: tests) */
+  int parts;              /* shares of the global batch this process computes in turn (--accumulate; 1) */
+  int part;               /* the share being computed, 0 .. parts - 1 */
   int sync_bn;            /* BatchNormalization statistics over the global batch */
   int check_every_step;   /* AMD_DIST_CHECK=1: compare parameter checksums before each step */
   amd_fault_hooks faults; /* AMD_FAULT_RANK=R:S[:kill] (tests) */
@@ -87,8 +100,15 @@ struct amd_dist {
   struct amd_dist_bucket *buckets; /* in the order they are started */
   int n_buckets, next_bucket;
   const struct amd_trainer *bucket_plan_for;
-  float *scratch; /* BN statistics packed for one reduction, in scratch_be's memory */
+  /* BN statistics packed for one reduction, in scratch_be's memory; with
+   * parts: n_scratch more floats after them, the share being added */
+  float *scratch;
   int64_t n_scratch;
+  /* with parts: the gradients of the process's shares before the current one, summed, in part_grads_be's memory */
+  float *part_grads;
+  int64_t n_part_grads;
+  const struct amd_backend *part_grads_be;
+  double part_sums[4]; /* with parts: their loss, sample, top-1 and top-5 sums */
   const struct amd_backend *scratch_be;
 };
 
@@ -112,19 +132,27 @@ void amd_dist_finalize(amd_dist *d);
  * forever in a collective. With one rank it only returns. */
 void amd_dist_abort(amd_dist *d);
 
-/* Rank r's share of a global batch of b samples: offset and count. */
+/* How many shares a global batch is cut into: ranks x parts. */
+int amd_dist_shares(const amd_dist *d);
+
+/* The current share's part of a global batch of b samples (share rank *
+ * parts + part of amd_dist_shares): offset and count. */
 void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count);
 
-/* This step's random state for this rank, from the state all ranks share:
- * with one rank *shared itself (the consumer advances it as before); with
- * several a state mixed with the rank, and *shared moves on by one draw. */
+/* This step's random state for the current share, from the state all shares
+ * use: with one share *shared itself (the consumer advances it as before);
+ * with several a state mixed with the share's number, and *shared moves on
+ * by one draw once the process's last share has taken its own. */
 uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared);
 
 /* One data-parallel gradient computation: forward + loss + backward on this
  * rank's n_local samples of a global batch of n_global (x, labels hold the
  * local ones), the loss gradient weighted by n_local / n_global, then the
  * gradient block and the loss / accuracy sums summed over the ranks. *loss is
- * the mean loss over the global batch, *bs the global sums. `step` is the
+ * the mean loss over the global batch, *bs the global sums. With parts, a
+ * call per share (d->part): the shares before the last only add to the
+ * process's sums (*loss and *bs untouched); the last share's call leaves the
+ * sums of all shares of all ranks, as above. `step` is the
  * global optimizer step (fault injection, checks). With one rank: exactly
  * amd_trainer_step_grads (with reduce_alone followed by the one-rank sum of
  * the gradient block, which changes no bit). With AMD_DIST_BUCKET_MB=M
@@ -138,7 +166,7 @@ int amd_dist_step_grads(amd_dist *d, struct amd_trainer *t, const struct amd_ten
                         double *loss, struct amd_batch_stats *bs, amd_status *st);
 
 /* After amd_trainer_update_stats: averages the BatchNormalization running
- * statistics over the ranks (nothing with one rank or with --sync-bn). */
+ * statistics over the shares (nothing with one share or with --sync-bn). */
 int amd_dist_sync_stats(amd_dist *d, struct amd_trainer *t, amd_status *st);
 
 /* Turns on synchronised BatchNormalization statistics for t's training steps. */

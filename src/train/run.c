@@ -105,7 +105,7 @@ static void config_string(const amd_train_cfg *c, char *buf, size_t n) {
   memset(buf, 0, n);
   snprintf(buf, n, "data=%s batch=%lld optimizer=%s lr=%g momentum=%g nesterov=%d wd=%g schedule=%s warmup=%lld "
            "seed=%lld val=%lld limit=%lld reinit=%d mode=%s map=%s backward=%s augment=%s smoothing=%g freeze=%s shuffle=%d",
-           c->data, (long long)(c->batch * c->ranks), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
+           c->data, (long long)(c->batch * c->ranks * (c->accumulate > 1 ? c->accumulate : 1)), c->optimizer, c->lr, c->momentum, c->nesterov, c->wd, c->schedule,
            (long long)c->warmup, (long long)c->seed, (long long)c->val, (long long)c->limit, c->reinit, c->mode, c->mode_map ? c->mode_map : "", c->bmode ? c->bmode : "",
            c->augment ? c->augment : "", c->smoothing, c->freeze ? c->freeze : "", !c->no_shuffle);
   if (c->lookahead) { /* (only when chosen: older checkpoints resume) */
@@ -429,25 +429,30 @@ static int finish_sync(run_state *r, const amd_step_result *s, amd_status *st) {
 static int train_batch(run_state *r, amd_status *st) {
   amd_train_state *p = &r->pos;
   amd_dist *dist = &r->dist;
-  double t0 = now_s();
   int64_t start = p->batch * r->gbatch, b = r->n_train - start < r->gbatch ? r->n_train - start : r->gbatch;
-  int64_t own, nb; /* this rank's share of the global batch */
-  amd_dist_share(dist, b, &own, &nb);
-  uint64_t aug_rng = amd_dist_rng_split(dist, &p->aug_rng);
-  if (amd_batches_make(&r->data, r->perm + start + own, nb, &r->aug, dist->size > 1 ? &aug_rng : &p->aug_rng, r->y,
-                       st))
-    return -1;
-  if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
-  amd_step_batch in = {&r->data.x, r->y, nb, b, b == r->gbatch, p->epoch, p->batch, p->step, 0, p->loss_scale};
   amd_step_result res;
-  if (r->step.deferred) {
-    in.lr = r->lr = amd_schedule_lr(&r->sched, p->step, r->batches, r->total_steps);
-    p->step++;
-    /* (the lookahead's pull is queued after the step) */
-    if (amd_step_run(&r->step, &in, &res, st) || lookahead_after_step(r, st)) return -1;
-    return add_finished(r, &res);
+  /* this rank's shares of the global batch (one, unless --accumulate), each assembled and computed in turn */
+  for (int k = 0; k < dist->parts; k++) {
+    double t0 = now_s();
+    dist->part = k;
+    int64_t own, nb;
+    amd_dist_share(dist, b, &own, &nb);
+    uint64_t aug_rng = amd_dist_rng_split(dist, &p->aug_rng);
+    if (amd_batches_make(&r->data, r->perm + start + own, nb, &r->aug,
+                         amd_dist_shares(dist) > 1 ? &aug_rng : &p->aug_rng, r->y, st))
+      return -1;
+    if (amd_prof_on) amd_prof_part_add(AMD_PROF_DATA, now_s() - t0);
+    amd_step_batch in = {&r->data.x, r->y, nb, b, b == r->gbatch, p->epoch, p->batch, p->step, 0, p->loss_scale};
+    if (r->step.deferred) { /* (one share) */
+      in.lr = r->lr = amd_schedule_lr(&r->sched, p->step, r->batches, r->total_steps);
+      p->step++;
+      /* (the lookahead's pull is queued after the step) */
+      if (amd_step_run(&r->step, &in, &res, st) || lookahead_after_step(r, st)) return -1;
+      return add_finished(r, &res);
+    }
+    if (amd_step_run(&r->step, &in, &res, st)) return -1;
   }
-  if (amd_step_run(&r->step, &in, &res, st)) return -1;
+  dist->part = 0;
   return finish_sync(r, &res, st);
 }
 
@@ -641,9 +646,12 @@ static int start(run_state *r, amd_status *st) {
        (long long)c->epochs, (long long)c->batch, amd_optim_name(&r->opt), c->lr, c->schedule, c->mode,
        c->bmode ? ", backward " : "", c->bmode ? c->bmode : "", q8_table ? ", table-derived q8 gradients" : "", calib,
        (long long)r->n_train, c->val ? " (+ validation)" : "");
-  r->gbatch = c->batch * dist->size; /* the global batch */
+  r->gbatch = c->batch * amd_dist_shares(dist); /* the global batch */
   r->batches = (r->n_train + r->gbatch - 1) / r->gbatch, r->total_steps = r->batches * c->epochs;
-  if (dist->size > 1 || dist->reduce_alone) {
+  if (dist->parts > 1)
+    line(r, AMD_TRAIN_INFO, "--accumulate %d: global batch %lld = %d rank%s x %d shares x %lld, the shares in turn",
+         dist->parts, (long long)r->gbatch, dist->size, dist->size > 1 ? "s" : "", dist->parts, (long long)c->batch);
+  else if (dist->size > 1 || dist->reduce_alone) {
     line(r, AMD_TRAIN_INFO, "%d rank%s (%s): global batch %lld = %d x %lld%s", dist->size, dist->size > 1 ? "s" : "",
          dist->ops->name, (long long)r->gbatch, dist->size, (long long)c->batch,
          dist->sync_bn ? ", BatchNormalization synchronised" : "");
@@ -707,6 +715,13 @@ int amd_train_run(amd_train_cfg *c, const amd_train_hooks *h, amd_status *st) {
     return -1;
   }
   c->ranks = r->dist.size;
+  r->dist.parts = c->accumulate > 1 ? c->accumulate : 1;
+  if (r->dist.parts > 1 && c->sync_bn) {
+    amd_dist_finalize(&r->dist);
+    free(r);
+    return amd_fail(st, "--sync-bn cannot go with --accumulate: the shares of one process run one after "
+                        "another, so no forward pass sees the statistics of the others");
+  }
   struct sigaction old[2];
   if (c->handle_signals) catch_signals(old);
   int rc = start(r, st);

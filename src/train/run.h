@@ -47,6 +47,7 @@ typedef struct amd_train_cfg {
   int nesterov, tta, no_shuffle, resume, momentum_set, reinit, sync_bn, debug_sync, host_batches, sync_steps, no_graph;
   int handle_signals; /* SIGTERM and SIGINT stop the run with a checkpoint (a command-line tool) */
   int ranks;   /* processes training together (set by amd_train_run) */
+  int accumulate; /* shares of the global batch each process computes in turn (dist.h; 0 or 1: one) */
   amd_env env; /* the process's environment (core/env.h: communicator knobs, fault hooks), from the caller */
   amd_image_opts img; /* images: decoding and preprocessing, the normalisation (data/dataset.h) */
 } amd_train_cfg;

@@ -19,7 +19,7 @@ int amd_step_init(amd_stepper *s, amd_trainer *t, amd_dist *dist, const amd_opti
   s->opt_state = opt_state;
   s->n_opt = n_opt;
   s->smoothing = smoothing;
-  const int one_process = !dist || (dist->size == 1 && !dist->reduce_alone);
+  const int one_process = !dist || (amd_dist_shares(dist) == 1 && !dist->reduce_alone);
   /* steps that do not wait for their loss: one backend rank without loss
    * scaling (--profile times each step's parts, waiting for them anyway) */
   s->deferred = !opts->sync_steps && !opts->profile && !opts->loss_scaling && amd_trainer_can_defer(t) && one_process;
@@ -62,6 +62,7 @@ static int run_sync(amd_stepper *s, const amd_step_batch *in, amd_step_result *r
                                     &res->loss, &res->bs, st)
               : amd_trainer_step_grads(s->t, in->x, in->labels, s->smoothing, scale, &res->loss, &res->bs, st))
     return -1;
+  if (s->dist && s->dist->part < s->dist->parts - 1) return 0; /* a share before the last: no step yet */
   /* a NaN/Inf loss needs no look at the gradients, unless they are scaled */
   if ((in->loss_scale != 1.0 || isfinite(res->loss)) && amd_trainer_grads_finite(s->t, &res->finite, st)) return -1;
   return 0;

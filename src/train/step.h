@@ -11,9 +11,12 @@
  *    of a run of same-shaped steps is captured into a CUDA graph that the
  *    later full batches replay (trainer.h: amd_trainer_step_deferred).
  *  - synchronous (the CPU backend; --sync-steps, --profile, fp16 loss
- *    scaling, several ranks): amd_step_run computes the gradients (summed
- *    over the ranks) and returns this step's results at once; the caller
- *    decides (NaN policy, loss scaling) and updates with amd_step_apply.
+ *    scaling, several ranks or shares): amd_step_run computes the gradients
+ *    (summed over the ranks) and returns this step's results at once; the
+ *    caller decides (NaN policy, loss scaling) and updates with
+ *    amd_step_apply. With shares in turn (dist.h, --accumulate) the caller
+ *    runs each share (dist->part = 0 .. parts - 1, each with its own batch)
+ *    and the last one's results are the step's.
  *
  * The caller loops:
  *   amd_step_run(s, &batch, &res)      results of a finished step in res (res.ready)
@@ -81,7 +84,7 @@ typedef struct amd_stepper {
 } amd_stepper;
 
 /* Chooses the pipeline: deferred where the backend can, with one process
- * (dist NULL, or one rank without its own sums) and nothing in opts asking
+ * (dist NULL, or one rank of one share without its own sums) and nothing in opts asking
  * for the synchronous one; graphs with it unless no_graph or debug_sync.
  * Resets the step guard for the deferred pipeline. */
 int amd_step_init(amd_stepper *s, struct amd_trainer *t, struct amd_dist *dist, const struct amd_optim *opt,

@@ -182,6 +182,10 @@ int amd_trainer_eval(amd_trainer *t, const amd_tensor *x, const int64_t *labels,
 /* BN statistic i (0 <= i < n_stats) in the memory of t's backend: the
  * tensor the training steps update (a device copy on a device backend). */
 amd_tensor *amd_trainer_stat(amd_trainer *t, int i);
+/* BN statistic i as the last training forward pass computed it (the BN
+ * node's output that amd_trainer_update_stats copies into
+ * amd_trainer_stat(t, i)); NULL when there is none of that size. */
+const amd_tensor *amd_trainer_stat_computed(amd_trainer *t, int i);
 /* Lookahead (--lookahead): a slow copy of the parameters and then of the BN
  * statistics (amd_trainer_lookahead_floats values, in the order of stats[])
  * kept in the optimizer state (opt_state / the device copy, n_opt floats) at

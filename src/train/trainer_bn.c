@@ -105,11 +105,17 @@ amd_tensor *amd_tr_stat_tensor(amd_trainer *t, int v) {
 
 amd_tensor *amd_trainer_stat(amd_trainer *t, int i) { return amd_tr_stat_tensor(t, t->stats[i][1]); }
 
+const amd_tensor *amd_trainer_stat_computed(amd_trainer *t, int i) {
+  const amd_tensor *src = &t->run.vals[t->stats[i][0]];
+  const amd_tensor *dst = amd_trainer_stat(t, i);
+  return !src->data || src->dtype != dst->dtype || amd_tensor_numel(src) != amd_tensor_numel(dst) ? NULL : src;
+}
+
 int amd_trainer_update_stats(amd_trainer *t, amd_status *st) {
   for (int i = 0; i < t->n_stats; i++) {
-    const amd_tensor *src = &t->run.vals[t->stats[i][0]];
-    amd_tensor *dst = amd_tr_stat_tensor(t, t->stats[i][1]);
-    if (!src->data || src->dtype != dst->dtype || amd_tensor_numel(src) != amd_tensor_numel(dst)) continue;
+    const amd_tensor *src = amd_trainer_stat_computed(t, i);
+    amd_tensor *dst = amd_trainer_stat(t, i);
+    if (!src) continue;
     int rc;
     if (src->device == dst->device)
       rc = src->device == AMD_DEVICE_CPU

@@ -9,6 +9,7 @@
 #    with its Dropouts written as random ops);
 #  - 1, 2 and 3 OpenMP threads train the same model, byte for byte;
 #  - --lookahead (a no-op form = none; stop and resume), flip:alt, the triangle schedule, --tta-shift;
+#  - --accumulate (1 = none; 2, stopped and resumed, = uninterrupted; BN per share);
 #  - a NaN loss stops the run with exit 4 and leaves the checkpoints intact;
 #  - bad input ends with one line and nothing written.
 # usage: test_train.sh AMDNN_ONNX MODELS_DIR FASHION_DIR
@@ -197,6 +198,44 @@ else
   bad "training with 1, 2 and 3 threads: the models differ (or one run failed)"
 fi
 
+# --accumulate: 1 is a plain run; 2 shares a step, stopped and resumed, = uninterrupted (with BN,
+# whose running statistics are the shares' mean, and crop + flip draws per share). That two
+# shares equal two ranks is test_dist.sh's (it needs mpirun).
+acc=("$amd" train "$models/lenet5_train.onnx" "${common[@]}" --limit 1000 --epochs 1 --batch 32)
+"${acc[@]}" -o "$tmp/plain1.onnx" >/dev/null 2>&1
+"${acc[@]}" --accumulate 1 -o "$tmp/acc1.onnx" >/dev/null 2>&1
+[ -s "$tmp/plain1.onnx" ] && cmp -s "$tmp/plain1.onnx" "$tmp/acc1.onnx" && ok "--accumulate 1: the plain run's model, byte for byte" \
+  || bad "--accumulate 1 differs from a plain run"
+python3 -c "
+import numpy as np
+from onnx import numpy_helper
+g = np.random.default_rng(5)
+open('$tmp/X.pb', 'wb').write(numpy_helper.from_array(g.standard_normal((44, 3, 32, 32)).astype(np.float32)).SerializeToString())
+open('$tmp/Y.pb', 'wb').write(numpy_helper.from_array(g.integers(0, 10, 44).astype(np.int64)).SerializeToString())" 2>/dev/null
+if [ -f "$tmp/Y.pb" ]; then
+  accr=("$amd" train "$models/resnet8_train.onnx" --data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --batch 8 --lr 0.05
+    --seed 2 --augment crop:4,flip --accumulate 2 --device cpu)
+  "${accr[@]}" -o "$tmp/ra.onnx" >"$tmp/ra.log" 2>&1
+  rc1=$?
+  "${accr[@]}" --checkpoint-dir "$tmp/ckacc" --stop-after 4 -o "$tmp/x.onnx" >/dev/null 2>&1
+  rc2=$?
+  "${accr[@]}" --checkpoint-dir "$tmp/ckacc" --resume -o "$tmp/rb.onnx" >/dev/null 2>&1
+  rc3=$?
+  if [ $rc1 -eq 0 ] && [ $rc2 -eq 3 ] && [ $rc3 -eq 0 ] && cmp -s "$tmp/ra.onnx" "$tmp/rb.onnx" &&
+    grep -q "global batch 16 = 1 rank x 2 shares x 8" "$tmp/ra.log"; then
+    ok "ResNet-8 --accumulate 2 stopped at step 4 and resumed: the uninterrupted run's model, byte for byte"
+  else
+    bad "ResNet-8 --accumulate 2 resume: exits $rc1 $rc2 $rc3, $(cmp "$tmp/ra.onnx" "$tmp/rb.onnx" 2>&1)"; tail -3 "$tmp/ra.log"
+  fi
+  "$amd" train "$models/resnet8_train.onnx" --data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --batch 16 --lr 0.05 \
+    --seed 2 --augment crop:4,flip --device cpu -o "$tmp/r16.onnx" >/dev/null 2>&1
+  [ -s "$tmp/r16.onnx" ] && ! cmp -s "$tmp/ra.onnx" "$tmp/r16.onnx" \
+    && ok "ResNet-8: 2 shares of 8 (BN per share) train another model than one batch of 16" \
+    || bad "ResNet-8: --accumulate 2 --batch 8 gave the model of --batch 16 (or no model)"
+else
+  echo "     (no python3 numpy + onnx: the ResNet-8 --accumulate checks are left out)"
+fi
+
 # 4. NaN: an absurd learning rate
 "$amd" train "$models/lenet5_train.onnx" "${common[@]}" --epochs 2 --lr 1e30 --checkpoint-dir "$tmp/ck3" -o "$tmp/nan.onnx" >"$tmp/n.log" 2>&1
 rc=$?
@@ -226,6 +265,8 @@ check "lookahead decay 1" 2 "[0, 1)" train "$models/lenet5_train.onnx" --data "$
 check "tta-shift without tta" 2 "needs --tta" train "$models/lenet5_train.onnx" --data "$data" --tta-shift 1 -o "$tmp/out.onnx"
 check "eval tta-shift without tta" 1 "needs --tta" eval "$models/lenet5_train.onnx" --data "$data" --tta-shift 1
 check "flip with flip:alt" 2 "choose one" train "$models/lenet5_train.onnx" --data "$data" --augment flip,flip:alt -o "$tmp/out.onnx"
+check "accumulate 0" 2 "--accumulate" train "$models/lenet5_train.onnx" --data "$data" --accumulate 0 -o "$tmp/out.onnx"
+check "accumulate with sync-bn" 1 "--sync-bn cannot go with --accumulate" train "$models/lenet5_train.onnx" --data "$data" --accumulate 2 --sync-bn -o "$tmp/out.onnx"
 check "triangle with warm-up" 1 "own warm-up" train "$models/lenet5_train.onnx" --data "$data" --schedule triangle --warmup 1 -o "$tmp/out.onnx"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -17,7 +17,10 @@
 #  - the gradient sum in buckets started during the backward walk
 #    (AMD_DIST_BUCKET_MB) gives the same model byte for byte as one sum after
 #    it (LeNet-5, and ResNet-8 with its skip connections): a bucket summed
-#    before its last gradient was written would not.
+#    before its last gradient was written would not;
+#  - --accumulate 2 in one process = 2 ranks byte for byte (LeNet-5; ResNet-8
+#    with per-share BN, augmentation and momentum), its checkpoint resumes on
+#    2 ranks to the same bytes, and 2 ranks x --accumulate 2 = 1 x 64.
 # usage: test_dist.sh AMDNN_ONNX MODELS_DIR FASHION_DIR mpi|nompi
 set -u
 amd=$1 models=$2 fashion=$3 built=$4
@@ -180,6 +183,35 @@ AMD_DIST_BUCKET_MB=0.02 mpi -np 2 -x AMD_DIST_BUCKET_MB "$amd" train "$resnet" "
 rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/b2.onnx" "$tmp/b2b.onnx" && ok "ResNet-8 gradients in 20 kB buckets: the same model, byte for byte" \
   || { bad "ResNet-8 buckets: exit $rc, $(cmp "$tmp/b2.onnx" "$tmp/b2b.onnx" 2>&1)"; tail -3 "$tmp/b2b.log"; }
+
+# 9. --accumulate N: one process computes N shares in turn as N ranks would, the same model byte for byte
+#    (the gradient sum of two shares is the one sum of two ranks); under mpirun the shares multiply
+"$amd" train "$lenet" "${common[@]}" --epochs 1 --batch 32 --accumulate 2 -o "$tmp/acc.onnx" >"$tmp/acc.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/acc.onnx" && grep -q "global batch 64 = 1 rank x 2 shares x 32" "$tmp/acc.log" \
+  && ok "LeNet-5 --accumulate 2 on one process: the 2-rank model (last batch 7 + 8), byte for byte" \
+  || { bad "LeNet-5 --accumulate 2: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/acc.onnx" 2>&1)"; tail -3 "$tmp/acc.log"; }
+bnm=(--data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --lr 0.05 --seed 2 --batch 6 --augment crop:4,flip)
+mpi -np 2 "$amd" train "$resnet" "${bnm[@]}" -o "$tmp/bm2.onnx" >"$tmp/bm2.log" 2>&1
+rc1=$?
+"$amd" train "$resnet" "${bnm[@]}" --accumulate 2 -o "$tmp/bma.onnx" >"$tmp/bma.log" 2>&1
+rc=$?
+[ $rc1 -eq 0 ] && [ $rc -eq 0 ] && cmp -s "$tmp/bm2.onnx" "$tmp/bma.onnx" \
+  && ok "ResNet-8, per-share BN, crop + flip, momentum, last batch 8 = 4 + 4: --accumulate 2 = 2 ranks, byte for byte" \
+  || { bad "ResNet-8 --accumulate 2 vs 2 ranks: exits $rc1 $rc, $(cmp "$tmp/bm2.onnx" "$tmp/bma.onnx" 2>&1)"; tail -3 "$tmp/bma.log"; }
+"$amd" train "$lenet" "${common[@]}" --epochs 1 --batch 32 --accumulate 2 --checkpoint-dir "$tmp/cka" --stop-after 12 \
+  -o "$tmp/x.onnx" >"$tmp/a1.log" 2>&1
+rca=$?
+"${run2[@]}" --checkpoint-dir "$tmp/cka" --resume -o "$tmp/accres.onnx" >"$tmp/a2.log" 2>&1
+rcb=$?
+[ $rca -eq 3 ] && [ $rcb -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/accres.onnx" \
+  && ok "--accumulate 2 stopped at step 12, resumed on 2 ranks: the 2-rank model, byte for byte" \
+  || { bad "--accumulate 2 -> 2 ranks: exits $rca $rcb, $(cmp "$tmp/two.onnx" "$tmp/accres.onnx" 2>&1)"; tail -3 "$tmp/a1.log" "$tmp/a2.log"; }
+mpi -np 2 "$amd" train "$lenet" "${common[@]}" --epochs 1 --batch 16 --accumulate 2 -o "$tmp/acc4.onnx" >"$tmp/acc4.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "global batch 64 = 2 ranks x 2 shares x 16" "$tmp/acc4.log" && r=$(compare "$tmp/one.onnx" "$tmp/acc4.onnx" 1e-4); then
+  ok "2 ranks x --accumulate 2 x 16 vs 1 x 64: $r"
+else bad "2 ranks x --accumulate 2: exit $rc, ${r:-}"; tail -3 "$tmp/acc4.log"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

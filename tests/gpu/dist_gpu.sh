@@ -10,6 +10,7 @@
 #     (AMD_DIST_BUCKET_MB) as well;
 #   - ResNet-8 with --sync-bn (BatchNormalization sums through MPI every step)
 #     against the plain GPU run, within tolerance;
+#   - ResNet-8 with --accumulate 2 (two shares in turn) against two CPU ranks;
 #   - two ranks on one GPU (--device cuda:0 on both) are refused, naming them.
 #  two, or N (2, 4, 8): needs N GPUs (else exit 77, "SKIP: needs N GPUs")
 #   - mpirun -np N --batch 64/N on N GPUs against one process --batch 64: the
@@ -18,6 +19,8 @@
 #     rank drives its own GPU;
 #   - the ranks' parameter checksums agree before every step and at the end
 #     (AMD_DIST_CHECK=1);
+#   - --accumulate N on one GPU gives the model of N GPUs (byte for byte
+#     with 2);
 #   - the gradients summed in buckets during the backward pass give the same
 #     model as one sum after it: byte for byte with 2 ranks, within rounding
 #     with more (NCCL's ring order depends on where a value falls in the
@@ -109,6 +112,22 @@ open('$tmp/Y.pb', 'wb').write(numpy_helper.from_array(g.integers(0, 10, 64).asty
   else
     echo "(no python3 numpy + onnx: the ResNet-8 check is left out)"
   fi
+  # --accumulate 2 on a GPU (per-share BN, crop + flip, momentum) against 2 CPU ranks (MPI), which
+  # test_dist.sh shows to be --accumulate 2 on the CPU byte for byte
+  if [ -f "$tmp/Y.pb" ]; then
+    acc=(--data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --batch 12 --lr 0.05 --seed 2 --augment crop:4,flip)
+    "$amd" train "$models/resnet8_train.onnx" "${acc[@]}" --accumulate 2 --device cuda -o "$tmp/ag.onnx" >"$tmp/ag.log" 2>&1
+    rc1=$?
+    mpi -np 2 "$amd" train "$models/resnet8_train.onnx" "${acc[@]}" --device cpu -o "$tmp/ac.onnx" >"$tmp/ac.log" 2>&1
+    rc=$?
+    if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && grep -q "global batch 24 = 1 rank x 2 shares x 12" "$tmp/ag.log" &&
+      d=$(compare "$tmp/ac.onnx" "$tmp/ag.onnx" 1e-3); then
+      ok "ResNet-8 --accumulate 2 on a GPU against 2 CPU ranks, within 1e-3 ($d)"
+    else
+      bad "ResNet-8 --accumulate 2 on a GPU: exits $rc1 $rc ${d:-}"
+      tail -5 "$tmp/ag.log" "$tmp/ac.log"
+    fi
+  fi
   mpi -np 2 "$amd" train "$lenet" "${common[@]}" --device cuda:0 -o "$tmp/x.onnx" >"$tmp/same.log" 2>&1
   rc=$?
   if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "ranks 0 and 1 both drive GPU" "$tmp/same.log" && [ ! -e "$tmp/x.onnx" ]; then
@@ -164,6 +183,19 @@ if [ "$n" -gt 0 ]; then
   else
     bad "$n GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
     tail -5 "$tmp/twob.log"
+  fi
+
+  # 2c. --accumulate N on one GPU: the shares of the N ranks in turn; with 2 the same bytes as 2 GPUs
+  "$amd" train "$lenet" "${common[@]}" --batch $per --accumulate "$n" \
+    -o "$tmp/acc.onnx" >"$tmp/acc.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && cmp -s "$tmp/two.onnx" "$tmp/acc.onnx"; then
+    ok "--accumulate 2 on one GPU: the model of 2 GPUs, byte for byte"
+  elif [ $rc -eq 0 ] && [ "$n" -gt 2 ] && r=$(compare "$tmp/two.onnx" "$tmp/acc.onnx" 1e-5); then
+    ok "--accumulate $n on one GPU against $n GPUs, within rounding (NCCL's ring order): $r"
+  else
+    bad "--accumulate $n on one GPU: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/acc.onnx" 2>&1)"
+    tail -5 "$tmp/acc.log"
   fi
 
   # 3. the last rank failing ends the job, named

@@ -10,7 +10,8 @@
 #      table trains), then again: both runs skipped as done;
 #   2. no augmentation (the two commands written out);
 #   3. two ranks (mpirun -np 2, batch 32 each, crop:4,flip) against
-#      train_torch_cifar.py --ranks 2 (skipped without mpirun or MPI);
+#      train_torch_cifar.py --ranks 2 (skipped without mpirun or MPI), and
+#      the same shares in turn in one process (--accumulate 2);
 #   4. airbench94's options: --lookahead 3 (the slow weights and BN
 #      statistics; the last two steps dropped at the end), the triangle
 #      schedule, crop:2,flip:alt. The wrong decay (3:0.5), period (2), no
@@ -118,6 +119,15 @@ if [ -f "$onnx" ] && command -v mpirun >/dev/null; then
   fi
 else
   echo "skip 2 ranks: no mpirun"
+fi
+
+# 3b. the two ranks' shares in turn in one process (--accumulate 2, what resnet_table.sh runs on one GPU)
+if [ -f "$onnx" ]; then
+  two=("${recipe[@]}" --batch 32 --augment "crop:4,flip")
+  "$amd" train "$onnx" --data "cifar10:$tmp/data" "${two[@]}" --accumulate 2 --device cpu -o "$tmp/acc.onnx" \
+    --metrics "$tmp/acc.amdnn.tsv" >"$tmp/acc.amdnn.log" 2>&1 || { echo "FAIL accumulate: amdnn-onnx train"; cat "$tmp/acc.amdnn.log"; fail=1; }
+  [ -f "$tmp/ranks.torch.tsv" ] || torch_run ranks "$tmp/ranks.torch.tsv" "${two[@]}" --ranks 2
+  compare "--accumulate 2, crop:4,flip" "$tmp/acc.amdnn.tsv" "$tmp/ranks.torch.tsv"
 fi
 
 # 4. --lookahead, the triangle schedule, flip:alt
