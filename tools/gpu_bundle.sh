@@ -23,9 +23,10 @@ if find "$src/cuda" "$src/src" -name '*.h' -newer "$(ls -t "$build"/cuda/libamdn
   touch "$src"/cuda/*.cu "$src"/cuda/ops/*.cu "$src"/tests/gpu/*.cu
 fi
 ninja -C "$build" >/dev/null
-ninja -C "$build" tests/gpu/bench-cuda-gemm >/dev/null
+ninja -C "$build" tests/gpu/bench-cuda-gemm tests/gpu/gemm-hashes >/dev/null
 cp "$build/src/amdnn-onnx" "$build/tests/backend_ops/test_backend_ops" "$build/tests/gpu/test_cuda_products" \
   "$build/tests/gpu/test_cuda_gemm" "$build/tests/gpu/test_cuda_repro" "$build/tests/gpu/bench-cuda-gemm" \
+  "$build/tests/gpu/gemm-hashes" \
   "$build/tests/gpu/test_cuda_q8_gemm" "$build/tests/gpu/test_cuda_q8f" "$build/tests/gpu/test_cuda_q8_grad" \
   "$build/tests/data/bench-image-stream" "$build/tests/gpu/test_api_cuda" \
   "$build/tests/golden/golden-compare" "$out/bin/"
