@@ -18,8 +18,9 @@
 #    (AMD_DIST_BUCKET_MB) gives the same model byte for byte as one sum after
 #    it (LeNet-5, and ResNet-8 with its skip connections): a bucket summed
 #    before its last gradient was written would not;
-#  - --accumulate 2 in one process = 2 ranks byte for byte (LeNet-5; ResNet-8
-#    with per-share BN, augmentation and momentum), its checkpoint resumes on
+#  - --accumulate 2 in one process = 2 ranks byte for byte (LeNet-5; LeNet-5
+#    with Dropout and augmentation; ResNet-8 with per-share BN, augmentation
+#    and momentum), its checkpoint resumes on
 #    2 ranks to the same bytes, and 2 ranks x --accumulate 2 = 1 x 64.
 # usage: test_dist.sh AMDNN_ONNX MODELS_DIR FASHION_DIR mpi|nompi
 set -u
@@ -191,6 +192,14 @@ rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/two.onnx" "$tmp/acc.onnx" && grep -q "global batch 64 = 1 rank x 2 shares x 32" "$tmp/acc.log" \
   && ok "LeNet-5 --accumulate 2 on one process: the 2-rank model (last batch 7 + 8), byte for byte" \
   || { bad "LeNet-5 --accumulate 2: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/acc.onnx" 2>&1)"; tail -3 "$tmp/acc.log"; }
+drop=("$models/lenet5d_train.onnx" --data "mnist:$fashion" --limit 999 --lr 0.01 --seed 3 --epochs 1 --batch 32 --augment crop:2,flip)
+mpi -np 2 "$amd" train "${drop[@]}" -o "$tmp/d2.onnx" >"$tmp/d2.log" 2>&1
+rc1=$?
+"$amd" train "${drop[@]}" --accumulate 2 -o "$tmp/da.onnx" >"$tmp/da.log" 2>&1
+rc=$?
+[ $rc1 -eq 0 ] && [ $rc -eq 0 ] && cmp -s "$tmp/d2.onnx" "$tmp/da.onnx" \
+  && ok "LeNet-5 with Dropout, crop + flip: --accumulate 2 = 2 ranks (each share's own streams), byte for byte" \
+  || { bad "Dropout --accumulate 2 vs 2 ranks: exits $rc1 $rc, $(cmp "$tmp/d2.onnx" "$tmp/da.onnx" 2>&1)"; tail -3 "$tmp/da.log"; }
 bnm=(--data "tensors:$tmp/X.pb,$tmp/Y.pb" --epochs 2 --lr 0.05 --seed 2 --batch 6 --augment crop:4,flip)
 mpi -np 2 "$amd" train "$resnet" "${bnm[@]}" -o "$tmp/bm2.onnx" >"$tmp/bm2.log" 2>&1
 rc1=$?
