@@ -10,7 +10,7 @@
 #
 #   tools/resnet_table.sh CIFAR10_DIR OUT_DIR [WHAT ...]
 #   WALLTIME=9m RANKS=2 tools/resnet_table.sh /data/cifar10 OUT resnet50 am32   # one 10-minute call
-#   SEED=2 tools/resnet_table.sh /data/cifar10 OUT resnet18 acc32 am16           # a second seed
+#   SEED="2 3" tools/resnet_table.sh /data/cifar10 OUT resnet18 acc32 am16       # seeds 2 and 3
 #
 # WHAT: models (resnet18 resnet34 resnet50; default all three; resnet8 for
 # tests) and columns: torch and amdnn-onnx modes. With no column named: torch
@@ -86,7 +86,8 @@
 # Environment: EPOCHS (30), RANKS (1 or 2, default 1), PROCS (processes for
 # RANKS=2: 2 under mpirun, 1 with --accumulate 2; default 2 where 2 GPUs are
 # visible or DEVICE=cpu, else 1), BATCH (per rank,
-# default 256 / RANKS), LR (0.1 x RANKS x BATCH / 128), WD (5e-4), SEED (1),
+# default 256 / RANKS), LR (0.1 x RANKS x BATCH / 128), WD (5e-4), SEED (1, or a
+# list such as "1 2 3": each model's runs seed by seed),
 # LIMIT (none: --limit N, quick checks), DEVICE (cuda; cpu for tests),
 # WALLTIME (none: this command's time budget, e.g. 9m: each run gets
 # --walltime for what is left and stops with a checkpoint in time; no run
@@ -107,13 +108,16 @@ ranks=${RANKS:-1}
 case $ranks in 1 | 2) ;; *) echo "resnet_table.sh: RANKS is 1 or 2" >&2; exit 2 ;; esac
 batch=${BATCH:-$((256 / ranks))}
 gbatch=$((batch * ranks))
-epochs=${EPOCHS:-30} wd=${WD:-5e-4} seed=${SEED:-1} device=${DEVICE:-cuda}
+epochs=${EPOCHS:-30} wd=${WD:-5e-4} seeds=${SEED:-1} device=${DEVICE:-cuda}
+for seed in $seeds; do
+  case $seed in '' | *[!0-9]*) echo "resnet_table.sh: SEED '$seeds' is not a list of whole numbers" >&2; exit 2 ;; esac
+done
 lr=${LR:-$(awk -v g="$gbatch" 'BEGIN { printf "%g", 0.1 * g / 128 }')}
 limit=()
 [ -z "${LIMIT:-}" ] || limit=(--limit "$LIMIT")
 # both sides: amdnn-onnx's options, which train_torch_cifar.py takes as they are
 recipe=(--epochs "$epochs" --batch "$batch" --optimizer sgd --lr "$lr" --momentum 0.9 --nesterov --wd "$wd"
-  --schedule onecycle --label-smoothing 0.1 --augment "crop:4,flip" --seed "$seed" "${limit[@]}")
+  --schedule onecycle --label-smoothing 0.1 --augment "crop:4,flip" "${limit[@]}") # and --seed, per run
 describe="$epochs epochs, batch $gbatch ($ranks x $batch), SGD lr $lr Nesterov momentum 0.9 wd $wd, onecycle,"
 describe="$describe label smoothing 0.1, crop:4,flip${LIMIT:+, limit $LIMIT}"
 
@@ -184,6 +188,7 @@ for m in $models; do
     echo "  (use the same EPOCHS, RANKS, BATCH, LR, WD, LIMIT, or another OUT_DIR)" >&2
     exit 2
   fi
+  for seed in $seeds; do
   for w in $cols; do
     tag=${m}_${w}_s$seed
     tsv=$out/$tag.tsv log=$out/$tag.log
@@ -201,7 +206,7 @@ for m in $models; do
       if [ "$left" -lt 60 ]; then
         echo "== $m $w seed $seed: not started, WALLTIME spent"
         stopped=1
-        break 2
+        break 3
       fi
       wt=(--walltime "${left}s")
     fi
@@ -222,10 +227,10 @@ for m in $models; do
     set +e
     if [ "$w" = torch ]; then
       "$py" "$here/train_torch_cifar.py" --model "$m" --init "$onnx" --data "$data" --ranks "$ranks" \
-        "${recipe[@]}" --device "$device" --metrics "$tsv" -o "$out/$tag.onnx" --checkpoint-dir "$ck" --resume \
+        "${recipe[@]}" --seed "$seed" --device "$device" --metrics "$tsv" -o "$out/$tag.onnx" --checkpoint-dir "$ck" --resume \
         "${wt[@]}" 2>&1 | tee -a "$log"
     else
-      "${mpi[@]}" "$amdnn" train "$onnx" --data "cifar10:$data" "${recipe[@]}" "${accumulate[@]}" --mode "$w" --device "$device" \
+      "${mpi[@]}" "$amdnn" train "$onnx" --data "cifar10:$data" "${recipe[@]}" --seed "$seed" "${accumulate[@]}" --mode "$w" --device "$device" \
         -o "$out/$tag.onnx" --metrics "$tsv" --checkpoint-dir "$ck" --resume "${wt[@]}" 2>&1 |
         { grep -v '^  epoch [0-9]* batch ' || true; } | tee -a "$log"
     fi
@@ -236,10 +241,11 @@ for m in $models; do
     if [ "$rc" != 0 ] && tail -n +$((n0 + 1)) "$log" | grep -q 'became NaN\|became Inf\|NaN or Inf'; then rc=4; fi
     case $rc in
     0) ;;
-    3) echo "== $m $w seed $seed: stopped by WALLTIME; the same command continues it"; stopped=1; break 2 ;;
+    3) echo "== $m $w seed $seed: stopped by WALLTIME; the same command continues it"; stopped=1; break 3 ;;
     4) echo "== $m $w seed $seed: the loss became NaN or Inf" | tee "$out/$tag.diverged" ;;
     *) echo "resnet_table.sh: $m $w seed $seed failed (exit $rc); see $log" >&2; exit 1 ;;
     esac
+  done
   done
 done
 
@@ -260,17 +266,17 @@ printf '\n|---|---|'
 for w in $cols; do printf -- '---|'; done
 echo
 for m in $models; do
-  seeds=$(for f in "$seed" "$out/$m"_*_s*.tsv; do echo "${f##*/}"; done |
-    sed -n -e '1p' -e "s/^${m}_.*_s\([0-9][0-9]*\)\.tsv\$/\1/p" | sort -nu)
-  for s in $seeds; do
+  shown=$( (for s in $seeds; do echo "$s"; done
+    for f in "$out/$m"_*_s*.tsv; do echo "${f##*/}"; done | sed -n "s/^${m}_.*_s\([0-9][0-9]*\)\.tsv\$/\1/p") | sort -nu)
+  for s in $shown; do
     printf '| %s | %s |' "$m" "$s"
     for w in $cols; do cell "$out/${m}_${w}_s$s.tsv" "${m}_${w}_s$s"; done
     echo
   done
-  if [ "$(echo "$seeds" | wc -w)" -gt 1 ]; then # the mean over the finished seeds
+  if [ "$(echo "$shown" | wc -w)" -gt 1 ]; then # the mean over the finished seeds
     printf '| %s | mean |' "$m"
     for w in $cols; do
-      for s in $seeds; do
+      for s in $shown; do
         f=$out/${m}_${w}_s$s.tsv
         if done_tsv "$f"; then tail -n 1 "$f" | cut -f6; fi
       done | awk '{ n++; s += $1; q += $1 * $1 }
