@@ -196,8 +196,11 @@ void amd_dist_abort(amd_dist *d) {
 
 int amd_dist_shares(const amd_dist *d) { return d->size * d->parts; }
 
+/* The current share's number among amd_dist_shares: this rank's shares are consecutive. */
+static int share_index(const amd_dist *d) { return d->rank * d->parts + d->part; }
+
 void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *count) {
-  const int64_t n = amd_dist_shares(d), k = (int64_t)d->rank * d->parts + d->part;
+  const int64_t n = amd_dist_shares(d), k = share_index(d);
   int64_t lo = b * k / n, hi = b * (k + 1) / n;
   *offset = lo;
   *count = hi - lo;
@@ -205,8 +208,7 @@ void amd_dist_share(const amd_dist *d, int64_t b, int64_t *offset, int64_t *coun
 
 uint64_t amd_dist_rng_split(const amd_dist *d, uint64_t *shared) {
   if (amd_dist_shares(d) == 1) return *shared;
-  const int k = d->rank * d->parts + d->part;
-  uint64_t mixed = *shared ^ (0xd1b54a32d192ed03ull * (uint64_t)(k + 1));
+  uint64_t mixed = *shared ^ (0xd1b54a32d192ed03ull * (uint64_t)(share_index(d) + 1));
   if (d->part == d->parts - 1) amd_rng_next(shared);
   return amd_rng_next(&mixed);
 }
@@ -384,7 +386,8 @@ static int pack_stats(amd_trainer *t, float *dst, int computed, int to_stats, am
     size_t bytes = amd_tensor_nbytes(x);
     int rc;
     if (to_stats)
-      rc = x->device == be->device ? be->buf->mem_copy(x->data, p, bytes, st) : be->buf->mem_to_host(x->data, p, bytes, st);
+      rc = x->device == be->device ? be->buf->mem_copy(x->data, p, bytes, st)
+                                   : be->buf->mem_to_host(x->data, p, bytes, st);
     else
       rc = from->device == be->device ? be->buf->mem_copy(p, from->data, bytes, st)
                                       : be->buf->mem_from_host(p, from->data, bytes, st);

@@ -104,12 +104,12 @@ struct amd_dist {
    * parts: n_scratch more floats after them, the share being added */
   float *scratch;
   int64_t n_scratch;
+  const struct amd_backend *scratch_be;
   /* with parts: the gradients of the process's shares before the current one, summed, in part_grads_be's memory */
   float *part_grads;
   int64_t n_part_grads;
   const struct amd_backend *part_grads_be;
   double part_sums[4]; /* with parts: their loss, sample, top-1 and top-5 sums */
-  const struct amd_backend *scratch_be;
 };
 
 /* Starts the communicator: MPI when the process was launched by mpirun /
