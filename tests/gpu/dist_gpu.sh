@@ -170,33 +170,31 @@ if [ "$n" -gt 0 ]; then
     && ok "all $n ranks end with parameter checksum $c0 (and matched before each of the 32 steps)" \
     || bad "checksums differ between the ranks (rank 0: '$c0')"
 
-  # 2b. the gradients in 10 kB buckets during the backward pass: with 2 ranks the same bytes (a + b is
-  #     a + b in any order); with more, NCCL's ring adds a value's N terms in an order set by the chunk of
-  #     the buffer it falls in, and the buckets cut other buffers, so the same model within rounding
+  # same_model WHAT OUT LOG RC: OUT (exit RC, log LOG) against the N-GPU run two.onnx: with 2 ranks the
+  # same bytes (a + b is a + b in any order); with more, NCCL's ring adds a value's N terms in an order
+  # set by the chunk of the buffer it falls in, so the same model within rounding
+  same_model() {
+    local what=$1 m=$2 log=$3 rc=$4 r
+    if [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && cmp -s "$tmp/two.onnx" "$m"; then
+      ok "$what: the same model, byte for byte"
+    elif [ "$rc" -eq 0 ] && [ "$n" -gt 2 ] && r=$(compare "$tmp/two.onnx" "$m" 1e-5); then
+      ok "$what: the same model within rounding: $r"
+    else
+      bad "$what: exit $rc, $(cmp "$tmp/two.onnx" "$m" 2>&1), $(compare "$tmp/two.onnx" "$m" 1e-6)"
+      tail -5 "$log"
+    fi
+  }
+
+  # 2b. the gradients in 10 kB buckets during the backward pass (the buckets cut other buffers than
+  #     one sum does)
   AMD_DIST_BUCKET_MB=0.01 mpi -np "$n" -x AMD_DIST_BUCKET_MB "$amd" train "$lenet" "${common[@]}" --batch $per \
     -o "$tmp/twob.onnx" >"$tmp/twob.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && cmp -s "$tmp/two.onnx" "$tmp/twob.onnx"; then
-    ok "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model, byte for byte"
-  elif [ $rc -eq 0 ] && [ "$n" -gt 2 ] && r=$(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-5); then
-    ok "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass: the same model within rounding: $r"
-  else
-    bad "$n GPUs, buckets: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/twob.onnx" 2>&1), $(compare "$tmp/two.onnx" "$tmp/twob.onnx" 1e-6)"
-    tail -5 "$tmp/twob.log"
-  fi
+  same_model "$n GPUs, gradients summed in 10 kB buckets overlapping the backward pass" "$tmp/twob.onnx" \
+    "$tmp/twob.log" $?
 
-  # 2c. --accumulate N on one GPU: the shares of the N ranks in turn; with 2 the same bytes as 2 GPUs
-  "$amd" train "$lenet" "${common[@]}" --batch $per --accumulate "$n" \
-    -o "$tmp/acc.onnx" >"$tmp/acc.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ] && [ "$n" -eq 2 ] && cmp -s "$tmp/two.onnx" "$tmp/acc.onnx"; then
-    ok "--accumulate 2 on one GPU: the model of 2 GPUs, byte for byte"
-  elif [ $rc -eq 0 ] && [ "$n" -gt 2 ] && r=$(compare "$tmp/two.onnx" "$tmp/acc.onnx" 1e-5); then
-    ok "--accumulate $n on one GPU against $n GPUs, within rounding (NCCL's ring order): $r"
-  else
-    bad "--accumulate $n on one GPU: exit $rc, $(cmp "$tmp/two.onnx" "$tmp/acc.onnx" 2>&1)"
-    tail -5 "$tmp/acc.log"
-  fi
+  # 2c. --accumulate N on one GPU: the shares of the N ranks in turn
+  "$amd" train "$lenet" "${common[@]}" --batch $per --accumulate "$n" -o "$tmp/acc.onnx" >"$tmp/acc.log" 2>&1
+  same_model "--accumulate $n on one GPU against $n GPUs" "$tmp/acc.onnx" "$tmp/acc.log" $?
 
   # 3. the last rank failing ends the job, named
   for kind in error kill; do
