@@ -37,7 +37,7 @@ def medians(paths):
     tables = [read_table(p) for p in paths]
     modes = tables[0][1]
     keys = tables[0][0].keys()
-    for (t, m), p in zip(tables, paths):
+    for (t, _), p in zip(tables, paths):
         if t.keys() != keys:
             sys.exit(f"gemm_bench_compare.py: {p} has other shapes or modes than {paths[0]}")
     return {k: statistics.median(t[k] for t, _ in tables) for k in keys}, modes
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--new", nargs="+", required=True, help="bench-cuda-gemm outputs of the build after")
     a = ap.parse_args()
     old, modes = medians(a.old)
-    new, modes_new = medians(a.new)
+    new, _ = medians(a.new)
     if old.keys() != new.keys():
         sys.exit("gemm_bench_compare.py: the two builds' tables have other shapes or modes")
     shapes = list(dict.fromkeys(s for s, _ in old))
