@@ -10,21 +10,22 @@
  * stored with k contiguous, so that the loads and stores of a tile are
  * straight-line code (a runtime choice left both forms in the loop,
  * predicated).
- * - Block tile BM x 128 (BM = 128 or 64: MI = BM / 64), K step BK = 8, 256
- *   threads, each a (4 MI) x 8 register tile (rows ty*4+i and 64+ty*4+i,
- *   columns tx*4+j and 64+tx*4+j, so operands are read as 128-bit words).
+ * - Block tile BM x 128 (BM = 128 or 64: MI = BM / 64), K step BK (16 for
+ *   the MIT kinds, 8 for the others: ModeTraits::bk), 256 threads, each a
+ *   (4 MI) x 8 register tile (rows ty*4+i and 64+ty*4+i, columns tx*4+j and
+ *   64+tx*4+j, so operands are read as 128-bit words).
  * - Shared memory (dynamic): the mode's table, then two stages of
  *   [A enc | A mask | B enc | B mask], each plane BK rows of 132 uint32 (k-major,
  *   padded so that the transposing stores do not conflict), then per-warp
- *   exponent ranges for the fast-path check, then one slot per thread for
- *   its share of the next tile pair.
- * - A thread's share of an operand tile is BM / 32 (A) or 4 (B) floats
- *   consecutive in memory (TileShare). The next tile pair travels into the
- *   slots by cp.async while the current one is computed (one 8- or 16-byte
- *   copy a share where the operand is aligned, else float by float; a tile
- *   at the matrix's edge is read element by element after the products), so
- *   no register holds it during the inner loop; each thread then reads its
- *   own slot back and decodes it once (the encodings below) into the other
+ *   exponent ranges for the fast-path check, then the threads' slots for
+ *   their shares of the next tile pair.
+ * - A thread's share of an operand tile is BM BK / 256 (A) or 128 BK / 256
+ *   (B) floats, in pieces of up to 4 consecutive in memory (TileShare). The
+ *   next tile pair travels into the slots by cp.async while the current one
+ *   is computed (one 8- or 16-byte copy a piece where the operand is
+ *   aligned, else float by float; a tile at the matrix's edge is read
+ *   element by element after the products), so no register holds it during
+ *   the inner loop; each thread then reads its own slots back and decodes it once (the encodings below) into the other
  *   stage. Per K tile the block reduces the exponent range and the presence
  *   of Inf/NaN of its A and B tiles; when every product of the tile pair stays
  *   in the normal range (E(a) + E(b) in [128, 380], no Inf/NaN) the tile is
@@ -104,8 +105,9 @@ extern "C" int amd_cuda_debug_sync = 0;
 
 namespace {
 
-constexpr int BN = 128, BK = 8, NT = 256, LDS = 132; /* LDS: padded row of a plane */
-constexpr int PLANE = BK * LDS;                      /* uint32 per plane */
+/* The K tile's depth BK is the mode's (ModeTraits::bk); a plane holds BK
+ * rows of LDS words */
+constexpr int BN = 128, NT = 256, LDS = 132; /* LDS: padded row of a plane */
 constexpr int MAX_SPLIT = 128;
 constexpr uint32_t MBM23_K0 = 0xA0000u, MBM23_K1 = 0x50000u;
 constexpr int MBM1_TAB_WORDS = 128 * 32; /* one MBM1 table, replicated per lane */
@@ -113,7 +115,7 @@ constexpr int MBM1_TAB_WORDS = 128 * 32; /* one MBM1 table, replicated per lane 
 /* Everything a launch needs (by value). */
 struct Params {
   int M, N, K; /* K: whole depth */
-  int kslice;  /* depth of one split-K slice (multiple of BK) */
+  int kslice;  /* depth of one split-K slice (multiple of the mode's BK) */
   int splits;  /* S */
   int batch;
   int trans_a, trans_b;
@@ -178,6 +180,10 @@ template <int MODE> struct ModeTraits {
   static constexpr int planes = a_planes + 2; /* per stage */
   /* MIT_FORCED: the forced bit of MBM_m without correction */
   static constexpr uint32_t forced = kind == AMD_KIND_MIT_FORCED ? 1u << (23 - m) : 0u;
+  /* the K tile's depth: 16 halves the per-tile work (barrier, decision, loop)
+   * a product, which pays for the MIT kinds; acc16, fp16, am32 and the table
+   * kinds measured slower at 16 (docs/gpu.md, "The tile depth per mode") */
+  static constexpr int bk = mit ? 16 : 8;
 };
 
 /* The kept fraction F' of the Mitchell-style kinds (MIT: F & T_m; MIT_FORCED
@@ -219,41 +225,64 @@ __device__ __forceinline__ uint32_t exact_prod(uint32_t a, uint32_t b, const uin
 
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
-/* The share of an R x BK operand tile that one thread loads and stores: W =
- * R / 32 elements, consecutive in memory. kc (the tile stored with k
- * contiguous, X[r*ld + k]): row tile_r, depths tile_k .. tile_k + W - 1;
- * otherwise (X[k*ld + r]): depth tile_k, rows tile_r .. tile_r + W - 1. So a
- * tile inside the matrix is read with one W-wide load a thread, and the
- * second form is stored with one W-wide store a plane. */
-template <int R> struct TileShare {
-  static constexpr int W = R / 32;
-  static_assert(W == 2 || W == 4, "a 64- or 128-row tile");
-  static constexpr int per_k = BK / W; /* kc: threads per row */
+/* The share of an R x BK operand tile that one thread loads and stores: N =
+ * R BK / 256 elements in P pieces of PW = min(N, 4) elements consecutive in
+ * memory, so that a tile inside the matrix is read with one 8- or 16-byte
+ * load a piece. Piece p of thread t is number L = p 256 + t of the tile.
+ * - Not kc (X[k*ld + r]): depth k = L / (R / PW), rows r .. r + PW - 1 with
+ *   r = L % (R / PW) PW; stored with one PW-wide store a plane.
+ * - kc (the tile stored with k contiguous, X[r*ld + k]), depths k .. k + PW -
+ *   1 of one row r. At BK = 8 (one piece): per_k = BK / PW threads a row,
+ *   r = t / per_k, k = t % per_k PW. At BK = 16 a warp takes 32 rows at one
+ *   depth (WARP_ROWS: the 32 lanes' scalar stores fall on 32 banks, where two
+ *   threads of one row 8 depths apart would share one): warp piece w = L /
+ *   32 of the R / 32 row groups and BK / PW depth groups, r = w % (R / 32) 32
+ *   + lane, k = w / (R / 32) PW.
+ * The slots of the next tile's pieces (cp_share) are interleaved by piece:
+ * piece p of thread t at word (p 256 + t) PW, so that a warp's copies and
+ * reads of a piece are consecutive. At BK = 8 all of this is one piece of
+ * W = R / 32 and the layout of the depth-8 kernels before BK = 16 existed. */
+template <int R, int BK> struct TileShare {
+  static constexpr int N = R * BK / NT;
+  static constexpr int PW = N < 4 ? N : 4;
+  static constexpr int P = N / PW;
+  static_assert(PW == 2 || PW == 4, "pieces of 2 or 4 floats");
+  static constexpr bool WARP_ROWS = BK > 8;
+  static constexpr int per_k = BK / PW; /* kc, BK = 8: threads per row */
 };
-template <int R, bool KC> __device__ __forceinline__ int tile_k() {
-  return KC ? (int)(threadIdx.x % TileShare<R>::per_k) * TileShare<R>::W : (int)(threadIdx.x / 32);
+/* (unsigned arithmetic: divisions by powers of two are shifts) */
+template <int R, int BK, bool KC> __device__ __forceinline__ int tile_k(int piece) {
+  using S = TileShare<R, BK>;
+  const unsigned L = (unsigned)piece * NT + threadIdx.x;
+  if constexpr (!KC) return (int)(L / (R / S::PW));
+  if constexpr (S::WARP_ROWS) return (int)((L / 32) / (R / 32) * S::PW);
+  return (int)(threadIdx.x % S::per_k) * S::PW;
 }
-template <int R, bool KC> __device__ __forceinline__ int tile_r() {
-  return KC ? (int)(threadIdx.x / TileShare<R>::per_k) : (int)(threadIdx.x % 32) * TileShare<R>::W;
+template <int R, int BK, bool KC> __device__ __forceinline__ int tile_r(int piece) {
+  using S = TileShare<R, BK>;
+  const unsigned L = (unsigned)piece * NT + threadIdx.x;
+  if constexpr (!KC) return (int)(L % (R / S::PW) * S::PW);
+  if constexpr (S::WARP_ROWS) return (int)((L / 32) % (R / 32) * 32 + L % 32);
+  return (int)(threadIdx.x / S::per_k);
 }
 
-/* This thread's first element of the R x BK operand tile at rows r0..,
- * depths k0.. (see TileShare). */
-template <int R, bool KC>
-__device__ __forceinline__ const float *tile_src(const float *X, int64_t ld, int r0, int k0) {
-  const int k = tile_k<R, KC>(), r = tile_r<R, KC>();
+/* The first element of piece p of this thread's share of the R x BK operand
+ * tile at rows r0.., depths k0.. (see TileShare). */
+template <int R, int BK, bool KC>
+__device__ __forceinline__ const float *tile_src(const float *X, int64_t ld, int r0, int k0, int piece) {
+  const int k = tile_k<R, BK, KC>(piece), r = tile_r<R, BK, KC>(piece);
   return KC ? X + (int64_t)(r0 + r) * ld + (k0 + k) : X + (int64_t)(k0 + k) * ld + (r0 + r);
 }
 
 /* Whether a tile lies inside the matrix. */
-template <int R> __device__ __forceinline__ bool tile_inside(int rows, int r0, int k0, int kend) {
+template <int R, int BK> __device__ __forceinline__ bool tile_inside(int rows, int r0, int k0, int kend) {
   return r0 + R <= rows && k0 + BK <= kend;
 }
 
-/* Starts the copy of this thread's share of a tile inside the matrix into
- * its own slot of shared memory (cp.async: the data travels while the
- * kernel computes, with no register held; only this thread reads the slot,
- * after cp_wait). vec: in one piece (the operand allows it: aligned
+/* Starts the copy of one piece of this thread's share of a tile inside the
+ * matrix into its slot of shared memory (cp.async: the data travels while
+ * the kernel computes, with no register held; only this thread reads the
+ * slot, after cp_wait). vec: in one access (the operand allows it: aligned
  * pointer, leading dimension and batch stride), else float by float. */
 template <int W> __device__ __forceinline__ void cp_share(uint32_t *slot, const float *src, bool vec) {
   const unsigned dst = (unsigned)__cvta_generic_to_shared(slot);
@@ -269,16 +298,33 @@ template <int W> __device__ __forceinline__ void cp_share(uint32_t *slot, const 
 }
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-/* Reads W consecutive words (a share: from its slot, or from the operand)
- * in one access; p is aligned to 4 W bytes. */
-template <int W> __device__ __forceinline__ void read_share(const void *p, uint32_t (&v)[W]) {
-  if constexpr (W == 4) {
+/* Starts the copies of every piece of this thread's share (slot: its first
+ * piece's; see TileShare for the interleaving). */
+template <int R, int BK, bool KC>
+__device__ __forceinline__ void cp_tile(uint32_t *slot, const float *X, int64_t ld, int r0, int k0, bool vec) {
+  using S = TileShare<R, BK>;
+#pragma unroll
+  for (int p = 0; p < S::P; p++) cp_share<S::PW>(slot + p * NT * S::PW, tile_src<R, BK, KC>(X, ld, r0, k0, p), vec);
+}
+
+/* Reads piece `piece` of a share (PW consecutive words: from its slot, or
+ * from the operand) in one access into v; p is aligned to 4 PW bytes. */
+template <int PW, int N>
+__device__ __forceinline__ void read_share(const void *p, uint32_t (&v)[N], int piece) {
+  if constexpr (PW == 4) {
     const uint4 w = *reinterpret_cast<const uint4 *>(p);
-    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+    v[piece * 4] = w.x, v[piece * 4 + 1] = w.y, v[piece * 4 + 2] = w.z, v[piece * 4 + 3] = w.w;
   } else {
     const uint2 w = *reinterpret_cast<const uint2 *>(p);
-    v[0] = w.x, v[1] = w.y;
+    v[piece * 2] = w.x, v[piece * 2 + 1] = w.y;
   }
+}
+
+/* Reads this thread's share back from its slots (after cp_wait). */
+template <int R, int BK> __device__ __forceinline__ void read_slots(const uint32_t *slot, uint32_t (&v)[R * BK / NT]) {
+  using S = TileShare<R, BK>;
+#pragma unroll
+  for (int p = 0; p < S::P; p++) read_share<S::PW>(slot + p * NT * S::PW, v, p);
 }
 
 /* Loads this thread's share of a tile element by element (a tile at the
@@ -286,28 +332,34 @@ template <int W> __device__ __forceinline__ void read_share(const void *p, uint3
  * summed); a row beyond the matrix: 0, or with ONE (the MIT kinds) 1.0,
  * which only the outputs that are not written read (so that it does not
  * count as a zero for compute_mit). */
-template <int R, bool ONE, bool KC>
+template <int R, int BK, bool ONE, bool KC>
 __device__ __forceinline__ void load_share(const float *X, int64_t ld, int rows, int r0, int k0, int kend,
-                                           uint32_t (&v)[R / 32]) {
-  const int k = tile_k<R, KC>(), r = tile_r<R, KC>();
-  const float *src = tile_src<R, KC>(X, ld, r0, k0);
+                                           uint32_t (&v)[R * BK / NT]) {
+  using S = TileShare<R, BK>;
 #pragma unroll
-  for (int q = 0; q < TileShare<R>::W; q++) {
-    const int gr = r0 + r + (KC ? 0 : q), gk = k0 + k + (KC ? q : 0);
-    float x = ONE && gk < kend ? 1.0f : 0.0f;
-    if (gr < rows && gk < kend) x = src[q];
-    v[q] = __float_as_uint(x);
+  for (int p = 0; p < S::P; p++) {
+    const int k = tile_k<R, BK, KC>(p), r = tile_r<R, BK, KC>(p);
+    const float *src = tile_src<R, BK, KC>(X, ld, r0, k0, p);
+#pragma unroll
+    for (int q = 0; q < S::PW; q++) {
+      const int gr = r0 + r + (KC ? 0 : q), gk = k0 + k + (KC ? q : 0);
+      float x = ONE && gk < kend ? 1.0f : 0.0f;
+      if (gr < rows && gk < kend) x = src[q];
+      v[p * S::PW + q] = __float_as_uint(x);
+    }
   }
 }
 
 /* Loads this thread's share of a tile now (the first tile of a slice). */
-template <int R, bool ONE, bool KC>
+template <int R, int BK, bool ONE, bool KC>
 __device__ __forceinline__ void load_tile(const float *X, int64_t ld, bool vec, int rows, int r0, int k0,
-                                          int kend, uint32_t (&v)[R / 32]) {
-  if (vec && tile_inside<R>(rows, r0, k0, kend)) {
-    read_share(tile_src<R, KC>(X, ld, r0, k0), v);
+                                          int kend, uint32_t (&v)[R * BK / NT]) {
+  using S = TileShare<R, BK>;
+  if (vec && tile_inside<R, BK>(rows, r0, k0, kend)) {
+#pragma unroll
+    for (int p = 0; p < S::P; p++) read_share<S::PW>(tile_src<R, BK, KC>(X, ld, r0, k0, p), v, p);
   } else {
-    load_share<R, ONE, KC>(X, ld, rows, r0, k0, kend, v);
+    load_share<R, BK, ONE, KC>(X, ld, rows, r0, k0, kend, v);
   }
 }
 
@@ -379,24 +431,30 @@ __device__ __forceinline__ void plane_words(uint32_t u, int m, uint32_t (&w)[Pla
 }
 
 /* Decodes (fast: encodes, else keeps the raw bits) this thread's share of
- * one operand tile into its planes (PLANE words apart from planes[0]). */
+ * one operand tile into its planes (BK LDS words apart from planes[0]). */
 template <int MODE, bool IS_A, int R, bool KC, bool FAST>
-__device__ __forceinline__ void store_share(uint32_t *planes, const uint32_t (&v)[R / 32], int m) {
-  constexpr int W = TileShare<R>::W, NP = PlaneWords<MODE, IS_A>::n;
+__device__ __forceinline__ void store_share(uint32_t *planes, const uint32_t (&v)[R * ModeTraits<MODE>::bk / NT],
+                                            int m) {
+  constexpr int BK = ModeTraits<MODE>::bk, PLANE = BK * LDS;
+  using S = TileShare<R, BK>;
+  constexpr int PW = S::PW, NP = PlaneWords<MODE, IS_A>::n;
   constexpr int stored = ModeTraits<MODE>::masks ? NP : 1; /* planes that the kernel reads */
-  uint32_t w[W][NP];
 #pragma unroll
-  for (int q = 0; q < W; q++) plane_words<MODE, IS_A, FAST>(v[q], m, w[q]);
-  uint32_t *dst = planes + tile_k<R, KC>() * LDS + tile_r<R, KC>();
+  for (int p = 0; p < S::P; p++) {
+    uint32_t w[PW][NP];
 #pragma unroll
-  for (int j = 0; j < stored; j++) {
-    if constexpr (KC) {
+    for (int q = 0; q < PW; q++) plane_words<MODE, IS_A, FAST>(v[p * PW + q], m, w[q]);
+    uint32_t *dst = planes + tile_k<R, BK, KC>(p) * LDS + tile_r<R, BK, KC>(p);
 #pragma unroll
-      for (int q = 0; q < W; q++) dst[j * PLANE + q * LDS] = w[q][j];
-    } else if constexpr (W == 4) {
-      *reinterpret_cast<uint4 *>(dst + j * PLANE) = make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
-    } else {
-      *reinterpret_cast<uint2 *>(dst + j * PLANE) = make_uint2(w[0][j], w[1][j]);
+    for (int j = 0; j < stored; j++) {
+      if constexpr (KC) {
+#pragma unroll
+        for (int q = 0; q < PW; q++) dst[j * PLANE + q * LDS] = w[q][j];
+      } else if constexpr (PW == 4) {
+        *reinterpret_cast<uint4 *>(dst + j * PLANE) = make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+      } else {
+        *reinterpret_cast<uint2 *>(dst + j * PLANE) = make_uint2(w[0][j], w[1][j]);
+      }
     }
   }
 }
@@ -404,9 +462,10 @@ __device__ __forceinline__ void store_share(uint32_t *planes, const uint32_t (&v
 /* Stores this thread's shares of a tile pair into a stage (see store_share),
  * encoded on the fast path, raw on the exact one. */
 template <int MODE, int BM, bool KCA, bool KCB>
-__device__ __forceinline__ void store_tiles(uint32_t *stage, const uint32_t (&va)[BM / 32],
-                                            const uint32_t (&vb)[BN / 32], bool fast, int m) {
-  constexpr int BOFF = ModeTraits<MODE>::a_planes * PLANE;
+__device__ __forceinline__ void store_tiles(uint32_t *stage, const uint32_t (&va)[BM * ModeTraits<MODE>::bk / NT],
+                                            const uint32_t (&vb)[BN * ModeTraits<MODE>::bk / NT], bool fast,
+                                            int m) {
+  constexpr int BOFF = ModeTraits<MODE>::a_planes * ModeTraits<MODE>::bk * LDS;
   if (fast) {
     store_share<MODE, true, BM, KCA, true>(stage, va, m);
     store_share<MODE, false, BN, KCB, true>(stage + BOFF, vb, m);
@@ -430,6 +489,7 @@ __device__ __forceinline__ void lds4(const uint32_t *p, uint32_t *out) {
 template <int MODE, int MI>
 __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t *tabs,
                                              float (&acc)[4 * MI][8], uint32_t lane4) {
+  constexpr int BK = ModeTraits<MODE>::bk, PLANE = BK * LDS;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const uint32_t *Ae = st, *Am = st + PLANE, *Be = st + 2 * PLANE, *Bm = st + 3 * PLANE;
   const char *tb = reinterpret_cast<const char *>(tabs);
@@ -513,8 +573,9 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
  * itself: the same fp32 sums as fadd(acc, (ea + eb) & masks), bit for bit.
  * ZSIDE: 1 only B's tile holds zeros (or neither), 2 only A's, 3 both (then
  * the product is first multiplied by A's mask: three instructions). */
-template <int MI, int ZSIDE>
+template <int MI, int BK, int ZSIDE>
 __device__ __forceinline__ void compute_mit(const uint32_t *st, float (&acc)[4 * MI][8]) {
+  constexpr int PLANE = BK * LDS;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const uint32_t *Ae = st, *Am = st + PLANE, *Be = st + 2 * PLANE, *Bm = st + 3 * PLANE;
 #pragma unroll
@@ -575,8 +636,9 @@ __device__ __forceinline__ void am32_step(const uint32_t (&al)[4 * MI], const ui
  * into the accumulation, so the sum is the fp32 add of the exact product.
  * The corner compare runs only at the k where this warp's largest gamma and
  * beta can reach it. */
-template <int MI>
+template <int MI, int BK>
 __device__ __forceinline__ void compute_fast_am32(const uint32_t *st, float (&acc)[4 * MI][8]) {
+  constexpr int PLANE = BK * LDS;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const uint32_t *Aal = st, *Aga = st + PLANE, *Asc = st + 2 * PLANE, *Bbe = st + 3 * PLANE,
                  *Bsc = st + 4 * PLANE;
@@ -610,6 +672,7 @@ __device__ __forceinline__ void compute_fast_am32(const uint32_t *st, float (&ac
 template <int MODE, int MI>
 __device__ __forceinline__ void compute_exact(const uint32_t *st, float (&acc)[4 * MI][8], const uint8_t *lut,
                                               int m) {
+  constexpr int BK = ModeTraits<MODE>::bk, PLANE = BK * LDS;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
   const uint32_t *Ae = st, *Be = st + ModeTraits<MODE>::a_planes * PLANE;
 #pragma unroll 1
@@ -808,27 +871,31 @@ __device__ __forceinline__ void decide_tile(const uint32_t (&va)[NA], const uint
   }
 }
 
-/* The threads' slots for the next tile's raw shares (see cp_share): A's
- * (BM / 32 words each), then B's (BN / 32). */
-template <int MI> constexpr int slot_words() { return NT * (2 * MI + BN / 32); }
+/* The threads' slots for the next tile's raw shares (see TileShare): A's
+ * (BM BK words in all), then B's (BN BK). */
+template <int MI, int BK> constexpr int slot_words() { return (64 * MI + BN) * BK; }
 
 template <int MODE, int MI> constexpr int smem_bytes(int tab_words) {
-  return tab_words * 4 + 2 * ModeTraits<MODE>::planes * PLANE * 4 + 2 * (NT / 32) * 4 * 4 +
-         slot_words<MI>() * 4;
+  constexpr int BK = ModeTraits<MODE>::bk;
+  return tab_words * 4 + 2 * ModeTraits<MODE>::planes * BK * LDS * 4 + 2 * (NT / 32) * 4 * 4 +
+         slot_words<MI, BK>() * 4;
 }
 
 /* The mode GEMM kernel. grid: x = N tiles, y = M tiles, z = batch * splits
  * (looped when larger than the grid). */
 template <int MODE, int MI, int LAYOUT> __global__ void __launch_bounds__(NT, 2) mode_kernel(const Params p) {
-  constexpr int BM = 64 * MI;
+  constexpr int BM = 64 * MI, BK = ModeTraits<MODE>::bk;
+  using SA = TileShare<BM, BK>;
+  using SB = TileShare<BN, BK>;
   extern __shared__ __align__(16) uint32_t smem[];
   uint32_t *tabs = smem;
   uint32_t *stages = smem + p.tab_words;
-  constexpr int SP = ModeTraits<MODE>::planes * PLANE;
+  constexpr int SP = ModeTraits<MODE>::planes * BK * LDS;
   uint32_t *red = stages + 2 * SP;
   const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-  uint32_t *slot_a = red + 2 * (NT / 32) * 4 + tid * (BM / 32),
-           *slot_b = red + 2 * (NT / 32) * 4 + NT * (BM / 32) + tid * (BN / 32);
+  /* this thread's first piece's slot (see TileShare) */
+  uint32_t *slot_a = red + 2 * (NT / 32) * 4 + tid * SA::PW,
+           *slot_b = red + 2 * (NT / 32) * 4 + BM * BK + tid * SB::PW;
   const uint32_t lane4 = (uint32_t)(tid & 31) << 2;
   const int m = p.lut_bits;
 
@@ -854,12 +921,12 @@ template <int MODE, int MI, int LAYOUT> __global__ void __launch_bounds__(NT, 2)
 #pragma unroll
       for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
 
-    uint32_t va[BM / 32], vb[BN / 32];
+    uint32_t va[SA::N], vb[SB::N];
     bool fast = true;
     uint32_t zab = 0u; /* MIT kinds: zeros in this tile pair's A (bit 0), B (bit 1) */
     if (ntiles > 0) {
-      load_tile<BM, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.vec_a, p.M, r0, kbeg, kend, va);
-      load_tile<BN, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.vec_b, p.N, c0, kbeg, kend, vb);
+      load_tile<BM, BK, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.vec_a, p.M, r0, kbeg, kend, va);
+      load_tile<BN, BK, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.vec_b, p.N, c0, kbeg, kend, vb);
       decide_tile<MODE>(va, vb, red, tier_ok, fast, zab);
       store_tiles<MODE, BM, KCA, KCB>(stages, va, vb, fast, m);
     }
@@ -871,33 +938,33 @@ template <int MODE, int MI, int LAYOUT> __global__ void __launch_bounds__(NT, 2)
       const bool more = t + 1 < ntiles;
       const int k1 = kbeg + (t + 1) * BK; /* the next tile's depth */
       /* the next tile's shares travel during this one's products */
-      const bool copy_a = more && tile_inside<BM>(p.M, r0, k1, kend);
-      const bool copy_b = more && tile_inside<BN>(p.N, c0, k1, kend);
-      if (copy_a) cp_share<BM / 32>(slot_a, tile_src<BM, KCA>(A, p.lda, r0, k1), p.vec_a);
-      if (copy_b) cp_share<BN / 32>(slot_b, tile_src<BN, KCB>(B, p.ldb, c0, k1), p.vec_b);
+      const bool copy_a = more && tile_inside<BM, BK>(p.M, r0, k1, kend);
+      const bool copy_b = more && tile_inside<BN, BK>(p.N, c0, k1, kend);
+      if (copy_a) cp_tile<BM, BK, KCA>(slot_a, A, p.lda, r0, k1, p.vec_a);
+      if (copy_b) cp_tile<BN, BK, KCB>(slot_b, B, p.ldb, c0, k1, p.vec_b);
       if (!fast)
         compute_exact<MODE, MI>(cur, acc, p.lut, m);
       else if constexpr (ModeTraits<MODE>::scaled)
-        compute_fast_am32<MI>(cur, acc);
+        compute_fast_am32<MI, BK>(cur, acc);
       else if constexpr (ModeTraits<MODE>::mit) {
         if (!(zab & 1u))
-          compute_mit<MI, 1>(cur, acc);
+          compute_mit<MI, BK, 1>(cur, acc);
         else if (!(zab & 2u))
-          compute_mit<MI, 2>(cur, acc);
+          compute_mit<MI, BK, 2>(cur, acc);
         else
-          compute_mit<MI, 3>(cur, acc);
+          compute_mit<MI, BK, 3>(cur, acc);
       } else
         compute_fast<MODE, MI>(cur, tabs, acc, lane4);
       if (more) {
         if (copy_a || copy_b) cp_wait();
         if (copy_a)
-          read_share(slot_a, va);
+          read_slots<BM, BK>(slot_a, va);
         else
-          load_share<BM, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.M, r0, k1, kend, va);
+          load_share<BM, BK, ModeTraits<MODE>::mit, KCA>(A, p.lda, p.M, r0, k1, kend, va);
         if (copy_b)
-          read_share(slot_b, vb);
+          read_slots<BN, BK>(slot_b, vb);
         else
-          load_share<BN, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.N, c0, k1, kend, vb);
+          load_share<BN, BK, ModeTraits<MODE>::mit, KCB>(B, p.ldb, p.N, c0, k1, kend, vb);
         decide_tile<MODE>(va, vb, red + ((t + 1) & 1) * (NT / 32) * 4, tier_ok, fast, zab);
         store_tiles<MODE, BM, KCA, KCB>(nxt, va, vb, fast, m);
       }
@@ -1375,9 +1442,9 @@ template <int MODE, int MI> static mode_kernel_fn mode_kernel_for(int layout) {
 /* Launches one instantiation of the large-tile kernel: picks the split from
  * an occupancy model. */
 template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Params p, amd_status *st) {
-  constexpr int BM = 64 * MI;
-  p.vec_a = wide_loads_ok(p.A, p.lda, p.sa, p.batch, TileShare<BM>::W);
-  p.vec_b = wide_loads_ok(p.B, p.ldb, p.sb, p.batch, TileShare<BN>::W);
+  constexpr int BM = 64 * MI, BK = ModeTraits<MODE>::bk;
+  p.vec_a = wide_loads_ok(p.A, p.lda, p.sa, p.batch, TileShare<BM, BK>::PW);
+  p.vec_b = wide_loads_ok(p.B, p.ldb, p.sb, p.batch, TileShare<BN, BK>::PW);
   const int layout = layout_of(p);
   const mode_kernel_fn kernel = mode_kernel_for<MODE, MI>(layout);
   const int smem = smem_bytes<MODE, MI>(p.tab_words);
@@ -1393,15 +1460,16 @@ template <int MODE, int MI> static int launch_mode(amd_cuda_gemm_ctx *ctx, Param
   if (tm > 65535) return amd_fail(st, "amd_cuda_gemm: M = %d needs more than 65535 row tiles", p.M);
   const int64_t tiles = tm * tn * p.batch, slots = (int64_t)per_sm * ctx->sms;
   const int64_t ksteps = (p.K + BK - 1) / BK;
-  /* cost in K steps of one block: waves * steps per block + a fixed overhead
-   * per block (prologue, epilogue) + the reduction's traffic */
+  /* cost in 8-deep K steps of one block (the unit its constants were fitted
+   * in): waves * steps per block + a fixed overhead per block (prologue,
+   * epilogue) + the reduction's traffic */
   int best = 1;
   double best_cost = 0;
   for (int s = 1; s <= MAX_SPLIT && s <= ksteps; s++) {
     const int64_t steps = (ksteps + s - 1) / s;
     if (s > 1 && (int64_t)(s - 1) * steps >= ksteps) continue; /* the last slice would be empty */
     const int64_t waves = (tiles * s + slots - 1) / slots;
-    double cost = (double)waves * (double)(steps + 6);
+    double cost = (double)waves * (double)(steps * (BK / 8) + 6);
     if (s > 1) cost += (double)s * (double)p.M * p.N * p.batch * 8.0 / ((double)slots * BM * BN) * 0.25 + 4.0;
     if (s == 1 || cost < best_cost * 0.97) {
       best = s;
