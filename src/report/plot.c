@@ -34,6 +34,12 @@ int amd_plot_bars(const char *const *labels, const double *values, int n, const 
   return amd_fail(st, "built without cairo: --plot is unavailable (install libcairo2-dev and rebuild)");
 }
 
+int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n, const char *column,
+                  const char *title, const char *png_path, int width, int height, amd_status *st) {
+  (void)tsv_texts, (void)labels, (void)n, (void)column, (void)title, (void)png_path, (void)width, (void)height;
+  return amd_fail(st, "built without cairo: plots are unavailable (install libcairo2-dev and rebuild)");
+}
+
 void amd_plot_release(void) {}
 
 #else
@@ -204,12 +210,20 @@ static void tick_label(const axis *a, double v, char *buf, size_t n) {
 
 /* --------------------------------------------------------------- panels */
 
+/* A column of a metrics table drawn as one curve against the epoch. */
 typedef struct {
   int col;
   const char *name;
   rgb color;
   int dashed;
 } series;
+typedef struct {
+  const metrics *m;
+  int col;
+  const char *name;
+  rgb color;
+  int dashed;
+} curve;
 
 /* Colour-blind-safe (Okabe-Ito) hues: blue, vermillion, bluish green. */
 static const series LOSS_SERIES[3] = {{C_TRAIN_LOSS, "train", {0.00, 0.45, 0.70}, 0},
@@ -298,19 +312,19 @@ static void draw_axes(cairo_t *cr, const frame *f, const char *ylabel, double x,
 }
 
 /* The curves, broken where a value is missing; markers when there are few epochs. */
-static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers,
-                        double u) {
+static void draw_curves(cairo_t *cr, const frame *f, const curve *cv, int n_cv, int markers, double u) {
   cairo_save(cr);
   cairo_rectangle(cr, f->x - 6 * u, f->y - 6 * u, f->w + 12 * u, f->h + 12 * u);
   cairo_clip(cr);
   cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
   cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
-  for (int s = 0; s < 3; s++) {
-    const double *v = m->v[ser[s].col];
+  for (int s = 0; s < n_cv; s++) {
+    const metrics *m = cv[s].m;
+    const double *v = m->v[cv[s].col];
     if (!v) continue;
-    set_rgb(cr, ser[s].color);
+    set_rgb(cr, cv[s].color);
     cairo_set_line_width(cr, 2.2 * u);
-    if (ser[s].dashed) {
+    if (cv[s].dashed) {
       double d[2] = {6 * u, 4 * u};
       cairo_set_dash(cr, d, 2, 0);
     }
@@ -334,7 +348,7 @@ static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const ser
       double xx = px(f, m->v[C_EPOCH][i]), yy = py(f, v[i]);
       cairo_new_sub_path(cr);
       cairo_arc(cr, xx, yy, 3.2 * u, 0, 2 * M_PI);
-      set_rgb(cr, ser[s].color);
+      set_rgb(cr, cv[s].color);
       cairo_fill_preserve(cr);
       cairo_set_source_rgb(cr, 1, 1, 1);
       cairo_set_line_width(cr, 1.0 * u);
@@ -346,11 +360,12 @@ static void draw_curves(cairo_t *cr, const frame *f, const metrics *m, const ser
 
 /* How many curve points (weighed as markers) and samples along the segments
  * fall into the box (bx, by, bw, bh): the legend goes where this is least. */
-static long legend_hits(const frame *f, const metrics *m, const series *ser, double bx, double by, double bw,
-                        double bh, double u) {
+static long legend_hits(const frame *f, const curve *cv, int n_cv, double bx, double by, double bw, double bh,
+                        double u) {
   long hits = 0;
-  for (int s = 0; s < 3; s++) {
-    const double *v = m->v[ser[s].col];
+  for (int s = 0; s < n_cv; s++) {
+    const metrics *m = cv[s].m;
+    const double *v = m->v[cv[s].col];
     for (int64_t i = 0; v && i < m->n; i++) {
       if (isnan(v[i])) continue;
       /* the point (weighed as a marker) and samples along the segment to the next one */
@@ -368,14 +383,14 @@ static long legend_hits(const frame *f, const metrics *m, const series *ser, dou
 }
 
 /* The legend, in the corner of the plot that covers the fewest points. */
-static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const series *ser, int markers,
-                        double fs, double u) {
+static void draw_legend(cairo_t *cr, const frame *f, const curve *cv, int n_cv, int markers, double fs,
+                        double u) {
   double sw = 22 * u, row = fs + 7 * u, pad = 8 * u, lw = 0;
   font(cr, fs, 0);
-  for (int s = 0; s < 3; s++)
-    if (m->v[ser[s].col]) lw = fmax(lw, text_w(cr, ser[s].name));
+  for (int s = 0; s < n_cv; s++)
+    if (cv[s].m->v[cv[s].col]) lw = fmax(lw, text_w(cr, cv[s].name));
   int rows = 0;
-  for (int s = 0; s < 3; s++) rows += m->v[ser[s].col] != NULL;
+  for (int s = 0; s < n_cv; s++) rows += cv[s].m->v[cv[s].col] != NULL;
   double bw = pad + sw + 6 * u + lw + pad, bh = pad + rows * row - 7 * u + pad;
   double best_x = 0, best_y = 0;
   long best_hits = -1;
@@ -383,7 +398,7 @@ static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const ser
     /* top right, bottom right, top left, bottom left: the usual places first */
     double bx = corner < 2 ? f->x + f->w - 8 * u - bw : f->x + 8 * u;
     double by = corner % 2 == 0 ? f->y + 8 * u : f->y + f->h - 8 * u - bh;
-    long hits = legend_hits(f, m, ser, bx, by, bw, bh, u);
+    long hits = legend_hits(f, cv, n_cv, bx, by, bw, bh, u);
     if (best_hits < 0 || hits < best_hits) best_hits = hits, best_x = bx, best_y = by;
   }
   cairo_set_source_rgba(cr, 1, 1, 1, 0.9);
@@ -393,12 +408,12 @@ static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const ser
   cairo_set_line_width(cr, 1);
   cairo_stroke(cr);
   int r = 0;
-  for (int s = 0; s < 3; s++) {
-    if (!m->v[ser[s].col]) continue;
+  for (int s = 0; s < n_cv; s++) {
+    if (!cv[s].m->v[cv[s].col]) continue;
     double cy = best_y + pad + r * row + fs * 0.4;
-    set_rgb(cr, ser[s].color);
+    set_rgb(cr, cv[s].color);
     cairo_set_line_width(cr, 2.2 * u);
-    if (ser[s].dashed) {
+    if (cv[s].dashed) {
       double d[2] = {6 * u, 4 * u};
       cairo_set_dash(cr, d, 2, 0);
     }
@@ -410,32 +425,31 @@ static void draw_legend(cairo_t *cr, const frame *f, const metrics *m, const ser
       cairo_fill(cr);
     }
     set_rgb(cr, INK);
-    text_at(cr, ser[s].name, best_x + pad + sw + 6 * u, cy, 0, 0.5, 0);
+    text_at(cr, cv[s].name, best_x + pad + sw + 6 * u, cy, 0, 0.5, 0);
     r++;
   }
 }
 
-/* Draws one panel into the rectangle (x, y, w, h) of the picture; u is the size unit (px). */
-static void draw_panel(cairo_t *cr, const metrics *m, const series *ser, int is_acc, const char *title,
+/* Draws one panel of the curves cv into the rectangle (x, y, w, h) of the
+ * picture, with a title and a subtitle (may be empty); u is the size unit (px). */
+static void draw_panel(cairo_t *cr, const curve *cv, int n_cv, int is_acc, const char *title, const char *sub,
                        const char *ylabel, double x, double y, double w, double h, double u) {
   double fs = 11 * u, fs_title = 13.5 * u;
-  /* the data range */
-  double lo = INFINITY, hi = -INFINITY;
+  /* the data range, and the epochs of all the curves */
+  double lo = INFINITY, hi = -INFINITY, elo = INFINITY, ehi = -INFINITY;
   int n_series = 0;
-  for (int s = 0; s < 3; s++) {
-    const double *v = m->v[ser[s].col];
+  for (int s = 0; s < n_cv; s++) {
+    const metrics *m = cv[s].m;
+    for (int64_t i = 0; i < m->n; i++) elo = fmin(elo, m->v[C_EPOCH][i]), ehi = fmax(ehi, m->v[C_EPOCH][i]);
+    const double *v = m->v[cv[s].col];
     if (!v) continue;
     int any = 0;
     for (int64_t i = 0; i < m->n; i++)
       if (!isnan(v[i])) lo = fmin(lo, v[i]), hi = fmax(hi, v[i]), any = 1;
     n_series += any;
   }
-  double elo = m->v[C_EPOCH][0], ehi = elo;
-  for (int64_t i = 0; i < m->n; i++) elo = fmin(elo, m->v[C_EPOCH][i]), ehi = fmax(ehi, m->v[C_EPOCH][i]);
 
   /* the title, and a subtitle with the headline number */
-  char sub[160];
-  panel_subtitle(m, is_acc, sub, sizeof sub);
   set_rgb(cr, INK);
   font(cr, fs_title, 1);
   text_at(cr, title, x + w / 2, y + 10 * u, 0.5, 0, 0);
@@ -476,14 +490,24 @@ static void draw_panel(cairo_t *cr, const metrics *m, const series *ser, int is_
   if (f.w < 20 || f.h < 20) return;
 
   draw_axes(cr, &f, ylabel, x, y, h, fs, u);
-  int markers = m->n <= 40;
-  draw_curves(cr, &f, m, ser, markers, u);
+  int64_t longest = 0;
+  for (int s = 0; s < n_cv; s++) longest = cv[s].m->n > longest ? cv[s].m->n : longest;
+  int markers = longest <= 40;
+  draw_curves(cr, &f, cv, n_cv, markers, u);
   if (n_series == 0) {
     set_rgb(cr, MUTED);
     text_at(cr, "no values", f.x + f.w / 2, f.y + f.h / 2, 0.5, 0.5, 0);
     return;
   }
-  draw_legend(cr, &f, m, ser, markers, fs, u);
+  draw_legend(cr, &f, cv, n_cv, markers, fs, u);
+}
+
+/* The curves of a metrics table's series (those whose column it has). */
+static int curves_of(const metrics *m, const series *ser, curve *out) {
+  int n = 0;
+  for (int s = 0; s < 3; s++)
+    if (m->v[ser[s].col]) out[n++] = (curve){m, ser[s].col, ser[s].name, ser[s].color, ser[s].dashed};
+  return n;
 }
 
 int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int height, amd_status *st) {
@@ -503,10 +527,96 @@ int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int 
   double pw = side ? width / 2.0 : width, ph = side ? height : height / 2.0;
   double u = fmin(pw / 540.0, ph / 380.0);
   u = fmax(0.85, fmin(u, 4.0));
-  draw_panel(cr, &m, LOSS_SERIES, 0, "Loss", "loss (cross-entropy)", 0, 0, pw, ph, u);
-  draw_panel(cr, &m, ACC_SERIES, 1, "Accuracy", "accuracy (%)", side ? pw : 0, side ? 0 : ph, pw, ph, u);
+  curve cv[3];
+  char sub[160];
+  int n_cv = curves_of(&m, LOSS_SERIES, cv);
+  panel_subtitle(&m, 0, sub, sizeof sub);
+  draw_panel(cr, cv, n_cv, 0, "Loss", sub, "loss (cross-entropy)", 0, 0, pw, ph, u);
+  n_cv = curves_of(&m, ACC_SERIES, cv);
+  panel_subtitle(&m, 1, sub, sizeof sub);
+  draw_panel(cr, cv, n_cv, 1, "Accuracy", sub, "accuracy (%)", side ? pw : 0, side ? 0 : ph, pw, ph, u);
   amd_plot_metrics_free(&m);
   return finish_canvas(cr, surf, png_path, st);
+}
+
+/* ----------------------------------------------------------- runs */
+
+/* Okabe-Ito hues without yellow (too pale on white); runs past the seventh
+ * take the hues again, dashed. */
+static const rgb RUN_COLORS[7] = {{0.00, 0.45, 0.70}, {0.84, 0.37, 0.00}, {0.00, 0.62, 0.45}, {0.80, 0.47, 0.65},
+                                  {0.90, 0.62, 0.00}, {0.34, 0.71, 0.91}, {0.13, 0.13, 0.15}};
+
+/* The last value of column col in m, or NAN. */
+static double last_value(const metrics *m, int col) {
+  for (int64_t i = m->n - 1; i >= 0; i--)
+    if (!isnan(m->v[col][i])) return m->v[col][i];
+  return NAN;
+}
+
+int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n, const char *column,
+                  const char *title, const char *png_path, int width, int height, amd_status *st) {
+  enum { MAX_RUNS = 64 };
+  if (!png_path || !*png_path) return amd_fail(st, "plot: no output file");
+  if (n < 1 || n > MAX_RUNS) return amd_fail(st, "plot: %d runs (1..%d)", n, MAX_RUNS);
+  if (width < 200 || height < 200 || width > 8192 || height > 8192)
+    return amd_fail(st, "plot: %dx%d pixels is outside 200..8192 on a side", width, height);
+  const int col = amd_plot_column(column);
+  if (col <= C_EPOCH)
+    return amd_fail(st, "plot: unknown column '%s' (test_top1, test_loss, train_loss, train_acc, val_top1, val_loss)",
+                    column ? column : "");
+  const int is_acc = col >= C_TRAIN_ACC;
+  metrics m[MAX_RUNS];
+  char names[MAX_RUNS][96];
+  curve cv[MAX_RUNS];
+  int parsed = 0, rc = 0;
+  for (; parsed < n; parsed++) {
+    if (amd_plot_parse_metrics(tsv_texts[parsed], &m[parsed], st)) {
+      char why[sizeof st->msg];
+      snprintf(why, sizeof why, "%s", st->msg);
+      amd_fail(st, "plot: run '%s': %s", labels[parsed], why);
+      rc = -1;
+      break;
+    }
+    if (!m[parsed].v[col]) {
+      amd_fail(st, "plot: run '%s' has no column %s", labels[parsed], column);
+      parsed++;
+      rc = -1;
+      break;
+    }
+    const double last = last_value(&m[parsed], col);
+    if (isnan(last))
+      snprintf(names[parsed], sizeof names[parsed], "%s", labels[parsed]);
+    else
+      snprintf(names[parsed], sizeof names[parsed], is_acc ? "%s (%.2f%%)" : "%s (%.4f)", labels[parsed], last);
+    cv[parsed] = (curve){&m[parsed], col, names[parsed], RUN_COLORS[parsed % 7], parsed >= 7};
+  }
+  if (rc == 0) {
+    /* the subtitle: the spread of the final values */
+    char sub[160] = "";
+    int hi = -1, lo = -1;
+    for (int i = 0; i < n; i++) {
+      const double v = last_value(&m[i], col);
+      if (isnan(v)) continue;
+      if (hi < 0 || v > last_value(&m[hi], col)) hi = i;
+      if (lo < 0 || v < last_value(&m[lo], col)) lo = i;
+    }
+    if (hi >= 0 && n > 1)
+      snprintf(sub, sizeof sub, is_acc ? "last epoch: %.2f%% (%s) to %.2f%% (%s)" : "last epoch: %.4f (%s) to %.4f (%s)",
+               last_value(&m[lo], col), labels[lo], last_value(&m[hi], col), labels[hi]);
+    static const char *const YLABELS[N_COLS] = {"epoch", "train loss", "test loss", "validation loss",
+                                                "train accuracy (%)", "test top-1 (%)", "validation top-1 (%)"};
+    cairo_surface_t *surf;
+    cairo_t *cr = new_canvas(width, height, &surf, st);
+    if (!cr) {
+      rc = -1;
+    } else {
+      double u = fmax(0.85, fmin(fmin(width / 540.0, height / 380.0), 4.0));
+      draw_panel(cr, cv, n, is_acc, title ? title : YLABELS[col], sub, YLABELS[col], 0, 0, width, height, u);
+      rc = finish_canvas(cr, surf, png_path, st);
+    }
+  }
+  for (int i = 0; i < parsed; i++) amd_plot_metrics_free(&m[i]);
+  return rc;
 }
 
 /* ------------------------------------------------------ confusion matrix */

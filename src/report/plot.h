@@ -1,5 +1,5 @@
 /* Pictures of a training run: the per-epoch curves of the metrics TSV
- * (train --plot), the confusion matrix (eval --confusion) and bar charts
+ * (train --plot) and of several runs' TSVs (tools/plot_runs.c), the confusion matrix (eval --confusion) and bar charts
  * (sweep --plot), as PNG files.
  *
  * Drawn with cairo (lines, text through fontconfig, PNG through libpng), an
@@ -26,6 +26,16 @@ int amd_plot_available(void);
  * side by side when the picture is wide, stacked otherwise. Needs at least one
  * epoch row. */
 int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int height, amd_status *st);
+
+/* Draws one column of several metrics TSVs (runs, e.g. the columns of an
+ * accuracy table) as one curve per run against the epoch: column is a metrics
+ * column other than epoch (test_top1, test_loss, train_loss, train_acc,
+ * val_top1, val_loss); labels[i] names run i in the legend, with its last
+ * value; title may be NULL (the column's name). Fails with the run's label on
+ * a TSV that does not parse or lacks the column. 1..64 runs; width x height as
+ * for amd_plot_metrics. */
+int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n, const char *column,
+                  const char *title, const char *png_path, int width, int height, amd_status *st);
 
 /* Draws the n_classes x n_classes confusion matrix counts[label * n_classes +
  * prediction] as a heat map coloured by the share of each label's samples

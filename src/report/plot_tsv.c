@@ -8,6 +8,12 @@
 static const char *const COL_NAMES[N_COLS] = {"epoch",     "train_loss", "test_loss", "val_loss",
                                               "train_acc", "test_top1",  "val_top1"};
 
+int amd_plot_column(const char *name) {
+  for (int c = 0; name && c < N_COLS; c++)
+    if (!strcmp(name, COL_NAMES[c])) return c;
+  return -1;
+}
+
 void amd_plot_metrics_free(metrics *m) {
   for (int c = 0; c < N_COLS; c++) free(m->v[c]);
 }

@@ -20,4 +20,7 @@ typedef struct {
 int amd_plot_parse_metrics(const char *text, metrics *m, amd_status *st);
 void amd_plot_metrics_free(metrics *m);
 
+/* The column (C_*) that a metrics TSV's header calls name, or -1. */
+int amd_plot_column(const char *name);
+
 #endif

@@ -1,4 +1,4 @@
-/* Tests of src/report/plot.c: the metrics plot and the confusion picture are
+/* Tests of src/report/plot.c: the metrics plot, the runs plot and the confusion picture are
  * valid PNG files of the expected size (signature and IHDR read from the bytes
  * here), the pictures change with the data, and bad input gives clear errors.
  * Built without cairo: checks the error message and exits 77 (skipped).
@@ -159,6 +159,11 @@ int main(int argc, char **argv) {
     int64_t cm[4] = {1, 0, 0, 1};
     CHECK(amd_plot_confusion(cm, 2, NULL, c1, &st) == -1, "drawing without cairo succeeded");
     CHECK(strstr(st.msg, "built without cairo") && strstr(st.msg, "--confusion"), "message: %s", st.msg);
+    const char *texts[1] = {TSV_A}, *labels[1] = {"a"};
+    st.msg[0] = 0;
+    CHECK(amd_plot_runs(texts, labels, 1, "test_top1", NULL, a, 800, 400, &st) == -1 &&
+              strstr(st.msg, "built without cairo"),
+          "runs without cairo: %s", st.msg);
     amd_plot_release();
     if (failures) return 1;
     printf("built without cairo: the messages are right; skipping the drawing tests\n");
@@ -237,6 +242,42 @@ int main(int argc, char **argv) {
             strstr(st.msg, "/nonexistent-dir/plot.png"),
         "unwritable path: '%s'", st.msg);
   printf("  errors: e.g. \"%s\"\n", st.msg);
+
+  /* several runs' curves of one column (amd_plot_runs) */
+  {
+    const char *texts[3] = {TSV_A, TSV_B, TSV_A};
+    const char *labels[3] = {"acc32", "am16", "fp16"};
+    char r1[4200], r2[4200];
+    snprintf(r1, sizeof r1, "%s/runs_1.png", dir);
+    snprintf(r2, sizeof r2, "%s/runs_2.png", dir);
+    CHECK(amd_plot_runs(texts, labels, 2, "test_top1", NULL, r1, 900, 500, &st) == 0, "runs: %s", st.msg);
+    png_size(r1, &w, &h);
+    CHECK(w == 900 && h == 500, "runs picture is %ux%u, expected 900x500", w, h);
+    CHECK(inked_pixels(r1) > 900 * 500 / 60, "the runs picture is nearly blank");
+    /* a third run, and another column: other pictures */
+    CHECK(amd_plot_runs(texts, labels, 3, "test_top1", "ResNet-18", r2, 900, 500, &st) == 0, "3 runs: %s", st.msg);
+    CHECK(pictures_differ(r1, r2), "a third run left the picture as it was");
+    CHECK(amd_plot_runs(texts, labels, 2, "train_loss", NULL, r2, 900, 500, &st) == 0, "losses: %s", st.msg);
+    CHECK(pictures_differ(r1, r2), "another column gave the same picture");
+    /* errors name the run or the column */
+    remove(e);
+    st.msg[0] = 0;
+    CHECK(amd_plot_runs(texts, labels, 2, "top5", NULL, e, 900, 500, &st) == -1 && strstr(st.msg, "'top5'"),
+          "unknown column: '%s'", st.msg);
+    st.msg[0] = 0;
+    CHECK(amd_plot_runs(texts, labels, 2, "val_top1", NULL, e, 900, 500, &st) == -1 &&
+              strstr(st.msg, "'acc32' has no column val_top1"),
+          "missing column: '%s'", st.msg);
+    const char *bad[2] = {TSV_A, header_only};
+    st.msg[0] = 0;
+    CHECK(amd_plot_runs(bad, labels, 2, "test_top1", NULL, e, 900, 500, &st) == -1 &&
+              strstr(st.msg, "run 'am16'") && strstr(st.msg, "no epoch rows"),
+          "a run without rows: '%s'", st.msg);
+    st.msg[0] = 0;
+    CHECK(amd_plot_runs(texts, labels, 0, "test_top1", NULL, e, 900, 500, &st) == -1 && st.msg[0], "no runs");
+    CHECK(!file_exists(e), "a failed runs picture wrote %s", e);
+    printf("  runs: %ux%u; errors: e.g. \"%s\"\n", w, h, st.msg);
+  }
 
   /* the confusion picture */
   int64_t m1[9] = {50, 3, 2, 4, 40, 6, 1, 2, 47}, m2[9] = {20, 20, 15, 10, 30, 10, 25, 5, 20};
