@@ -240,8 +240,9 @@ __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b)
  *   + lane, k = w / (R / 32) PW.
  * The slots of the next tile's pieces (cp_share) are interleaved by piece:
  * piece p of thread t at word (p 256 + t) PW, so that a warp's copies and
- * reads of a piece are consecutive. At BK = 8 all of this is one piece of
- * W = R / 32 and the layout of the depth-8 kernels before BK = 16 existed. */
+ * reads of a piece are consecutive. At BK = 8 a share is one piece of
+ * R / 32 floats, with the mapping and slots the kernels had before the depth
+ * became the mode's. */
 template <int R, int BK> struct TileShare {
   static constexpr int N = R * BK / NT;
   static constexpr int PW = N < 4 ? N : 4;
