@@ -8,6 +8,7 @@
  * LABEL defaults to the file's name without .tsv. Exit status 0 done, 1 a
  * failure (a file that does not read or parse, a run without the column),
  * 2 a bad argument. */
+#include "onnx/tensor_proto.h" /* amd_read_file */
 #include "report/plot.h"
 
 #include <stdio.h>
@@ -24,23 +25,19 @@ static int usage(FILE *out, int rc) {
   return rc;
 }
 
-/* The whole file as a string, or NULL. */
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, len = 0, got;
-  char *buf = malloc(cap + 1);
-  while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      char *b = realloc(buf, 2 * cap + 1);
-      if (!b) free(buf);
-      buf = b, cap *= 2;
-    }
+/* The whole file as a string (amd_read_file and a terminating NUL), or NULL with the reason in st. */
+static char *read_text(const char *path, amd_status *st) {
+  uint8_t *data;
+  size_t len;
+  if (amd_read_file(path, (size_t)64 << 20, &data, &len, st)) return NULL;
+  char *text = realloc(data, len + 1);
+  if (!text) {
+    free(data);
+    amd_fail(st, "out of memory reading '%s'", path);
+    return NULL;
   }
-  fclose(f);
-  if (buf) buf[len] = 0;
-  return buf;
+  text[len] = 0;
+  return text;
 }
 
 int main(int argc, char **argv) {
@@ -90,13 +87,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "plot-runs: %s\n", !out ? "-o OUT.png is required" : "no RUN.tsv given");
     rc = usage(stderr, 2);
   }
+  amd_status st = {{0}};
   for (int i = 0; rc == 0 && i < n; i++)
-    if (!(texts[i] = read_text(paths[i]))) {
-      fprintf(stderr, "plot-runs: cannot read %s\n", paths[i]);
+    if (!(texts[i] = read_text(paths[i], &st))) {
+      fprintf(stderr, "plot-runs: %s\n", st.msg);
       rc = 1;
     }
   if (rc == 0) {
-    amd_status st = {{0}};
     if (amd_plot_runs((const char *const *)texts, (const char *const *)labels, n, column, title, out, width, height,
                       &st)) {
       fprintf(stderr, "plot-runs: %s\n", st.msg);

@@ -510,10 +510,19 @@ static int curves_of(const metrics *m, const series *ser, curve *out) {
   return n;
 }
 
-int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int height, amd_status *st) {
+/* The checks of a curves picture's output file and size (amd_plot_metrics, amd_plot_runs). */
+static int check_picture(const char *png_path, int width, int height, amd_status *st) {
   if (!png_path || !*png_path) return amd_fail(st, "plot: no output file");
   if (width < 200 || height < 200 || width > 8192 || height > 8192)
     return amd_fail(st, "plot: %dx%d pixels is outside 200..8192 on a side", width, height);
+  return 0;
+}
+
+/* The size unit of a pw x ph panel: text and lines scale with it. */
+static double panel_unit(double pw, double ph) { return fmax(0.85, fmin(fmin(pw / 540.0, ph / 380.0), 4.0)); }
+
+int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int height, amd_status *st) {
+  if (check_picture(png_path, width, height, st)) return -1;
   metrics m;
   if (amd_plot_parse_metrics(tsv_text, &m, st)) return -1;
   cairo_surface_t *surf;
@@ -525,8 +534,7 @@ int amd_plot_metrics(const char *tsv_text, const char *png_path, int width, int 
   /* side by side when wide, stacked otherwise; u scales text and lines with the panel */
   int side = width >= 1.4 * height;
   double pw = side ? width / 2.0 : width, ph = side ? height : height / 2.0;
-  double u = fmin(pw / 540.0, ph / 380.0);
-  u = fmax(0.85, fmin(u, 4.0));
+  const double u = panel_unit(pw, ph);
   curve cv[3];
   char sub[160];
   int n_cv = curves_of(&m, LOSS_SERIES, cv);
@@ -556,16 +564,15 @@ static double last_value(const metrics *m, int col) {
 int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n, const char *column,
                   const char *title, const char *png_path, int width, int height, amd_status *st) {
   enum { MAX_RUNS = 64 };
-  if (!png_path || !*png_path) return amd_fail(st, "plot: no output file");
+  if (check_picture(png_path, width, height, st)) return -1;
   if (n < 1 || n > MAX_RUNS) return amd_fail(st, "plot: %d runs (1..%d)", n, MAX_RUNS);
-  if (width < 200 || height < 200 || width > 8192 || height > 8192)
-    return amd_fail(st, "plot: %dx%d pixels is outside 200..8192 on a side", width, height);
   const int col = amd_plot_column(column);
   if (col <= C_EPOCH)
     return amd_fail(st, "plot: unknown column '%s' (test_top1, test_loss, train_loss, train_acc, val_top1, val_loss)",
                     column ? column : "");
   const int is_acc = col >= C_TRAIN_ACC;
   metrics m[MAX_RUNS];
+  double last[MAX_RUNS]; /* each run's last value of the column, or NAN */
   char names[MAX_RUNS][96];
   curve cv[MAX_RUNS];
   int parsed = 0, rc = 0;
@@ -583,11 +590,12 @@ int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n
       rc = -1;
       break;
     }
-    const double last = last_value(&m[parsed], col);
-    if (isnan(last))
+    last[parsed] = last_value(&m[parsed], col);
+    if (isnan(last[parsed]))
       snprintf(names[parsed], sizeof names[parsed], "%s", labels[parsed]);
     else
-      snprintf(names[parsed], sizeof names[parsed], is_acc ? "%s (%.2f%%)" : "%s (%.4f)", labels[parsed], last);
+      snprintf(names[parsed], sizeof names[parsed], is_acc ? "%s (%.2f%%)" : "%s (%.4f)", labels[parsed],
+               last[parsed]);
     cv[parsed] = (curve){&m[parsed], col, names[parsed], RUN_COLORS[parsed % 7], parsed >= 7};
   }
   if (rc == 0) {
@@ -595,14 +603,13 @@ int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n
     char sub[160] = "";
     int hi = -1, lo = -1;
     for (int i = 0; i < n; i++) {
-      const double v = last_value(&m[i], col);
-      if (isnan(v)) continue;
-      if (hi < 0 || v > last_value(&m[hi], col)) hi = i;
-      if (lo < 0 || v < last_value(&m[lo], col)) lo = i;
+      if (isnan(last[i])) continue;
+      if (hi < 0 || last[i] > last[hi]) hi = i;
+      if (lo < 0 || last[i] < last[lo]) lo = i;
     }
     if (hi >= 0 && n > 1)
       snprintf(sub, sizeof sub, is_acc ? "last epoch: %.2f%% (%s) to %.2f%% (%s)" : "last epoch: %.4f (%s) to %.4f (%s)",
-               last_value(&m[lo], col), labels[lo], last_value(&m[hi], col), labels[hi]);
+               last[lo], labels[lo], last[hi], labels[hi]);
     static const char *const YLABELS[N_COLS] = {"epoch", "train loss", "test loss", "validation loss",
                                                 "train accuracy (%)", "test top-1 (%)", "validation top-1 (%)"};
     cairo_surface_t *surf;
@@ -610,8 +617,8 @@ int amd_plot_runs(const char *const *tsv_texts, const char *const *labels, int n
     if (!cr) {
       rc = -1;
     } else {
-      double u = fmax(0.85, fmin(fmin(width / 540.0, height / 380.0), 4.0));
-      draw_panel(cr, cv, n, is_acc, title ? title : YLABELS[col], sub, YLABELS[col], 0, 0, width, height, u);
+      draw_panel(cr, cv, n, is_acc, title ? title : YLABELS[col], sub, YLABELS[col], 0, 0, width, height,
+                 panel_unit(width, height));
       rc = finish_canvas(cr, surf, png_path, st);
     }
   }
