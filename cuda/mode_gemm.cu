@@ -25,9 +25,10 @@
  *   is computed (one 8- or 16-byte copy a piece where the operand is
  *   aligned, else float by float; a tile at the matrix's edge is read
  *   element by element after the products), so no register holds it during
- *   the inner loop; each thread then reads its own slots back and decodes it once (the encodings below) into the other
- *   stage. Per K tile the block reduces the exponent range and the presence
- *   of Inf/NaN of its A and B tiles; when every product of the tile pair stays
+ *   the inner loop; each thread then reads its own slots back and decodes
+ *   its share once (the encodings below) into the other stage. Per K tile
+ *   the block reduces the exponent range and the presence of Inf/NaN of its
+ *   A and B tiles; when every product of the tile pair stays
  *   in the normal range (E(a) + E(b) in [128, 380], no Inf/NaN) the tile is
  *   stored encoded and runs the fast inner loop, otherwise it is stored raw
  *   and every product is the exact function of src/mult/products.h.
