@@ -87,8 +87,9 @@ int api_cuda_gemm_ctx(void *stream, amdnn_gemm_tier tier, amd_cuda_gemm_ctx **ct
 
 /* ------------------------------------------------------------ sessions */
 
-/* Reads the process's environment once (AMD_GEMM_ISA, AMD_CUDA_POISON_OUTPUTS:
- * docs/commands.md); every entry point that computes calls it first. */
+/* Reads the process's environment once (AMD_GEMM_ISA, AMD_CUDA_POISON_OUTPUTS,
+ * AMD_ALLOC_TRACE: docs/api.md); every entry point that computes calls it
+ * first. */
 void api_init(void);
 
 struct amd_backend;

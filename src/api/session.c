@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/alloc_trace.h"
 #include "../core/env.h"
 #include "backends.h"
 #include "../gemm/gemm.h"
@@ -29,10 +31,13 @@
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 /* The process's environment (core/env.h), read once: what the library takes
- * before any work (AMD_GEMM_ISA, AMD_CUDA_POISON_OUTPUTS). */
+ * before any work (AMD_GEMM_ISA, AMD_CUDA_POISON_OUTPUTS, AMD_ALLOC_TRACE). */
 static void read_env(void) {
   const amd_env env = amd_env_read();
   amd_gemm_force_isa(env.gemm_isa);
+  amd_status st = {{0}};
+  if (amd_alloc_trace_open(env.alloc_trace, &st)) /* before any session: no status to return it in */
+    fprintf(stderr, "amdnn-onnx: %s; no allocation trace\n", st.msg);
 #ifdef AMD_HAVE_CUDA
   amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
 #endif

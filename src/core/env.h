@@ -1,8 +1,8 @@
 /* Settings that come from the environment rather than the command line: the
- * communicator's knobs, the CPU GEMM's instruction set for benchmarks, and the
- * fault hooks of the tests. amd_env_read (env.c) is the one place that calls
- * getenv; the programs call it once and hand the struct, or the part of it a
- * subsystem needs, to that subsystem. A struct from amd_env_defaults means
+ * communicator's knobs, the CPU GEMM's instruction set for benchmarks, the
+ * allocation trace, and the fault hooks of the tests. amd_env_read (env.c) is
+ * the one place that calls getenv; the programs call it once and hand the
+ * struct, or the part of it a subsystem needs, to that subsystem. A struct from amd_env_defaults means
  * "nothing set", which is what library callers without an environment (the
  * unit tests) pass. */
 #ifndef AMD_ENV_H
@@ -38,6 +38,7 @@ typedef struct amd_env {
   int omp_threads_set;        /* OMP_NUM_THREADS is set (ranks then keep OpenMP's own thread count) */
   double nccl_timeout_s;      /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
   const char *gemm_isa;       /* AMD_GEMM_ISA: the CPU GEMM's kernels, for benchmarks (gemm.h) */
+  const char *alloc_trace;    /* AMD_ALLOC_TRACE: the allocation trace's file (alloc_trace.h); NULL: none */
   amd_fault_hooks faults;
 } amd_env;
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_trace.h"
 #include "omp.h"
 
 void *amd_zeroed_alloc(size_t bytes) {
@@ -86,10 +87,12 @@ int amd_tensor_alloc(amd_tensor *t, amd_status *st) {
   t->data = amd_zeroed_alloc((size_t)bytes);
   if (!t->data) return amd_fail(st, "out of memory allocating %lld bytes", (long long)bytes);
   t->device = AMD_DEVICE_CPU;
+  amd_alloc_trace_alloc(0, (size_t)bytes, t->data);
   return 0;
 }
 
 void amd_tensor_free(amd_tensor *t) {
+  amd_alloc_trace_free(t->data);
   free(t->data);
   t->data = NULL;
 }

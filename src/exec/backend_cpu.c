@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/alloc_trace.h"
+
 static int cpu_supports(const amd_node *n, const amd_tensor *const *in) {
   (void)in;
   return n->op->infer && n->op->forward;
@@ -25,7 +27,14 @@ static int cpu_backward(const amd_node *n, amd_ctx *ctx, const amd_tensor *const
 
 static int cpu_mem_alloc(void **p, size_t bytes, amd_status *st) {
   *p = amd_zeroed_alloc(bytes);
-  return *p ? 0 : amd_fail(st, "out of memory allocating %zu bytes", bytes);
+  if (!*p) return amd_fail(st, "out of memory allocating %zu bytes", bytes);
+  amd_alloc_trace_alloc(0, bytes, *p);
+  return 0;
+}
+
+static void cpu_mem_free(void *p) {
+  amd_alloc_trace_free(p);
+  free(p);
 }
 
 static int cpu_memcpy(void *dst, const void *src, size_t bytes, amd_status *st) {
@@ -45,7 +54,7 @@ static const amd_buffers cpu_buffers = {
     .alloc_out = NULL, /* outputs are zeroed too: not every CPU op writes all of its outputs */
     .free = amd_tensor_free,
     .mem_alloc = cpu_mem_alloc,
-    .mem_free = free,
+    .mem_free = cpu_mem_free,
     .mem_to_host = cpu_memcpy,
     .mem_from_host = cpu_memcpy,
     .mem_copy = cpu_memcpy,
