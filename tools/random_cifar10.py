@@ -11,10 +11,16 @@ import numpy as np
 
 
 def main() -> int:
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
+    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
+        print(__doc__, file=sys.stdout if sys.argv[1:2] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2
     out = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) == 3 else 10000
+    try:
+        n = int(sys.argv[2]) if len(sys.argv) == 3 else 10000
+    except ValueError:
+        sys.exit(f"random_cifar10.py: IMAGES_PER_FILE '{sys.argv[2]}' is not a whole number")
+    if n < 1:
+        sys.exit(f"random_cifar10.py: IMAGES_PER_FILE must be at least 1, not {n}")
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(1)
     for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
