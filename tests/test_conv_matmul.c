@@ -3,7 +3,7 @@
  * convolution, groups and depthwise, dilations, asymmetric pads, every
  * auto_pad, 1x1 kernels (the no-im2col path); MatMul with 1-D operands and
  * broadcast batches; Gemm with every C broadcast; and shape errors that infer
- * must reject. Each case goes parse -> infer -> forward through the
+ * must reject (and the pooling pads that parse must: as large as the kernel). Each case goes parse -> infer -> forward through the
  * descriptor, as the executor does. Exits non-zero on any mismatch. */
 #include <math.h>
 #include <stdio.h>
@@ -487,6 +487,25 @@ int main(void) {
     expect_error("gemm C missing before opset 11", amd_op_find("Gemm"), 9, NULL, 0, g3, 3);
     amd_tensor *g4[3] = {&MA, &MB, NULL};
     expect_error("gemm inner mismatch", amd_op_find("Gemm"), 13, NULL, 0, g4, 3);
+    /* pooling: a pad as large as the kernel is refused (as ONNX Runtime does), one below it runs */
+    attr_spec pool_big[2] = {{.name = "kernel_shape", .kind = 'l', .n = 2, .ints = {3, 3}},
+                             {.name = "pads", .kind = 'l', .n = 4, .ints = {0, 2, 0, 3}}};
+    amd_tensor *px[1] = {&X};
+    expect_error("maxpool pad >= kernel", amd_op_find("MaxPool"), 12, pool_big, 2, px, 1);
+    expect_error("averagepool pad >= kernel", amd_op_find("AveragePool"), 11, pool_big, 2, px, 1);
+    attr_spec pool_ok[2] = {{.name = "kernel_shape", .kind = 'l', .n = 2, .ints = {3, 3}},
+                            {.name = "pads", .kind = 'l', .n = 4, .ints = {0, 2, 0, 2}}};
+    amd_tensor PY;
+    amd_status pst = {{0}};
+    cases++;
+    if (run_node(amd_op_find("MaxPool"), 12, pool_ok, 2, px, 1, &PY, &pst) || PY.rank != 4 || PY.dims[2] != 3 ||
+        PY.dims[3] != 7) {
+      printf("FAIL maxpool pads 2 on a 3x3 kernel: %s\n", pst.msg);
+      failures++;
+    } else {
+      printf("ok   maxpool pads 2 on a 3x3 kernel: output 3x7\n");
+      amd_tensor_free(&PY);
+    }
     amd_tensor_free(&X), amd_tensor_free(&W), amd_tensor_free(&W1), amd_tensor_free(&B);
     amd_tensor_free(&W2), amd_tensor_free(&W3), amd_tensor_free(&W4);
     amd_tensor_free(&MA), amd_tensor_free(&MB), amd_tensor_free(&MC);
