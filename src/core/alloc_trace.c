@@ -32,8 +32,6 @@ int amd_alloc_trace_open(const char *path, amd_status *st) {
   return 0;
 }
 
-int amd_alloc_trace_on(void) { return trace != NULL; }
-
 void amd_alloc_trace_alloc(int device, size_t bytes, const void *p) {
   if (!trace || !p) return;
   pthread_mutex_lock(&lock);

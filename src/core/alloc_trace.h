@@ -25,8 +25,6 @@
 /* Starts writing the trace to path (NULL or "": stays off). An error when the
  * file cannot be created; the trace is then off. */
 int amd_alloc_trace_open(const char *path, amd_status *st);
-/* 1 when a trace is being written (callers may skip work for the trace). */
-int amd_alloc_trace_on(void);
 void amd_alloc_trace_alloc(int device, size_t bytes, const void *p);
 void amd_alloc_trace_free(const void *p);
 void amd_alloc_trace_workspace(int slot, size_t bytes);
