@@ -11,9 +11,10 @@ import numpy as np
 
 
 def main() -> int:
-    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
-        print(__doc__, file=sys.stdout if sys.argv[1:2] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2
+    wants_help = sys.argv[1:2] in (["-h"], ["--help"])
+    if wants_help or len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
+        print(__doc__, file=sys.stdout if wants_help else sys.stderr)
+        return 0 if wants_help else 2
     out = sys.argv[1]
     try:
         n = int(sys.argv[2]) if len(sys.argv) == 3 else 10000
