@@ -4,9 +4,10 @@
  * train_kernels.cu, CUDA graphs of a step). The training kernels are
  * train_kernels.cu's.
  *
- * Memory: float tensors are device memory from a caching allocator (blocks
- * kept by rounded size and reused best-fit, so a training step after the
- * first makes no cudaMalloc); alloc zeroes with cudaMemsetAsync. Other dtypes are host
+ * Memory: float tensors are device memory from one arena of device addresses
+ * mapped as it grows (blocks split and merged; where the driver cannot, a
+ * cache of cudaMalloc blocks by rounded size): a training step after the
+ * first takes no new memory; alloc zeroes with cudaMemsetAsync. Other dtypes are host
  * memory (amd_tensor_alloc), because the ops' infer functions read them.
  * Everything is queued on one stream; copies to the host synchronise it,
  * uploads up to 8 MB do not (pinned staging, see amd_cu_from_host), nor do the
@@ -18,10 +19,17 @@
 
 #include "train_cuda.h"
 
+#include <cuda.h> /* the CUmem types; the functions come from the driver at run time (arena_open) */
+
+extern "C" {
+#include "../src/core/alloc_trace.h"
+#include "../src/core/range_alloc.h"
+}
+
 amd_cuda_state amd_cu;
 static char cu_name[160] = "cuda";
 
-/* ================================================================ caching allocator */
+/* ================================================================ device memory: the block cache, the arena */
 
 struct cu_block {
   void *p;
@@ -79,7 +87,161 @@ static int device_malloc(void **d, size_t sz, amd_status *st) {
   return 0;
 }
 
+/* ---- the arena: one range of device addresses, reserved once for the GPU's
+ * whole memory and mapped to memory as its end grows (the driver's virtual
+ * memory management); its blocks are src/core/range_alloc.c's, split and
+ * merged, so a freed block serves any smaller request and neighbours join
+ * (docs/gpu.md#where-the-memory-goes: within 1% of the live peak where the
+ * block cache above held 11% more). Mapped memory stays mapped until close,
+ * as the cache's blocks stay, so a step after the first maps nothing. Where
+ * the driver has no virtual memory management, or AMD_CUDA_ALLOCATOR=blocks,
+ * the block cache serves every request instead. */
+static int arena_wanted = 1; /* amd_cuda_allocator_blocks(0) */
+static struct {
+  int on;
+  CUdeviceptr base;
+  size_t reserved, mapped, gran;
+  CUmemAllocationProp prop;
+  CUmemAccessDesc access;
+  CUmemGenericAllocationHandle *handles; /* one per growth, in address order */
+  size_t *handle_bytes;
+  int n_handles, cap_handles;
+  amd_ranges ranges;
+  decltype(&cuMemGetAllocationGranularity) granularity;
+  decltype(&cuMemAddressReserve) reserve;
+  decltype(&cuMemAddressFree) address_free;
+  decltype(&cuMemCreate) create;
+  decltype(&cuMemRelease) release;
+  decltype(&cuMemMap) map;
+  decltype(&cuMemUnmap) unmap;
+  decltype(&cuMemSetAccess) set_access;
+} arena;
+
+/* A driver function (CUDA 12's forms) through the runtime, which loads the
+ * driver: no link against libcuda, so the binary runs where there is none. */
+template <class F> static bool driver_fn(const char *name, F *fn) {
+  void *p = NULL;
+  cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess || !p) {
+    cudaGetLastError();
+    return false;
+  }
+  *fn = (F)p;
+  return true;
+}
+
+/* Reserves the addresses on device dev; leaves arena.on 0 (the block cache)
+ * where anything is missing. */
+static void arena_open(int dev) {
+  memset(&arena, 0, sizeof arena);
+  if (!arena_wanted) return;
+  decltype(&cuDeviceGet) device_get;
+  decltype(&cuDeviceGetAttribute) device_attr;
+  CUdevice cd;
+  int vmm = 0;
+  if (!driver_fn("cuDeviceGet", &device_get) || !driver_fn("cuDeviceGetAttribute", &device_attr) ||
+      device_get(&cd, dev) != CUDA_SUCCESS ||
+      device_attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cd) != CUDA_SUCCESS || !vmm)
+    return;
+  if (!driver_fn("cuMemGetAllocationGranularity", &arena.granularity) ||
+      !driver_fn("cuMemAddressReserve", &arena.reserve) || !driver_fn("cuMemAddressFree", &arena.address_free) ||
+      !driver_fn("cuMemCreate", &arena.create) || !driver_fn("cuMemRelease", &arena.release) ||
+      !driver_fn("cuMemMap", &arena.map) || !driver_fn("cuMemUnmap", &arena.unmap) ||
+      !driver_fn("cuMemSetAccess", &arena.set_access))
+    return;
+  arena.prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  arena.prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  arena.prop.location.id = dev;
+  arena.access.location = arena.prop.location;
+  arena.access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  size_t free_b = 0, total = 0;
+  if (arena.granularity(&arena.gran, &arena.prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+      !arena.gran || cudaMemGetInfo(&free_b, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  arena.reserved = (total + arena.gran - 1) / arena.gran * arena.gran;
+  if (arena.reserve(&arena.base, arena.reserved, 0, 0, 0) != CUDA_SUCCESS) return;
+  amd_ranges_init(&arena.ranges, 512);
+  arena.on = 1;
+}
+
+/* Maps memory under the arena up to end (a multiple of the granularity more). */
+static int arena_grow(size_t end, amd_status *st) {
+  if (end <= arena.mapped) return 0;
+  if (amd_cu.capturing) return amd_fail(st, "a new allocation (%zu bytes) in a captured step", end - arena.mapped);
+  const size_t piece = (end - arena.mapped + arena.gran - 1) / arena.gran * arena.gran;
+  cudaSetDevice(amd_cu.device); /* the driver calls need the device's context current on this thread */
+  if (arena.n_handles == arena.cap_handles) {
+    const int nc = arena.cap_handles ? 2 * arena.cap_handles : 64;
+    CUmemGenericAllocationHandle *h = (CUmemGenericAllocationHandle *)realloc(arena.handles, nc * sizeof *h);
+    if (h) arena.handles = h;
+    size_t *b = (size_t *)realloc(arena.handle_bytes, nc * sizeof *b);
+    if (b) arena.handle_bytes = b;
+    if (!h || !b) return amd_fail(st, "out of memory");
+    arena.cap_handles = nc;
+  }
+  CUmemGenericAllocationHandle h;
+  CUresult e = arena.create(&h, piece, &arena.prop, 0);
+  if (e == CUDA_ERROR_OUT_OF_MEMORY) { /* the block cache's and the workspaces' neighbours may hold some */
+    cudaStreamSynchronize(amd_cu.stream);
+    release_unused();
+    e = arena.create(&h, piece, &arena.prop, 0);
+  }
+  if (e != CUDA_SUCCESS)
+    return amd_fail(st, "CUDA driver error %d mapping %zu more bytes of GPU memory (%zu held)", (int)e, piece,
+                    held_bytes);
+  const CUdeviceptr at = arena.base + arena.mapped;
+  if ((e = arena.map(at, piece, 0, h, 0)) != CUDA_SUCCESS || (e = arena.set_access(at, piece, &arena.access, 1))) {
+    arena.unmap(at, piece); /* (an error when nothing was mapped: nothing to undo) */
+    arena.release(h);
+    return amd_fail(st, "CUDA driver error %d mapping %zu bytes of GPU memory at the arena's end", (int)e, piece);
+  }
+  arena.handles[arena.n_handles] = h;
+  arena.handle_bytes[arena.n_handles++] = piece;
+  arena.mapped += piece;
+  n_mallocs++;
+  held_bytes += piece;
+  if (held_bytes > peak_bytes) peak_bytes = held_bytes;
+  return 0;
+}
+
+static int arena_malloc(void **p, size_t bytes, amd_status *st) {
+  size_t off;
+  const int rc = amd_ranges_take(&arena.ranges, bytes, arena.reserved, &off);
+  if (rc < 0) return amd_fail(st, "out of memory");
+  if (rc > 0)
+    return amd_fail(st, "%zu bytes do not fit the GPU's %zu (%zu in use)", bytes, arena.reserved, arena.ranges.end);
+  if (arena_grow(arena.ranges.end, st)) {
+    amd_ranges_give(&arena.ranges, off);
+    return -1;
+  }
+  *p = (void *)(arena.base + off);
+  amd_alloc_trace_alloc(1, bytes, *p);
+  return 0;
+}
+
+static void arena_close(void) {
+  if (!arena.on) return;
+  size_t at = 0;
+  for (int i = 0; i < arena.n_handles; i++) { /* each growth was mapped on its own: unmapped so */
+    arena.unmap(arena.base + at, arena.handle_bytes[i]);
+    arena.release(arena.handles[i]);
+    at += arena.handle_bytes[i];
+  }
+  arena.address_free(arena.base, arena.reserved);
+  held_bytes -= arena.mapped;
+  free(arena.handles);
+  free(arena.handle_bytes);
+  amd_ranges_destroy(&arena.ranges);
+  memset(&arena, 0, sizeof arena);
+}
+
+extern "C" void amd_cuda_allocator_blocks(int blocks) { arena_wanted = !blocks; }
+
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
+  if (arena.on) return arena_malloc(p, bytes, st);
   size_t sz = round_size(bytes ? bytes : 1);
   /* the smallest free block that fits, if it wastes less than a quarter (a
    * training step frees and asks again for many sizes: exact matches only
@@ -94,6 +256,7 @@ int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   if (best >= 0) {
     blocks[best].used = 1;
     *p = blocks[best].p;
+    amd_alloc_trace_alloc(1, bytes, *p);
     return 0;
   }
   if (n_blocks == cap_blocks) {
@@ -106,11 +269,18 @@ int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   if (device_malloc(&d, sz, st)) return -1;
   blocks[n_blocks++] = cu_block{d, sz, 1};
   *p = d;
+  amd_alloc_trace_alloc(1, bytes, d);
   return 0;
 }
 
 void amd_cu_free(void *p) {
   if (!p) return;
+  amd_alloc_trace_free(p);
+  const CUdeviceptr d = (CUdeviceptr)p;
+  if (arena.on && d >= arena.base && d < arena.base + arena.reserved) {
+    amd_ranges_give(&arena.ranges, (size_t)(d - arena.base));
+    return;
+  }
   for (int i = n_blocks - 1; i >= 0; i--)
     if (blocks[i].p == p) {
       blocks[i].used = 0;
@@ -135,15 +305,17 @@ int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st) {
     void *d;
     if (device_malloc(&d, sz, st)) return -1;
     workspaces[slot].p = d, workspaces[slot].size = sz;
+    amd_alloc_trace_workspace(slot, bytes);
   }
   *p = workspaces[slot].p;
   return 0;
 }
 
-extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs) {
+extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs, const char **allocator) {
   *held = held_bytes;
   *peak = peak_bytes;
   *mallocs = n_mallocs;
+  *allocator = arena.on ? "arena" : "block cache";
 }
 
 /* ================================================================ buffers */
@@ -494,6 +666,7 @@ extern "C" int amd_cuda_backend_open(int index, int debug_sync, const amd_backen
   snprintf(cu_name, sizeof cu_name, "cuda:%d (%.100s)", index, prop.name);
   amd_cu.device = index;
   amd_cu.open = 1;
+  arena_open(index);
   amd_cu.poison_outputs = poison_outputs;
   amd_prof_set_device_clock(cu_prof_clock);
   *be = &amd_backend_cuda;
@@ -512,6 +685,7 @@ extern "C" void amd_cuda_backend_close(void) {
   q8f_close();
   staging_close();
   amd_cu_steps_close();
+  arena_close();
   for (int i = 0; i < n_blocks; i++) cudaFree(blocks[i].p);
   for (int i = 0; i < AMD_CU_WS_COUNT; i++) cudaFree(workspaces[i].p);
   memset(workspaces, 0, sizeof workspaces);

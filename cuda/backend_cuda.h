@@ -42,10 +42,14 @@ void amd_cuda_poison_outputs(int on);
 void amd_cuda_gemm_exact(int exact);
 /* Frees the cached device memory and the context (at exit; optional). */
 void amd_cuda_backend_close(void);
-/* Bytes the caching allocator holds from cudaMalloc now and at most so far
- * (the process's GPU memory besides the CUDA context and cuBLAS's own), and
- * the number of cudaMalloc calls so far. */
-void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs);
+/* Bytes the allocator and the workspaces hold from the driver now and at
+ * most so far (the process's GPU memory besides the CUDA context and cuBLAS's
+ * own), the number of times they took more (cudaMalloc calls, the arena's
+ * growths), and which allocator serves the tensors ("arena" or "block cache"). */
+void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs, const char **allocator);
+/* blocks = 1: the cache of cudaMalloc blocks by rounded size instead of the
+ * arena (AMD_CUDA_ALLOCATOR=blocks), for the backend opened next. */
+void amd_cuda_allocator_blocks(int blocks);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,7 @@ static void read_env(void) {
     fprintf(stderr, "amdnn-onnx: %s; no allocation trace\n", st.msg);
 #ifdef AMD_HAVE_CUDA
   amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
+  amd_cuda_allocator_blocks(env.cuda_block_cache);
 #endif
 }
 
@@ -196,9 +197,10 @@ void api_memory_note(const amdnn_callbacks *cb, const amd_backend *be) {
   if (be != &amd_backend_cuda) return;
   size_t held, peak;
   long mallocs;
-  amd_cuda_alloc_stats(&held, &peak, &mallocs);
-  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the caching allocator (%ld cudaMalloc calls)",
-              (double)peak / 1048576.0, mallocs);
+  const char *allocator;
+  amd_cuda_alloc_stats(&held, &peak, &mallocs, &allocator);
+  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the %s and the workspaces (%ld device allocations)",
+              (double)peak / 1048576.0, allocator, mallocs);
 #else
   (void)cb, (void)be;
 #endif

@@ -5,13 +5,11 @@
  *
  *   a host BYTES ID       BYTES of host memory at ID (the pointer, in hex):
  *                         amd_tensor_alloc and the CPU backend's raw buffers
- *   a device BYTES ID     BYTES of device memory at ID
+ *   a device BYTES ID     BYTES of device memory at ID: the CUDA backend's
+ *                         tensors and buffers (arena or block cache)
  *   f ID                  the memory at ID freed
- *   w SLOT BYTES          a backend's grow-only workspace SLOT holds BYTES now
- *
- * Only host memory is traced so far: the CUDA backend's caching allocator and
- * its workspaces do not call these functions yet (tools/alloc_replay.py reads
- * the device and workspace lines for when they do).
+ *   w SLOT BYTES          the CUDA backend's grow-only workspace SLOT holds
+ *                         BYTES now
  *
  * "%p" in FILE becomes the process id (for several ranks). Off unless
  * amd_alloc_trace_open is given a path; then every call takes one lock. */

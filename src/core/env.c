@@ -41,6 +41,8 @@ amd_env amd_env_read(void) {
   if (lim && atof(lim) > 0) e.nccl_timeout_s = atof(lim);
   e.gemm_isa = getenv("AMD_GEMM_ISA");
   e.alloc_trace = getenv("AMD_ALLOC_TRACE");
+  const char *alloc = getenv("AMD_CUDA_ALLOCATOR");
+  e.cuda_block_cache = alloc && strcmp(alloc, "blocks") == 0;
   const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
   e.faults.cuda_poison_outputs = poison && strcmp(poison, "1") == 0;
   e.faults.ckpt_write_bytes = getenv("AMD_FAULT_WRITE_BYTES");

@@ -39,6 +39,7 @@ typedef struct amd_env {
   double nccl_timeout_s;      /* AMD_NCCL_TIMEOUT_S when > 0, else 1800 */
   const char *gemm_isa;       /* AMD_GEMM_ISA: the CPU GEMM's kernels, for benchmarks (gemm.h) */
   const char *alloc_trace;    /* AMD_ALLOC_TRACE: the allocation trace's file (alloc_trace.h); NULL: none */
+  int cuda_block_cache;       /* AMD_CUDA_ALLOCATOR=blocks: the CUDA backend's block cache, not its arena */
   amd_fault_hooks faults;
 } amd_env;
 

@@ -17,7 +17,9 @@
 #  - a float LeNet-5 in q8u:exact and q8s:exact trains and evaluates on the GPU, its q8 nodes native;
 #  - with an approximate 8-bit table and --q8-grad table (the table-derived backward, cuda/q8_grad.h) too:
 #    the loss falls, graph replay = --sync-steps, the first epoch's loss near the CPU's;
-#  - --lookahead, flip:alt, the triangle schedule: replayed = --sync-steps = --host-batches; --tta-shift on the GPU.
+#  - --lookahead, flip:alt, the triangle schedule: replayed = --sync-steps = --host-batches; --tta-shift on the GPU;
+#  - the arena and the block cache (AMD_CUDA_ALLOCATOR=blocks) train the same model, byte for byte, and the
+#    arena's run says it holds memory.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -103,19 +105,19 @@ if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/tdev.onnx" "$tmp/thost.onnx"
 else
   bad "GPU batches (float): exits $rc1 $rc2, $(cmp "$tmp/tdev.onnx" "$tmp/thost.onnx" 2>&1 | head -1)"
 fi
-# 6. a warm training step makes no cudaMalloc: `bench` (5 untimed steps first) reports as many calls after
+# 6. a warm training step takes no new device memory: `bench` (5 untimed steps first) reports as many after
 #    40 timed steps as after 2 (LeNet-5 acc32: cuBLAS; ResNet-8 am16: the mode GEMM's split-K workspace, BN)
 for spec in "lenet5 acc32" "resnet8 am16"; do
   set -- $spec
   n=()
   for steps in 2 40; do
     n+=("$("$amd" bench "$models/${1}_train.onnx" --batch 32 --steps $steps --mode "$2" --device cuda 2>&1 |
-      sed -n 's/.*(\([0-9]*\) cudaMalloc calls).*/\1/p')")
+      sed -n 's/.*(\([0-9]*\) device allocations).*/\1/p')")
   done
   if [ -n "${n[0]}" ] && [ "${n[0]}" = "${n[1]}" ]; then
-    ok "$1 $2: ${n[0]} cudaMalloc calls after 2 timed steps and after 40 (none in a warm step)"
+    ok "$1 $2: ${n[0]} device allocations after 2 timed steps and after 40 (none in a warm step)"
   else
-    bad "$1 $2: cudaMalloc calls '${n[0]:-}' after 2 steps, '${n[1]:-}' after 40"
+    bad "$1 $2: device allocations '${n[0]:-}' after 2 steps, '${n[1]:-}' after 40"
   fi
 done
 # 7. deferred steps (the default on a GPU) = --sync-steps: the model and every epoch line but the speed
@@ -230,5 +232,24 @@ gt=$("$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cuda --
 ct=$("$amd" eval "$tmp/a.onnx" --data "mnist:$idx" --limit 6000 --device cpu --tta --tta-shift 1 2>&1 | sed -n 's/^top1 \([0-9.]*\)%.*/\1/p')
 [ -n "$gt" ] && awk -v a="$gt" -v b="${ct:--9}" 'BEGIN { d = a - b; exit !(d < 0.5 && d > -0.5) }' \
   && ok "eval --tta --tta-shift 1: top1 $gt% on cuda, $ct% on the cpu" || bad "eval --tta --tta-shift 1: cuda '$gt', cpu '$ct'"
+# 11. where the memory comes from changes nothing computed: the arena (the default) and the block cache give the
+#     same model, byte for byte (LeNet-5, and ResNet-8 with its BatchNormalization), and both report a peak
+for spec in "lenet5 common" "resnet8 r8"; do
+  set -- $spec
+  if [ "$2" = common ]; then args=("${common[@]}" --epochs 1); else args=("${r8[@]}"); fi
+  "$amd" train "$models/${1}_train.onnx" "${args[@]}" -o "$tmp/arena_$1.onnx" >"$tmp/arena_$1.log" 2>&1
+  rc1=$?
+  AMD_CUDA_ALLOCATOR=blocks "$amd" train "$models/${1}_train.onnx" "${args[@]}" -o "$tmp/blocks_$1.onnx" \
+    >"$tmp/blocks_$1.log" 2>&1
+  rc2=$?
+  pa=$(sed -n 's/.*GPU memory: peak \([0-9.]*\) MiB.*/\1/p' "$tmp/arena_$1.log")
+  pb=$(sed -n 's/.*GPU memory: peak \([0-9.]*\) MiB.*/\1/p' "$tmp/blocks_$1.log")
+  if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/arena_$1.onnx" "$tmp/blocks_$1.onnx" && [ -n "$pa" ] && [ -n "$pb" ]; then
+    ok "$1: the arena's model = the block cache's, byte for byte (peaks $pa and $pb MiB)"
+  else
+    bad "$1 arena against blocks: exits $rc1 $rc2, $(cmp "$tmp/arena_$1.onnx" "$tmp/blocks_$1.onnx" 2>&1 | head -1), peaks '$pa' '$pb'"
+    tail -3 "$tmp/arena_$1.log"
+  fi
+done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
