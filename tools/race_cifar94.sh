@@ -21,7 +21,9 @@
 # Writes OUT_DIR/airbench94_fp32.{log,tsv}, OUT_DIR/<mode>_s<seed>/ (each
 # run's export, model, TSV and log) and OUT_DIR/race.md (the table).
 # Environment: SEEDS (3), RUNS (3), MODES (acc32), EPOCHS (11), RANKS (1; 2:
-# ours on two GPUs, tools/train_fastnet.sh's RANKS; airbench94 on one), AMDNN_ONNX
+# ours on two GPUs, tools/train_fastnet.sh's RANKS; airbench94 on one; with
+# RANKS=2 give EPOCHS=12: at 11, two GPUs' 512 images per BatchNormalization
+# landed at 93.94%, docs/results.md), AMDNN_ONNX
 # (default build/src/amdnn-onnx), PYTHON (an interpreter with torch,
 # torchvision and onnx; default the one tools/torch_python.sh finds).
 set -euo pipefail

@@ -77,7 +77,11 @@
 # Measured on one H200 (2026-11-29, the TSVs' training time, test passes
 # not counted): ResNet-18 torch 3.5, acc32 3.3, acc16 6.8, am16 8.1, fp16
 # 8.2 minutes; with the test passes and the start each run took 0.5-1 minute
-# more.
+# more. On two H200s: ResNet-18 am32 6.5 minutes (7.1 with the test passes);
+# one whole epoch (docs/results.md, time per epoch) ResNet-34 acc32 7.5 s,
+# am16 17.0, am32 26.8; ResNet-50 acc32 9.6, am16 20.9, am32 32.0: 30 epochs
+# of each at or up to 11% under the 2-GPU estimate above (which adds 7% for
+# the test passes).
 #
 # The whole table: about 4.7 h of training on one GPU, 2.6 h on two. Each
 # 10-minute call adds ~30 s (CUDA, the data, the resume), each lease 3-5 min
