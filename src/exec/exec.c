@@ -393,6 +393,12 @@ static void release_inputs(amd_run *r, const amd_node *n, int keep) {
   }
 }
 
+void amd_run_release(amd_run *r, int v) {
+  if (v < 0 || !r->owned[v] || r->g->values[v].is_graph_output || v == r->pinned || r->keep_all) return;
+  free_val(r->be, &r->vals[v]);
+  r->owned[v] = 0;
+}
+
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st) {
   const amd_graph *g = r->g;
   const amd_backend *be = r->be;

@@ -59,6 +59,10 @@ void amd_run_set_init(amd_run *r, int v, const amd_tensor *t);
  * frees each after its last reader (graph outputs stay). The previous pass's
  * tensors are freed first. */
 int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep, amd_status *st);
+/* Frees the data of value v, keeping its shape, when the last pass allocated
+ * it (an intermediate): for a backward walk done with it. Graph outputs, the
+ * pinned value and every value of a keep_all run stay. */
+void amd_run_release(amd_run *r, int v);
 /* Drops the static nodes' kept outputs (exec.c): the next pass keeps its
  * own. For a pass whose shapes are not the ones that follow (a probe with a
  * batch of 1); not while a captured CUDA graph may read them. */

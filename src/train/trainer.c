@@ -98,6 +98,7 @@ int amd_trainer_init(amd_trainer *t, amd_graph *g, const amd_trainer_opts *o, am
   t->bgrads = t->grads;
   t->run.pinned = t->logits_value;
   t->ctx.rng = 0x2545f4914f6cdd1dull;
+  if (amd_tr_plan_backward_frees(t, st)) goto fail;
   return 0;
 fail:
   amd_trainer_free(t);
@@ -138,6 +139,7 @@ void amd_trainer_free(amd_trainer *t) {
   amd_trainer_graph_reset(t);
   free(t->dvals);
   free(t->dfresh);
+  free(t->bwd_last);
   free(t->needs_grad);
   free(t->param_value);
   free(t->param_offset);

@@ -89,6 +89,10 @@ typedef struct amd_trainer {
   unsigned char *needs_grad; /* per value */
   amd_tensor *dvals;      /* per value: gradient of the loss */
   unsigned char *dfresh;  /* per value: its dval is unwritten, unzeroed memory (see grad_of) */
+  /* per value: the node whose backward is the last to read its data (the earliest in the graph that
+   * reads it), after which the backward walk frees it; -1: none frees it (no backward reads it, or the
+   * trainer reads it after the step: the logits, the BatchNormalization statistics) */
+  int *bwd_last;
   /* the CUDA graph of a deferred step (amd_trainer_step_deferred) */
   void *graph;            /* NULL: none captured */
   int64_t graph_n, graph_classes; /* its batch and the model's outputs */

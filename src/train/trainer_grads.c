@@ -10,7 +10,11 @@
  * (one block, zeroed with one memset). The walk frees a node's output
  * gradients once the node's backward has used them: every reader of a value
  * comes after its producer, so the gradient is complete and nobody else needs
- * it (at most the gradients of a few layers are alive at a time). */
+ * it (at most the gradients of a few layers are alive at a time). It frees
+ * the forward values as it goes too: each once the last backward that reads
+ * it has run (t->bwd_last), so that the saved activations of the layers
+ * behind the walk are gone while the layers ahead take their gradients
+ * (ResNet-50's peak otherwise holds all of both). */
 #include "trainer_internal.h"
 
 #include "../exec/backend.h"
@@ -51,6 +55,84 @@ static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *con
     }
     t->dfresh[n->in[k]] = 0; /* written by this backward either way */
   }
+  return 0;
+}
+
+int amd_tr_plan_backward_frees(amd_trainer *t, amd_status *st) {
+  const amd_graph *g = t->g;
+  free(t->bwd_last);
+  t->bwd_last = malloc(((size_t)g->n_values + 1) * sizeof *t->bwd_last);
+  if (!t->bwd_last) return amd_fail(st, "out of memory");
+  for (int v = 0; v < g->n_values; v++) t->bwd_last[v] = -1;
+  /* from the last node to the first, so that the earliest reader is the one that stays (the walk
+   * reaches it last); what reads a value is what exec.c's mark_bwd_reads counts */
+  for (int i = g->n_nodes - 1; i >= 0; i--) {
+    const amd_node *n = &g->nodes[i];
+    if (!n->op->backward) continue;
+    for (int k = 0; k < n->n_in; k++)
+      if (n->in[k] >= 0 && (k >= 32 || !((n->op->bwd_unread_in >> k) & 1))) t->bwd_last[n->in[k]] = i;
+    for (int o = 0; o < n->n_out; o++)
+      if (n->out[o] >= 0 && (o >= 32 || !((n->op->bwd_unread_out >> o) & 1))) t->bwd_last[n->out[o]] = i;
+  }
+  /* read after the walk: the logits (the deferred loss, the graph's class count), the statistics that
+   * amd_trainer_update_stats copies, the graph's outputs */
+  if (t->logits_value >= 0) t->bwd_last[t->logits_value] = -1;
+  for (int i = 0; i < t->n_stats; i++) t->bwd_last[t->stats[i][0]] = -1;
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].is_graph_output) t->bwd_last[v] = -1;
+  return 0;
+}
+
+/* After node i's place in the walk (its backward run or skipped): frees the
+ * node's output gradients, and the forward values whose last backward reader
+ * it is (only a node's own inputs and outputs can be). */
+static void release_after(amd_trainer *t, int i) {
+  const amd_node *n = &t->g->nodes[i];
+  for (int o = 0; o < n->n_out; o++)
+    if (n->out[o] >= 0 && !t->g->values[n->out[o]].init_in_block) amd_tr_free_dval(t, &t->dvals[n->out[o]]);
+  for (int k = 0; k < n->n_in; k++)
+    if (n->in[k] >= 0 && t->bwd_last[n->in[k]] == i) amd_run_release(&t->run, n->in[k]);
+  for (int o = 0; o < n->n_out; o++)
+    if (n->out[o] >= 0 && t->bwd_last[n->out[o]] == i) amd_run_release(&t->run, n->out[o]);
+}
+
+/* Node i's backward, when an output has a gradient and an input wants one. */
+static int backward_node(amd_trainer *t, int i, amd_status *st) {
+  const amd_node *n_ = &t->g->nodes[i];
+  const amd_tensor *dout[16];
+  amd_tensor *din[64], outs[16];
+  const amd_tensor *in[64];
+  if (!n_->op->backward) return 0;
+  int any_out = 0, any_in = 0;
+  for (int o = 0; o < n_->n_out; o++) {
+    int v = n_->out[o];
+    dout[o] = v >= 0 && t->dvals[v].data ? &t->dvals[v] : NULL;
+    if (v >= 0)
+      outs[o] = t->run.vals[v];
+    else
+      memset(&outs[o], 0, sizeof outs[o]);
+    any_out |= dout[o] != NULL;
+  }
+  if (!any_out) return 0;
+  memset(in, 0, sizeof in);
+  memset(din, 0, sizeof din);
+  for (int k = 0; k < n_->n_in; k++) {
+    int v = n_->in[k];
+    in[k] = v >= 0 ? &t->run.vals[v] : NULL;
+    din[k] = NULL;
+    if (v >= 0 && t->needs_grad[v] && !((n_->op->nondiff_inputs >> k) & 1)) {
+      if (!(din[k] = grad_of(t, v, st))) return -1;
+      any_in = 1;
+    }
+  }
+  if (!any_in) return 0;
+  t->ctx.rng = t->run.node_rng[i];
+  double t0 = AMD_PROF_T0;
+  if (first_writes(t, n_, in, din, &t->ctx.bwd_overwrite, st)) return -1;
+  const int rc = amd_backend_backward_node(t->be, n_, &t->ctx, in, outs, dout, din, st);
+  t->ctx.bwd_overwrite = 0;
+  if (rc) return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
+  if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
   return 0;
 }
 
@@ -98,46 +180,10 @@ int amd_tr_step_grads(amd_trainer *t, const amd_tensor *x, const int64_t *labels
   if (amd_prof_on) amd_prof_part_add(AMD_PROF_LOSS, amd_prof_clock() - t0);
 
   uint64_t rng_after = t->ctx.rng;
-  const amd_tensor *dout[16];
-  amd_tensor *din[64], outs[16];
-  const amd_tensor *in[64];
   for (int i = g->n_nodes - 1; i >= 0; i--) {
-    const amd_node *n_ = &g->nodes[i];
     if (t->backward_progress && t->backward_progress(t->progress_user, i, st)) return -1;
-    if (!n_->op->backward) continue;
-    int any_out = 0, any_in = 0;
-    for (int o = 0; o < n_->n_out; o++) {
-      int v = n_->out[o];
-      dout[o] = v >= 0 && t->dvals[v].data ? &t->dvals[v] : NULL;
-      if (v >= 0)
-        outs[o] = t->run.vals[v];
-      else
-        memset(&outs[o], 0, sizeof outs[o]);
-      any_out |= dout[o] != NULL;
-    }
-    if (!any_out) continue;
-    memset(in, 0, sizeof in);
-    memset(din, 0, sizeof din);
-    for (int k = 0; k < n_->n_in; k++) {
-      int v = n_->in[k];
-      in[k] = v >= 0 ? &t->run.vals[v] : NULL;
-      din[k] = NULL;
-      if (v >= 0 && t->needs_grad[v] && !((n_->op->nondiff_inputs >> k) & 1)) {
-        if (!(din[k] = grad_of(t, v, st))) return -1;
-        any_in = 1;
-      }
-    }
-    if (any_in) {
-      t->ctx.rng = t->run.node_rng[i];
-      double t0 = AMD_PROF_T0;
-      if (first_writes(t, n_, in, din, &t->ctx.bwd_overwrite, st)) return -1;
-      const int rc = amd_backend_backward_node(be, n_, &t->ctx, in, outs, dout, din, st);
-      t->ctx.bwd_overwrite = 0;
-      if (rc) return amd_fail_prefix(st, "backward of node '%s' (%s)", n_->name, n_->op->name);
-      if (amd_prof_on) amd_prof_op_add(n_->op->name, n_->op->is_gemm, 1, amd_prof_clock() - t0);
-    }
-    for (int o = 0; o < n_->n_out; o++)
-      if (n_->out[o] >= 0 && !g->values[n_->out[o]].init_in_block) amd_tr_free_dval(t, &t->dvals[n_->out[o]]);
+    if (backward_node(t, i, st)) return -1;
+    release_after(t, i);
   }
   t->ctx.rng = rng_after;
   if (t->backward_progress && t->backward_progress(t->progress_user, -1, st)) return -1;

@@ -45,6 +45,8 @@ int amd_tr_choose_params(amd_trainer *t, const amd_trainer_opts *o, const unsign
 /* needs_grad: the values on the loss path that depend on a parameter through nodes with a backward (a
  * gradient stops at a node without one). */
 void amd_tr_mark_needs_grad(amd_trainer *t, const unsigned char *on_path);
+/* Fills t->bwd_last (trainer_grads.c). */
+int amd_tr_plan_backward_frees(amd_trainer *t, amd_status *st);
 
 /* ---- trainer_bn.c */
 
