@@ -374,9 +374,9 @@ static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
     const amd_node *n = &g->nodes[i];
     if (!n->op->backward) continue;
     for (int k = 0; k < n->n_in; k++)
-      if (n->in[k] >= 0 && !((n->op->bwd_unread_in >> k) & 1)) bwd_reads[n->in[k]] = 1;
+      if (n->in[k] >= 0 && amd_op_bwd_reads_in(n->op, k)) bwd_reads[n->in[k]] = 1;
     for (int o = 0; o < n->n_out; o++)
-      if (n->out[o] >= 0 && !((n->op->bwd_unread_out >> o) & 1)) bwd_reads[n->out[o]] = 1;
+      if (n->out[o] >= 0 && amd_op_bwd_reads_out(n->op, o)) bwd_reads[n->out[o]] = 1;
   }
 }
 

@@ -111,6 +111,17 @@ typedef struct amd_op {
   int fuses_relu, fuses_add;
 } amd_op;
 
+/* Whether op's backward reads the data of input k / output k (its
+ * bwd_unread_* bit clear; past bit 31 there is no bit: read). What training
+ * keeps after the forward pass (exec.c) and frees during the backward walk
+ * (trainer_grads.c). */
+static inline int amd_op_bwd_reads_in(const amd_op *op, int k) {
+  return k >= 32 || !((op->bwd_unread_in >> k) & 1u);
+}
+static inline int amd_op_bwd_reads_out(const amd_op *op, int k) {
+  return k >= 32 || !((op->bwd_unread_out >> k) & 1u);
+}
+
 /* The table of every op (registry.c), indexed by amd_op_idx. */
 extern const amd_op *const amd_ops[];
 extern const int amd_op_count; /* AMD_OP_COUNT */

@@ -60,19 +60,18 @@ static int first_writes(amd_trainer *t, const amd_node *n, const amd_tensor *con
 
 int amd_tr_plan_backward_frees(amd_trainer *t, amd_status *st) {
   const amd_graph *g = t->g;
-  free(t->bwd_last);
   t->bwd_last = malloc(((size_t)g->n_values + 1) * sizeof *t->bwd_last);
   if (!t->bwd_last) return amd_fail(st, "out of memory");
   for (int v = 0; v < g->n_values; v++) t->bwd_last[v] = -1;
   /* from the last node to the first, so that the earliest reader is the one that stays (the walk
-   * reaches it last); what reads a value is what exec.c's mark_bwd_reads counts */
+   * reaches it last) */
   for (int i = g->n_nodes - 1; i >= 0; i--) {
     const amd_node *n = &g->nodes[i];
     if (!n->op->backward) continue;
     for (int k = 0; k < n->n_in; k++)
-      if (n->in[k] >= 0 && (k >= 32 || !((n->op->bwd_unread_in >> k) & 1))) t->bwd_last[n->in[k]] = i;
+      if (n->in[k] >= 0 && amd_op_bwd_reads_in(n->op, k)) t->bwd_last[n->in[k]] = i;
     for (int o = 0; o < n->n_out; o++)
-      if (n->out[o] >= 0 && (o >= 32 || !((n->op->bwd_unread_out >> o) & 1))) t->bwd_last[n->out[o]] = i;
+      if (n->out[o] >= 0 && amd_op_bwd_reads_out(n->op, o)) t->bwd_last[n->out[o]] = i;
   }
   /* read after the walk: the logits (the deferred loss, the graph's class count), the statistics that
    * amd_trainer_update_stats copies, the graph's outputs */
