@@ -293,7 +293,9 @@ static struct {
   size_t size;
 } workspaces[AMD_CU_WS_COUNT];
 
-int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st) {
+int amd_cu_scratch(int slot, size_t bytes, void **p, amd_status *st) {
+  *p = NULL;
+  if (arena.on) return amd_cu_malloc(p, bytes, st);
   if (workspaces[slot].size < bytes) {
     if (workspaces[slot].p) { /* the old one may still be in use by queued kernels */
       AMD_CUDA_CHECK(cudaStreamSynchronize(amd_cu.stream), st);
@@ -309,6 +311,10 @@ int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st) {
   }
   *p = workspaces[slot].p;
   return 0;
+}
+
+void amd_cu_scratch_done(void *p) {
+  if (p && arena.on) amd_cu_free(p);
 }
 
 extern "C" void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs, const char **allocator) {

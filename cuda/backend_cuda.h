@@ -50,6 +50,15 @@ void amd_cuda_alloc_stats(size_t *held, size_t *peak, long *mallocs, const char 
 /* blocks = 1: the cache of cudaMalloc blocks by rounded size instead of the
  * arena (AMD_CUDA_ALLOCATOR=blocks), for the backend opened next. */
 void amd_cuda_allocator_blocks(int blocks);
+/* The bytes that one chunk of images of a CUDA Conv may hold in its im2col
+ * matrix and reordered output together (AMD_CONV_WORKSPACE_MB; default
+ * AMD_CONV_WORKSPACE_DEFAULT): fewer images per chunk, less scratch, more
+ * and shorter GEMMs. Every Conv after the call. With the arena the scratch
+ * is held only while its node runs, so training's peak rarely sees it
+ * (ResNet-50 CIFAR at batch 128: the same 3,428 MiB at 512, 128 and 64;
+ * docs/gpu.md#where-the-memory-goes). */
+#define AMD_CONV_WORKSPACE_DEFAULT ((size_t)512 << 20)
+void amd_cuda_conv_workspace(size_t bytes);
 
 #ifdef __cplusplus
 }

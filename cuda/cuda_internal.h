@@ -30,13 +30,18 @@ extern amd_cuda_state amd_cu;
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st);
 void amd_cu_free(void *p);
 
-/* Grow-only workspaces for the large transient buffers of one op at a time
- * (Conv's im2col matrix and its reordered output / gradient): every Conv
- * shares them, where cached blocks of each layer's own size would all stay
- * held (ops run one after another on the one stream, so sharing is safe).
- * Counted in the allocator's held and peak bytes; freed at close. */
+/* Scratch for the large transient buffers of one op (Conv's im2col matrix
+ * and its reordered output / gradient), given back with amd_cu_scratch_done
+ * when the op has queued its kernels (the one stream orders the reuse). With
+ * the arena it is arena memory held only while the op runs, so the peak
+ * counts it only where it adds to what is live then (a training step's peak
+ * comes early in its backward pass, at ResNet-50's small last layers, while
+ * the largest im2col matrices belong to the first). With the block cache it
+ * is one grow-only buffer per slot that every Conv shares (cached blocks of
+ * each layer's own size would all stay held) and _done does nothing. */
 enum { AMD_CU_WS_COL, AMD_CU_WS_OUT, AMD_CU_WS_COUNT };
-int amd_cu_workspace(int slot, size_t bytes, void **p, amd_status *st);
+int amd_cu_scratch(int slot, size_t bytes, void **p, amd_status *st);
+void amd_cu_scratch_done(void *p);
 
 /* Frees the q8 ops' device state and their q8 GEMM context (cuda/ops/q8f.cu; at backend close). */
 void q8f_close(void);

@@ -45,7 +45,7 @@ cp "$src/tests/cli/test_sweep.sh" "$out/tests/cli/"
 cp "$src"/tests/faults/*.sh "$src"/tests/faults/*.py "$out/tests/faults/"
 cp "$src/tests/dist/compare_models.py" "$out/tests/dist/"
 cp "$src/tools/export_models.py" "$src/tools/bench_torch_train.py" "$src/tools/ncu_kernel_table.py" \
-  "$src/tools/torch_python.sh" "$out/tools/"
+  "$src/tools/torch_python.sh" "$src/tools/alloc_replay.py" "$out/tools/"
 cp "$src/tools/gpu_run_all.sh" "$out/run_all.sh"
 # OUT_DIR/amdnn-onnx: the tool with the bundle's libraries, for commands of one's own
 # (AMDNN_ONNX=OUT_DIR/amdnn-onnx tools/train_fastnet.sh ...)

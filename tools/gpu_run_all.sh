@@ -51,6 +51,12 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   # native outputs are not zeroed before the forward writes them: started as NaN here, an unwritten element shows
   t cuda-ops-poisoned env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m forward
   t cuda-ops-poisoned-grad env AMD_CUDA_POISON_OUTPUTS=1 bin/test_backend_ops -b cuda -m grad
+  # every Conv of the op cases in chunks of images against the CPU: one image a chunk (a cap of a byte), then
+  # three (the 20-image cases: 6 x 3 + 2); forward with the fused Add / Relu, both gradients, every mode and tier
+  for cap in 0.000001 0.15; do
+    t cuda-ops-chunked-$cap env AMD_CONV_WORKSPACE_MB=$cap bin/test_backend_ops -b cuda -m forward
+    t cuda-ops-grad-chunked-$cap env AMD_CONV_WORKSPACE_MB=$cap bin/test_backend_ops -b cuda -m grad
+  done
   if command -v compute-sanitizer >/dev/null; then
     for mode in forward grad; do
       t cuda-ops-$mode-memcheck compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
@@ -73,6 +79,14 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
       t "grad-cpu-vs-cuda-$n-$1-$3" sh tests/gpu/grad_cpu_vs_cuda.sh $amd $cmp "$m/${n}_train.onnx" "$m/golden/$n" \
         "$tmp/gc-$n-$1-$3" $1 $2 $3
     done
+  done
+  # whole models with every Conv in chunks (AMD_CONV_WORKSPACE_MB=1: of the goldens' 16 images, ResNet-8's 32x32
+  # layers one a chunk, LeNet-5's conv1 8), in acc32: in am16 the chunks' other split-K sums move last bits, and
+  # a last bit can carry an operand across one of am16's 2^-7 steps (as the fast tier's sums do above), by up to
+  # 7e-3 of the largest gradient in ResNet-8 (2026-11-29); the op cases above check every mode chunked
+  for n in lenet5 resnet8; do
+    t "grad-cpu-vs-cuda-$n-acc32-fast-chunked" env AMD_CONV_WORKSPACE_MB=1 sh tests/gpu/grad_cpu_vs_cuda.sh $amd \
+      $cmp "$m/${n}_train.onnx" "$m/golden/$n" "$tmp/gk-$n-acc32-fast" acc32 1e-4 fast
   done
   t train-cli bash tests/gpu/train_gpu.sh $amd "$m" data/idx
   t sweep-cli bash tests/cli/test_sweep.sh $amd "$m" data/idx cuda

@@ -330,12 +330,22 @@ static bool conv_pointwise(const amd_conv_geom &g) {
   return true;
 }
 
-/* Images per chunk so that the im2col buffer stays under 512 MB. */
+/* The bytes of a chunk's two scratch buffers (amd_cuda_conv_workspace). */
+static size_t conv_workspace_cap = AMD_CONV_WORKSPACE_DEFAULT;
+extern "C" void amd_cuda_conv_workspace(size_t bytes) { conv_workspace_cap = bytes ? bytes : 1; }
+
+/* Images per chunk: as many as keep the chunk's im2col matrix and its [M][L]
+ * output (or output gradient) together within conv_workspace_cap, at least
+ * one, and then spread evenly over the chunks that takes (ResNet-50's layer1
+ * at batch 128 and 128 MiB: 3 chunks of 43 images, not 51 + 51 + 26), so the
+ * last GEMM is not a short one. */
 static int64_t conv_chunk(const amd_conv_geom *g) {
-  double per = (double)g->group * (double)g->cg * (double)g->kvol * (double)g->osize * 4.0;
-  int64_t nb = per > 0 ? (int64_t)((double)(1 << 29) / per) : g->n;
-  if (nb < 1) nb = 1;
-  return nb < g->n ? nb : g->n;
+  const double per = ((double)g->group * (double)g->cg * (double)g->kvol + (double)g->m) * (double)g->osize * 4.0;
+  int64_t most = per > 0 ? (int64_t)((double)conv_workspace_cap / per) : g->n;
+  if (most < 1) most = 1;
+  if (most >= g->n) return g->n > 0 ? g->n : 1;
+  const int64_t chunks = (g->n + most - 1) / most;
+  return (g->n + chunks - 1) / chunks;
 }
 
 /* The floats of a chunk's im2col matrix and of its [M][L] output (or output gradient). */
@@ -434,14 +444,22 @@ static int conv_bwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom
   return 0;
 }
 
-/* The node's run: the backend's GEMM context and stream, its workspaces
- * (none for a pointwise forward). */
+/* The node's run: the backend's GEMM context and stream, its scratch
+ * buffers (none for a pointwise forward), given back by node_done. */
 static int node_run(const amd_conv_geom &g, bool need_workspace, conv_run *r, amd_status *st) {
   r->gemm = amd_cu.gemm, r->s = amd_cu.stream, r->col = r->out = NULL;
   if (!need_workspace) return 0;
   const int64_t chunk = conv_chunk(&g);
-  return amd_cu_workspace(AMD_CU_WS_COL, conv_col_floats(&g, chunk) * 4, (void **)&r->col, st) ||
-         amd_cu_workspace(AMD_CU_WS_OUT, conv_out_floats(&g, chunk) * 4, (void **)&r->out, st);
+  return amd_cu_scratch(AMD_CU_WS_COL, conv_col_floats(&g, chunk) * 4, (void **)&r->col, st) ||
+         amd_cu_scratch(AMD_CU_WS_OUT, conv_out_floats(&g, chunk) * 4, (void **)&r->out, st);
+}
+
+/* The node's kernels are queued: its scratch goes back (rc passes through). */
+static int node_done(conv_run *r, int rc) {
+  amd_cu_scratch_done(r->col);
+  amd_cu_scratch_done(r->out);
+  r->col = r->out = NULL;
+  return rc;
 }
 
 int conv_forward(FWD_ARGS) {
@@ -453,8 +471,8 @@ int conv_forward(FWD_ARGS) {
   conv_run r;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
-  if (node_run(g, !conv_pointwise(g), &r, st)) return -1;
-  return conv_fwd(r, n->mult, g, F(x), F(w), e, F(&out[0]), st);
+  if (node_run(g, !conv_pointwise(g), &r, st)) return node_done(&r, -1);
+  return node_done(&r, conv_fwd(r, n->mult, g, F(x), F(w), e, F(&out[0]), st));
 }
 
 int conv_backward(BWD_ARGS) {
@@ -471,8 +489,8 @@ int conv_backward(BWD_ARGS) {
       amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
     AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
-  if (node_run(g, dw || !conv_pointwise(g), &r, st)) return -1;
-  return conv_bwd(r, n->bwd_mult, g, F(x), F(w), F(dy), F(dx), acc_of(ctx, 0), F(dw), st);
+  if (node_run(g, dw || !conv_pointwise(g), &r, st)) return node_done(&r, -1);
+  return node_done(&r, conv_bwd(r, n->bwd_mult, g, F(x), F(w), F(dy), F(dx), acc_of(ctx, 0), F(dw), st));
 }
 
 /* ------------------------------------- the public API's entry (conv2d.h) */

@@ -41,6 +41,7 @@ static void read_env(void) {
 #ifdef AMD_HAVE_CUDA
   amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
   amd_cuda_allocator_blocks(env.cuda_block_cache);
+  if (env.conv_workspace_mb > 0) amd_cuda_conv_workspace((size_t)(env.conv_workspace_mb * 1048576.0));
 #endif
 }
 
@@ -199,8 +200,10 @@ void api_memory_note(const amdnn_callbacks *cb, const amd_backend *be) {
   long mallocs;
   const char *allocator;
   amd_cuda_alloc_stats(&held, &peak, &mallocs, &allocator);
-  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the %s and the workspaces (%ld device allocations)",
-              (double)peak / 1048576.0, allocator, mallocs);
+  /* the block cache holds Conv's scratch in two workspaces of its own; the arena lends it for each node */
+  const int arena = strcmp(allocator, "arena") == 0;
+  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the %s (%ld device allocations)",
+              (double)peak / 1048576.0, arena ? "arena" : "block cache and the Conv workspaces", mallocs);
 #else
   (void)cb, (void)be;
 #endif

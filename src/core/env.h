@@ -40,6 +40,7 @@ typedef struct amd_env {
   const char *gemm_isa;       /* AMD_GEMM_ISA: the CPU GEMM's kernels, for benchmarks (gemm.h) */
   const char *alloc_trace;    /* AMD_ALLOC_TRACE: the allocation trace's file (alloc_trace.h); NULL: none */
   int cuda_block_cache;       /* AMD_CUDA_ALLOCATOR=blocks: the CUDA backend's block cache, not its arena */
+  double conv_workspace_mb;   /* AMD_CONV_WORKSPACE_MB when > 0: a CUDA Conv chunk's im2col + output bytes; else 0 */
   amd_fault_hooks faults;
 } amd_env;
 

@@ -19,7 +19,8 @@
 #    the loss falls, graph replay = --sync-steps, the first epoch's loss near the CPU's;
 #  - --lookahead, flip:alt, the triangle schedule: replayed = --sync-steps = --host-batches; --tta-shift on the GPU;
 #  - the arena and the block cache (AMD_CUDA_ALLOCATOR=blocks) train the same model, byte for byte, and the
-#    arena's run says it holds memory.
+#    arena's run says it holds memory;
+#  - AMD_ALLOC_TRACE on the GPU: device lines, balanced (Conv's scratch included), replayed by tools/alloc_replay.py.
 # usage: train_gpu.sh AMDNN_ONNX MODELS_DIR IDX_DIR
 set -u
 amd=$1 models=$2 idx=$3
@@ -251,5 +252,28 @@ for spec in "lenet5 common" "resnet8 r8"; do
     tail -3 "$tmp/arena_$1.log"
   fi
 done
+# 12. the CUDA backend's allocation trace (AMD_ALLOC_TRACE): ResNet-8's training writes device lines, frees every
+#     block it allocated (Conv's scratch too, taken from the arena for each node: no grow-only workspace lines), and
+#     tools/alloc_replay.py replays it (its arena within a fifth of the live peak: 1.05x for the same run's host trace
+#     on the CPU)
+replay="$(cd "$(dirname "$0")/../.." && pwd)/tools/alloc_replay.py"
+if command -v python3 >/dev/null && [ -f "$replay" ]; then
+  AMD_ALLOC_TRACE="$tmp/r8.trace" "$amd" train "$models/resnet8_train.onnx" "${r8[@]}" -o "$tmp/r8t.onnx" \
+    >"$tmp/r8t.log" 2>&1
+  rc=$?
+  python3 "$replay" "$tmp/r8.trace" >"$tmp/r8.replay" 2>&1
+  na=$(sed -n 's/^trace .*: \([0-9]*\) device allocations, \([0-9]*\) frees$/\1/p' "$tmp/r8.replay")
+  nf=$(sed -n 's/^trace .*: \([0-9]*\) device allocations, \([0-9]*\) frees$/\2/p' "$tmp/r8.replay")
+  x=$(sed -n 's/^one arena: .* (\([0-9.]*\)x the live peak)$/\1/p' "$tmp/r8.replay")
+  if [ $rc -eq 0 ] && [ -n "$na" ] && [ "$na" -gt 0 ] && [ "$na" = "$nf" ] && ! grep -q '^workspaces: ' "$tmp/r8.replay" &&
+    awk -v x="${x:-9}" 'BEGIN { exit !(x >= 1 && x <= 1.2) }'; then
+    ok "AMD_ALLOC_TRACE on the GPU: $na device allocations, as many frees, the arena at ${x}x the live peak"
+  else
+    bad "AMD_ALLOC_TRACE on the GPU: exit $rc, '$na' allocations, '$nf' frees, arena '${x}'x"
+    head -5 "$tmp/r8.replay"
+  fi
+else
+  echo "skip 12: no python3 or no $replay"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
