@@ -23,6 +23,7 @@
 
 extern "C" {
 #include "../src/core/alloc_trace.h"
+#include "../src/core/env.h"
 #include "../src/core/range_alloc.h"
 }
 
@@ -239,6 +240,12 @@ static void arena_close(void) {
 }
 
 extern "C" void amd_cuda_allocator_blocks(int blocks) { arena_wanted = !blocks; }
+
+extern "C" void amd_cuda_settings_from_env(const amd_env *env) {
+  amd_cuda_poison_outputs(env->faults.cuda_poison_outputs);
+  amd_cuda_allocator_blocks(env->cuda_block_cache);
+  if (env->conv_workspace_mb > 0) amd_cuda_conv_workspace((size_t)(env->conv_workspace_mb * 1048576.0));
+}
 
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st) {
   if (arena.on) return arena_malloc(p, bytes, st);

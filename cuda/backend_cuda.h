@@ -59,6 +59,11 @@ void amd_cuda_allocator_blocks(int blocks);
  * docs/gpu.md#where-the-memory-goes). */
 #define AMD_CONV_WORKSPACE_DEFAULT ((size_t)512 << 20)
 void amd_cuda_conv_workspace(size_t bytes);
+/* The three settings above as the environment gives them (src/core/env.h:
+ * AMD_CUDA_POISON_OUTPUTS, AMD_CUDA_ALLOCATOR, AMD_CONV_WORKSPACE_MB), for
+ * the backend opened next: the library's sessions and the op test. */
+struct amd_env;
+void amd_cuda_settings_from_env(const struct amd_env *env);
 
 #ifdef __cplusplus
 }

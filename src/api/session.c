@@ -31,7 +31,7 @@
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 /* The process's environment (core/env.h), read once: what the library takes
- * before any work (AMD_GEMM_ISA, AMD_CUDA_POISON_OUTPUTS, AMD_ALLOC_TRACE). */
+ * before any work (AMD_GEMM_ISA, AMD_ALLOC_TRACE, the CUDA backend's). */
 static void read_env(void) {
   const amd_env env = amd_env_read();
   amd_gemm_force_isa(env.gemm_isa);
@@ -39,9 +39,7 @@ static void read_env(void) {
   if (amd_alloc_trace_open(env.alloc_trace, &st)) /* before any session: no status to return it in */
     fprintf(stderr, "amdnn-onnx: %s; no allocation trace\n", st.msg);
 #ifdef AMD_HAVE_CUDA
-  amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
-  amd_cuda_allocator_blocks(env.cuda_block_cache);
-  if (env.conv_workspace_mb > 0) amd_cuda_conv_workspace((size_t)(env.conv_workspace_mb * 1048576.0));
+  amd_cuda_settings_from_env(&env);
 #endif
 }
 

@@ -3,7 +3,8 @@
  * selects device 0 and, with AMD_CUDA_POISON_OUTPUTS=1 (the suite's
  * poisoned runs), starts every native output as NaN so that an element a
  * kernel leaves unwritten shows; AMD_CONV_WORKSPACE_MB (the chunked runs)
- * sets how many images a Conv takes at a time. Its GEMM tiers: the fast one by default,
+ * sets how many images a Conv takes at a time (amd_cuda_settings_from_env:
+ * the environment's CUDA settings as a session takes them). Its GEMM tiers: the fast one by default,
  * the exact one for the mode "am16 exact tier". */
 #include "../../cuda/backend_cuda.h"
 #include "core/env.h"
@@ -21,8 +22,7 @@ static int cuda_open(const amd_backend **be, const amd_train_kernels **tk, char 
                      amd_status *st) {
   if (!cuda_available(why, n)) return 77;
   const amd_env env = amd_env_read();
-  amd_cuda_poison_outputs(env.faults.cuda_poison_outputs);
-  if (env.conv_workspace_mb > 0) amd_cuda_conv_workspace((size_t)(env.conv_workspace_mb * 1048576.0));
+  amd_cuda_settings_from_env(&env);
   if (amd_cuda_backend_open(0, 0, be, st)) return -1;
   if (amd_train_kernels_add(&amd_train_kernels_cuda, st)) return -1;
   *tk = amd_train_kernels_for((*be)->device);
