@@ -3,7 +3,7 @@
  * (M = Cout, N = 9 Cin, K = 128 H W, B transposed: long K, split-K) and
  * backward-data (M = 9 Cin, N = 128 H W, K = Cout, A transposed), for every
  * mode; acc32 is cuBLAS SGEMM with TF32 off, the baseline of each shape.
- * Times with CUDA events: 2 warm-up runs, then the median of 7. Prints
+ * Times with CUDA events: 2 warm-up runs, then the median of 7 (BENCH_GEMM_RUNS=N: of N). Prints
  * T multiply-accumulates/s per mode and shape and the ratio to cuBLAS.
  * Then the shapes that the large tile mostly pads (LeNet-5's convolutions,
  * ResNet-18's first weight gradient): ms with each tile forced and as picked.
@@ -31,13 +31,22 @@ static int cmpf(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median time in ms of 7 runs (after 2 warm-up runs) of one GEMM. */
+/* Timed runs per GEMM: 7, or BENCH_GEMM_RUNS (1 to 7; with 1, no warm-up either: one launch per GEMM, for
+ * profilers that replay each launch, tools/gemm_stalls.sh). */
+static int timed_runs(void) {
+  const char *e = getenv("BENCH_GEMM_RUNS");
+  const int n = e ? atoi(e) : 7;
+  return n >= 1 && n <= 7 ? n : 7;
+}
+
+/* Median time in ms of the timed runs (after 2 warm-up runs) of one GEMM. */
 static float time_gemm(amd_cuda_gemm_ctx *ctx, cudaStream_t stream, cudaEvent_t e0, cudaEvent_t e1,
                        const amd_mult *mult, const shape *sh, const float *A, const float *B, float *C) {
   amd_status st = {{0}};
   const long long lda = sh->ta ? sh->M : sh->K, ldb = sh->tb ? sh->K : sh->N;
+  const int runs = timed_runs(), warm = runs == 1 ? 0 : 2;
   float ms[7];
-  for (int r = 0; r < 9; r++) {
+  for (int r = 0; r < warm + runs; r++) {
     CK(cudaEventRecord(e0, stream));
     if (amd_cuda_gemm(ctx, mult, sh->ta, sh->tb, sh->M, sh->N, sh->K, 1.0f, A, lda, 0, B, ldb, 0, 0.0f, C,
                       sh->N, 0, 1, &st)) {
@@ -46,10 +55,10 @@ static float time_gemm(amd_cuda_gemm_ctx *ctx, cudaStream_t stream, cudaEvent_t 
     }
     CK(cudaEventRecord(e1, stream));
     CK(cudaEventSynchronize(e1));
-    if (r >= 2) CK(cudaEventElapsedTime(&ms[r - 2], e0, e1));
+    if (r >= warm) CK(cudaEventElapsedTime(&ms[r - warm], e0, e1));
   }
-  qsort(ms, 7, sizeof ms[0], cmpf);
-  return ms[3];
+  qsort(ms, runs, sizeof ms[0], cmpf);
+  return ms[runs / 2];
 }
 
 int main(int argc, char **argv) {

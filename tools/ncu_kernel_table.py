@@ -18,8 +18,21 @@ instructions issued per multiply-add (32 per warp instruction) and the share
 of cycles in which a scheduler issued one. A kernel that issues I
 instructions per multiply-add runs at most schedulers x 32 lanes x clock / I
 multiply-adds per second (4 x 132 x 32 x 1.98 GHz / I on an H100 SXM).
+
+    ncu --csv --metrics gpu__time_duration.sum,smsp__inst_executed.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio,\
+regex:sm__inst_executed_pipe_[a-z0-9_]+\.avg\.pct_of_peak_sustained_active CMD > k.csv
+    python3 tools/ncu_kernel_table.py k.csv --stalls MACS
+
+With --stalls (tools/gemm_stalls.sh): the --issue line, then why the
+schedulers did not issue on the other cycles: the warps stalled for each
+reason per cycle that issued (Nsight Compute's "per issue active"; the
+largest first, those under 0.05 left out; "selected" is the one that issued),
+and each pipe's share of its peak instruction rate (5% and more).
 """
 import csv
+import re
 import sys
 
 
@@ -55,30 +68,53 @@ def time_table(path, steps):
     print("%-60s %8d %12.1f" % ("all", sum(n for n, _ in per.values()), total))
 
 
-def issue_table(path, macs):
+def launch_groups(path):
+    """{(kernel, grid): [each launch's {metric: row}]}, in the order of the first launch."""
     launches = {}  # ID -> (kernel, grid, {metric: row})
     for row in rows(path):
         k = launches.setdefault(row["ID"], (row["Kernel Name"], row["Grid Size"], {}))
         k[2][row["Metric Name"]] = row
-    groups = {}  # (kernel, grid) -> launches' metrics, in the order of the first launch
+    groups = {}
     for _, (kernel, grid, m) in sorted(launches.items(), key=lambda kv: int(kv[0])):
         groups.setdefault((kernel, grid), []).append(m)
+    return groups
+
+
+def mean_of(ms, metric):
+    vals = [number(m[metric]) for m in ms if metric in m]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_([a-z_]+)_per_issue_active\.ratio$")
+PIPE = re.compile(r"^sm__inst_executed_pipe_([a-z0-9_]+)\.avg\.pct_of_peak_sustained_active$")
+
+
+def issue_table(path, macs, stalls=False):
+    groups = launch_groups(path)
     print("%-48s %-14s %8s %10s %10s %8s" % ("kernel", "grid", "launches", "mean us", "instr/MAC", "issue %"))
     for (kernel, grid), ms in groups.items():
-        def mean(metric):
-            vals = [number(m[metric]) for m in ms if metric in m]
-            return sum(vals) / len(vals) if vals else float("nan")
         us = sum(microseconds(m["gpu__time_duration.sum"]) for m in ms) / len(ms)
         name = kernel.replace("(anonymous namespace)::", "").replace("<unnamed>::", "").split("(")[0][:48]
         print("%-48s %-14s %8d %10.1f %10.3f %8.1f" % (name, grid, len(ms), us,
-                                                      32 * mean("smsp__inst_executed.sum") / macs,
-                                                      mean("smsp__issue_active.avg.pct_of_peak_sustained_active")))
+                                                      32 * mean_of(ms, "smsp__inst_executed.sum") / macs,
+                                                      mean_of(ms, "smsp__issue_active.avg.pct_of_peak_sustained_active")))
+        if not stalls:
+            continue
+        names = sorted({k for m in ms for k in m})
+        reasons = [(STALL.match(k).group(1), mean_of(ms, k)) for k in names if STALL.match(k)]
+        pipes = [(PIPE.match(k).group(1), mean_of(ms, k)) for k in names if PIPE.match(k)]
+        occ = mean_of(ms, "sm__warps_active.avg.pct_of_peak_sustained_active")
+        print("    stalled warps per issue: " + ", ".join(
+            "%s %.2f" % (r, v) for r, v in sorted(reasons, key=lambda rv: -rv[1]) if v >= 0.05))
+        print("    pipes, % of peak: " + ", ".join(
+            "%s %.1f" % (p, v) for p, v in sorted(pipes, key=lambda pv: -pv[1]) if v >= 5.0) +
+            ("; warps active %.1f%% of the SM's maximum" % occ if occ == occ else ""))
 
 
 def main():
     args = sys.argv[1:]
-    if len(args) == 3 and args[1] == "--issue":
-        issue_table(args[0], float(args[2]))
+    if len(args) == 3 and args[1] in ("--issue", "--stalls"):
+        issue_table(args[0], float(args[2]), stalls=args[1] == "--stalls")
     else:
         time_table(args[0], float(args[1]) if len(args) > 1 else 0)
 

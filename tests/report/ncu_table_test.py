@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""tools/ncu_kernel_table.py --issue and --stalls on an Nsight Compute CSV written here (the form `ncu --csv`
+prints, its own messages and a program's lines between the rows): two launches of one kernel and grid are
+averaged, another grid gets its own line, and the stall reasons and pipes come out largest first, with the
+small ones left out.
+
+    ncu_table_test.py TOOLS_DIR"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HEAD = ['ID', 'Process ID', 'Process Name', 'Host Name', 'Kernel Name', 'Context', 'Stream', 'Block Size',
+        'Grid Size', 'Device', 'CC', 'Section Name', 'Metric Name', 'Metric Unit', 'Metric Value']
+KERNEL = 'void (anonymous namespace)::mode_kernel<5, 2, 0>((anonymous namespace)::Params)'
+
+
+def row(launch, grid, metric, unit, value):
+    cells = [str(launch), '1', 'bench-cuda-gemm', '127.0.0.1', KERNEL, '1', '13', '(256, 1, 1)', grid, '0',
+             '9.0', 'Command line profiler metrics', metric, unit, value]
+    return ','.join('"%s"' % c for c in cells)
+
+
+def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu):
+    st = 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio'
+    pipe = 'sm__inst_executed_pipe_%s.avg.pct_of_peak_sustained_active'
+    return [row(i, grid, 'gpu__time_duration.sum', 'usecond', us),
+            row(i, grid, 'smsp__inst_executed.sum', 'inst', warp_insts),
+            row(i, grid, 'smsp__issue_active.avg.pct_of_peak_sustained_active', '%', issue),
+            row(i, grid, 'sm__warps_active.avg.pct_of_peak_sustained_active', '%', '24.9'),
+            row(i, grid, st % 'barrier', '', barrier),
+            row(i, grid, st % 'wait', '', wait),
+            row(i, grid, st % 'selected', '', '1'),
+            row(i, grid, st % 'sleeping', '', '0.01'),   # under 0.05: left out
+            row(i, grid, pipe % 'fma', '%', '61.5'),
+            row(i, grid, pipe % 'lsu', '%', lsu),
+            row(i, grid, pipe % 'tensor', '%', '0')]     # under 5%: left out
+
+
+def main():
+    tools = sys.argv[1]
+    macs = 1000.0
+    lines = ['"' + '","'.join(HEAD) + '"', '==PROF== Connected to process 1', 'device: NVIDIA H200, 132 SMs']
+    # grid (512, 1, 1): 0.5 and 0.7 barrier warps, so 0.60; instructions 100 and 120 warp instructions a
+    # launch: 32 * 110 / 1000 = 3.520 a MAC
+    lines += launch(0, '(512, 1, 1)', '10', '100', '70', '0.5', '0.2', '8')
+    lines += launch(1, '(512, 1, 1)', '14', '120', '74', '0.7', '0.2', '12')
+    lines += launch(2, '(96, 1, 1)', '5', '1,000', '50', '0.1', '0.9', '3')
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'k.csv')
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        tool = [sys.executable, os.path.join(tools, 'ncu_kernel_table.py'), path]
+        issue = subprocess.run(tool + ['--issue', str(macs)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(tool + ['--stalls', str(macs)], capture_output=True, text=True, check=True).stdout
+    print(out)
+    bad = []
+
+    def want(cond, what):
+        if not cond:
+            bad.append(what)
+    kl = [l for l in out.splitlines() if 'mode_kernel<' in l]
+    want(len(kl) == 2, 'one line per kernel and grid (2), got %d' % len(kl))
+    if len(kl) == 2:
+        f0, f1 = kl[0].split(), kl[1].split()
+        want(f0[-4:] == ['2', '12.0', '3.520', '72.0'], 'grid 512: 2 launches, 12.0 us, 3.520 a MAC, 72.0%%: %s' % f0)
+        want(f1[-4:] == ['1', '5.0', '32.000', '50.0'], 'grid 96: 1 launch, 5.0 us, 32.000 a MAC, 50.0%%: %s' % f1)
+    stalls = [l.strip() for l in out.splitlines() if l.strip().startswith('stalled')]
+    pipes = [l.strip() for l in out.splitlines() if l.strip().startswith('pipes')]
+    want(stalls[:1] == ['stalled warps per issue: selected 1.00, barrier 0.60, wait 0.20'],
+         'grid 512 stalls, largest first, sleeping left out: %s' % stalls[:1])
+    want(stalls[1:2] == ['stalled warps per issue: selected 1.00, wait 0.90, barrier 0.10'],
+         'grid 96 stalls: %s' % stalls[1:2])
+    want(pipes[:1] == ['pipes, % of peak: fma 61.5, lsu 10.0; warps active 24.9% of the SM\'s maximum'],
+         'grid 512 pipes, tensor left out: %s' % pipes[:1])
+    want(pipes[1:2] == ['pipes, % of peak: fma 61.5; warps active 24.9% of the SM\'s maximum'],
+         'grid 96 pipes, lsu under 5%% left out: %s' % pipes[1:2])
+    want('stalled' not in issue and len([l for l in issue.splitlines() if 'mode_kernel<' in l]) == 2,
+         '--issue prints the kernel lines alone')
+    for b in bad:
+        print('FAIL: ' + b)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == '__main__':
+    main()
