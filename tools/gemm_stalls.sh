@@ -33,7 +33,7 @@ metrics=$metrics,'regex:sm__inst_executed_pipe_[a-z0-9_]+\.avg\.pct_of_peak_sust
 rc=0
 for mode in ${modes//,/ }; do
   echo "== $mode (every shape is 4.83 G multiply-adds)"
-  BENCH_GEMM_RUNS=1 ncu --csv --metrics "$metrics" -k regex:mode_kernel "$bin/bench-cuda-gemm" "$mode" \
+  BENCH_GEMM_RUNS=1 ncu --clock-control none --csv --metrics "$metrics" -k regex:mode_kernel "$bin/bench-cuda-gemm" "$mode" \
     >"$out/ncu_$mode.csv" 2>"$out/ncu_$mode.err" || { echo "ncu failed: $(tail -3 "$out/ncu_$mode.err")"; rc=1; continue; }
   python3 "$here/ncu_kernel_table.py" "$out/ncu_$mode.csv" --stalls 4831838208 || rc=1
 done
