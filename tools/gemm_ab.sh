@@ -6,6 +6,8 @@
 #  2. test_cuda_gemm of the new build (the products against the CPU's);
 #  3. bench-cuda-gemm of both, alternated RUNS times (default 2), and the
 #     change of the medians per mode and shape (tools/gemm_bench_compare.py);
+#     MODES (a comma list, default every mode) limits the benchmark to those
+#     modes and cuBLAS's baseline;
 #  4. with NCU=1 and ncu on the PATH: Nsight Compute's instructions per
 #     multiply-add and issue share of both builds' kernels for NCU_MODES
 #     (default acc16,fp16,mit16; tools/ncu_kernel_table.py).
@@ -48,8 +50,8 @@ tested=$?
 echo "test_cuda_gemm (new): exit $tested, $(tail -2 "$out/test_cuda_gemm.txt" | tr '\n' ' ')"
 
 for i in $(seq "$runs"); do
-  "$old/bench-cuda-gemm" >"$out/bench_old_$i.txt" 2>&1
-  "$new/bench-cuda-gemm" >"$out/bench_new_$i.txt" 2>&1
+  "$old/bench-cuda-gemm" ${MODES:+"$MODES"} >"$out/bench_old_$i.txt" 2>&1
+  "$new/bench-cuda-gemm" ${MODES:+"$MODES"} >"$out/bench_new_$i.txt" 2>&1
 done
 python3 "$here/gemm_bench_compare.py" --old "$out"/bench_old_*.txt --new "$out"/bench_new_*.txt | tee "$out/compare.txt"
 
@@ -58,7 +60,7 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   for v in old new; do
     bin=$old
     [ $v = new ] && bin=$new
-    ncu --csv --metrics "$metrics" -c 120 "$bin/bench-cuda-gemm" "${NCU_MODES:-acc16,fp16,mit16}" >"$out/ncu_$v.csv" 2>"$out/ncu_$v.err"
+    ncu --clock-control none --csv --metrics "$metrics" -c 120 "$bin/bench-cuda-gemm" "${NCU_MODES:-acc16,fp16,mit16}" >"$out/ncu_$v.csv" 2>"$out/ncu_$v.err"
     echo "Nsight Compute, $v build (every bench shape is 4.83 G multiply-adds):"
     python3 "$here/ncu_kernel_table.py" "$out/ncu_$v.csv" --issue 4831838208
   done
