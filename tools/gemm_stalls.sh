@@ -3,8 +3,9 @@
 # bench-cuda-gemm's twelve ResNet-18 shapes (one launch each:
 # BENCH_GEMM_RUNS=1), one mode at a time, with the instructions per
 # multiply-add and the issue share (as tools/gemm_ab.sh's NCU=1), the warps
-# stalled per issuing cycle for each reason, and each pipe's share of its
-# peak rate (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
+# stalled per issuing cycle for each reason, each pipe's share of its peak
+# rate and the shared-memory wavefronts per load instruction (more than 1:
+# bank conflicts) (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
 # profiled (mode_kernel: the 64- and 128-row tiles; the am16 / mbm14 fast
 # tier's Mitchell part is mode_kernel<11 / 12, ...>; their exact tier
 # mode_kernel<2 / 7, ...>), not split_reduce, tier_extend or cuBLAS.
@@ -30,6 +31,8 @@ metrics=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pc
 metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics=$metrics,'regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio'
 metrics=$metrics,'regex:sm__inst_executed_pipe_[a-z0-9_]+\.avg\.pct_of_peak_sustained_active'
+# shared-memory loads: wavefronts per request (1: no bank conflict; lut's table lookups)
+metrics=$metrics,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
 rc=0
 for mode in ${modes//,/ }; do
   echo "== $mode (every shape is 4.83 G multiply-adds)"
