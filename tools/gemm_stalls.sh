@@ -4,8 +4,8 @@
 # BENCH_GEMM_RUNS=1), one mode at a time, with the instructions per
 # multiply-add and the issue share (as tools/gemm_ab.sh's NCU=1), the warps
 # stalled per issuing cycle for each reason, each pipe's share of its peak
-# rate and the shared-memory wavefronts per load instruction (more than 1:
-# bank conflicts) (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
+# rate and the shared-memory bank conflicts per load instruction
+# (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
 # profiled (mode_kernel: the 64- and 128-row tiles; the am16 / mbm14 fast
 # tier's Mitchell part is mode_kernel<11 / 12, ...>; their exact tier
 # mode_kernel<2 / 7, ...>), not split_reduce, tier_extend or cuBLAS.
@@ -14,9 +14,9 @@
 #
 # BIN_DIR holds bench-cuda-gemm (a bundle's bin/, or build/tests/gpu/);
 # MODES is a comma list (default mit16,am16,acc16,fp16,am32,lut). OUT_DIR
-# gets ncu_MODE.csv and .err; the tables go to stdout. Each mode takes
-# Nsight Compute's replays of 12 launches (am16 and mbm14: 24, both tiers),
-# about half a minute on an H200.
+# gets ncu_MODE.csv and .err; the tables go to stdout. Each mode profiles
+# 12 launches (am16 and mbm14: 24, both tiers), each replayed once per
+# group of metrics that Nsight Compute can collect together.
 set -u
 if [ $# -lt 2 ]; then
   sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -31,8 +31,8 @@ metrics=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pc
 metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics=$metrics,'regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio'
 metrics=$metrics,'regex:sm__inst_executed_pipe_[a-z0-9_]+\.avg\.pct_of_peak_sustained_active'
-# shared-memory loads: wavefronts per request (1: no bank conflict; lut's table lookups)
-metrics=$metrics,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
+# shared-memory loads and their bank conflicts (lut's table lookups)
+metrics=$metrics,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
 rc=0
 for mode in ${modes//,/ }; do
   echo "== $mode (every shape is 4.83 G multiply-adds)"

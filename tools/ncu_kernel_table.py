@@ -30,9 +30,9 @@ schedulers did not issue on the other cycles: the warps stalled for each
 reason per cycle that issued (Nsight Compute's "per issue active"; the
 largest first, those under 0.05 left out; "selected" is the one that issued),
 each pipe's share of its peak instruction rate (5% and more) and, with
-l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum and
-smsp__inst_executed_op_shared_ld.sum, the shared-memory wavefronts per load
-instruction (1.0 without bank conflicts).
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum and
+smsp__inst_executed_op_shared_ld.sum, the shared-memory bank conflicts per
+load instruction (0 without any).
 """
 import csv
 import re
@@ -107,14 +107,15 @@ def issue_table(path, macs, stalls=False):
         reasons = [(STALL.match(k).group(1), mean_of(ms, k)) for k in names if STALL.match(k)]
         pipes = [(PIPE.match(k).group(1), mean_of(ms, k)) for k in names if PIPE.match(k)]
         occ = mean_of(ms, "sm__warps_active.avg.pct_of_peak_sustained_active")
-        wf = mean_of(ms, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+        conflicts = mean_of(ms, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
         lds = mean_of(ms, "smsp__inst_executed_op_shared_ld.sum")
         print("    stalled warps per issue: " + ", ".join(
             "%s %.2f" % (r, v) for r, v in sorted(reasons, key=lambda rv: -rv[1]) if v >= 0.05))
         print("    pipes, % of peak: " + ", ".join(
             "%s %.1f" % (p, v) for p, v in sorted(pipes, key=lambda pv: -pv[1]) if v >= 5.0) +
             ("; warps active %.1f%% of the SM's maximum" % occ if occ == occ else "") +
-            ("; shared loads: %.2f wavefronts each" % (wf / lds) if wf == wf and lds == lds and lds > 0 else ""))
+            ("; shared loads: %.2f bank conflicts each" % (conflicts / lds)
+             if conflicts == conflicts and lds == lds and lds > 0 else ""))
 
 
 def main():

@@ -35,8 +35,8 @@ def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu):
             row(i, grid, pipe % 'fma', '%', '61.5'),
             row(i, grid, pipe % 'lsu', '%', lsu),
             row(i, grid, pipe % 'tensor', '%', '0'),     # under 5%: left out
-            row(i, grid, 'l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum', '', '300'),
-            row(i, grid, 'smsp__inst_executed_op_shared_ld.sum', 'inst', '120')]  # 2.50 wavefronts a load
+            row(i, grid, 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum', '', '300'),
+            row(i, grid, 'smsp__inst_executed_op_shared_ld.sum', 'inst', '120')]  # 2.50 conflicts a load
 
 
 def main():
@@ -74,10 +74,10 @@ def main():
     want(stalls[1:2] == ['stalled warps per issue: selected 1.00, wait 0.90, barrier 0.10'],
          'grid 96 stalls: %s' % stalls[1:2])
     want(pipes[:1] == ['pipes, % of peak: fma 61.5, lsu 10.0; warps active 24.9% of the SM\'s maximum; '
-                       'shared loads: 2.50 wavefronts each'],
+                       'shared loads: 2.50 bank conflicts each'],
          'grid 512 pipes, tensor left out: %s' % pipes[:1])
     want(pipes[1:2] == ['pipes, % of peak: fma 61.5; warps active 24.9% of the SM\'s maximum; '
-                        'shared loads: 2.50 wavefronts each'],
+                        'shared loads: 2.50 bank conflicts each'],
          'grid 96 pipes, lsu under 5%% left out: %s' % pipes[1:2])
     want('stalled' not in issue and len([l for l in issue.splitlines() if 'mode_kernel<' in l]) == 2,
          '--issue prints the kernel lines alone')
