@@ -200,8 +200,8 @@ void api_memory_note(const amdnn_callbacks *cb, const amd_backend *be) {
   amd_cuda_alloc_stats(&held, &peak, &mallocs, &allocator);
   /* the block cache holds Conv's scratch in two workspaces of its own; the arena lends it for each node */
   const int arena = strcmp(allocator, "arena") == 0;
-  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the %s (%ld device allocations)",
-              (double)peak / 1048576.0, arena ? "arena" : "block cache and the Conv workspaces", mallocs);
+  api_message(cb, AMDNN_MSG_NOTE, "GPU memory: peak %.1f MiB held by the %s%s (%ld device allocations)",
+              (double)peak / 1048576.0, allocator, arena ? "" : " and the Conv workspaces", mallocs);
 #else
   (void)cb, (void)be;
 #endif

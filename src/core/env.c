@@ -44,7 +44,8 @@ amd_env amd_env_read(void) {
   const char *alloc = getenv("AMD_CUDA_ALLOCATOR");
   e.cuda_block_cache = alloc && strcmp(alloc, "blocks") == 0;
   const char *ws = getenv("AMD_CONV_WORKSPACE_MB");
-  if (ws && atof(ws) > 0) e.conv_workspace_mb = atof(ws);
+  const double ws_mb = ws ? atof(ws) : 0.0;
+  if (ws_mb > 0) e.conv_workspace_mb = ws_mb;
   const char *poison = getenv("AMD_CUDA_POISON_OUTPUTS");
   e.faults.cuda_poison_outputs = poison && strcmp(poison, "1") == 0;
   e.faults.ckpt_write_bytes = getenv("AMD_FAULT_WRITE_BYTES");
