@@ -69,10 +69,13 @@
  *   enc(b) = s|E<<23 + j<<2 (i, j = the top m fraction bits); the low 16 bits
  *   of x are the byte offset of tab[idx] = (carry<<23 | M) - idx<<2 (one copy
  *   of 4^m words; lookups may conflict).
- * - MBM23 (am32), large tile: the significand V from one fp32 add rounded
- *   toward zero and one integer add and max, times the operands' scales (see
- *   compute_fast_am32); three A planes (alpha, gamma, scale) and two B planes
- *   (beta, scale) instead of (enc, mask). Small tile: the MIT encoding with
+ * - MBM23 (am32), large tile: the significand V, already scaled by b's sign
+ *   and exponent, from one fp32 FMA rounded toward zero and one integer
+ *   add-and-max (VIADDMNMX), then the FMA that scales it by a's and adds it:
+ *   three instructions a product, two more where the corner is possible (see
+ *   compute_fast_am32); three A planes (alpha, gamma, scale) and four B planes
+ *   (scale, beta * scale, beta's bits + the scale's exponent offset, the
+ *   corner's bound) instead of (enc, mask). Small tile: the MIT encoding with
  *   F, plus the correction d = clamp((K + ONE - S) >> 1, K/2, K), or 0 in the
  *   corner S >= 2 ONE - K/2 (K = 0xA0000, S = F(a) + F(b)).
  * - acc16: enc = T16(x) as a float; product = T16(a * b) (one IEEE multiply,
@@ -175,10 +178,11 @@ template <int MODE> struct ModeTraits {
   static constexpr bool mit = kind == AMD_KIND_MIT || kind == AMD_KIND_MIT_FORCED;
   static constexpr bool table = mbm1 || lut;
   /* MBM_23 (am32) in the large kernel: the product as a scaled significand
-   * (see the file comment), three A planes and two B planes per stage */
+   * (see the file comment), three A planes and four B planes per stage */
   static constexpr bool scaled = kind == AMD_KIND_MBM23;
   static constexpr int a_planes = scaled ? 3 : 2;
-  static constexpr int planes = a_planes + 2; /* per stage */
+  static constexpr int b_planes = scaled ? 4 : 2;
+  static constexpr int planes = a_planes + b_planes; /* per stage */
   /* MIT_FORCED: the forced bit of MBM_m without correction */
   static constexpr uint32_t forced = kind == AMD_KIND_MIT_FORCED ? 1u << (23 - m) : 0u;
   /* the K tile's depth: 16 halves the per-tile work (barrier, decision, loop)
@@ -395,25 +399,36 @@ template <int NV> __device__ __forceinline__ uint32_t any_zero(const uint32_t (&
 /* The fast encodings (or, !FAST, the raw bits) of one operand value, one
  * word for each of the mode's planes of that operand (see store_share). */
 template <int MODE, bool IS_A> struct PlaneWords {
-  static constexpr int n = IS_A ? ModeTraits<MODE>::a_planes : 2;
+  static constexpr int n = IS_A ? ModeTraits<MODE>::a_planes : ModeTraits<MODE>::b_planes;
 };
 template <int MODE, bool IS_A, bool FAST>
 __device__ __forceinline__ void plane_words(uint32_t u, int m, uint32_t (&w)[PlaneWords<MODE, IS_A>::n]) {
   if constexpr (ModeTraits<MODE>::scaled) {
-    /* A: alpha, gamma, scale; B: beta, scale (the raw bits in the first
-     * plane on the exact path) */
+    /* A: alpha, gamma, scale; B: scale, beta * scale, beta's bits + the
+     * scale's sign and exponent offset, the corner's bound ONE<<1 - f (see
+     * compute_fast_am32; the raw bits in the first plane on the exact path) */
     const uint32_t f = u & AMD_PROD_FRAC, scale = u & 0xFF800000u; /* +-0 for a zero or subnormal */
     if constexpr (!FAST) {
       w[0] = u;
-      w[1] = 0u;
-      if constexpr (IS_A) w[2] = 0u;
+#pragma unroll
+      for (int q = 1; q < PlaneWords<MODE, IS_A>::n; q++) w[q] = 0u;
     } else if constexpr (IS_A) {
       w[0] = __float_as_uint(__fmul_rn(__uint2float_rn(MBM23_K0 + f), 0x1p-23f)); /* exact */
       w[1] = MBM23_K1 + f;
       w[2] = scale;
+    } else if ((u & EXP_BITS) == 0u) {
+      /* a zero or subnormal b: t1 = +0 (+0 * alpha + +0), t2 < 0 as an int for
+       * every gamma, so V = +0; no corner */
+      w[0] = 0u;
+      w[1] = 0u;
+      w[2] = 0x80000000u;
+      w[3] = 0x7FFFFFFFu;
     } else {
-      w[0] = 0x3F800000u | f;
-      w[1] = scale;
+      const uint32_t beta = 0x3F800000u | f;
+      w[0] = scale;
+      w[1] = __float_as_uint(__fmul_rn(__uint_as_float(beta), __uint_as_float(scale))); /* exact */
+      w[2] = beta + scale - (127u << 23);
+      w[3] = (AMD_PROD_ONE << 1) - f;
     }
   } else if constexpr (ModeTraits<MODE>::mbm1) {
     /* the table offset of h, and the scale s|E<<23 (+-0 for a zero or subnormal) */
@@ -611,18 +626,17 @@ __device__ __forceinline__ void compute_mit(const uint32_t *st, float (&acc)[4 *
  * compute_fast_am32). CORNER: some pair may reach the corner of section 3. */
 template <int MI, bool CORNER>
 __device__ __forceinline__ void am32_step(const uint32_t (&al)[4 * MI], const uint32_t (&ga)[4 * MI],
-                                          const uint32_t (&sa)[4 * MI], const uint32_t (&be)[4],
-                                          const uint32_t (&sb)[4], float (&acc)[4 * MI][8], int j0) {
+                                          const uint32_t (&sa)[4 * MI], const uint32_t (&sb)[4],
+                                          const uint32_t (&bs)[4], const uint32_t (&b2)[4],
+                                          const uint32_t (&cb)[4], float (&acc)[4 * MI][8], int j0) {
 #pragma unroll
   for (int i = 0; i < 4 * MI; i++)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      const int32_t t1 = (int32_t)__float_as_uint(__fadd_rz(__uint_as_float(al[i]), __uint_as_float(be[j])));
-      const int32_t t2 = (int32_t)(ga[i] + be[j]);
-      int32_t v = max(t2, t1);
-      if (CORNER && t2 >= 0x40800000) v = t2 - (int32_t)MBM23_K1;
-      const float r = __fmul_rn(__int_as_float(v), __uint_as_float(sb[j]));
-      acc[i][j0 + j] = __fmaf_rn(r, __uint_as_float(sa[i]), acc[i][j0 + j]);
+      const float t1 = __fmaf_rz(__uint_as_float(al[i]), __uint_as_float(sb[j]), __uint_as_float(bs[j]));
+      int32_t v = __viaddmax_s32((int32_t)ga[i], (int32_t)b2[j], __float_as_int(t1));
+      if (CORNER && (int32_t)ga[i] >= (int32_t)cb[j]) v -= (int32_t)MBM23_K1;
+      acc[i][j0 + j] = __fmaf_rn(__int_as_float(v), __uint_as_float(sa[i]), acc[i][j0 + j]);
     }
 }
 
@@ -633,17 +647,27 @@ __device__ __forceinline__ void am32_step(const uint32_t (&al)[4 * MI], const ui
  * F(a)): the float 2S + K where S + K/2 >= ONE, a float below t1 otherwise;
  * in the corner (t2 >= 4.0f) V = 2S, the bits t2 - K/2 (the CPU's
  * KIND_MBM23X, src/gemm/gemm.c). The product is V * scale(b) * scale(a),
- * scale = s|E<<23 as a float (+-0 for a zero or subnormal): both
- * multiplications are exact inside the fast range, and the second is fused
- * into the accumulation, so the sum is the fp32 add of the exact product.
- * The corner compare runs only at the k where this warp's largest gamma and
- * beta can reach it. */
+ * scale = s|E<<23 as a float. Here both t1 and t2 come out already
+ * multiplied by scale(b), which is exact inside the fast range (E(b) <= 253:
+ * tile_fast) and keeps their order as signed integers (both carry b's sign,
+ * and the bits of a negative float grow with its magnitude as an int32):
+ * t1 as one FMA rounding toward zero, alpha * scale(b) + beta * scale(b),
+ * and t2 as gamma + (beta's bits + b's sign and exponent offset), an integer
+ * add fused with the max (VIADDMNMX). The corner is gamma >= 2 ONE - F(b)
+ * (the fourth B plane), where t2 > t1 always, so V is the max less K/2.
+ * Then V * scale(a) is fused into the accumulation (exact inside the fast
+ * range): the sum is the fp32 add of the exact product, the same bits as
+ * the two-scale form. A zero or subnormal b has the planes +0, +0, INT_MIN
+ * and INT_MAX (V = +0, no corner); a zero or subnormal a has scale +-0, and
+ * V * +-0 adds nothing to a sum that is never -0. The corner compare runs
+ * only at the k where this warp's largest gamma can reach one of its B
+ * columns' bounds. */
 template <int MI, int BK>
 __device__ __forceinline__ void compute_fast_am32(const uint32_t *st, float (&acc)[4 * MI][8]) {
   constexpr int PLANE = BK * LDS;
   const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const uint32_t *Aal = st, *Aga = st + PLANE, *Asc = st + 2 * PLANE, *Bbe = st + 3 * PLANE,
-                 *Bsc = st + 4 * PLANE;
+  const uint32_t *Aal = st, *Aga = st + PLANE, *Asc = st + 2 * PLANE, *Bsc = st + 3 * PLANE,
+                 *Bbs = st + 4 * PLANE, *Bb2 = st + 5 * PLANE, *Bcb = st + 6 * PLANE;
 #pragma unroll
   for (int k = 0; k < BK; k++) {
     uint32_t al[4 * MI], ga[4 * MI], sa[4 * MI];
@@ -658,14 +682,17 @@ __device__ __forceinline__ void compute_fast_am32(const uint32_t *st, float (&ac
     for (int i = 1; i < 4 * MI; i++) gmax = max(gmax, (int32_t)ga[i]);
 #pragma unroll
     for (int jh = 0; jh < 2; jh++) {
-      uint32_t be[4], sb[4];
-      lds4(Bbe + k * LDS + jh * 64 + tx * 4, be);
-      lds4(Bsc + k * LDS + jh * 64 + tx * 4, sb);
-      const int32_t bmax = max(max((int32_t)be[0], (int32_t)be[1]), max((int32_t)be[2], (int32_t)be[3]));
-      if (__any_sync(0xFFFFFFFFu, gmax + bmax >= 0x40800000))
-        am32_step<MI, true>(al, ga, sa, be, sb, acc, jh * 4);
+      uint32_t sb[4], bs[4], b2[4], cb[4];
+      const int off = k * LDS + jh * 64 + tx * 4;
+      lds4(Bsc + off, sb);
+      lds4(Bbs + off, bs);
+      lds4(Bb2 + off, b2);
+      lds4(Bcb + off, cb);
+      const int32_t cmin = min(min((int32_t)cb[0], (int32_t)cb[1]), min((int32_t)cb[2], (int32_t)cb[3]));
+      if (__any_sync(0xFFFFFFFFu, gmax >= cmin))
+        am32_step<MI, true>(al, ga, sa, sb, bs, b2, cb, acc, jh * 4);
       else
-        am32_step<MI, false>(al, ga, sa, be, sb, acc, jh * 4);
+        am32_step<MI, false>(al, ga, sa, sb, bs, b2, cb, acc, jh * 4);
     }
   }
 }
@@ -1614,8 +1641,9 @@ template <int MODE> static int launch_bm(amd_cuda_gemm_ctx *ctx, const Params &p
       return launch_tier<MODE, TM, 2>(ctx, p, st);
     }
   }
-  /* am32's 128-row tile runs out of registers (its five planes' operands
-   * beside 64 sums): 64 rows, 1.3 to 1.4 times faster on the 128-row shapes */
+  /* am32's 128-row tile runs out of registers (its planes' operands beside
+   * 64 sums): 64 rows, 1.3 to 1.4 times faster on the 128-row shapes (with
+   * five planes, 2026-11-24) */
   if constexpr (ModeTraits<MODE>::scaled) return launch_mode<MODE, 1>(ctx, p, st);
   if (large_tile_rows(p) == 64) return launch_mode<MODE, 1>(ctx, p, st);
   return launch_mode<MODE, 2>(ctx, p, st);
