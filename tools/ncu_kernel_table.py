@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tables from an Nsight Compute CSV export.
+r"""Tables from an Nsight Compute CSV export.
 
     ncu --metrics gpu__time_duration.sum --csv --launch-skip S --launch-count N CMD > k.csv
     python3 tools/ncu_kernel_table.py k.csv [STEPS]
@@ -7,7 +7,7 @@
 Prints each kernel's launches, total time and share, largest first; with
 STEPS (the training steps the launches cover) also the time per step.
 
-    ncu --csv --metrics gpu__time_duration.sum,smsp__inst_executed.sum,\\
+    ncu --csv --metrics gpu__time_duration.sum,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active --launch-count N CMD > k.csv
     python3 tools/ncu_kernel_table.py k.csv --issue MACS
 
@@ -122,8 +122,11 @@ def main():
     args = sys.argv[1:]
     if len(args) == 3 and args[1] in ("--issue", "--stalls"):
         issue_table(args[0], float(args[2]), stalls=args[1] == "--stalls")
-    else:
+    elif len(args) in (1, 2) and not args[0].startswith("-"):
         time_table(args[0], float(args[1]) if len(args) > 1 else 0)
+    else:
+        sys.stderr.write(__doc__)
+        sys.exit(0 if args[:1] in (["-h"], ["--help"]) else 2)
 
 
 if __name__ == "__main__":
