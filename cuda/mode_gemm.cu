@@ -441,6 +441,13 @@ __device__ __forceinline__ void plane_words(uint32_t u, int m, uint32_t (&w)[Pla
     const bool zero = (u & EXP_BITS) == 0u;
     w[0] = !FAST ? u : zero ? (IS_A ? 0u : 0x3F800000u) : encode<MODE, IS_A>(u, m);
     w[1] = zero ? 0u : 0x3F800000u;
+  } else if constexpr (ModeTraits<MODE>::kind == AMD_KIND_FP16 && IS_A) {
+    /* fp16's A on the fast path: the rounded half twice, as the half2 that
+     * compute_fast multiplies by B's pairs (converted here once a tile, not
+     * once a k step; the half of the rounded value is exact) */
+    const uint16_t h = __half_as_ushort(__float2half_rn(__uint_as_float(encode<MODE, IS_A>(u, m))));
+    w[0] = FAST ? (uint32_t)h * 0x10001u : u;
+    w[1] = (u & EXP_BITS) ? 0xFFFFFFFFu : 0u; /* read only by the kinds with masks */
   } else {
     w[0] = FAST ? encode<MODE, IS_A>(u, m) : u;
     w[1] = (u & EXP_BITS) ? 0xFFFFFFFFu : 0u; /* read only by the kinds with masks */
@@ -537,7 +544,7 @@ __device__ __forceinline__ void compute_fast(const uint32_t *st, const uint32_t 
         const __half2 b23 = __floats2half2_rn(__uint_as_float(eb[2]), __uint_as_float(eb[3]));
 #pragma unroll
         for (int i = 0; i < 4 * MI; i++) {
-          const __half2 a2 = __float2half2_rn(__uint_as_float(ea[i]));
+          const __half2 a2 = *reinterpret_cast<const __half2 *>(&ea[i]); /* a's half twice: plane_words */
           const float2 p0 = __half22float2(__hmul2(a2, b01)), p1 = __half22float2(__hmul2(a2, b23));
           ac[i][j0 + 0] = fadd(ac[i][j0 + 0], p0.x);
           ac[i][j0 + 1] = fadd(ac[i][j0 + 1], p0.y);
