@@ -9,6 +9,7 @@ set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
+mkdir -p "$out" || exit 1 # the profiles and tables written there, relative to the bundle (a missing folder lost them without a word)
 # the interpreter with torch and onnx (PYTHON, else tools/torch_python.sh's; python3 when none has them:
 # the benchmarks against PyTorch then fail, the tests that need only onnx and numpy still run)
 py=${PYTHON:-$(tools/torch_python.sh torch onnx || command -v python3)}
