@@ -189,6 +189,11 @@ template <int MODE> struct ModeTraits {
    * a product, which pays for the MIT kinds; acc16, fp16, am32 and the table
    * kinds measured slower at 16 (docs/gpu.md, "The tile depth per mode") */
   static constexpr int bk = mit ? 16 : 8;
+  /* blocks of the 64-row kernel an SM must be able to hold (__launch_bounds__):
+   * 3 (at most 85 registers a thread, 6 warps a scheduler) measured faster for
+   * am32 (+3 to +12%) and fp16 (+7 to +14%), slower for acc16 (docs/gpu.md,
+   * "Three blocks an SM"); the others keep 2 */
+  static constexpr int blocks64 = scaled || kind == AMD_KIND_FP16 ? 3 : 2;
 };
 
 /* The kept fraction F' of the Mitchell-style kinds (MIT: F & T_m; MIT_FORCED
@@ -919,7 +924,8 @@ template <int MODE, int MI> constexpr int smem_bytes(int tab_words) {
 
 /* The mode GEMM kernel. grid: x = N tiles, y = M tiles, z = batch * splits
  * (looped when larger than the grid). */
-template <int MODE, int MI, int LAYOUT> __global__ void __launch_bounds__(NT, 2) mode_kernel(const Params p) {
+template <int MODE, int MI, int LAYOUT>
+__global__ void __launch_bounds__(NT, MI == 1 ? ModeTraits<MODE>::blocks64 : 2) mode_kernel(const Params p) {
   constexpr int BM = 64 * MI, BK = ModeTraits<MODE>::bk;
   using SA = TileShare<BM, BK>;
   using SB = TileShare<BN, BK>;
