@@ -446,15 +446,16 @@ __device__ __forceinline__ void plane_words(uint32_t u, int m, uint32_t (&w)[Pla
     const bool zero = (u & EXP_BITS) == 0u;
     w[0] = !FAST ? u : zero ? (IS_A ? 0u : 0x3F800000u) : encode<MODE, IS_A>(u, m);
     w[1] = zero ? 0u : 0x3F800000u;
-  } else if constexpr (ModeTraits<MODE>::kind == AMD_KIND_FP16 && IS_A) {
-    /* fp16's A on the fast path: the rounded half twice, as the half2 that
-     * compute_fast multiplies by B's pairs (converted here once a tile, not
-     * once a k step; the half of the rounded value is exact) */
-    const uint16_t h = __half_as_ushort(__float2half_rn(__uint_as_float(encode<MODE, IS_A>(u, m))));
-    w[0] = FAST ? (uint32_t)h * 0x10001u : u;
-    w[1] = (u & EXP_BITS) ? 0xFFFFFFFFu : 0u; /* read only by the kinds with masks */
   } else {
-    w[0] = FAST ? encode<MODE, IS_A>(u, m) : u;
+    if constexpr (ModeTraits<MODE>::kind == AMD_KIND_FP16 && IS_A && FAST) {
+      /* fp16's A on the fast path: the rounded half twice, as the half2 that
+       * compute_fast multiplies by B's pairs (converted here once a tile, not
+       * once a k step; the half of the rounded value is exact) */
+      const uint16_t h = __half_as_ushort(__float2half_rn(__uint_as_float(encode<MODE, IS_A>(u, m))));
+      w[0] = (uint32_t)h * 0x10001u;
+    } else {
+      w[0] = FAST ? encode<MODE, IS_A>(u, m) : u;
+    }
     w[1] = (u & EXP_BITS) ? 0xFFFFFFFFu : 0u; /* read only by the kinds with masks */
   }
 }
