@@ -81,7 +81,10 @@
 # one whole epoch (docs/results.md, time per epoch) ResNet-34 acc32 7.5 s,
 # am16 17.0, am32 26.8; ResNet-50 acc32 9.6, am16 20.9, am32 32.0: 30 epochs
 # of each at or up to 11% under the 2-GPU estimate above (which adds 7% for
-# the test passes).
+# the test passes). ResNet-50's row (2026-11-30, training time): torch 10.0
+# and acc32 8.4 minutes each on one GPU of two (acc32 with --accumulate 2),
+# acc16 8.5 and fp16 9.4 on two under mpirun; a 10-minute call trained about
+# 28 epochs of acc16.
 #
 # The whole table: about 4.7 h of training on one GPU, 2.6 h on two. Each
 # 10-minute call adds ~30 s (CUDA, the data, the resume), each lease 3-5 min
