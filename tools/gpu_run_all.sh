@@ -5,6 +5,9 @@
 # (nccl: the NCCL tests alone, which tests ends with)
 # (kernels: GPU time per kernel of ResNet-18 training under Nsight Compute;
 # lenet: the LeNet-5 epoch per mode, PyTorch's LeNet-5, the small GEMMs)
+# SHARDS=N with tests: the test groups dealt round robin to N runs at once, run i on GPU i alone
+# (CUDA_VISIBLE_DEVICES=i, its output in OUT_DIR/shard_i.txt), then the NCCL groups with every GPU, and one
+# summary; on two GPUs the suite takes about half the time. (SHARD=i/N is how those runs are told their share.)
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,9 +32,19 @@ amd=bin/amdnn-onnx cmp=bin/golden-compare m=../models
 export NCCL_NVLS_ENABLE=0
 tmp=$(mktemp -d)
 declare -A res
-t() { # NAME CMD...: one test, its output indented
+shard_i=0 shard_n=1 groups=0
+if [ -n "${SHARD:-}" ]; then
+  shard_i=${SHARD%/*} shard_n=${SHARD#*/}
+  if ! [[ $shard_i =~ ^[0-9]+$ && $shard_n =~ ^[1-9][0-9]*$ ]] || [ "$shard_i" -ge "$shard_n" ]; then
+    echo "run_all.sh: SHARD wants i/N with 0 <= i < N, not '$SHARD'" >&2
+    exit 2
+  fi
+fi
+t() { # NAME CMD...: one test, its output indented (skipped when it is another shard's)
   local name=$1
   shift
+  groups=$((groups + 1))
+  [ $(((groups - 1) % shard_n)) -eq "$shard_i" ] || return 0
   echo "=== $name"
   "$@" 2>&1 | sed 's/^/    /'
   local rc=${PIPESTATUS[0]}
@@ -39,6 +52,31 @@ t() { # NAME CMD...: one test, its output indented
   echo "=== $name: $([ "$rc" -eq 0 ] && echo OK || { [ "$rc" -eq 77 ] && echo SKIP || echo "FAIL ($rc)"; })"
 }
 nvidia-smi -L
+if [ "$what" = tests ] && [ "${SHARDS:-1}" != 1 ] && [ -z "${SHARD:-}" ]; then
+  if ! [[ ${SHARDS} =~ ^[1-9][0-9]*$ ]] || [ "$SHARDS" -gt "$gpus" ]; then
+    echo "run_all.sh: SHARDS wants a number of GPUs from 1 to $gpus, not '$SHARDS'" >&2
+    exit 2
+  fi
+  pids=()
+  for ((i = 0; i < SHARDS; i++)); do
+    SHARD=$i/$SHARDS CUDA_VISIBLE_DEVICES=$i bash "$here/$(basename "$0")" tests "$out" >"$out/shard_$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for ((i = 0; i < SHARDS; i++)); do
+    echo "=== shard $i of $SHARDS (GPU $i): $out/shard_$i.txt"
+    sed '/^=== summary/,$d' "$out/shard_$i.txt"
+  done
+  # each shard's verdicts ("=== NAME: OK", "SKIP" or "FAIL (RC)") into this run's summary
+  while read -r name verdict; do
+    case $verdict in
+    OK) res[$name]=0 ;;
+    SKIP) res[$name]=77 ;;
+    *) rc=${verdict#FAIL (} && rc=${rc%)} && res[$name]=$rc ;;
+    esac
+  done < <(sed -n 's/^=== \([^ ]*\): \(OK\|SKIP\|FAIL ([0-9]*)\)$/\1 \2/p' "$out"/shard_*.txt)
+  what=nccl # the NCCL groups below want every GPU
+fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   t cuda-products bin/test_cuda_products am_vectors.tsv
   t cuda-gemm bin/test_cuda_gemm
@@ -106,7 +144,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     --output-dir "$tmp/ds" --device cuda --debug-sync
   t no-gpu-index sh -c "! $amd run $m/lenet5.onnx --input $m/lenet5.input.pb --output-dir $tmp/x --device cuda:7"
 fi
-if [ "$what" = all ] || [ "$what" = tests ] || [ "$what" = nccl ]; then
+if [ "$what" = all ] || { [ "$what" = tests ] && [ -z "${SHARD:-}" ]; } || [ "$what" = nccl ]; then
   # NCCL (issue 6): one-rank NCCL run = plain GPU run (any GPU machine); 2 ranks on 2 GPUs (skips with fewer)
   t nccl-one-rank bash tests/gpu/dist_gpu.sh one $amd "$m" data/idx tests/dist/compare_models.py
   for n in 2 4 8; do # N ranks on N GPUs (skipped on a machine with fewer)
