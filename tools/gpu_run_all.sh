@@ -7,7 +7,7 @@
 # lenet: the LeNet-5 epoch per mode, PyTorch's LeNet-5, the small GEMMs)
 # SHARDS=N with tests: the test groups dealt round robin to N runs at once, run i on GPU i alone
 # (CUDA_VISIBLE_DEVICES=i, its output in OUT_DIR/shard_i.txt), then the NCCL groups with every GPU, and one
-# summary; on two GPUs the suite takes about half the time. (SHARD=i/N is how those runs are told their share.)
+# summary (not yet timed on a GPU machine). (SHARD=i/N is how those runs are told their share.)
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
