@@ -62,19 +62,15 @@ if [ "$what" = tests ] && [ "${SHARDS:-1}" != 1 ] && [ -z "${SHARD:-}" ]; then
     SHARD=$i/$SHARDS CUDA_VISIBLE_DEVICES=$i bash "$here/$(basename "$0")" tests "$out" >"$out/shard_$i.txt" 2>&1 &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p"; done
   for ((i = 0; i < SHARDS; i++)); do
+    wait "${pids[$i]}"
+    rc=$?
+    [ "$rc" -le 1 ] || res[shard-$i]=$rc # a shard stopped short of its summary (1: one of its groups failed)
     echo "=== shard $i of $SHARDS (GPU $i): $out/shard_$i.txt"
     sed '/^=== summary/,$d' "$out/shard_$i.txt"
+    # its summary's "NAME RC" lines into this run's
+    while read -r name rc; do res[$name]=$rc; done < <(sed '1,/^=== summary$/d' "$out/shard_$i.txt")
   done
-  # each shard's verdicts ("=== NAME: OK", "SKIP" or "FAIL (RC)") into this run's summary
-  while read -r name verdict; do
-    case $verdict in
-    OK) res[$name]=0 ;;
-    SKIP) res[$name]=77 ;;
-    *) rc=${verdict#FAIL (} && rc=${rc%)} && res[$name]=$rc ;;
-    esac
-  done < <(sed -n 's/^=== \([^ ]*\): \(OK\|SKIP\|FAIL ([0-9]*)\)$/\1 \2/p' "$out"/shard_*.txt)
   what=nccl # the NCCL groups below want every GPU
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
