@@ -83,8 +83,8 @@
 # of each at or up to 11% under the 2-GPU estimate above (which adds 7% for
 # the test passes). ResNet-50's row (2026-11-30, training time): torch 10.0
 # and acc32 8.4 minutes each on one GPU of two (acc32 with --accumulate 2),
-# acc16 8.5 and fp16 9.4 on two under mpirun; a 10-minute call trained about
-# 28 epochs of acc16.
+# acc16 8.5, fp16 9.4, am16 9.9 and am32 13.7 on two under mpirun; a
+# 10-minute call trained about 28 epochs of acc16 and 18 of am32.
 #
 # The whole table: about 4.7 h of training on one GPU, 2.6 h on two. Each
 # 10-minute call adds ~30 s (CUDA, the data, the resume), each lease 3-5 min
