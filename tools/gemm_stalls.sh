@@ -4,8 +4,8 @@
 # BENCH_GEMM_RUNS=1), one mode at a time, with the instructions per
 # multiply-add and the issue share (as tools/gemm_ab.sh's NCU=1), the warps
 # stalled per issuing cycle for each reason, each pipe's share of its peak
-# rate and the shared-memory bank conflicts per load instruction
-# (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
+# rate, the shared-memory bank conflicts per load instruction and the SM
+# clock (tools/ncu_kernel_table.py --stalls). Only the mode kernels are
 # profiled (mode_kernel: the 64- and 128-row tiles; the am16 / mbm14 fast
 # tier's Mitchell part is mode_kernel<11 / 12, ...>; their exact tier
 # mode_kernel<2 / 7, ...>), not split_reduce, tier_extend or cuBLAS.
@@ -33,6 +33,8 @@ metrics=$metrics,'regex:smsp__average_warps_issue_stalled_[a-z_]+_per_issue_acti
 metrics=$metrics,'regex:sm__inst_executed_pipe_[a-z0-9_]+\.avg\.pct_of_peak_sustained_active'
 # shared-memory loads and their bank conflicts (lut's table lookups)
 metrics=$metrics,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
+# the SM clock each kernel ran at (lower while tensor-core instructions issue)
+metrics=$metrics,sm__cycles_elapsed.avg.per_second
 rc=0
 for mode in ${modes//,/ }; do
   echo "== $mode (every shape is 4.83 G multiply-adds)"

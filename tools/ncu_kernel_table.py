@@ -32,7 +32,10 @@ largest first, those under 0.05 left out; "selected" is the one that issued),
 each pipe's share of its peak instruction rate (5% and more) and, with
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum and
 smsp__inst_executed_op_shared_ld.sum, the shared-memory bank conflicts per
-load instruction (0 without any).
+load instruction (0 without any), and with sm__cycles_elapsed.avg.per_second
+the SM clock the kernel ran at (an H200 holds 1.98 GHz on SIMT kernels but
+drops to about 1.78 GHz while a kernel issues tensor-core instructions, even
+a few: the issue share alone does not give the time).
 """
 import csv
 import re
@@ -109,13 +112,15 @@ def issue_table(path, macs, stalls=False):
         occ = mean_of(ms, "sm__warps_active.avg.pct_of_peak_sustained_active")
         conflicts = mean_of(ms, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
         lds = mean_of(ms, "smsp__inst_executed_op_shared_ld.sum")
+        clock = mean_of(ms, "sm__cycles_elapsed.avg.per_second")
         print("    stalled warps per issue: " + ", ".join(
             "%s %.2f" % (r, v) for r, v in sorted(reasons, key=lambda rv: -rv[1]) if v >= 0.05))
         print("    pipes, % of peak: " + ", ".join(
             "%s %.1f" % (p, v) for p, v in sorted(pipes, key=lambda pv: -pv[1]) if v >= 5.0) +
             ("; warps active %.1f%% of the SM's maximum" % occ if occ == occ else "") +
             ("; shared loads: %.2f bank conflicts each" % (conflicts / lds)
-             if conflicts == conflicts and lds == lds and lds > 0 else ""))
+             if conflicts == conflicts and lds == lds and lds > 0 else "") +
+            ("; SM clock %.3f GHz" % (clock / 1e9) if clock == clock else ""))
 
 
 def main():

@@ -21,7 +21,7 @@ def row(launch, grid, metric, unit, value):
     return ','.join('"%s"' % c for c in cells)
 
 
-def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu):
+def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu, clock=None):
     st = 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio'
     pipe = 'sm__inst_executed_pipe_%s.avg.pct_of_peak_sustained_active'
     return [row(i, grid, 'gpu__time_duration.sum', 'usecond', us),
@@ -36,7 +36,8 @@ def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu):
             row(i, grid, pipe % 'lsu', '%', lsu),
             row(i, grid, pipe % 'tensor', '%', '0'),     # under 5%: left out
             row(i, grid, 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum', '', '300'),
-            row(i, grid, 'smsp__inst_executed_op_shared_ld.sum', 'inst', '120')]  # 2.50 conflicts a load
+            row(i, grid, 'smsp__inst_executed_op_shared_ld.sum', 'inst', '120')] + (  # 2.50 conflicts a load
+            [row(i, grid, 'sm__cycles_elapsed.avg.per_second', 'cycle/second', clock)] if clock else [])
 
 
 def main():
@@ -45,8 +46,9 @@ def main():
     lines = ['"' + '","'.join(HEAD) + '"', '==PROF== Connected to process 1', 'device: NVIDIA H200, 132 SMs']
     # grid (512, 1, 1): 0.5 and 0.7 barrier warps, so 0.60; instructions 100 and 120 warp instructions a
     # launch: 32 * 110 / 1000 = 3.520 a MAC
-    lines += launch(0, '(512, 1, 1)', '10', '100', '70', '0.5', '0.2', '8')
-    lines += launch(1, '(512, 1, 1)', '14', '120', '74', '0.7', '0.2', '12')
+    # grid (512, 1, 1) ran at 1.78 and 1.77 GHz (a mean of 1.775); grid (96, 1, 1) has no clock metric
+    lines += launch(0, '(512, 1, 1)', '10', '100', '70', '0.5', '0.2', '8', '1,780,000,000')
+    lines += launch(1, '(512, 1, 1)', '14', '120', '74', '0.7', '0.2', '12', '1,770,000,000')
     lines += launch(2, '(96, 1, 1)', '5', '1,000', '50', '0.1', '0.9', '3')
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, 'k.csv')
@@ -74,11 +76,11 @@ def main():
     want(stalls[1:2] == ['stalled warps per issue: selected 1.00, wait 0.90, barrier 0.10'],
          'grid 96 stalls: %s' % stalls[1:2])
     want(pipes[:1] == ['pipes, % of peak: fma 61.5, lsu 10.0; warps active 24.9% of the SM\'s maximum; '
-                       'shared loads: 2.50 bank conflicts each'],
-         'grid 512 pipes, tensor left out: %s' % pipes[:1])
+                       'shared loads: 2.50 bank conflicts each; SM clock 1.775 GHz'],
+         'grid 512 pipes, tensor left out, the mean clock: %s' % pipes[:1])
     want(pipes[1:2] == ['pipes, % of peak: fma 61.5; warps active 24.9% of the SM\'s maximum; '
                         'shared loads: 2.50 bank conflicts each'],
-         'grid 96 pipes, lsu under 5%% left out: %s' % pipes[1:2])
+         'grid 96 pipes, lsu under 5%% left out, no clock without its metric: %s' % pipes[1:2])
     want('stalled' not in issue and len([l for l in issue.splitlines() if 'mode_kernel<' in l]) == 2,
          '--issue prints the kernel lines alone')
     for b in bad:
