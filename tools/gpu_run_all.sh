@@ -7,7 +7,8 @@
 # lenet: the LeNet-5 epoch per mode, PyTorch's LeNet-5, the small GEMMs)
 # SHARDS=N with tests: the test groups dealt round robin to N runs at once, run i on GPU i alone
 # (CUDA_VISIBLE_DEVICES=i, its output in OUT_DIR/shard_i.txt), then the NCCL groups with every GPU, and one
-# summary (not yet timed on a GPU machine). (SHARD=i/N is how those runs are told their share.)
+# summary (two H200s: 355 s, where one GPU took about 500 s, 2026-11-30). (SHARD=i/N is how those runs
+# are told their share; a run given SHARD itself leaves the NCCL groups out.)
 set -u
 what=${1:-all} out=${2:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -5,7 +5,11 @@ r"""Tables from an Nsight Compute CSV export.
     python3 tools/ncu_kernel_table.py k.csv [STEPS]
 
 Prints each kernel's launches, total time and share, largest first; with
-STEPS (the training steps the launches cover) also the time per step.
+STEPS (the training steps the launches cover) also the time per step. With
+dram__bytes_read.sum and dram__bytes_write.sum among the metrics, also the
+bytes each kernel read from and wrote to the GPU's memory and the rate (the
+writes that were still in L2 when a kernel ended are not counted, so the
+rate is a lower bound).
 
     ncu --csv --metrics gpu__time_duration.sum,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active --launch-count N CMD > k.csv
@@ -57,20 +61,35 @@ def microseconds(row):
     return v / 1000.0 if unit.startswith("n") else v * 1000.0 if unit.startswith("m") else v
 
 
+def byte_count(row):
+    scale = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
+    return number(row) * scale.get(row.get("Metric Unit", "byte"), 1.0)
+
+
 def time_table(path, steps):
-    total, per = 0.0, {}
+    total, per, moved = 0.0, {}, {}  # per: name -> [launches, us]; moved: name -> [bytes read, bytes written]
     for row in rows(path):
-        if row.get("Metric Name") != "gpu__time_duration.sum":
+        name = row["Kernel Name"].replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+        name = name.split("(")[0].split("<")[0][:60]
+        metric = row.get("Metric Name")
+        if metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            moved.setdefault(name, [0.0, 0.0])[metric == "dram__bytes_write.sum"] += byte_count(row)
             continue
-        name = row["Kernel Name"].split("(")[0].split("<")[0][:60]
+        if metric != "gpu__time_duration.sum":
+            continue
         us = microseconds(row)
         n, t = per.get(name, (0, 0.0))
         per[name] = (n + 1, t + us)
         total += us
-    print("%-60s %8s %12s %7s %12s" % ("kernel", "launches", "total us", "share", "us/step" if steps else ""))
+    head = "%-60s %8s %12s %7s %12s" % ("kernel", "launches", "total us", "share", "us/step" if steps else "")
+    print(head + ("  %8s %8s %6s" % ("GB read", "GB wrote", "TB/s") if moved else ""))
     for name, (n, t) in sorted(per.items(), key=lambda kv: -kv[1][1]):
-        print("%-60s %8d %12.1f %6.1f%% %12s" % (name, n, t, 100 * t / total if total else 0,
-                                                "%.1f" % (t / steps) if steps else ""))
+        line = "%-60s %8d %12.1f %6.1f%% %12s" % (name, n, t, 100 * t / total if total else 0,
+                                                  "%.1f" % (t / steps) if steps else "")
+        if moved:
+            r, w = moved.get(name, (0.0, 0.0))
+            line += "  %8.3f %8.3f %6.2f" % (r / 1e9, w / 1e9, (r + w) / t / 1e6 if t else 0)
+        print(line)
     print("%-60s %8d %12.1f" % ("all", sum(n for n, _ in per.values()), total))
 
 

@@ -152,15 +152,19 @@ static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float
 }
 
 /* dx[img][c][iy][ix] += sum of dcol over the (tap, output) pairs that read it.
- * KH, KW > 0 and S1 (unit strides) are compile-time shapes: the common 3x3,
- * 5x5 and 1x1 stride-1 convolutions get unrolled taps with no divisions, so
- * all their loads are in flight at once; KH = KW = 0 is the general form,
- * whose taps are a loop with a division each. The taps are added in the
- * same order either way. */
-template <typename I, int KH, int KW, bool S1>
+ * KH, KW > 0 and S > 0 (both strides S) are compile-time shapes: the common
+ * 3x3, 5x5 and 1x1 convolutions at stride 1, and 3x3 and 1x1 at stride 2
+ * (ResNet's downsampling), get unrolled taps and no division by a stride
+ * (a mask and a shift at stride 2), so all their loads are in flight at once;
+ * KH = KW = 0 is the general form, whose taps are a loop with a division
+ * each, and S = 0 takes the strides from p. The taps are added in the same
+ * order in every form. */
+template <typename I, int KH, int KW, int S>
 __global__ void k_col2im(conv2d p, const float *dcol, float *dx, bool acc_dx) {
+  typedef typename std::make_unsigned<I>::type U; /* a tap's offset is checked >= 0 before it is divided */
   const I total = (I)(p.nb * p.c * p.h * p.w), w = (I)p.w, h = (I)p.h, c = (I)p.c, cg = (I)p.cg;
-  const I kh = KH ? (I)KH : (I)p.kh, kw = KW ? (I)KW : (I)p.kw, sh = S1 ? 1 : (I)p.sh, sw = S1 ? 1 : (I)p.sw;
+  const I kh = KH ? (I)KH : (I)p.kh, kw = KW ? (I)KW : (I)p.kw;
+  const U sh = S ? (U)S : (U)p.sh, sw = S ? (U)S : (U)p.sw;
   const I oh = (I)p.oh, ow = (I)p.ow;
   AMD_CU_LOOP_I(I, i, total) {
     I ix = i % w, iy = (i / w) % h, cc = (i / (w * h)) % c, img = i / (w * h * c);
@@ -170,14 +174,14 @@ __global__ void k_col2im(conv2d p, const float *dcol, float *dx, bool acc_dx) {
 #pragma unroll
     for (I ki = 0; ki < kh; ki++) {
       I ty = iy + (I)p.ph - ki * (I)p.dh;
-      if (ty < 0 || (!S1 && ty % sh)) continue;
-      I oy = S1 ? ty : ty / sh;
+      if (ty < 0 || (S != 1 && (U)ty % sh)) continue;
+      I oy = S == 1 ? ty : (I)((U)ty / sh);
       if (oy >= oh) continue;
 #pragma unroll
       for (I kj = 0; kj < kw; kj++) {
         I tx = ix + (I)p.pw - kj * (I)p.dw;
-        if (tx < 0 || (!S1 && tx % sw)) continue;
-        I ox = S1 ? tx : tx / sw;
+        if (tx < 0 || (S != 1 && (U)tx % sw)) continue;
+        I ox = S == 1 ? tx : (I)((U)tx / sw);
         if (ox >= ow) continue;
         acc += __ldg(base + (int64_t)(ki * kw + kj) * p.L + oy * ow + ox);
       }
@@ -192,19 +196,25 @@ static void launch_col2im_i(const conv2d &p, const float *dcol, float *dx, int64
    * each has its taps in flight); the general form's taps load one after
    * another, so it takes one element a thread to have more loads in flight.
    * (LeNet-5's 5x5 data gradient: 62 us in the general form at four a thread,
-   * 16 us unrolled, Nsight Compute on an H200) */
+   * 16 us unrolled; ResNet-18's stride-2 3x3 and 1x1 data gradients at batch
+   * 128 took 79-188 and 31-100 us with the strides divided at run time, at
+   * 0.07-0.7 TB/s. Nsight Compute on an H200) */
   const unsigned blocks = amd_cu_blocks((nx + 3) / 4);
-  const bool s1 = p.sh == 1 && p.sw == 1;
-  if (p.kh == 3 && p.kw == 3 && s1)
-    k_col2im<I, 3, 3, true><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
-  else if (p.kh == 1 && p.kw == 1 && s1)
-    k_col2im<I, 1, 1, true><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
-  else if (p.kh == 5 && p.kw == 5 && s1)
-    k_col2im<I, 5, 5, true><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+  const int stride = p.sh == p.sw && (p.sh == 1 || p.sh == 2) ? (int)p.sh : 0;
+  if (p.kh == 3 && p.kw == 3 && stride == 1)
+    k_col2im<I, 3, 3, 1><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+  else if (p.kh == 1 && p.kw == 1 && stride == 1)
+    k_col2im<I, 1, 1, 1><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+  else if (p.kh == 5 && p.kw == 5 && stride == 1)
+    k_col2im<I, 5, 5, 1><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+  else if (p.kh == 3 && p.kw == 3 && stride == 2)
+    k_col2im<I, 3, 3, 2><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+  else if (p.kh == 1 && p.kw == 1 && stride == 2)
+    k_col2im<I, 1, 1, 2><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
   else if (p.kh == 3 && p.kw == 3)
-    k_col2im<I, 3, 3, false><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
+    k_col2im<I, 3, 3, 0><<<blocks, 256, 0, s>>>(p, dcol, dx, acc);
   else
-    k_col2im<I, 0, 0, false><<<amd_cu_blocks(nx), 256, 0, s>>>(p, dcol, dx, acc);
+    k_col2im<I, 0, 0, 0><<<amd_cu_blocks(nx), 256, 0, s>>>(p, dcol, dx, acc);
 }
 
 /* dx (nb images) += col2im(dcol), or (!acc) = */

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""tools/ncu_kernel_table.py --issue and --stalls on an Nsight Compute CSV written here (the form `ncu --csv`
-prints, its own messages and a program's lines between the rows): two launches of one kernel and grid are
-averaged, another grid gets its own line, and the stall reasons and pipes come out largest first, with the
-small ones left out.
+"""tools/ncu_kernel_table.py --issue, --stalls and its time table on an Nsight Compute CSV written here (the
+form `ncu --csv` prints, its own messages and a program's lines between the rows): two launches of one kernel
+and grid are averaged, another grid gets its own line, the stall reasons and pipes come out largest first,
+with the small ones left out, and the SM clock where it was measured; the time table sums a kernel's
+launches over its grids, with the bytes it moved and their rate.
 
     ncu_table_test.py TOOLS_DIR"""
 import os
@@ -21,7 +22,7 @@ def row(launch, grid, metric, unit, value):
     return ','.join('"%s"' % c for c in cells)
 
 
-def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu, clock=None):
+def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu, clock=None, moved=None):
     st = 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio'
     pipe = 'sm__inst_executed_pipe_%s.avg.pct_of_peak_sustained_active'
     return [row(i, grid, 'gpu__time_duration.sum', 'usecond', us),
@@ -37,7 +38,9 @@ def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu, clock=None):
             row(i, grid, pipe % 'tensor', '%', '0'),     # under 5%: left out
             row(i, grid, 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum', '', '300'),
             row(i, grid, 'smsp__inst_executed_op_shared_ld.sum', 'inst', '120')] + (  # 2.50 conflicts a load
-            [row(i, grid, 'sm__cycles_elapsed.avg.per_second', 'cycle/second', clock)] if clock else [])
+            [row(i, grid, 'sm__cycles_elapsed.avg.per_second', 'cycle/second', clock)] if clock else []) + (
+            [row(i, grid, 'dram__bytes_read.sum', 'Mbyte', moved[0]),
+             row(i, grid, 'dram__bytes_write.sum', 'Kbyte', moved[1])] if moved else [])
 
 
 def main():
@@ -47,8 +50,9 @@ def main():
     # grid (512, 1, 1): 0.5 and 0.7 barrier warps, so 0.60; instructions 100 and 120 warp instructions a
     # launch: 32 * 110 / 1000 = 3.520 a MAC
     # grid (512, 1, 1) ran at 1.78 and 1.77 GHz (a mean of 1.775); grid (96, 1, 1) has no clock metric
-    lines += launch(0, '(512, 1, 1)', '10', '100', '70', '0.5', '0.2', '8', '1,780,000,000')
-    lines += launch(1, '(512, 1, 1)', '14', '120', '74', '0.7', '0.2', '12', '1,770,000,000')
+    # bytes: 10 + 14 MB read and 500 + 1,500 kB written in 10 + 14 + 5 us: 26 MB in 29 us, 0.90 TB/s
+    lines += launch(0, '(512, 1, 1)', '10', '100', '70', '0.5', '0.2', '8', '1,780,000,000', ('10', '500'))
+    lines += launch(1, '(512, 1, 1)', '14', '120', '74', '0.7', '0.2', '12', '1,770,000,000', ('14', '1,500'))
     lines += launch(2, '(96, 1, 1)', '5', '1,000', '50', '0.1', '0.9', '3')
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, 'k.csv')
@@ -57,6 +61,8 @@ def main():
         tool = [sys.executable, os.path.join(tools, 'ncu_kernel_table.py'), path]
         issue = subprocess.run(tool + ['--issue', str(macs)], capture_output=True, text=True, check=True).stdout
         out = subprocess.run(tool + ['--stalls', str(macs)], capture_output=True, text=True, check=True).stdout
+        times = subprocess.run(tool + ['2'], capture_output=True, text=True, check=True).stdout
+    print(times)
     print(out)
     bad = []
 
@@ -83,6 +89,11 @@ def main():
          'grid 96 pipes, lsu under 5%% left out, no clock without its metric: %s' % pipes[1:2])
     want('stalled' not in issue and len([l for l in issue.splitlines() if 'mode_kernel<' in l]) == 2,
          '--issue prints the kernel lines alone')
+    tl = [l.split() for l in times.splitlines() if l.startswith('void mode_kernel')]
+    want(len(tl) == 1 and tl[0][2:] == ['3', '29.0', '100.0%', '14.5', '0.024', '0.002', '0.90'],
+         'time table: one line for mode_kernel (namespace and template left out), 3 launches, 29.0 us, 14.5 a '
+         'step of 2, 0.024 GB read, 0.002 GB written, 0.90 TB/s: %s' % tl)
+    want('GB read' in times.splitlines()[0], 'time table: the bytes columns when the bytes metrics are there')
     for b in bad:
         print('FAIL: ' + b)
     sys.exit(1 if bad else 0)
