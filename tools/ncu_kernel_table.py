@@ -61,6 +61,11 @@ def microseconds(row):
     return v / 1000.0 if unit.startswith("n") else v * 1000.0 if unit.startswith("m") else v
 
 
+def kernel_name(kernel):
+    """A kernel's name without its namespace (the mode kernels sit in an anonymous one)."""
+    return kernel.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+
+
 def byte_count(row):
     scale = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
     return number(row) * scale.get(row.get("Metric Unit", "byte"), 1.0)
@@ -69,8 +74,7 @@ def byte_count(row):
 def time_table(path, steps):
     total, per, moved = 0.0, {}, {}  # per: name -> [launches, us]; moved: name -> [bytes read, bytes written]
     for row in rows(path):
-        name = row["Kernel Name"].replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
-        name = name.split("(")[0].split("<")[0][:60]
+        name = kernel_name(row["Kernel Name"]).split("(")[0].split("<")[0][:60]
         metric = row.get("Metric Name")
         if metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
             moved.setdefault(name, [0.0, 0.0])[metric == "dram__bytes_write.sum"] += byte_count(row)
@@ -119,7 +123,7 @@ def issue_table(path, macs, stalls=False):
     print("%-48s %-14s %8s %10s %10s %8s" % ("kernel", "grid", "launches", "mean us", "instr/MAC", "issue %"))
     for (kernel, grid), ms in groups.items():
         us = sum(microseconds(m["gpu__time_duration.sum"]) for m in ms) / len(ms)
-        name = kernel.replace("(anonymous namespace)::", "").replace("<unnamed>::", "").split("(")[0][:48]
+        name = kernel_name(kernel).split("(")[0][:48]
         print("%-48s %-14s %8d %10.1f %10.3f %8.1f" % (name, grid, len(ms), us,
                                                       32 * mean_of(ms, "smsp__inst_executed.sum") / macs,
                                                       mean_of(ms, "smsp__issue_active.avg.pct_of_peak_sustained_active")))
