@@ -178,10 +178,17 @@ static void record_input_shapes(amd_run *r, const amd_tensor *inputs) {
  * then the Relu that alone reads the Add's output: ResNet's Conv -> Add ->
  * Relu is one Conv. Each saves passes over an activation (ResNet-50's
  * inference has 49 Relus and 16 such Adds). The bits are those of the nodes
- * fused: the same operations in the same order on the same values. Training
- * passes keep every node, whose backward reads their outputs, and so do
- * passes that watch every node (ctx->on_node); at run time the fusion also
- * needs float data and an unpinned intermediate. */
+ * fused: the same operations in the same order on the same values.
+ *
+ * A training pass (keep = 1) fuses the same way where no backward reads the
+ * data of the value fused away (bwd_reads: neither its producer's backward
+ * nor its reader's; Conv, BatchNormalization and Add do not read their
+ * output, Relu takes its gradient from its output), so ResNet's BN -> Relu
+ * and Add -> Relu are one pass in training too; that value keeps its shape,
+ * without data, for the gradient the backward walk gives it. Passes that
+ * keep every value (keep_all) or watch every node (ctx->on_node) fuse
+ * nothing; at run time the fusion also needs float data and an unpinned
+ * intermediate. */
 static int mark_fusion(const amd_graph *g, const unsigned char *node_static, int *relu_into, int *add_into) {
   int *nread = calloc((size_t)g->n_values + 1, sizeof *nread);
   if (!nread) return -1;
@@ -220,12 +227,12 @@ static void plan_fusion(const amd_run *r, amd_ctx *ctx, int keep, int i, const a
   const amd_graph *g = r->g;
   const amd_node *n = &g->nodes[i];
   *add = *relu = -1;
-  if (keep || ctx->shapes_only || ctx->on_node || !in[0] || in[0]->dtype != AMD_FLOAT ||
+  if ((keep && r->keep_all) || ctx->shapes_only || ctx->on_node || !in[0] || in[0]->dtype != AMD_FLOAT ||
       n->out[0] == r->pinned)
     return;
   int last = i; /* the node whose output the fused chain ends with so far */
   const int a = r->add_into[i];
-  if (a >= 0) {
+  if (a >= 0 && !(keep && r->bwd_reads[n->out[0]])) {
     const amd_node *an = &g->nodes[a];
     const int first = an->in[1] == n->out[0]; /* the other operand comes first */
     const amd_tensor *other = &r->vals[an->in[first ? 0 : 1]];
@@ -241,7 +248,8 @@ static void plan_fusion(const amd_run *r, amd_ctx *ctx, int keep, int i, const a
     }
   }
   const int k = r->relu_into[last];
-  if (k >= 0 && n->op->fuses_relu && g->nodes[last].out[0] != r->pinned) {
+  if (k >= 0 && n->op->fuses_relu && g->nodes[last].out[0] != r->pinned &&
+      !(keep && r->bwd_reads[g->nodes[last].out[0]])) {
     ctx->relu_out = 1;
     *relu = k;
   }
@@ -380,6 +388,12 @@ static void mark_bwd_reads(const amd_graph *g, unsigned char *bwd_reads) {
   }
 }
 
+/* t: a value that a fused node never made, given like's dtype and shape and no data. */
+static void set_shape_only(amd_tensor *t, const amd_tensor *like) {
+  *t = *like;
+  t->data = NULL;
+}
+
 /* Frees the inputs of node n that it was the last reader of (training: those
  * backward does not read; the shape stays). */
 static void release_inputs(amd_run *r, const amd_node *n, int keep) {
@@ -478,6 +492,9 @@ int amd_run_forward(amd_run *r, amd_ctx *ctx, const amd_tensor *inputs, int keep
     const int out0 = relu >= 0 ? g->nodes[relu].out[0] : add >= 0 ? g->nodes[add].out[0] : n->out[0];
     if (add >= 0) r->fused_done[add] = 1;
     if (relu >= 0) r->fused_done[relu] = 1;
+    /* the values fused away: their shape (output 0's) without data, for the backward walk's gradients */
+    if (add >= 0) set_shape_only(&vals[n->out[0]], &out[0]);
+    if (relu >= 0) set_shape_only(&vals[g->nodes[relu].in[0]], &out[0]);
     for (int o = 0; o < n->n_out; o++) {
       int v = o == 0 ? out0 : n->out[o];
       if (v < 0) {

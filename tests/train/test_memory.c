@@ -3,8 +3,9 @@
  * on the CPU backend:
  *  - after the forward pass, every value that some backward reads keeps its
  *    data, and only those: a BatchNormalization output read by a Relu and an
- *    Add output are freed (their shapes stay), a Conv output (BN's input) and
- *    a Relu output are kept; the logits are kept;
+ *    Add output hold none (their Relu is fused into them, or they were freed
+ *    after it; their shapes stay), a Conv output (BN's input) and a Relu
+ *    output are kept; the logits are kept;
  *  - during the backward walk, before each node's backward, every forward
  *    value whose last backward reader (trainer.h, bwd_last) the walk has
  *    passed has lost its data, and every one it has not passed still has it;
@@ -14,7 +15,8 @@
  *    producer's backward had used it), while the parameter gradients, in
  *    their block, are not all zero;
  *  - the step's loss and parameter gradients equal those of the same step run
- *    with every intermediate kept (amd_run.keep_all), bit for bit.
+ *    with every intermediate kept (amd_run.keep_all, which also fuses
+ *    nothing), bit for bit.
  * usage: test_memory MODELS_DIR */
 #include <math.h>
 #include <stdio.h>
