@@ -122,12 +122,120 @@ __global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_rows4(conv2d p, const
   }
 }
 
-/* Unfolds x (nb images) into col: by rows when there are few enough for the grid's y dimension. */
+/* The same for small images: a block copies one channel's planes of ni
+ * images into shared memory (x read once, where the row kernels read each
+ * element kh*kw times through L2), then writes that channel's kh*kw rows
+ * over those images' columns. A thread takes output positions (image, oy,
+ * ox), works out their coordinates once, and writes them for every tap; a
+ * warp's stores are consecutive columns of one row. */
+enum { IM2COL_PLANE_FLOATS = 4096, IM2COL_PLANE_MAX = 8192 };
+template <bool V4>
+__global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_planes(conv2d p, int ni, const float *x, float *col) {
+  extern __shared__ float planes[]; /* [ni][h*w] */
+  const int hw = (int)(p.h * p.w), h = (int)p.h, w = (int)p.w, osz = (int)p.osz, ow = (int)p.ow;
+  const int64_t chan = blockIdx.y, gi = chan / p.cg, ch = chan % p.cg, img0 = (int64_t)blockIdx.x * ni;
+  const int nimg = (int)(p.nb - img0 < ni ? p.nb - img0 : ni);
+  const float *xc = x + (img0 * p.c + chan) * hw;
+  if (V4) { /* hw % 4 == 0 and x 16-byte aligned: every plane starts aligned */
+    const int hw4 = hw / 4;
+    for (int i = threadIdx.x; i < nimg * hw4; i += blockDim.x) {
+      const int il = i / hw4, e = i - il * hw4;
+      reinterpret_cast<float4 *>(planes)[i] = __ldg(reinterpret_cast<const float4 *>(xc + il * p.c * hw) + e);
+    }
+  } else {
+    for (int i = threadIdx.x; i < nimg * hw; i += blockDim.x) {
+      const int il = i / hw, e = i - il * hw;
+      planes[i] = __ldg(xc + il * p.c * hw + e);
+    }
+  }
+  __syncthreads();
+  const int taps = (int)(p.kh * p.kw), kw = (int)p.kw, sh = (int)p.sh, sw = (int)p.sw, dh = (int)p.dh,
+            dw = (int)p.dw;
+  float *rows = col + (gi * p.kdim + ch * taps) * p.L + img0 * osz; /* tap 0's row, this block's columns */
+  for (int t = threadIdx.x; t < nimg * osz; t += blockDim.x) {
+    const int il = t / osz, pos = t - il * osz, oy = pos / ow, ox = pos - oy * ow;
+    const int y0 = oy * sh - (int)p.ph, x0 = ox * sw - (int)p.pw;
+    const float *src = planes + il * hw;
+    float *dst = rows + t;
+    for (int ki = 0, iy = y0; ki < (int)p.kh; ki++, iy += dh)
+      for (int kj = 0, ix = x0; kj < kw; kj++, ix += dw, dst += p.L)
+        *dst = (unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w ? src[iy * w + ix] : 0.0f;
+  }
+}
+
+/* The same for a 1x1 kernel at stride 1 without padding (the pointwise
+ * convolutions of small images, conv_pointwise): a row of col is its
+ * channel's planes of the nb images one after another, so a warp copies a
+ * plane at a time (16 bytes a lane where the planes allow) and nothing is
+ * divided; the row kernels worked out each element's image and position. */
+template <bool V4>
+__global__ void __launch_bounds__(IM2COL_THREADS) k_im2col_1x1(conv2d p, const float *x, float *col) {
+  const int64_t chan = blockIdx.y, hw = p.osz, warps = blockDim.x / 32;
+  const int lane = threadIdx.x & 31;
+  float *row = col + chan * p.L;
+  for (int64_t img = (int64_t)blockIdx.x * warps + threadIdx.x / 32; img < p.nb; img += (int64_t)gridDim.x * warps) {
+    const float *src = x + (img * p.c + chan) * hw;
+    float *dst = row + img * hw;
+    if (V4) {
+      for (int64_t e = lane; e < hw / 4; e += 32)
+        reinterpret_cast<float4 *>(dst)[e] = __ldg(reinterpret_cast<const float4 *>(src) + e);
+    } else {
+      for (int64_t e = lane; e < hw; e += 32) dst[e] = __ldg(src + e);
+    }
+  }
+}
+
+static bool im2col_is_copy(const conv2d &p) {
+  return p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0 && p.oh == p.h &&
+         p.ow == p.w && p.c <= 65535 && p.nb > 0;
+}
+
+/* Images a block of k_im2col_planes takes: enough for a column a thread
+ * (256 output positions), more where the grid would still hold about 8
+ * blocks on each of 132 SMs, at most as many planes as fit in
+ * IM2COL_PLANE_FLOATS (one when a plane is larger, up to IM2COL_PLANE_MAX). */
+static int64_t im2col_plane_images(const conv2d &p) {
+  const int64_t hw = p.h * p.w, fit = hw >= IM2COL_PLANE_FLOATS ? 1 : IM2COL_PLANE_FLOATS / hw;
+  int64_t ni = (IM2COL_THREADS + p.osz - 1) / p.osz, spread = p.nb * p.c / 1056;
+  if (ni < spread) ni = spread;
+  if (ni > fit) ni = fit;
+  return ni < p.nb ? ni : p.nb;
+}
+
+/* Whether k_im2col_planes takes x: small images, kernels of 4 taps or more
+ * (a 1x1 kernel reads each element once anyway), and a grid of at least 4
+ * blocks an SM whose threads all have a position (LeNet-5's few channels
+ * stay on the row kernels). */
+static bool im2col_by_planes(const conv2d &p) {
+  if (p.kh * p.kw < 4 || p.h * p.w > IM2COL_PLANE_MAX || p.c > 65535 || p.nb <= 0 || p.osz <= 0) return false;
+  const int64_t ni = im2col_plane_images(p);
+  return (p.nb + ni - 1) / ni * p.c >= 528 && ni * p.osz >= IM2COL_THREADS;
+}
+
+/* Unfolds x (nb images) into col: plane by plane for a 1x1 kernel at
+ * stride 1 without padding, from planes in shared memory where
+ * im2col_by_planes says, else by rows when there are few enough for the
+ * grid's y dimension. */
 static int launch_im2col(const conv2d &p, int64_t n_total, const float *x, float *col, cudaStream_t s,
                          amd_status *st) {
   int64_t rows = p.g * p.kdim, tot = rows * p.L;
   bool small = fits32(tot) && fits32(n_total * p.c * p.h * p.w);
-  if (rows <= 65535 && p.ow % 4 == 0 && aligned16(col)) {
+  if (im2col_is_copy(p)) {
+    const int64_t warps = IM2COL_THREADS / 32, bx = (p.nb + warps - 1) / warps;
+    dim3 grid((unsigned)(bx > 65535 ? 65535 : bx), (unsigned)p.c);
+    if (p.osz % 4 == 0 && aligned16(x) && aligned16(col))
+      k_im2col_1x1<true><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
+    else
+      k_im2col_1x1<false><<<grid, IM2COL_THREADS, 0, s>>>(p, x, col);
+  } else if (im2col_by_planes(p)) {
+    const int ni = (int)im2col_plane_images(p);
+    const size_t smem = (size_t)ni * (size_t)(p.h * p.w) * sizeof(float);
+    dim3 grid((unsigned)((p.nb + ni - 1) / ni), (unsigned)p.c);
+    if ((p.h * p.w) % 4 == 0 && aligned16(x))
+      k_im2col_planes<true><<<grid, IM2COL_THREADS, smem, s>>>(p, ni, x, col);
+    else
+      k_im2col_planes<false><<<grid, IM2COL_THREADS, smem, s>>>(p, ni, x, col);
+  } else if (rows <= 65535 && p.ow % 4 == 0 && aligned16(col)) {
     int64_t bx = (p.L / 4 + IM2COL_PER * IM2COL_THREADS - 1) / (IM2COL_PER * IM2COL_THREADS);
     dim3 grid((unsigned)(bx > 1024 ? 1024 : bx), (unsigned)rows);
     if (small)
