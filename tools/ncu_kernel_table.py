@@ -11,6 +11,16 @@ bytes each kernel read from and wrote to the GPU's memory and the rate (the
 writes that were still in L2 when a kernel ended are not counted, so the
 rate is a lower bound).
 
+    python3 tools/ncu_kernel_table.py --compare OLD.csv NEW.csv [STEP_END]
+
+With --compare: two windows of a training run (say main's build and a
+branch's, the same command under the same --launch-skip and --launch-count),
+each counted over its whole steps only, the launches after the first launch
+of STEP_END (default k_optim, a step's last kernel) up to its last: per
+kernel, the time a step in each and the change, and the GB a step moved
+where the CSVs have the bytes; then the launches a step. A window's steps
+need not line up with the other's, nor be whole at its ends.
+
     ncu --csv --metrics gpu__time_duration.sum,smsp__inst_executed.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active --launch-count N CMD > k.csv
     python3 tools/ncu_kernel_table.py k.csv --issue MACS
@@ -42,12 +52,14 @@ drops to about 1.78 GHz while a kernel issues tensor-core instructions, even
 a few: the issue share alone does not give the time).
 """
 import csv
+import lzma
 import re
 import sys
 
 
 def rows(path):
-    with open(path, newline="") as f:
+    """The CSV's rows; PATH may be xz-compressed (.xz), as the exports in results/ are."""
+    with (lzma.open if path.endswith(".xz") else open)(path, "rt", newline="") as f:
         lines = [l for l in f if l.startswith('"')]  # ncu's own messages are not quoted
     return list(csv.DictReader(lines))
 
@@ -74,7 +86,7 @@ def byte_count(row):
 def time_table(path, steps):
     total, per, moved = 0.0, {}, {}  # per: name -> [launches, us]; moved: name -> [bytes read, bytes written]
     for row in rows(path):
-        name = kernel_name(row["Kernel Name"]).split("(")[0].split("<")[0][:60]
+        name = short_name(row["Kernel Name"])
         metric = row.get("Metric Name")
         if metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
             moved.setdefault(name, [0.0, 0.0])[metric == "dram__bytes_write.sum"] += byte_count(row)
@@ -95,6 +107,48 @@ def time_table(path, steps):
             line += "  %8.3f %8.3f %6.2f" % (r / 1e9, w / 1e9, (r + w) / t / 1e6 if t else 0)
         print(line)
     print("%-60s %8d %12.1f" % ("all", sum(n for n, _ in per.values()), total))
+
+
+def short_name(kernel):
+    return kernel_name(kernel).split("(")[0].split("<")[0][:60]
+
+
+def per_step(path, step_end):
+    """(steps, launches a step, {kernel: [us, bytes] a step}) over the whole steps of a window."""
+    launches = {}  # ID -> [name, us, bytes]
+    for row in rows(path):
+        k = launches.setdefault(int(row["ID"]), [short_name(row["Kernel Name"]), 0.0, 0.0])
+        metric = row.get("Metric Name")
+        if metric == "gpu__time_duration.sum":
+            k[1] = microseconds(row)
+        elif metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            k[2] += byte_count(row)
+    order = [launches[i] for i in sorted(launches)]
+    ends = [i for i, k in enumerate(order) if k[0] == step_end]
+    if len(ends) < 2:
+        sys.exit("%s: fewer than two launches of %s, so no whole step" % (path, step_end))
+    steps = len(ends) - 1
+    per = {}
+    for name, us, moved in order[ends[0] + 1:ends[-1] + 1]:
+        t = per.setdefault(name, [0.0, 0.0])
+        t[0] += us / steps
+        t[1] += moved / steps
+    return steps, (ends[-1] - ends[0]) / steps, per
+
+
+def compare_table(old_path, new_path, step_end):
+    (so, lo, old), (sn, ln, new) = per_step(old_path, step_end), per_step(new_path, step_end)
+    has_bytes = any(v[1] for v in old.values()) or any(v[1] for v in new.values())
+    print("whole steps: old %d, new %d; launches a step: old %.1f, new %.1f" % (so, sn, lo, ln))
+    print("%-60s %10s %10s %10s" % ("kernel, a step", "old us", "new us", "change") +
+          ("  %8s %8s" % ("old GB", "new GB") if has_bytes else ""))
+    zero = [0.0, 0.0]
+    for name in sorted(set(old) | set(new), key=lambda n: -(old.get(n, zero)[0] + new.get(n, zero)[0])):
+        o, n = old.get(name, zero), new.get(name, zero)
+        print("%-60s %10.1f %10.1f %+10.1f" % (name, o[0], n[0], n[0] - o[0]) +
+              ("  %8.3f %8.3f" % (o[1] / 1e9, n[1] / 1e9) if has_bytes else ""))
+    to, tn = sum(v[0] for v in old.values()), sum(v[0] for v in new.values())
+    print("%-60s %10.1f %10.1f %+10.1f" % ("all", to, tn, tn - to))
 
 
 def launch_groups(path):
@@ -148,7 +202,9 @@ def issue_table(path, macs, stalls=False):
 
 def main():
     args = sys.argv[1:]
-    if len(args) == 3 and args[1] in ("--issue", "--stalls"):
+    if args[:1] == ["--compare"] and len(args) in (3, 4):
+        compare_table(args[1], args[2], args[3] if len(args) == 4 else "k_optim")
+    elif len(args) == 3 and args[1] in ("--issue", "--stalls"):
         issue_table(args[0], float(args[2]), stalls=args[1] == "--stalls")
     elif len(args) in (1, 2) and not args[0].startswith("-"):
         time_table(args[0], float(args[1]) if len(args) > 1 else 0)

@@ -3,9 +3,11 @@
 form `ncu --csv` prints, its own messages and a program's lines between the rows): two launches of one kernel
 and grid are averaged, another grid gets its own line, the stall reasons and pipes come out largest first,
 with the small ones left out, and the SM clock where it was measured; the time table sums a kernel's
-launches over its grids, with the bytes it moved and their rate.
+launches over its grids, with the bytes it moved and their rate. --compare on two windows of training steps
+(one xz-compressed) counts only their whole steps, between the first and last k_optim.
 
     ncu_table_test.py TOOLS_DIR"""
+import lzma
 import os
 import subprocess
 import sys
@@ -43,6 +45,39 @@ def launch(i, grid, us, warp_insts, issue, barrier, wait, lsu, clock=None, moved
              row(i, grid, 'dram__bytes_write.sum', 'Kbyte', moved[1])] if moved else [])
 
 
+def step_kernel(i, name, us, mb=None):
+    """One launch of a kernel named name (time, and bytes read where mb is given) for --compare's windows."""
+    cells = lambda metric, unit, v: ','.join('"%s"' % c for c in [
+        str(i), '1', 'amdnn-onnx', '127.0.0.1', name, '1', '13', '(256, 1, 1)', '(8, 1, 1)', '0', '9.0',
+        'Command line profiler metrics', metric, unit, v])
+    return [cells('gpu__time_duration.sum', 'nsecond', '%d' % (us * 1000))] + (
+        [cells('dram__bytes_read.sum', 'Mbyte', str(mb)), cells('dram__bytes_write.sum', 'byte', '0')]
+        if mb is not None else [])
+
+
+def compare(tools, tmp):
+    """Old window: a, [k_optim, a, b, k_optim], a: one whole step (a 5 us, b 3, k_optim 1).
+    New window: [k_optim, a, k_optim, a, c, k_optim], a partial step after it: two whole steps, a 4 us each,
+    c 2 over both, so 1.0 a step; b gone; a's 10 MB read a launch."""
+    optim = 'k_optim(int, int, int, int, int, amd_optim_coeffs, float *, float *, float *, int64_t)'
+    a, b, c = 'void k_a<int>(conv2d, const float *)', 'void k_b(float *)', 'k_c(const float *, float *)'
+    head = '"' + '","'.join(HEAD) + '"'
+    old = [head]
+    for i, (n, us, mb) in enumerate([(a, 5, 10), (optim, 1, 0), (a, 5, 10), (b, 3, 0), (optim, 1, 0), (a, 5, 10)]):
+        old += step_kernel(i, n, us, mb)
+    new = [head, '==PROF== Connected to process 1']
+    for i, (n, us, mb) in enumerate([(optim, 1, 0), (a, 4, 10), (optim, 1, 0), (a, 4, 10), (c, 2, 0),
+                                     (optim, 1, 0), (a, 4, 10)]):
+        new += step_kernel(i, n, us, mb)
+    po, pn = os.path.join(tmp, 'old.csv'), os.path.join(tmp, 'new.csv.xz')
+    with open(po, 'w') as f:
+        f.write('\n'.join(old) + '\n')
+    with lzma.open(pn, 'wt') as f:
+        f.write('\n'.join(new) + '\n')
+    return subprocess.run([sys.executable, os.path.join(tools, 'ncu_kernel_table.py'), '--compare', po, pn],
+                          capture_output=True, text=True, check=True).stdout
+
+
 def main():
     tools = sys.argv[1]
     macs = 1000.0
@@ -62,7 +97,9 @@ def main():
         issue = subprocess.run(tool + ['--issue', str(macs)], capture_output=True, text=True, check=True).stdout
         out = subprocess.run(tool + ['--stalls', str(macs)], capture_output=True, text=True, check=True).stdout
         times = subprocess.run(tool + ['2'], capture_output=True, text=True, check=True).stdout
+        cmp_out = compare(tools, tmp)
     print(times)
+    print(cmp_out)
     print(out)
     bad = []
 
@@ -94,6 +131,16 @@ def main():
          'time table: one line for mode_kernel (namespace and template left out), 3 launches, 29.0 us, 14.5 a '
          'step of 2, 0.024 GB read, 0.002 GB written, 0.90 TB/s: %s' % tl)
     want('GB read' in times.splitlines()[0], 'time table: the bytes columns when the bytes metrics are there')
+    cl = {l.split()[0] if not l.startswith('void') else l.split()[1]: l.split()[-5:] for l in cmp_out.splitlines()[2:]}
+    want(cmp_out.splitlines()[:1] == ['whole steps: old 1, new 2; launches a step: old 3.0, new 2.5'],
+         '--compare: whole steps and launches a step: %s' % cmp_out.splitlines()[:1])
+    want(cl.get('k_a') == ['5.0', '4.0', '-1.0', '0.010', '0.010'], '--compare k_a 5.0 -> 4.0, 10 MB a step: %s'
+         % cl.get('k_a'))
+    want(cl.get('k_b') == ['3.0', '0.0', '-3.0', '0.000', '0.000'], '--compare k_b gone: %s' % cl.get('k_b'))
+    want(cl.get('k_c') == ['0.0', '1.0', '+1.0', '0.000', '0.000'], '--compare k_c new: %s' % cl.get('k_c'))
+    want(cl.get('k_optim') == ['1.0', '1.0', '+0.0', '0.000', '0.000'], '--compare k_optim: %s' % cl.get('k_optim'))
+    want(cmp_out.splitlines()[-1].split() == ['all', '9.0', '6.0', '-3.0'],
+         '--compare all: 9.0 -> 6.0: %s' % cmp_out.splitlines()[-1:])
     for b in bad:
         print('FAIL: ' + b)
     sys.exit(1 if bad else 0)
