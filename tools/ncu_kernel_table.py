@@ -83,20 +83,39 @@ def byte_count(row):
     return number(row) * scale.get(row.get("Metric Unit", "byte"), 1.0)
 
 
+def short_name(kernel):
+    return kernel_name(kernel).split("(")[0].split("<")[0][:60]
+
+
+def launch_list(path):
+    """Each launch in ID order: {"name", "us" (None without a time row), "read", "wrote" (bytes; None without
+    the dram metrics)}."""
+    launches = {}
+    for row in rows(path):
+        k = launches.setdefault(int(row["ID"]), {"name": short_name(row["Kernel Name"]), "us": None,
+                                                 "read": None, "wrote": None})
+        metric = row.get("Metric Name")
+        if metric == "gpu__time_duration.sum":
+            k["us"] = microseconds(row)
+        elif metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            side = "wrote" if metric == "dram__bytes_write.sum" else "read"
+            k[side] = (k[side] or 0.0) + byte_count(row)
+    return [launches[i] for i in sorted(launches)]
+
+
 def time_table(path, steps):
     total, per, moved = 0.0, {}, {}  # per: name -> [launches, us]; moved: name -> [bytes read, bytes written]
-    for row in rows(path):
-        name = short_name(row["Kernel Name"])
-        metric = row.get("Metric Name")
-        if metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
-            moved.setdefault(name, [0.0, 0.0])[metric == "dram__bytes_write.sum"] += byte_count(row)
+    for k in launch_list(path):
+        name = k["name"]
+        if k["read"] is not None or k["wrote"] is not None:
+            m = moved.setdefault(name, [0.0, 0.0])
+            m[0] += k["read"] or 0.0
+            m[1] += k["wrote"] or 0.0
+        if k["us"] is None:
             continue
-        if metric != "gpu__time_duration.sum":
-            continue
-        us = microseconds(row)
         n, t = per.get(name, (0, 0.0))
-        per[name] = (n + 1, t + us)
-        total += us
+        per[name] = (n + 1, t + k["us"])
+        total += k["us"]
     head = "%-60s %8s %12s %7s %12s" % ("kernel", "launches", "total us", "share", "us/step" if steps else "")
     print(head + ("  %8s %8s %6s" % ("GB read", "GB wrote", "TB/s") if moved else ""))
     for name, (n, t) in sorted(per.items(), key=lambda kv: -kv[1][1]):
@@ -109,30 +128,18 @@ def time_table(path, steps):
     print("%-60s %8d %12.1f" % ("all", sum(n for n, _ in per.values()), total))
 
 
-def short_name(kernel):
-    return kernel_name(kernel).split("(")[0].split("<")[0][:60]
-
-
 def per_step(path, step_end):
     """(steps, launches a step, {kernel: [us, bytes] a step}) over the whole steps of a window."""
-    launches = {}  # ID -> [name, us, bytes]
-    for row in rows(path):
-        k = launches.setdefault(int(row["ID"]), [short_name(row["Kernel Name"]), 0.0, 0.0])
-        metric = row.get("Metric Name")
-        if metric == "gpu__time_duration.sum":
-            k[1] = microseconds(row)
-        elif metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
-            k[2] += byte_count(row)
-    order = [launches[i] for i in sorted(launches)]
-    ends = [i for i, k in enumerate(order) if k[0] == step_end]
+    order = launch_list(path)
+    ends = [i for i, k in enumerate(order) if k["name"] == step_end]
     if len(ends) < 2:
         sys.exit("%s: fewer than two launches of %s, so no whole step" % (path, step_end))
     steps = len(ends) - 1
     per = {}
-    for name, us, moved in order[ends[0] + 1:ends[-1] + 1]:
-        t = per.setdefault(name, [0.0, 0.0])
-        t[0] += us / steps
-        t[1] += moved / steps
+    for k in order[ends[0] + 1:ends[-1] + 1]:
+        t = per.setdefault(k["name"], [0.0, 0.0])
+        t[0] += (k["us"] or 0.0) / steps
+        t[1] += ((k["read"] or 0.0) + (k["wrote"] or 0.0)) / steps
     return steps, (ends[-1] - ends[0]) / steps, per
 
 

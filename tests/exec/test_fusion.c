@@ -48,6 +48,13 @@ static int same_bits(const amd_tensor *a, const amd_tensor *b) {
          memcmp(a->data, b->data, (size_t)amd_tensor_numel(a) * sizeof(float)) == 0;
 }
 
+/* How many nodes the last pass skipped because an earlier node did them. */
+static int skipped_nodes(const amd_run *r) {
+  int n = 0;
+  for (int i = 0; i < r->g->n_nodes; i++) n += r->fused_done[i];
+  return n;
+}
+
 /* want: how many Relus the Convs take in, the Adds, the BatchNormalizations; how many Adds the Convs */
 static void check_model(const char *dir, const char *file, const int want[4]) {
   amd_graph *g;
@@ -83,8 +90,7 @@ static void check_model(const char *dir, const char *file, const int want[4]) {
   amd_tensor x = make_input(g, 4, 1.0f, 7), fused, trained, watched;
   watched_nodes = 0;
   if (forward(&r, &x, 0, 0, &fused) == 0) {
-    int skipped = 0;
-    for (int i = 0; i < g->n_nodes; i++) skipped += r.fused_done[i];
+    const int skipped = skipped_nodes(&r);
     CHECK(skipped == n_fused, "%s: the pass skipped %d nodes, expected %d", file, skipped, n_fused);
     for (int i = 0; i < g->n_nodes; i++)
       if (r.fused_done[i] && g->nodes[i].op->idx == AMD_OP_IDX_Relu)
@@ -94,14 +100,13 @@ static void check_model(const char *dir, const char *file, const int want[4]) {
      * their output, Relu not its input), so a training pass fuses the same nodes, and each such value
      * keeps its shape for its gradient; a pass that keeps every value (keep_all) fuses nothing */
     if (forward(&r, &x, 1, 0, &trained) == 0) {
-      int skipped1 = 0, shaped = 0;
-      for (int i = 0; i < g->n_nodes; i++) {
-        skipped1 += r.fused_done[i];
+      const int skipped1 = skipped_nodes(&r);
+      int shaped = 0;
+      for (int i = 0; i < g->n_nodes; i++)
         if (r.fused_done[i]) {
           const amd_tensor *v = &r.vals[g->nodes[i].in[0]];
           shaped += v->data == NULL && v->rank == 4 && amd_tensor_numel(v) > 0 && !r.bwd_reads[g->nodes[i].in[0]];
         }
-      }
       CHECK(skipped1 == n_fused, "%s: a training pass (keep = 1) skipped %d nodes, expected %d", file, skipped1,
             n_fused);
       CHECK(shaped == n_fused, "%s: %d of %d values fused away in training keep their shape, no data, and are "
@@ -113,9 +118,7 @@ static void check_model(const char *dir, const char *file, const int want[4]) {
     }
     r.keep_all = 1;
     if (forward(&r, &x, 1, 0, &trained) == 0) {
-      int skipped2 = 0;
-      for (int i = 0; i < g->n_nodes; i++) skipped2 += r.fused_done[i];
-      CHECK(skipped2 == 0, "%s: a training pass that keeps every value fuses nothing", file);
+      CHECK(skipped_nodes(&r) == 0, "%s: a training pass that keeps every value fuses nothing", file);
       CHECK(same_bits(&fused, &trained), "%s: fused pass = unfused training pass, bit for bit", file);
       amd_tensor_free(&trained);
     } else {
