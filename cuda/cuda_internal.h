@@ -30,8 +30,9 @@ extern amd_cuda_state amd_cu;
 int amd_cu_malloc(void **p, size_t bytes, amd_status *st);
 void amd_cu_free(void *p);
 
-/* Scratch for the large transient buffers of one op (Conv's im2col matrix
- * and its reordered output / gradient), given back with amd_cu_scratch_done
+/* Scratch for the large transient buffers of one op (Conv's im2col matrix,
+ * its reordered output / gradient, and its bias spread over an image for the
+ * GEMMs that add it themselves), given back with amd_cu_scratch_done
  * when the op has queued its kernels (the one stream orders the reuse). With
  * the arena it is arena memory held only while the op runs, so the peak
  * counts it only where it adds to what is live then (a training step's peak
@@ -39,7 +40,7 @@ void amd_cu_free(void *p);
  * the largest im2col matrices belong to the first). With the block cache it
  * is one grow-only buffer per slot that every Conv shares (cached blocks of
  * each layer's own size would all stay held) and _done does nothing. */
-enum { AMD_CU_WS_COL, AMD_CU_WS_OUT, AMD_CU_WS_COUNT };
+enum { AMD_CU_WS_COL, AMD_CU_WS_OUT, AMD_CU_WS_BIAS, AMD_CU_WS_COUNT };
 int amd_cu_scratch(int slot, size_t bytes, void **p, amd_status *st);
 void amd_cu_scratch_done(void *p);
 

@@ -93,6 +93,7 @@
  * adds the correction to its sums, or, when the range words say that a pair
  * leaves the fast range (or an operand is Inf/NaN), takes the exact path for
  * every tile and ignores it. */
+#include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -1206,9 +1207,24 @@ typedef struct table_entry {
   int words;
 } table_entry;
 
+/* A cuBLASLt GEMM of amd_cuda_gemm_add_relu for one shape (key): its
+ * descriptors and the algorithm the heuristic chose, or ok = 0 where it had
+ * none (the caller then takes its other path every time). */
+enum { LT_KEY = 20 };
+struct lt_plan {
+  int64_t key[LT_KEY];
+  int ok;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc, ld;
+  cublasLtMatmulAlgo_t algo;
+};
+
 struct amd_cuda_gemm_ctx {
   cudaStream_t stream;
   cublasHandle_t cublas;
+  cublasLtHandle_t lt; /* amd_cuda_gemm_add_relu: made on first use */
+  lt_plan *plans;
+  int nplans, cap_plans;
   int device, sms;
   table_entry *tabs;
   int ntabs, captabs;
@@ -1226,6 +1242,15 @@ struct amd_cuda_gemm_ctx {
 };
 
 static const size_t cublas_ws_bytes = (size_t)32 << 20;
+
+static void lt_plan_free(lt_plan *p) {
+  if (p->op) cublasLtMatmulDescDestroy(p->op);
+  if (p->la) cublasLtMatrixLayoutDestroy(p->la);
+  if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
+  if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+  if (p->ld) cublasLtMatrixLayoutDestroy(p->ld);
+  memset(p, 0, sizeof *p);
+}
 
 extern "C" int amd_cuda_gemm_create(amd_cuda_gemm_ctx **out, cudaStream_t stream, amd_status *st) {
   *out = NULL;
@@ -1281,6 +1306,9 @@ extern "C" void amd_cuda_gemm_destroy(amd_cuda_gemm_ctx *ctx) {
   cudaFree(ctx->ws);
   cudaFree(ctx->tier_ws);
   for (int i = 0; i < ctx->nretired; i++) cudaFree(ctx->retired[i]);
+  for (int i = 0; i < ctx->nplans; i++) lt_plan_free(&ctx->plans[i]);
+  free(ctx->plans);
+  if (ctx->lt) cublasLtDestroy(ctx->lt);
   if (ctx->cublas) cublasDestroy(ctx->cublas);
   cudaFree(ctx->cublas_ws);
   free(ctx);
@@ -1755,4 +1783,119 @@ extern "C" int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int t
   default:
     return amd_fail(st, "amd_cuda_gemm: invalid multiplier mode %d", (int)mult->mode);
   }
+}
+
+/* ================================================================ acc32 adding a matrix, with a Relu (cuBLASLt) */
+
+/* The alignment in bytes (a power of two, at most 256) that every batch
+ * entry of a matrix at p keeps: cuBLASLt's heuristic otherwise assumes 256. */
+static int64_t lt_align(const void *p, int64_t stride, int64_t batch) {
+  uint64_t bits = (uint64_t)(uintptr_t)p | (batch > 1 ? (uint64_t)stride * 4u : 0u) | 256u;
+  return (int64_t)(bits & (~bits + 1u));
+}
+
+static cublasStatus_t lt_layout(cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                int64_t stride) {
+  cublasStatus_t cs = cublasLtMatrixLayoutCreate(l, CUDA_R_32F, (uint64_t)rows, (uint64_t)cols, ld);
+  const int32_t count = (int32_t)batch;
+  const int64_t offset = stride;
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset, sizeof offset);
+  return cs;
+}
+
+/* The plan of key k (made, and its algorithm looked up, on first use). In
+ * the column-major view of run_acc32, C^T = op(B)^T op(A)^T + D^T: cuBLASLt's
+ * A is our B and its B our A; its bias vector would run along our columns,
+ * so the caller's addend is a matrix (C in cuBLASLt's terms). */
+static int lt_plan_get(amd_cuda_gemm_ctx *ctx, const int64_t *k, lt_plan **out, amd_status *st) {
+  for (int i = 0; i < ctx->nplans; i++)
+    if (!memcmp(ctx->plans[i].key, k, sizeof ctx->plans[i].key)) return *out = &ctx->plans[i], 0;
+  if (!ctx->lt) AMD_CUBLAS_CHECK(cublasLtCreate(&ctx->lt), st);
+  if (ctx->nplans == ctx->cap_plans) {
+    const int nc = ctx->cap_plans ? 2 * ctx->cap_plans : 32;
+    lt_plan *np = (lt_plan *)realloc(ctx->plans, (size_t)nc * sizeof *np);
+    if (!np) return amd_fail(st, "out of memory");
+    ctx->plans = np, ctx->cap_plans = nc;
+  }
+  lt_plan *p = &ctx->plans[ctx->nplans];
+  memset(p, 0, sizeof *p);
+  memcpy(p->key, k, sizeof p->key);
+  const int ta = (int)k[0], tb = (int)k[1];
+  const int64_t M = k[2], N = k[3], K = k[4], lda = k[5], ldb = k[6], ldd = k[7], ldc = k[8], sa = k[9],
+                sb = k[10], sd = k[11], sc = k[12], batch = k[13], relu = k[14];
+  const cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtEpilogue_t epi = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+  cublasStatus_t cs = cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F); /* no TF32 */
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = lt_layout(&p->la, tb ? K : N, tb ? N : K, ldb, batch, sb);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = lt_layout(&p->lb, ta ? M : K, ta ? K : M, lda, batch, sa);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = lt_layout(&p->lc, N, M, ldd, batch, sd);
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = lt_layout(&p->ld, N, M, ldc, batch, sc);
+  cublasLtMatmulPreference_t pref = NULL;
+  if (cs == CUBLAS_STATUS_SUCCESS) cs = cublasLtMatmulPreferenceCreate(&pref);
+  const uint64_t ws = cublas_ws_bytes;
+  const uint32_t align[4] = {(uint32_t)k[16], (uint32_t)k[15], (uint32_t)k[17], (uint32_t)k[18]}; /* its A B C D */
+  const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  if (cs == CUBLAS_STATUS_SUCCESS)
+    cs = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  for (int i = 0; i < 4 && cs == CUBLAS_STATUS_SUCCESS; i++)
+    cs = cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]);
+  cublasLtMatmulHeuristicResult_t found;
+  int n_found = 0;
+  if (cs == CUBLAS_STATUS_SUCCESS) {
+    /* NOT_SUPPORTED (no algorithm for this shape) is an answer, not an error */
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->la, p->lb, p->lc, p->ld, pref, 1, &found, &n_found);
+    if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED) cs = hs;
+  }
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  if (cs != CUBLAS_STATUS_SUCCESS) {
+    lt_plan_free(p);
+    return amd_fail(st, "cuBLASLt: %s setting up a GEMM", cublasGetStatusName(cs));
+  }
+  p->ok = n_found > 0;
+  if (p->ok) p->algo = found.algo;
+  ctx->nplans++;
+  *out = p;
+  return 0;
+}
+
+extern "C" int amd_cuda_gemm_add_relu(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b,
+                                      int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                                      int64_t stride_a, const float *B, int64_t ldb, int64_t stride_b,
+                                      const float *D, int64_t ldd, int64_t stride_d, int relu, float *C,
+                                      int64_t ldc, int64_t stride_c, int64_t batch, amd_status *st) {
+  if (!ctx) return amd_fail(st, "amd_cuda_gemm_add_relu: no context");
+  if (mult && mult->mode != AMD_MODE_ACC32) return 1;
+  if (M < 0 || N < 0 || K < 0 || batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0 || stride_d < 0)
+    return amd_fail(st, "amd_cuda_gemm_add_relu: negative size or stride");
+  if (M == 0 || N == 0 || batch == 0) return 0;
+  if (K == 0 || batch > INT_MAX) return 1;
+  if (lda < (trans_a ? M : K) || ldb < (trans_b ? K : N) || ldc < N || (D && ldd < N))
+    return amd_fail(st, "amd_cuda_gemm_add_relu: leading dimension too small");
+  if (!A || !B || !C) return amd_fail(st, "amd_cuda_gemm_add_relu: NULL matrix");
+  /* no addend: C is cuBLASLt's C as well as its D (beta 0: not read) */
+  const float *addend = D ? D : C;
+  const int64_t key[LT_KEY] = {trans_a, trans_b, M, N, K, lda, ldb, D ? ldd : ldc, ldc, stride_a, stride_b,
+                               D ? stride_d : stride_c, stride_c, batch, relu ? 1 : 0,
+                               lt_align(A, stride_a, batch), lt_align(B, stride_b, batch),
+                               lt_align(addend, D ? stride_d : stride_c, batch), lt_align(C, stride_c, batch), 0};
+  lt_plan *p = NULL;
+  if (lt_plan_get(ctx, key, &p, st)) return -1;
+  if (!p->ok) return 1;
+  const float beta = D ? 1.0f : 0.0f;
+  AMD_CUBLAS_CHECK(cublasLtMatmul(ctx->lt, p->op, &alpha, B, p->la, A, p->lb, &beta, addend, p->lc, C, p->ld,
+                                  &p->algo, ctx->cublas_ws, cublas_ws_bytes, ctx->stream),
+                   st);
+  return 0;
 }

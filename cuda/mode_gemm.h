@@ -53,6 +53,25 @@ int amd_cuda_gemm(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int
                   const float *B, int64_t ldb, int64_t stride_b, float beta, float *C, int64_t ldc,
                   int64_t stride_c, int64_t batch, amd_status *st);
 
+/* acc32 only: for b in [0, batch)
+ *   C_b[M,N] = alpha * op(A_b) * op(B_b) + D_b, then max(x, 0) where relu
+ * with D_b = D + b * stride_d ([M,N], leading dimension ldd; stride 0 adds one
+ * matrix to every batch entry, as a bias broadcast over images; D NULL: nothing
+ * added), in one cuBLASLt GEMM whose epilogue adds D and applies the Relu as it
+ * writes C, so no pass over C follows. IEEE fp32 products and sums, TF32
+ * off; D is added to the finished sum and the Relu keeps NaNs: at ResNet-50's
+ * shapes, NaN and Inf inputs included, the bits of cublasSgemm followed by
+ * that pass (an H200, results/step_time/gemm_epilogue_h200x2_2026-11-30/);
+ * cuBLASLt may pick other algorithms, so other sums, at other shapes. C must
+ * not overlap A, B or D. Returns 1, having done nothing, where it does not
+ * apply (mult neither NULL nor acc32, or no cuBLASLt algorithm for the
+ * shape): the caller runs amd_cuda_gemm and its own pass instead. */
+int amd_cuda_gemm_add_relu(amd_cuda_gemm_ctx *ctx, const amd_mult *mult, int trans_a, int trans_b, int64_t M,
+                           int64_t N, int64_t K, float alpha, const float *A, int64_t lda, int64_t stride_a,
+                           const float *B, int64_t ldb, int64_t stride_b, const float *D, int64_t ldd,
+                           int64_t stride_d, int relu, float *C, int64_t ldc, int64_t stride_c, int64_t batch,
+                           amd_status *st);
+
 #ifdef __cplusplus
 }
 #endif

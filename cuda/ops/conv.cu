@@ -8,7 +8,8 @@
  * all through amd_cuda_gemm; Yt / dYt are [M][L] transposes of Y / dY, and
  * col2im gathers dcol back onto each input element (deterministic: no
  * atomics). Pointwise convolutions of large images skip im2col and col2im
- * (conv_pointwise). */
+ * (conv_pointwise). In acc32, a forward whose bias and fused Relu are all it
+ * adds writes y from its GEMMs directly (conv_direct). */
 #include "../conv2d.h"
 #include "ops_internal.h"
 
@@ -366,6 +367,36 @@ __global__ void k_conv_out(int64_t nb, int64_t m_, int64_t osz_, const float *yt
   }
 }
 
+/* The same one float at a time (osz not a multiple of 4: ResNet-50's 7 x 7
+ * images), an image per blockIdx.y: a thread takes CONV_OUT_PER elements of
+ * the image, blockDim apart, loads them all before it stores them, and
+ * divides once per element where k_conv_out<I, 1> divided three times and
+ * had one load in flight (the 2048 channels of ResNet-50's last layer at
+ * batch 256: 130 us, 2.2 TB/s; its 512 channels 39 us, 0.7 TB/s; Nsight
+ * Compute on an H200). Needs nb <= 65535 and m * osz < 2^31. */
+enum { CONV_OUT_PER = 4 };
+__global__ void k_conv_out_img(int64_t nb, int m, int osz, const float *yt, conv_epilogue e, float *y) {
+  const int64_t img = blockIdx.y, per_img = (int64_t)m * osz, nbo = nb * osz;
+  const int span = CONV_OUT_PER * (int)blockDim.x, n = m * osz;
+  const float *src = yt + img * osz;
+  float *dst = y + img * per_img;
+  for (int j0 = (int)blockIdx.x * span + (int)threadIdx.x; j0 < n; j0 += (int)gridDim.x * span) {
+    float v[CONV_OUT_PER];
+    int mm[CONV_OUT_PER];
+#pragma unroll
+    for (int k = 0; k < CONV_OUT_PER; k++) {
+      const int j = j0 + k * (int)blockDim.x;
+      mm[k] = j / osz;
+      if (j < n) v[k] = __ldg(src + mm[k] * nbo + (j - mm[k] * osz));
+    }
+#pragma unroll
+    for (int k = 0; k < CONV_OUT_PER; k++) {
+      const int j = j0 + k * (int)blockDim.x;
+      if (j < n) dst[j] = epilogue_apply<1>(e, v[k], mm[k], img * per_img + j);
+    }
+  }
+}
+
 /* dyt[m][img*osz + pos] = dy[img][m][pos], V floats at a time */
 template <typename I, int V>
 __global__ void k_conv_dyt(int64_t nb, int64_t m_, int64_t osz_, const float *dy, float *dyt) {
@@ -382,12 +413,17 @@ static int conv_out(int64_t nb, int64_t m, int64_t osz, const float *yt, const c
   int64_t n = nb * m * osz;
   bool v4 = osz % 4 == 0 && aligned16(yt) && aligned16(y) && (!e.resid || aligned16(e.resid));
   unsigned blocks = amd_cu_blocks(v4 ? n / 4 : n);
-  if (v4 && fits32(n))
+  if (v4 && fits32(n)) {
     k_conv_out<int, 4><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
-  else if (fits32(n))
+  } else if (nb <= 65535 && fits32(m * osz + 256 * CONV_OUT_PER)) {
+    const int64_t bx = (m * osz + 256 * CONV_OUT_PER - 1) / (256 * CONV_OUT_PER);
+    k_conv_out_img<<<dim3((unsigned)(bx > 1024 ? 1024 : bx), (unsigned)nb), 256, 0, s>>>(nb, (int)m, (int)osz, yt, e,
+                                                                                         y);
+  } else if (fits32(n)) {
     k_conv_out<int, 1><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
-  else
+  } else {
     k_conv_out<int64_t, 1><<<blocks, 256, 0, s>>>(nb, m, osz, yt, e, y);
+  }
   AMD_CUDA_CHECK_LAUNCH("k_conv_out", st);
   return 0;
 }
@@ -448,6 +484,30 @@ static bool conv_pointwise(const amd_conv_geom &g) {
   return true;
 }
 
+/* Whether the forward's GEMMs write y themselves, one per image, adding the
+ * bias and applying the fused Relu as they write (amd_cuda_gemm_add_relu,
+ * acc32 only): the pointwise path's pass over y and the im2col path's
+ * reordering of its output go away. Not with a residual (its GEMM would
+ * need the bias and the residual as two addends), nor where nothing is added
+ * (no pass to save); the im2col path only for one group, images of 512
+ * positions or more (as conv_pointwise), 64 output channels or more (a
+ * GEMM tile's rows: LeNet-5's 6 stay on one GEMM over all images) and
+ * kernels of at most 256 rows: larger ones spend so long in their GEMM that
+ * the reordering is a small part, and per-image GEMMs of ResNet-50's 3x3
+ * convolutions at 28 x 28 were slower than one GEMM and the reordering (an
+ * H200, 2026-11-30). Where cuBLASLt has no algorithm for a shape, the usual
+ * path runs. */
+static bool conv_direct(const amd_mult *mult, const amd_conv_geom &g, const conv_epilogue &e) {
+  if ((mult && mult->mode != AMD_MODE_ACC32) || e.resid || (!e.bias && !e.relu)) return false;
+  return conv_pointwise(g) || (g.group == 1 && g.osize >= 512 && g.m >= 64 && g.cg * g.kvol <= 256);
+}
+
+/* bm[m][pos] = bias[m]: the bias spread over an image's positions, the
+ * matrix that conv_direct's GEMMs add to every image. */
+__global__ void k_bias_plane(int64_t m, int64_t osz, const float *bias, float *bm) {
+  AMD_CU_LOOP(i, m * osz) bm[i] = bias[i / osz];
+}
+
 /* The bytes of a chunk's two scratch buffers (amd_cuda_conv_workspace). */
 static size_t conv_workspace_cap = AMD_CONV_WORKSPACE_DEFAULT;
 extern "C" void amd_cuda_conv_workspace(size_t bytes) { conv_workspace_cap = bytes ? bytes : 1; }
@@ -482,6 +542,7 @@ struct conv_run {
   amd_cuda_gemm_ctx *gemm;
   cudaStream_t s;
   float *col, *out;
+  float *bm; /* conv_direct's bias plane [M][osz] (NULL: none: a direct forward then has no bias) */
 };
 
 /* Y = epilogue(conv(X, W)) through mult: the pointwise path (no workspace),
@@ -489,15 +550,27 @@ struct conv_run {
 static int conv_fwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom &g, const float *x, const float *w,
                     const conv_epilogue &e, float *y, amd_status *st) {
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
+  const int64_t kdim = g.cg * g.kvol;
+  /* conv_direct: rc 1 where cuBLASLt has no algorithm for a shape (that GEMM then takes the usual path) */
+  const bool direct = conv_direct(mult, g, e) && (r.bm || !e.bias);
+  if (direct && e.bias) {
+    k_bias_plane<<<amd_cu_blocks(g.m * g.osize), 256, 0, r.s>>>(g.m, g.osize, e.bias, r.bm);
+    AMD_CUDA_CHECK_LAUNCH("k_bias_plane", st);
+  }
+  const float *bm = e.bias ? r.bm : NULL;
   if (conv_pointwise(g)) {
     double t0 = amd_cu_prof_t0();
-    if (amd_cuda_gemm(r.gemm, mult, 0, 0, g.m, g.osize, g.c, 1.0f, w, g.c, 0, x, g.osize, g.c * g.osize, 0.0f, y,
-                      g.osize, g.m * g.osize, g.n, st))
+    const int rc = direct ? amd_cuda_gemm_add_relu(r.gemm, mult, 0, 0, g.m, g.osize, g.c, 1.0f, w, g.c, 0, x,
+                                                   g.osize, g.c * g.osize, bm, g.osize, 0, e.relu, y, g.osize,
+                                                   g.m * g.osize, g.n, st)
+                          : 1;
+    if (rc < 0 || (rc == 1 && amd_cuda_gemm(r.gemm, mult, 0, 0, g.m, g.osize, g.c, 1.0f, w, g.c, 0, x, g.osize,
+                                            g.c * g.osize, 0.0f, y, g.osize, g.m * g.osize, g.n, st)))
       return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)(g.n * g.osize) * (double)g.c);
-    return conv_epilogue_pass(g.n, g.m, g.osize, e, y, r.s, st);
+    return rc == 1 ? conv_epilogue_pass(g.n, g.m, g.osize, e, y, r.s, st) : 0;
   }
-  const int64_t chunk = conv_chunk(&g), kdim = g.cg * g.kvol;
+  const int64_t chunk = conv_chunk(&g);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = g.n - n0 < chunk ? g.n - n0 : chunk;
     conv2d p = make_conv2d(&g, nb);
@@ -505,6 +578,16 @@ static int conv_fwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom
     if (launch_im2col(p, g.n, x + n0 * g.c * g.isize, r.col, r.s, st)) return -1;
     amd_cu_prof_stage(t0, AMD_PROF_FWD_IM2COL, 0);
     t0 = amd_cu_prof_t0();
+    if (direct) { /* Y_img [M, osz] = W col_img, col_img the image's osz columns of col */
+      const int rc = amd_cuda_gemm_add_relu(r.gemm, mult, 0, 0, g.m, g.osize, kdim, 1.0f, w, kdim, 0, r.col, p.L,
+                                            g.osize, bm, g.osize, 0, e.relu, y + n0 * g.m * g.osize, g.osize,
+                                            g.m * g.osize, nb, st);
+      if (rc < 0) return -1;
+      if (rc == 0) {
+        amd_cu_prof_stage(t0, AMD_PROF_FWD_GEMM, (double)g.m * (double)p.L * (double)kdim);
+        continue;
+      }
+    }
     for (int64_t gi = 0; gi < g.group; gi++)
       if (amd_cuda_gemm(r.gemm, mult, 0, 0, g.mg, p.L, kdim, 1.0f, w + gi * g.mg * kdim, kdim, 0,
                         r.col + gi * kdim * p.L, p.L, 0, 0.0f, r.out + gi * g.mg * p.L, p.L, 0, 1, st))
@@ -563,9 +646,11 @@ static int conv_bwd(const conv_run &r, const amd_mult *mult, const amd_conv_geom
 }
 
 /* The node's run: the backend's GEMM context and stream, its scratch
- * buffers (none for a pointwise forward), given back by node_done. */
-static int node_run(const amd_conv_geom &g, bool need_workspace, conv_run *r, amd_status *st) {
-  r->gemm = amd_cu.gemm, r->s = amd_cu.stream, r->col = r->out = NULL;
+ * buffers (none for a pointwise forward), and the bias plane where the
+ * forward goes direct with a bias; given back by node_done. */
+static int node_run(const amd_conv_geom &g, bool need_workspace, bool bias_plane, conv_run *r, amd_status *st) {
+  r->gemm = amd_cu.gemm, r->s = amd_cu.stream, r->col = r->out = r->bm = NULL;
+  if (bias_plane && amd_cu_scratch(AMD_CU_WS_BIAS, (size_t)(g.m * g.osize) * 4, (void **)&r->bm, st)) return -1;
   if (!need_workspace) return 0;
   const int64_t chunk = conv_chunk(&g);
   return amd_cu_scratch(AMD_CU_WS_COL, conv_col_floats(&g, chunk) * 4, (void **)&r->col, st) ||
@@ -576,7 +661,8 @@ static int node_run(const amd_conv_geom &g, bool need_workspace, conv_run *r, am
 static int node_done(conv_run *r, int rc) {
   amd_cu_scratch_done(r->col);
   amd_cu_scratch_done(r->out);
-  r->col = r->out = NULL;
+  amd_cu_scratch_done(r->bm);
+  r->col = r->out = r->bm = NULL;
   return rc;
 }
 
@@ -589,7 +675,7 @@ int conv_forward(FWD_ARGS) {
   conv_run r;
   if (amd_conv_geometry(a, x, w, &g, st)) return -1;
   if (g.n == 0 || g.m == 0 || g.osize == 0) return 0;
-  if (node_run(g, !conv_pointwise(g), &r, st)) return node_done(&r, -1);
+  if (node_run(g, !conv_pointwise(g), e.bias && conv_direct(n->mult, g, e), &r, st)) return node_done(&r, -1);
   return node_done(&r, conv_fwd(r, n->mult, g, F(x), F(w), e, F(&out[0]), st));
 }
 
@@ -607,7 +693,7 @@ int conv_backward(BWD_ARGS) {
       amd_tensor_nbytes(dx)) /* no product reaches dx: its gradient is 0 */
     AMD_CUDA_CHECK(cudaMemsetAsync(dx->data, 0, amd_tensor_nbytes(dx), amd_cu.stream), st);
   if ((!dx && !dw) || g.n == 0 || g.osize == 0 || g.mg == 0 || g.cg * g.kvol == 0) return 0;
-  if (node_run(g, dw || !conv_pointwise(g), &r, st)) return node_done(&r, -1);
+  if (node_run(g, dw || !conv_pointwise(g), false, &r, st)) return node_done(&r, -1);
   return node_done(&r, conv_bwd(r, n->bwd_mult, g, F(x), F(w), F(dy), F(dx), acc_of(ctx, 0), F(dw), st));
 }
 
@@ -622,7 +708,7 @@ size_t amd_cuda_conv2d_workspace(const amd_conv_geom *g, int backward) {
 /* The caller's workspace as the two buffers: col, then out at a 256-byte boundary. */
 static int caller_run(amd_cuda_gemm_ctx *gemm, cudaStream_t s, const amd_conv_geom *g, int backward, void *ws,
                       size_t ws_bytes, conv_run *r, amd_status *st) {
-  r->gemm = gemm, r->s = s, r->col = r->out = NULL;
+  r->gemm = gemm, r->s = s, r->col = r->out = r->bm = NULL; /* no bias plane: a bias takes the usual path */
   const size_t need = amd_cuda_conv2d_workspace(g, backward);
   if (need == 0) return 0;
   if (!ws || ws_bytes < need)

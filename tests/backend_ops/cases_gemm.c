@@ -5,7 +5,9 @@
  * Conv and Add, an Add (and its Relu) into Conv, forward only in acc32,
  * against the CPU doing the same: the im2col path's output reordering
  * (16-byte and 4-byte), the pointwise path's pass over its output (bias,
- * Add, Relu, or some of them), Add's same-shape and broadcast kernels. */
+ * Add, Relu, or some of them), the GEMMs that add the bias and apply the
+ * Relu themselves and the shapes that keep the usual path, Add's same-shape
+ * and broadcast kernels. */
 #include "harness.h"
 
 #define GEMM .tol = 2e-4, .modes = HC_GEMM_MODES
@@ -95,6 +97,25 @@ static const hc_case cases[] = {
      .in = {F32("3,8,24,24", -1, 1), F32("12,8,1,1", -1, 1), F32("12", -1, 1)}, FUSED},
     {.op = "Conv", .opset = 13, .note = "1x1 pointwise 23x23, no bias, Relu fused",
      .in = {F32("2,5,23,23", -1, 1), F32("7,5,1,1", -1, 1)}, FUSED},
+    /* acc32 GEMMs that add the bias and apply the Relu as they write y (conv_direct, cuda/ops/conv.cu) */
+    {.op = "Conv", .opset = 13, .note = "1x1 pointwise 24x24, bias, nothing fused: the GEMM adds the bias",
+     .in = {F32("3,8,24,24", -1, 1), F32("12,8,1,1", -1, 1), F32("12", -1, 1)}, .inference = 1, .tol = 2e-4},
+    {.op = "Conv", .opset = 13, .note = "3x3 pad 1 on 24x24, 64 channels out, bias, Relu fused: per-image GEMMs",
+     .in = {F32("3,4,24,24", -1, 1), F32("64,4,3,3", -1, 1), F32("64", -1, 1)},
+     .attr = {A_INTS("pads", "1,1,1,1")}, FUSED},
+    {.op = "Conv", .opset = 13, .note = "3x3 pad 1 on 24x24, 6 channels out, bias, Relu fused: the usual path",
+     .in = {F32("3,4,24,24", -1, 1), F32("6,4,3,3", -1, 1), F32("6", -1, 1)},
+     .attr = {A_INTS("pads", "1,1,1,1")}, FUSED},
+    {.op = "Conv", .opset = 13,
+     .note = "7x7 stride 2 pad 3 on 3 channels of 49x49 (25x25 out: 4-byte steps between images), bias, Relu fused",
+     .in = {F32("2,3,49,49", -1, 1), F32("64,3,7,7", -1, 1), F32("64", -1, 1)},
+     .attr = {A_INTS("strides", "2,2"), A_INTS("pads", "3,3,3,3")}, FUSED},
+    {.op = "Conv", .opset = 13, .note = "3x3 pad 1 on 24x24, 288 rows a column, bias, Relu fused: the usual path",
+     .in = {F32("2,32,24,24", -1, 1), F32("64,32,3,3", -1, 1), F32("64", -1, 1)},
+     .attr = {A_INTS("pads", "1,1,1,1")}, FUSED},
+    {.op = "Conv", .opset = 13, .note = "3x3 pad 1 on 24x24, group 2, bias, Relu fused: the usual path",
+     .in = {F32("2,4,24,24", -1, 1), F32("6,2,3,3", -1, 1), F32("6", -1, 1)},
+     .attr = {A_INTS("pads", "1,1,1,1"), A_INT("group", 2)}, FUSED},
     {.op = "Add", .opset = 14, .note = "same shape, Relu fused",
      .in = {F32("4,6,8,8", -1, 1), F32("4,6,8,8", -1, 1)}, .inference = 1, .relu_out = 1, .tol = 1e-6},
     {.op = "Add", .opset = 14, .note = "[N,C,H,W] + [1,C,1,1], Relu fused",
@@ -106,6 +127,9 @@ static const hc_case cases[] = {
     {.op = "Conv", .opset = 13, .note = "3x3, bias + residual",
      .in = {F32("6,4,8,8", -1, 1), F32("8,4,3,3", -1, 1), F32("8", -1, 1)}, .add_in = "6,8,6,6",
      .inference = 1, .tol = 2e-4},
+    {.op = "Conv", .opset = 13,
+     .note = "3x3 on 9x9 (7x7 out: the reordering one float at a time), bias + residual, Relu fused",
+     .in = {F32("5,6,9,9", -1, 1), F32("10,6,3,3", -1, 1), F32("10", -1, 1)}, .add_in = "5,10,7,7", FUSED},
     {.op = "Conv", .opset = 13, .note = "1x1 pointwise 24x24 + residual",
      .in = {F32("3,8,24,24", -1, 1), F32("12,8,1,1", -1, 1)}, .add_in = "3,12,24,24", .inference = 1,
      .tol = 2e-4},
