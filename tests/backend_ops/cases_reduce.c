@@ -2,7 +2,9 @@
  * all axes, axes 2,3 without keepdims, opset 18's axes input [-1], a middle
  * axis; two axes apart on the host) and the pools (overlapping windows,
  * ceil mode, count_include_pad, windows that do not overlap: the backward's
- * one-thread-per-window path; MaxPool's gradient compared exactly). */
+ * one-thread-per-window path; MaxPool's gradient compared exactly; MaxPool's
+ * forward through each of the CUDA backend's unrolled, run-time and dilated
+ * kernels). */
 #include "harness.h"
 
 #define X F32("4,3,6,6", -2, 2)
@@ -74,6 +76,14 @@ static const hc_case cases[] = {
               A_INT("ceil_mode", 1)}, .grad = 1},
     {.op = "MaxPool", .opset = 12, .note = "2x2 stride 3", .in = {X},
      .attr = {A_INTS("kernel_shape", "2,2"), A_INTS("strides", "3,3")}, .grad = 1},
+    {.op = "MaxPool", .opset = 12, .note = "3x3 stride 2 pad 1 on 9x7, ceil: windows past the end",
+     .in = {F32("3,5,9,7", -2, 2)},
+     .attr = {A_INTS("kernel_shape", "3,3"), A_INTS("strides", "2,2"), A_INTS("pads", "1,1,1,1"),
+              A_INT("ceil_mode", 1)}, .grad = 1},
+    {.op = "MaxPool", .opset = 12, .note = "3x2 stride 1,2 pad 1,0 (kernel and strides at run time)", .in = {X},
+     .attr = {A_INTS("kernel_shape", "3,2"), A_INTS("strides", "1,2"), A_INTS("pads", "1,0,1,0")}, .grad = 1},
+    {.op = "MaxPool", .opset = 12, .note = "2x2 dilation 2 (the general kernel)", .in = {X},
+     .attr = {A_INTS("kernel_shape", "2,2"), A_INTS("dilations", "2,2")}, .grad = 1},
     {.op = "GlobalAveragePool", .opset = 1, .in = {X}, .grad = 1, .tol = 1e-6},
     {.op = "GlobalMaxPool", .opset = 1, .in = {X}, .grad = 1},
 };
