@@ -3,7 +3,9 @@
  * inputs, and its stream's deferred steps. -o selects them by name
  * ("train.optim") or all at once ("train"); they run in -m forward.
  *
- *  train.softmax_xent  with and without smoothing and loss scale, a NaN logit
+ *  train.softmax_xent  with and without smoothing and loss scale, a NaN logit, a
+ *                      tie for the largest logit; 10 and 1000 classes (the CUDA
+ *                      backend's thread-a-sample and warp-a-sample kernels)
  *  train.elementwise   all_finite (finite, Inf, NaN), scale and add (exactly), n = 0
  *  train.optim         every optimizer of the list with its options over three
  *                      steps, and an unknown optimizer id refused by both sets
@@ -99,13 +101,17 @@ static int compare_floats(sp *s, const char *label, const char *what, const floa
   return ok;
 }
 
-static void softmax_xent(sp *s, int64_t n, int64_t c, float smoothing, float scale, int with_nan) {
+enum { XENT_NAN = 1, XENT_TIE = 2 };
+static void softmax_xent(sp *s, int64_t n, int64_t c, float smoothing, float scale, int special) {
   char label[160];
+  const int with_nan = special == XENT_NAN;
   snprintf(label, sizeof label, "train.softmax_xent n %lld c %lld smoothing %g scale %g%s", (long long)n,
-           (long long)c, smoothing, scale, with_nan ? " (a NaN logit)" : "");
+           (long long)c, smoothing, scale,
+           with_nan ? " (a NaN logit)" : special == XENT_TIE ? " (two equal largest logits)" : "");
   amd_status st = {{0}};
   float *z = rand_floats(s, n * c, -4, 4);
   if (with_nan) z[c + 1] = NAN;
+  if (special == XENT_TIE) z[c + 3] = z[c + 7] = 9.0f; /* row 1's argmax: the first of the two */
   int64_t *y = malloc((size_t)n * sizeof *y), *pc = malloc((size_t)n * sizeof *pc),
           *pg = malloc((size_t)n * sizeof *pg);
   for (int64_t i = 0; i < n; i++) y[i] = (int64_t)(uniform(s) * (double)c);
@@ -137,7 +143,11 @@ static void check_softmax_xent(const hb_target *t, const hc_opts *o, hc_tally *t
   softmax_xent(&s, 37, 10, 0, 1, 0);
   softmax_xent(&s, 37, 10, 0.1f, 1, 0);
   softmax_xent(&s, 5, 1000, 0.1f, 256, 0);
-  softmax_xent(&s, 8, 10, 0, 1, 1);
+  softmax_xent(&s, 9, 1000, 0, 1, 0);
+  softmax_xent(&s, 8, 10, 0, 1, XENT_NAN);
+  softmax_xent(&s, 8, 1000, 0, 1, XENT_NAN);
+  softmax_xent(&s, 8, 10, 0, 1, XENT_TIE);
+  softmax_xent(&s, 8, 1000, 0.1f, 1, XENT_TIE);
 }
 
 static void check_elementwise(const hb_target *t, const hc_opts *o, hc_tally *tally) {
